@@ -1,0 +1,309 @@
+#include "graph/graph.h"
+
+#include <algorithm>
+#include <functional>
+#include <queue>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace graphopt {
+
+absl::StatusOr<ValueId> Graph::AddValue(std::string name) {
+  ValueId id(static_cast<int32_t>(values_.size()));
+  auto [it, inserted] = value_by_name_.try_emplace(name, id);
+  if (!inserted) {
+    return absl::AlreadyExistsError(absl::StrCat("value '", name, "' already exists"));
+  }
+  Value v;
+  v.name = std::move(name);
+  values_.push_back(std::move(v));
+  return id;
+}
+
+ValueId Graph::AddUniqueValue(absl::string_view base) {
+  std::string name(base);
+  // Suffixes grow from the current value count, so a fresh name is found in O(1) expected tries.
+  for (int64_t suffix = static_cast<int64_t>(values_.size());; ++suffix) {
+    if (!value_by_name_.contains(name)) break;
+    name = absl::StrCat(base, "_", suffix);
+  }
+  return *AddValue(std::move(name));
+}
+
+void Graph::AddGraphInput(ValueId value) {
+  values_[value.value()].is_graph_input = true;
+  inputs_.push_back(value);
+}
+
+void Graph::AddGraphOutput(ValueId value) {
+  values_[value.value()].graph_output_count++;
+  outputs_.push_back(value);
+}
+
+void Graph::SetInitializer(ValueId value, v1::Tensor tensor) {
+  Value& v = values_[value.value()];
+  if (v.initializer >= 0) {
+    initializers_[v.initializer] = std::move(tensor);
+    return;
+  }
+  v.initializer = static_cast<int32_t>(initializers_.size());
+  initializers_.push_back(std::move(tensor));
+}
+
+absl::StatusOr<NodeId> Graph::AddNode(std::string name, std::string op_type, std::string domain,
+                                      std::vector<ValueId> inputs, std::vector<ValueId> outputs,
+                                      AttributeMap attributes) {
+  NodeId id(static_cast<int32_t>(nodes_.size()));
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (!outputs[i].valid()) continue;
+    const Value& v = values_[outputs[i].value()];
+    if (v.producer.valid() || v.is_graph_input || v.initializer >= 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("value '", v.name, "' is already defined"));
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (outputs[j] == outputs[i]) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("value '", v.name, "' is listed twice as an output"));
+      }
+    }
+  }
+  Node n;
+  n.name = std::move(name);
+  n.op_type = std::move(op_type);
+  n.domain = std::move(domain);
+  n.inputs = std::move(inputs);
+  n.outputs = std::move(outputs);
+  n.attributes = std::move(attributes);
+  n.use_slots.assign(n.inputs.size(), -1);
+  nodes_.push_back(std::move(n));
+  Node& node = nodes_.back();
+  for (int i = 0; i < static_cast<int>(node.inputs.size()); ++i) {
+    if (node.inputs[i].valid()) AddUse(id, i);
+  }
+  for (int i = 0; i < static_cast<int>(node.outputs.size()); ++i) {
+    if (!node.outputs[i].valid()) continue;
+    Value& v = values_[node.outputs[i].value()];
+    v.producer = id;
+    v.producer_output = i;
+  }
+  ++num_live_nodes_;
+  return id;
+}
+
+void Graph::AddUse(NodeId node, int index) {
+  Node& n = nodes_[node.value()];
+  Value& v = values_[n.inputs[index].value()];
+  n.use_slots[index] = static_cast<int32_t>(v.uses.size());
+  v.uses.push_back(Use{node, index});
+}
+
+void Graph::RemoveUse(NodeId node, int index) {
+  Node& n = nodes_[node.value()];
+  Value& v = values_[n.inputs[index].value()];
+  int32_t slot = n.use_slots[index];
+  // Swap-remove, then fix the back-pointer of the use that moved into `slot`.
+  const Use moved = v.uses.back();
+  v.uses[slot] = moved;
+  v.uses.pop_back();
+  if (slot < static_cast<int32_t>(v.uses.size())) {
+    nodes_[moved.node.value()].use_slots[moved.input_index] = slot;
+  }
+  n.use_slots[index] = -1;
+}
+
+void Graph::SetInput(NodeId node, int index, ValueId value) {
+  Node& n = nodes_[node.value()];
+  if (n.inputs[index] == value) return;
+  if (n.inputs[index].valid()) RemoveUse(node, index);
+  n.inputs[index] = value;
+  if (value.valid()) AddUse(node, index);
+}
+
+void Graph::ReplaceAllUsesWith(ValueId from, ValueId to) {
+  if (from == to) return;
+  std::vector<Use> uses = std::move(values_[from.value()].uses);
+  values_[from.value()].uses.clear();
+  Value& target = values_[to.value()];
+  target.uses.reserve(target.uses.size() + uses.size());
+  for (const Use& u : uses) {
+    Node& n = nodes_[u.node.value()];
+    n.inputs[u.input_index] = to;
+    n.use_slots[u.input_index] = static_cast<int32_t>(target.uses.size());
+    target.uses.push_back(u);
+  }
+}
+
+void Graph::ReplaceGraphOutput(ValueId from, ValueId to) {
+  for (ValueId& out : outputs_) {
+    if (out == from) {
+      out = to;
+      values_[from.value()].graph_output_count--;
+      values_[to.value()].graph_output_count++;
+    }
+  }
+}
+
+void Graph::RemoveNode(NodeId node) {
+  Node& n = nodes_[node.value()];
+  if (!n.alive) return;
+  for (int i = 0; i < static_cast<int>(n.inputs.size()); ++i) {
+    if (n.inputs[i].valid()) RemoveUse(node, i);
+  }
+  for (ValueId out : n.outputs) {
+    if (!out.valid()) continue;
+    Value& v = values_[out.value()];
+    // Programmer error, not request data: passes must rewire uses before removing a producer.
+    if (!v.uses.empty() || v.graph_output_count > 0) {
+      std::abort();
+    }
+    v.alive = false;
+    v.producer = NodeId();
+    auto it = value_by_name_.find(v.name);
+    if (it != value_by_name_.end() && it->second == out) value_by_name_.erase(it);
+  }
+  n.alive = false;
+  --num_live_nodes_;
+}
+
+absl::Status Graph::RenameValue(ValueId value, std::string name) {
+  Value& v = values_[value.value()];
+  if (v.name == name) return absl::OkStatus();
+  auto [it, inserted] = value_by_name_.try_emplace(name, value);
+  if (!inserted) {
+    return absl::AlreadyExistsError(absl::StrCat("value '", name, "' already exists"));
+  }
+  value_by_name_.erase(v.name);
+  v.name = std::move(name);
+  return absl::OkStatus();
+}
+
+void Graph::RemoveInitializer(ValueId value) {
+  Value& v = values_[value.value()];
+  if (v.initializer < 0 || !v.uses.empty() || v.is_graph_input || v.graph_output_count > 0) {
+    return;
+  }
+  initializers_[v.initializer] = v1::Tensor();
+  v.initializer = -1;
+  v.alive = false;
+  auto it = value_by_name_.find(v.name);
+  if (it != value_by_name_.end() && it->second == value) value_by_name_.erase(it);
+}
+
+ValueId Graph::FindValue(absl::string_view name) const {
+  auto it = value_by_name_.find(name);
+  return it == value_by_name_.end() ? ValueId() : it->second;
+}
+
+const v1::Tensor* Graph::initializer_of(ValueId value) const {
+  const Value& v = values_[value.value()];
+  return v.initializer >= 0 ? &initializers_[v.initializer] : nullptr;
+}
+
+bool Graph::IsDefined(ValueId value) const {
+  const Value& v = values_[value.value()];
+  return v.alive && (v.producer.valid() || v.is_graph_input || v.initializer >= 0);
+}
+
+std::string Graph::NodeLabel(NodeId id) const {
+  const Node& n = nodes_[id.value()];
+  std::string op = n.domain.empty() ? n.op_type : absl::StrCat(n.domain, "::", n.op_type);
+  if (n.name.empty()) return absl::StrCat("node #", id.value(), " (", op, ")");
+  return absl::StrCat("node '", n.name, "' (", op, ")");
+}
+
+absl::StatusOr<std::vector<NodeId>> Graph::TopologicalOrder() const {
+  const int n = static_cast<int>(nodes_.size());
+  std::vector<NodeId> order;
+  order.reserve(num_live_nodes_);
+
+  // Fast path: node-id order is already topological when every input is produced by a node
+  // with a smaller id.
+  bool sorted = true;
+  for (int i = 0; i < n && sorted; ++i) {
+    const Node& node = nodes_[i];
+    if (!node.alive) continue;
+    for (ValueId in : node.inputs) {
+      if (!in.valid()) continue;
+      NodeId p = values_[in.value()].producer;
+      if (p.valid() && p.value() >= i) {
+        sorted = false;
+        break;
+      }
+    }
+  }
+  if (sorted) {
+    for (int i = 0; i < n; ++i) {
+      if (nodes_[i].alive) order.push_back(NodeId(i));
+    }
+    return order;
+  }
+
+  // Kahn's algorithm, always taking the smallest ready id: equals node-id order wherever the
+  // dependencies allow it.
+  std::vector<int32_t> pending(n, 0);
+  for (int i = 0; i < n; ++i) {
+    const Node& node = nodes_[i];
+    if (!node.alive) continue;
+    for (ValueId in : node.inputs) {
+      if (in.valid() && values_[in.value()].producer.valid()) ++pending[i];
+    }
+  }
+  std::priority_queue<int32_t, std::vector<int32_t>, std::greater<int32_t>> ready;
+  for (int i = 0; i < n; ++i) {
+    if (nodes_[i].alive && pending[i] == 0) ready.push(i);
+  }
+  while (!ready.empty()) {
+    int32_t i = ready.top();
+    ready.pop();
+    order.push_back(NodeId(i));
+    for (ValueId out : nodes_[i].outputs) {
+      if (!out.valid()) continue;
+      for (const Use& u : values_[out.value()].uses) {
+        if (--pending[u.node.value()] == 0) ready.push(u.node.value());
+      }
+    }
+  }
+  if (static_cast<int>(order.size()) == num_live_nodes_) return order;
+
+  // A cycle: start at the smallest unsorted node and follow unsorted producers until a node
+  // repeats; that tail is a cycle. Iterative, bounded by the node count.
+  std::vector<int32_t> seen_at(n, -1);
+  std::vector<int32_t> path;
+  int32_t cur = -1;
+  for (int i = 0; i < n; ++i) {
+    if (nodes_[i].alive && pending[i] > 0) {
+      cur = i;
+      break;
+    }
+  }
+  while (cur >= 0 && seen_at[cur] < 0) {
+    seen_at[cur] = static_cast<int32_t>(path.size());
+    path.push_back(cur);
+    int32_t next = -1;
+    for (ValueId in : nodes_[cur].inputs) {
+      if (!in.valid()) continue;
+      NodeId p = values_[in.value()].producer;
+      if (p.valid() && pending[p.value()] > 0) {
+        next = p.value();
+        break;
+      }
+    }
+    cur = next;
+  }
+  std::vector<std::string> labels;
+  if (cur >= 0) {
+    for (size_t k = seen_at[cur]; k < path.size() && labels.size() < 8; ++k) {
+      labels.push_back(NodeLabel(NodeId(path[k])));
+    }
+  }
+  const size_t cycle_len = cur >= 0 ? path.size() - seen_at[cur] : 0;
+  std::reverse(labels.begin(), labels.end());
+  return absl::InvalidArgumentError(absl::StrCat(
+      "graph has a cycle through ", labels.empty() ? "unknown nodes" : labels.front(), " (",
+      absl::StrJoin(labels, " -> "), cycle_len > labels.size() ? " -> ..." : "", ")"));
+}
+
+}  // namespace graphopt

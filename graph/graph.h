@@ -1,0 +1,162 @@
+#ifndef GRAPHOPT_GRAPH_GRAPH_H_
+#define GRAPHOPT_GRAPH_GRAPH_H_
+
+#include <cstdint>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/container/btree_map.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "graph/ids.h"
+#include "graph/types.h"
+#include "proto/graph.pb.h"
+
+namespace graphopt {
+
+// Attributes of a node, sorted by name so that iteration is deterministic.
+using AttributeMap = absl::btree_map<std::string, v1::Attribute>;
+
+// A use of a value: input `input_index` of node `node`.
+struct Use {
+  NodeId node;
+  int32_t input_index = 0;
+};
+
+struct Value {
+  std::string name;
+  // Producing node and which of its outputs; invalid for graph inputs and initializers.
+  NodeId producer;
+  int32_t producer_output = -1;
+  // Node inputs reading this value, in no particular order.
+  std::vector<Use> uses;
+  TensorType type;
+  std::string doc_string;
+  bool is_graph_input = false;
+  // Number of times this value is listed among the graph outputs.
+  int32_t graph_output_count = 0;
+  // Index into Graph::initializers(), or -1.
+  int32_t initializer = -1;
+  bool alive = true;
+};
+
+struct Node {
+  std::string name;
+  std::string op_type;
+  std::string domain;
+  // Invalid ids mark omitted optional inputs/outputs.
+  std::vector<ValueId> inputs;
+  std::vector<ValueId> outputs;
+  AttributeMap attributes;
+  std::string doc_string;
+  std::string device;
+  bool alive = true;
+  // For inputs[i]: position of this use in inputs[i]'s Value::uses (O(1) unlinking).
+  std::vector<int32_t> use_slots;
+};
+
+// The graph IR: dense node and value ids, O(1) producer and consumer lookup, and cheap
+// mutation. Removed nodes and values stay as tombstones (alive == false) until the graph is
+// written out, so ids stay stable while passes run.
+//
+// Invariants kept by every mutator: each live value has at most one producer; value names are
+// unique among live values; Value::uses lists exactly the live node inputs reading the value.
+class Graph {
+ public:
+  Graph() = default;
+  Graph(Graph&&) = default;
+  Graph& operator=(Graph&&) = default;
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+
+  // --- Building -----------------------------------------------------------------------------
+
+  // Adds a value without a producer. Fails with ALREADY_EXISTS when the name is taken.
+  absl::StatusOr<ValueId> AddValue(std::string name);
+  // Adds a value named after `base`, made unique with a numeric suffix when needed.
+  ValueId AddUniqueValue(absl::string_view base);
+  // Marks an existing value as a graph input (appended to inputs()).
+  void AddGraphInput(ValueId value);
+  // Appends `value` to the graph outputs.
+  void AddGraphOutput(ValueId value);
+  // Stores `tensor` as the initializer of `value`.
+  void SetInitializer(ValueId value, v1::Tensor tensor);
+
+  // Adds a node reading `inputs` and producing `outputs` (values without a producer yet).
+  // Returns FAILED_PRECONDITION when an output already has a producer or is an input or
+  // initializer.
+  absl::StatusOr<NodeId> AddNode(std::string name, std::string op_type, std::string domain,
+                                 std::vector<ValueId> inputs, std::vector<ValueId> outputs,
+                                 AttributeMap attributes = {});
+
+  // --- Mutation -----------------------------------------------------------------------------
+
+  // Rewires input `index` of `node` to `value` (may be invalid to omit it).
+  void SetInput(NodeId node, int index, ValueId value);
+  // Points every node input that reads `from` at `to`. Graph outputs are not touched.
+  void ReplaceAllUsesWith(ValueId from, ValueId to);
+  // Replaces graph output entries equal to `from` by `to`.
+  void ReplaceGraphOutput(ValueId from, ValueId to);
+  // Removes `node`, unlinking its inputs; its outputs become dead values. The outputs must have
+  // no remaining uses and must not be graph outputs (checked).
+  void RemoveNode(NodeId node);
+  // Renames a value; fails with ALREADY_EXISTS if the name is taken by another live value.
+  absl::Status RenameValue(ValueId value, std::string name);
+  // Drops an initializer that is neither used, a graph input nor a graph output.
+  void RemoveInitializer(ValueId value);
+
+  // --- Lookup -------------------------------------------------------------------------------
+
+  int num_node_slots() const { return static_cast<int>(nodes_.size()); }
+  int num_value_slots() const { return static_cast<int>(values_.size()); }
+  int num_live_nodes() const { return num_live_nodes_; }
+
+  const Node& node(NodeId id) const { return nodes_[id.value()]; }
+  Node& mutable_node(NodeId id) { return nodes_[id.value()]; }
+  const Value& value(ValueId id) const { return values_[id.value()]; }
+  Value& mutable_value(ValueId id) { return values_[id.value()]; }
+
+  // Live value with this name, or an invalid id.
+  ValueId FindValue(absl::string_view name) const;
+
+  const std::vector<ValueId>& inputs() const { return inputs_; }
+  const std::vector<ValueId>& outputs() const { return outputs_; }
+
+  // All initializer tensors, indexed by Value::initializer. Removed ones are left empty.
+  const std::vector<v1::Tensor>& initializers() const { return initializers_; }
+  const v1::Tensor* initializer_of(ValueId value) const;
+
+  // True when `value` is defined: produced by a node, a graph input, or an initializer.
+  bool IsDefined(ValueId value) const;
+
+  // Live nodes in a deterministic topological order: the node-id order whenever it already is
+  // topological, otherwise the order that always picks the smallest ready node id. O(n) in the
+  // first case, O(n log n) in the second. INVALID_ARGUMENT naming nodes on a cycle.
+  absl::StatusOr<std::vector<NodeId>> TopologicalOrder() const;
+
+  // "node 'conv1' (Conv)" or "node #12 (Conv)" for unnamed nodes; used in every error message.
+  std::string NodeLabel(NodeId id) const;
+
+  // Graph-level fields carried through unchanged.
+  std::string name;
+  std::string doc_string;
+  std::vector<v1::OpsetImport> opset_imports;
+
+ private:
+  void AddUse(NodeId node, int index);
+  void RemoveUse(NodeId node, int index);
+
+  std::vector<Node> nodes_;
+  std::vector<Value> values_;
+  std::vector<ValueId> inputs_;
+  std::vector<ValueId> outputs_;
+  std::vector<v1::Tensor> initializers_;
+  absl::flat_hash_map<std::string, ValueId> value_by_name_;
+  int num_live_nodes_ = 0;
+};
+
+}  // namespace graphopt
+
+#endif  // GRAPHOPT_GRAPH_GRAPH_H_

@@ -1,0 +1,177 @@
+#include "graph/graph.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace graphopt {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// x -> Relu(a) -> Relu(b) -> y
+struct Chain {
+  Graph g;
+  ValueId x, a, y;
+  NodeId n0, n1;
+};
+
+Chain MakeChain() {
+  Chain c;
+  c.x = *c.g.AddValue("x");
+  c.g.AddGraphInput(c.x);
+  c.a = *c.g.AddValue("a");
+  c.y = *c.g.AddValue("y");
+  c.n0 = *c.g.AddNode("r0", "Relu", "", {c.x}, {c.a});
+  c.n1 = *c.g.AddNode("r1", "Relu", "", {c.a}, {c.y});
+  c.g.AddGraphOutput(c.y);
+  return c;
+}
+
+TEST(GraphTest, ProducerAndConsumerLookup) {
+  Chain c = MakeChain();
+  EXPECT_EQ(c.g.value(c.a).producer, c.n0);
+  EXPECT_EQ(c.g.value(c.a).producer_output, 0);
+  ASSERT_EQ(c.g.value(c.a).uses.size(), 1u);
+  EXPECT_EQ(c.g.value(c.a).uses[0].node, c.n1);
+  EXPECT_EQ(c.g.value(c.y).graph_output_count, 1);
+  EXPECT_TRUE(c.g.IsDefined(c.x));
+  EXPECT_EQ(c.g.FindValue("a"), c.a);
+  EXPECT_FALSE(c.g.FindValue("nope").valid());
+  EXPECT_EQ(c.g.num_live_nodes(), 2);
+}
+
+TEST(GraphTest, DuplicateValueNameRejected) {
+  Graph g;
+  ASSERT_TRUE(g.AddValue("v").ok());
+  EXPECT_EQ(g.AddValue("v").status().code(), absl::StatusCode::kAlreadyExists);
+  ValueId u = g.AddUniqueValue("v");
+  EXPECT_NE(g.value(u).name, "v");
+}
+
+TEST(GraphTest, SecondProducerRejected) {
+  Chain c = MakeChain();
+  auto dup = c.g.AddNode("r2", "Relu", "", {c.x}, {c.a});
+  EXPECT_EQ(dup.status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(GraphTest, ReplaceAllUsesAndRemoveNode) {
+  Chain c = MakeChain();
+  // Bypass r0: r1 reads x directly, then r0 is dead.
+  c.g.ReplaceAllUsesWith(c.a, c.x);
+  EXPECT_TRUE(c.g.value(c.a).uses.empty());
+  EXPECT_EQ(c.g.node(c.n1).inputs[0], c.x);
+  EXPECT_EQ(c.g.value(c.x).uses.size(), 2u);
+  c.g.RemoveNode(c.n0);
+  EXPECT_EQ(c.g.num_live_nodes(), 1);
+  EXPECT_FALSE(c.g.value(c.a).alive);
+  EXPECT_FALSE(c.g.FindValue("a").valid());
+  ASSERT_EQ(c.g.value(c.x).uses.size(), 1u);
+  EXPECT_EQ(c.g.value(c.x).uses[0].node, c.n1);
+}
+
+TEST(GraphTest, UseSlotsStayConsistentUnderSwapRemoval) {
+  Graph g;
+  ValueId x = *g.AddValue("x");
+  g.AddGraphInput(x);
+  std::vector<NodeId> nodes;
+  for (int i = 0; i < 5; ++i) {
+    ValueId o = *g.AddValue("o" + std::to_string(i));
+    nodes.push_back(*g.AddNode("", "Relu", "", {x}, {o}));
+    g.AddGraphOutput(o);
+  }
+  // Rewire nodes 1 and 3 away from x; x's remaining uses must be exactly 0, 2, 4.
+  ValueId y = *g.AddValue("y");
+  g.AddGraphInput(y);
+  g.SetInput(nodes[1], 0, y);
+  g.SetInput(nodes[3], 0, y);
+  std::vector<int> users;
+  for (const Use& u : g.value(x).uses) users.push_back(u.node.value());
+  std::sort(users.begin(), users.end());
+  EXPECT_THAT(users, ElementsAre(0, 2, 4));
+  for (const Use& u : g.value(x).uses) {
+    EXPECT_EQ(g.value(x).uses[g.node(u.node).use_slots[u.input_index]].node, u.node);
+  }
+}
+
+TEST(GraphTest, TopologicalOrderKeepsSortedOrder) {
+  Chain c = MakeChain();
+  auto order = c.g.TopologicalOrder();
+  ASSERT_TRUE(order.ok());
+  EXPECT_THAT(*order, ElementsAre(c.n0, c.n1));
+}
+
+TEST(GraphTest, TopologicalOrderSortsOutOfOrderNodes) {
+  Graph g;
+  ValueId x = *g.AddValue("x");
+  g.AddGraphInput(x);
+  ValueId a = *g.AddValue("a");
+  ValueId b = *g.AddValue("b");
+  ValueId c = *g.AddValue("c");
+  NodeId consumer = *g.AddNode("consumer", "Relu", "", {b}, {c});
+  NodeId unrelated = *g.AddNode("unrelated", "Relu", "", {x}, {a});
+  NodeId producer = *g.AddNode("producer", "Relu", "", {x}, {b});
+  g.AddGraphOutput(c);
+  g.AddGraphOutput(a);
+  auto order = g.TopologicalOrder();
+  ASSERT_TRUE(order.ok());
+  // Smallest ready id first: "unrelated" (1) before "producer" (2) before "consumer" (0).
+  EXPECT_THAT(*order, ElementsAre(unrelated, producer, consumer));
+}
+
+TEST(GraphTest, CycleIsReportedWithNodeNames) {
+  Graph g;
+  ValueId a = *g.AddValue("a");
+  ValueId b = *g.AddValue("b");
+  ASSERT_TRUE(g.AddNode("first", "Relu", "", {b}, {a}).ok());
+  ASSERT_TRUE(g.AddNode("second", "Relu", "", {a}, {b}).ok());
+  auto order = g.TopologicalOrder();
+  ASSERT_FALSE(order.ok());
+  EXPECT_EQ(order.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(order.status().message(), HasSubstr("cycle"));
+  EXPECT_THAT(order.status().message(), HasSubstr("node 'first' (Relu)"));
+  EXPECT_THAT(order.status().message(), HasSubstr("node 'second' (Relu)"));
+}
+
+TEST(GraphTest, MillionNodeChainSortsWithoutRecursion) {
+  constexpr int kNodes = 1000000;
+  Graph g;
+  ValueId prev = *g.AddValue("x");
+  g.AddGraphInput(prev);
+  // Add in reverse so the slow (heap) path of TopologicalOrder runs.
+  std::vector<ValueId> values(kNodes);
+  for (int i = 0; i < kNodes; ++i) values[i] = *g.AddValue("v" + std::to_string(i));
+  for (int i = kNodes - 1; i >= 0; --i) {
+    ValueId in = i == 0 ? prev : values[i - 1];
+    ASSERT_TRUE(g.AddNode("", "Relu", "", {in}, {values[i]}).ok());
+  }
+  g.AddGraphOutput(values.back());
+  auto order = g.TopologicalOrder();
+  ASSERT_TRUE(order.ok());
+  ASSERT_EQ(order->size(), static_cast<size_t>(kNodes));
+  EXPECT_EQ(order->front(), NodeId(kNodes - 1));
+  EXPECT_EQ(order->back(), NodeId(0));
+}
+
+TEST(GraphTest, RenameValue) {
+  Chain c = MakeChain();
+  EXPECT_EQ(c.g.RenameValue(c.a, "y").code(), absl::StatusCode::kAlreadyExists);
+  ASSERT_TRUE(c.g.RenameValue(c.a, "hidden").ok());
+  EXPECT_EQ(c.g.FindValue("hidden"), c.a);
+  EXPECT_FALSE(c.g.FindValue("a").valid());
+}
+
+TEST(GraphTest, NodeLabels) {
+  Graph g;
+  ValueId x = *g.AddValue("x");
+  ValueId y = *g.AddValue("y");
+  NodeId unnamed = *g.AddNode("", "MyOp", "com.example", {x}, {y});
+  EXPECT_EQ(g.NodeLabel(unnamed), "node #0 (com.example::MyOp)");
+}
+
+}  // namespace
+}  // namespace graphopt

@@ -1,0 +1,239 @@
+#include "graph/proto_convert.h"
+
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+
+namespace graphopt {
+namespace {
+
+std::string ProtoNodeLabel(const v1::Node& n, int index) {
+  std::string op = n.domain().empty() ? n.op_type() : absl::StrCat(n.domain(), "::", n.op_type());
+  if (n.name().empty()) return absl::StrCat("node #", index, " (", op, ")");
+  return absl::StrCat("node '", n.name(), "' (", op, ")");
+}
+
+}  // namespace
+
+absl::StatusOr<Graph> GraphFromProto(v1::Graph proto) {
+  Graph g;
+  g.name = std::move(*proto.mutable_name());
+  g.doc_string = std::move(*proto.mutable_doc_string());
+  g.opset_imports.assign(proto.opset_imports().begin(), proto.opset_imports().end());
+
+  // Who defines each value, for error messages about a second definition.
+  auto defined_by = [&](ValueId v) -> std::string {
+    const Value& val = g.value(v);
+    if (val.producer.valid()) return g.NodeLabel(val.producer);
+    if (val.is_graph_input) return "a graph input";
+    if (val.initializer >= 0) return "an initializer";
+    return "";
+  };
+  // Returns the value named `name`, creating it on first mention.
+  auto value_for = [&](const std::string& name) -> ValueId {
+    ValueId id = g.FindValue(name);
+    if (id.valid()) return id;
+    return *g.AddValue(name);
+  };
+
+  for (int i = 0; i < proto.inputs_size(); ++i) {
+    v1::ValueInfo& in = *proto.mutable_inputs(i);
+    if (in.name().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("graph input ", i, " has an empty name"));
+    }
+    if (g.FindValue(in.name()).valid()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("graph input '", in.name(), "' is listed twice"));
+    }
+    ValueId id = value_for(in.name());
+    Value& v = g.mutable_value(id);
+    v.type = TensorTypeFromProto(in.type());
+    v.doc_string = std::move(*in.mutable_doc_string());
+    g.AddGraphInput(id);
+  }
+  for (int i = 0; i < proto.initializers_size(); ++i) {
+    v1::Tensor& t = *proto.mutable_initializers(i);
+    if (t.name().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("initializer ", i, " has an empty name"));
+    }
+    ValueId id = value_for(t.name());
+    Value& v = g.mutable_value(id);
+    if (v.initializer >= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("initializer '", t.name(), "' is given twice"));
+    }
+    TensorType type;
+    type.dtype = t.dtype();
+    type.shape.emplace();
+    for (int64_t d : t.dims()) {
+      if (d < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("initializer '", t.name(), "' has a negative dim ", d));
+      }
+      type.shape->push_back(Dim::Known(d));
+    }
+    if (v.is_graph_input) {
+      // An overridable weight: the declared input type wins where it says something.
+      if (v.type.dtype == v1::DT_UNDEFINED) v.type.dtype = type.dtype;
+      if (!v.type.shape) v.type.shape = type.shape;
+    } else {
+      v.type = std::move(type);
+    }
+    g.SetInitializer(id, std::move(t));
+  }
+
+  for (int i = 0; i < proto.nodes_size(); ++i) {
+    v1::Node& pn = *proto.mutable_nodes(i);
+    const std::string label = ProtoNodeLabel(pn, i);
+    if (pn.op_type().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(label, ": empty op_type"));
+    }
+    std::vector<ValueId> inputs;
+    inputs.reserve(pn.inputs_size());
+    for (const std::string& name : pn.inputs()) {
+      inputs.push_back(name.empty() ? ValueId() : value_for(name));
+    }
+    std::vector<ValueId> outputs;
+    outputs.reserve(pn.outputs_size());
+    for (int k = 0; k < pn.outputs_size(); ++k) {
+      const std::string& name = pn.outputs(k);
+      if (name.empty()) {
+        outputs.push_back(ValueId());
+        continue;
+      }
+      ValueId id = value_for(name);
+      std::string other = defined_by(id);
+      if (!other.empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(label, ": output ", k, " '", name,
+                                                       "' is already produced by ", other));
+      }
+      for (ValueId prev : outputs) {
+        if (prev == id) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(label, ": output '", name, "' is listed twice"));
+        }
+      }
+      outputs.push_back(id);
+    }
+    AttributeMap attributes;
+    for (int k = 0; k < pn.attributes_size(); ++k) {
+      v1::Attribute& a = *pn.mutable_attributes(k);
+      if (a.name().empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(label, ": attribute ", k, " has an empty name"));
+      }
+      if (a.value_case() == v1::Attribute::VALUE_NOT_SET) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(label, ": attribute '", a.name(), "' has no value"));
+      }
+      std::string name = a.name();
+      if (!attributes.try_emplace(name, std::move(a)).second) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(label, ": attribute '", name, "' is given twice"));
+      }
+    }
+    absl::StatusOr<NodeId> id =
+        g.AddNode(std::move(*pn.mutable_name()), std::move(*pn.mutable_op_type()),
+                  std::move(*pn.mutable_domain()), std::move(inputs), std::move(outputs),
+                  std::move(attributes));
+    if (!id.ok()) return absl::InvalidArgumentError(absl::StrCat(label, ": ", id.status().message()));
+    Node& node = g.mutable_node(*id);
+    node.doc_string = std::move(*pn.mutable_doc_string());
+    node.device = std::move(*pn.mutable_device());
+  }
+
+  for (int i = 0; i < proto.outputs_size(); ++i) {
+    v1::ValueInfo& out = *proto.mutable_outputs(i);
+    if (out.name().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("graph output ", i, " has an empty name"));
+    }
+    ValueId id = value_for(out.name());
+    Value& v = g.mutable_value(id);
+    // Declared output types are the client's expectation; keep them until inference runs.
+    if (!v.is_graph_input && v.initializer < 0 && out.has_type()) {
+      v.type = TensorTypeFromProto(out.type());
+    }
+    if (v.doc_string.empty()) v.doc_string = std::move(*out.mutable_doc_string());
+    g.AddGraphOutput(id);
+  }
+  for (v1::ValueInfo& vi : *proto.mutable_value_info()) {
+    ValueId id = g.FindValue(vi.name());
+    if (!id.valid()) continue;  // Annotation of a value the graph does not have: dropped.
+    Value& v = g.mutable_value(id);
+    if (v.is_graph_input || v.initializer >= 0) continue;
+    v.type = TensorTypeFromProto(vi.type());
+    if (v.doc_string.empty()) v.doc_string = std::move(*vi.mutable_doc_string());
+  }
+  return g;
+}
+
+v1::Graph GraphToProto(const Graph& graph, const ToProtoOptions& options) {
+  v1::Graph out;
+  out.set_name(graph.name);
+  out.set_doc_string(graph.doc_string);
+  for (const v1::OpsetImport& o : graph.opset_imports) *out.add_opset_imports() = o;
+
+  auto write_info = [&](ValueId id, v1::ValueInfo* info) {
+    const Value& v = graph.value(id);
+    info->set_name(v.name);
+    if (v.type.dtype != v1::DT_UNDEFINED || v.type.shape) {
+      TensorTypeToProto(v.type, info->mutable_type());
+    }
+    info->set_doc_string(v.doc_string);
+  };
+  for (ValueId id : graph.inputs()) write_info(id, out.add_inputs());
+  for (ValueId id : graph.outputs()) write_info(id, out.add_outputs());
+
+  // Live initializers in their original order.
+  std::vector<ValueId> init_owner(graph.initializers().size());
+  for (int i = 0; i < graph.num_value_slots(); ++i) {
+    const Value& v = graph.value(ValueId(i));
+    if (v.alive && v.initializer >= 0) init_owner[v.initializer] = ValueId(i);
+  }
+  for (size_t i = 0; i < init_owner.size(); ++i) {
+    if (!init_owner[i].valid()) continue;
+    v1::Tensor* t = out.add_initializers();
+    *t = graph.initializers()[i];
+    t->set_name(graph.value(init_owner[i]).name);
+  }
+
+  absl::StatusOr<std::vector<NodeId>> order = graph.TopologicalOrder();
+  std::vector<NodeId> ids;
+  if (order.ok()) {
+    ids = std::move(*order);
+  } else {
+    for (int i = 0; i < graph.num_node_slots(); ++i) {
+      if (graph.node(NodeId(i)).alive) ids.push_back(NodeId(i));
+    }
+  }
+  out.mutable_nodes()->Reserve(static_cast<int>(ids.size()));
+  for (NodeId id : ids) {
+    const Node& n = graph.node(id);
+    v1::Node* pn = out.add_nodes();
+    pn->set_name(n.name);
+    pn->set_op_type(n.op_type);
+    pn->set_domain(n.domain);
+    for (ValueId in : n.inputs) pn->add_inputs(in.valid() ? graph.value(in).name : "");
+    for (ValueId o : n.outputs) pn->add_outputs(o.valid() ? graph.value(o).name : "");
+    for (const auto& [name, attr] : n.attributes) {
+      v1::Attribute* a = pn->add_attributes();
+      *a = attr;
+      a->set_name(name);
+    }
+    pn->set_doc_string(n.doc_string);
+    pn->set_device(n.device);
+  }
+
+  if (options.value_info) {
+    for (int i = 0; i < graph.num_value_slots(); ++i) {
+      const Value& v = graph.value(ValueId(i));
+      if (!v.alive || !v.producer.valid() || v.graph_output_count > 0) continue;
+      if (v.type.dtype == v1::DT_UNDEFINED && !v.type.shape) continue;
+      write_info(ValueId(i), out.add_value_info());
+    }
+  }
+  return out;
+}
+
+}  // namespace graphopt

@@ -1,0 +1,140 @@
+#include "graph/proto_convert.h"
+
+#include "gmock/gmock.h"
+#include "google/protobuf/text_format.h"
+#include "gtest/gtest.h"
+
+namespace graphopt {
+namespace {
+
+using ::testing::HasSubstr;
+
+v1::Graph Parse(const std::string& text) {
+  v1::Graph g;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &g));
+  return g;
+}
+
+std::string Serialize(const v1::Graph& g) {
+  std::string out;
+  google::protobuf::io::StringOutputStream stream(&out);
+  google::protobuf::io::CodedOutputStream coded(&stream);
+  coded.SetSerializationDeterministic(true);
+  g.SerializeToCodedStream(&coded);
+  return out;
+}
+
+constexpr char kGraph[] = R"pb(
+  name: "g"
+  doc_string: "a test graph"
+  opset_imports { domain: "" version: 17 }
+  inputs { name: "x" type { dtype: DT_FLOAT32 shape { dims { symbol: "batch" } dims { size: 4 } } } }
+  initializers { name: "w" dtype: DT_FLOAT32 dims: 4 raw_data: "\000\000\200?\000\000\200?\000\000\200?\000\000\200?" }
+  nodes {
+    name: "mul" op_type: "Mul" inputs: "x" inputs: "w" outputs: "m" doc_string: "scale"
+    attributes { name: "z_last" i: 1 }
+    attributes { name: "a_first" floats { values: 1 values: 2 } }
+  }
+  nodes { name: "relu" op_type: "Relu" inputs: "m" outputs: "y" }
+  outputs { name: "y" doc_string: "result" }
+  value_info { name: "m" type { dtype: DT_FLOAT32 } }
+)pb";
+
+TEST(ProtoConvertTest, RoundTripKeepsEverything) {
+  absl::StatusOr<Graph> g = GraphFromProto(Parse(kGraph));
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->num_live_nodes(), 2);
+  ValueId x = g->FindValue("x");
+  ASSERT_TRUE(x.valid());
+  EXPECT_EQ(TensorTypeToString(g->value(x).type), "float32[batch,4]");
+  EXPECT_EQ(TensorTypeToString(g->value(g->FindValue("w")).type), "float32[4]");
+  v1::Graph out = GraphToProto(*g);
+  EXPECT_EQ(out.name(), "g");
+  EXPECT_EQ(out.doc_string(), "a test graph");
+  ASSERT_EQ(out.nodes_size(), 2);
+  // Attributes come out sorted by name.
+  EXPECT_EQ(out.nodes(0).attributes(0).name(), "a_first");
+  EXPECT_EQ(out.nodes(0).doc_string(), "scale");
+  EXPECT_EQ(out.outputs(0).doc_string(), "result");
+  ASSERT_EQ(out.initializers_size(), 1);
+  EXPECT_EQ(out.initializers(0).raw_data().size(), 16u);
+  ASSERT_EQ(out.value_info_size(), 1);
+  EXPECT_EQ(out.value_info(0).name(), "m");
+
+  // Converting the output again is a fixed point, byte for byte.
+  absl::StatusOr<Graph> again = GraphFromProto(out);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(Serialize(GraphToProto(*again)), Serialize(out));
+}
+
+TEST(ProtoConvertTest, NodesComeOutTopologicallySorted) {
+  absl::StatusOr<Graph> g = GraphFromProto(Parse(R"pb(
+    inputs { name: "x" }
+    nodes { name: "second" op_type: "Relu" inputs: "a" outputs: "b" }
+    nodes { name: "first" op_type: "Relu" inputs: "x" outputs: "a" }
+    outputs { name: "b" })pb"));
+  ASSERT_TRUE(g.ok());
+  v1::Graph out = GraphToProto(*g);
+  EXPECT_EQ(out.nodes(0).name(), "first");
+  EXPECT_EQ(out.nodes(1).name(), "second");
+}
+
+TEST(ProtoConvertTest, RejectsDuplicateInputs) {
+  auto g = GraphFromProto(Parse(R"pb(inputs { name: "x" } inputs { name: "x" })pb"));
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(g.status().message(), HasSubstr("graph input 'x' is listed twice"));
+}
+
+TEST(ProtoConvertTest, RejectsDuplicateAttribute) {
+  auto g = GraphFromProto(Parse(R"pb(
+    inputs { name: "x" }
+    nodes {
+      name: "n" op_type: "Relu" inputs: "x" outputs: "y"
+      attributes { name: "a" i: 1 }
+      attributes { name: "a" i: 2 }
+    })pb"));
+  EXPECT_THAT(g.status().message(), HasSubstr("node 'n' (Relu): attribute 'a' is given twice"));
+}
+
+TEST(ProtoConvertTest, RejectsAttributeWithoutValue) {
+  auto g = GraphFromProto(Parse(R"pb(
+    inputs { name: "x" }
+    nodes { name: "n" op_type: "Relu" inputs: "x" outputs: "y" attributes { name: "a" } })pb"));
+  EXPECT_THAT(g.status().message(), HasSubstr("node 'n' (Relu): attribute 'a' has no value"));
+}
+
+TEST(ProtoConvertTest, RejectsEmptyOpType) {
+  auto g = GraphFromProto(Parse(R"pb(nodes { name: "n" outputs: "y" })pb"));
+  EXPECT_THAT(g.status().message(), HasSubstr("node 'n' (): empty op_type"));
+}
+
+TEST(ProtoConvertTest, RejectsNodeWithRepeatedOutput) {
+  auto g = GraphFromProto(Parse(R"pb(
+    inputs { name: "x" }
+    nodes { name: "n" op_type: "Split" inputs: "x" outputs: "y" outputs: "y" })pb"));
+  EXPECT_THAT(g.status().message(), HasSubstr("node 'n' (Split): output 'y' is listed twice"));
+}
+
+TEST(ProtoConvertTest, RejectsNegativeInitializerDim) {
+  auto g = GraphFromProto(Parse(R"pb(initializers { name: "w" dtype: DT_FLOAT32 dims: -2 })pb"));
+  EXPECT_THAT(g.status().message(), HasSubstr("initializer 'w' has a negative dim -2"));
+}
+
+TEST(ProtoConvertTest, InitializerThatIsAlsoAnInput) {
+  auto g = GraphFromProto(Parse(R"pb(
+    inputs { name: "w" type { dtype: DT_FLOAT32 } }
+    initializers { name: "w" dtype: DT_FLOAT32 dims: 2 raw_data: "\000\000\000\000\000\000\000\000" }
+    nodes { op_type: "Relu" inputs: "w" outputs: "y" }
+    outputs { name: "y" })pb"));
+  ASSERT_TRUE(g.ok()) << g.status();
+  const Value& w = g->value(g->FindValue("w"));
+  EXPECT_TRUE(w.is_graph_input);
+  EXPECT_GE(w.initializer, 0);
+  EXPECT_EQ(TensorTypeToString(w.type), "float32[2]");
+  v1::Graph out = GraphToProto(*g);
+  EXPECT_EQ(out.inputs_size(), 1);
+  EXPECT_EQ(out.initializers_size(), 1);
+}
+
+}  // namespace
+}  // namespace graphopt

@@ -1,0 +1,162 @@
+#include "graph/types.h"
+
+#include <limits>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace graphopt {
+
+std::string Dim::ToString() const {
+  switch (kind_) {
+    case Kind::kKnown:
+      return absl::StrCat(size_);
+    case Kind::kSymbol:
+      return symbol_;
+    case Kind::kUnknown:
+      break;
+  }
+  return "?";
+}
+
+namespace {
+
+struct DataTypeEntry {
+  v1::DataType dtype;
+  const char* name;
+  int size;
+};
+
+constexpr DataTypeEntry kDataTypes[] = {
+    {v1::DT_UNDEFINED, "undefined", 0}, {v1::DT_FLOAT32, "float32", 4},
+    {v1::DT_UINT8, "uint8", 1},         {v1::DT_INT8, "int8", 1},
+    {v1::DT_UINT16, "uint16", 2},       {v1::DT_INT16, "int16", 2},
+    {v1::DT_INT32, "int32", 4},         {v1::DT_INT64, "int64", 8},
+    {v1::DT_STRING, "string", 0},       {v1::DT_BOOL, "bool", 1},
+    {v1::DT_FLOAT16, "float16", 2},     {v1::DT_FLOAT64, "float64", 8},
+    {v1::DT_UINT32, "uint32", 4},       {v1::DT_UINT64, "uint64", 8},
+    {v1::DT_COMPLEX64, "complex64", 8}, {v1::DT_COMPLEX128, "complex128", 16},
+    {v1::DT_BFLOAT16, "bfloat16", 2},
+};
+
+const DataTypeEntry* FindEntry(v1::DataType dtype) {
+  for (const DataTypeEntry& e : kDataTypes) {
+    if (e.dtype == dtype) return &e;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::string DataTypeName(v1::DataType dtype) {
+  const DataTypeEntry* e = FindEntry(dtype);
+  return e != nullptr ? e->name : absl::StrCat("dtype(", static_cast<int>(dtype), ")");
+}
+
+absl::StatusOr<v1::DataType> ParseDataType(absl::string_view name) {
+  std::string lower = absl::AsciiStrToLower(name);
+  if (lower == "float") return v1::DT_FLOAT32;
+  if (lower == "double") return v1::DT_FLOAT64;
+  if (lower == "half") return v1::DT_FLOAT16;
+  for (const DataTypeEntry& e : kDataTypes) {
+    if (lower == e.name && e.dtype != v1::DT_UNDEFINED) return e.dtype;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown data type '", name, "'"));
+}
+
+int DataTypeSize(v1::DataType dtype) {
+  const DataTypeEntry* e = FindEntry(dtype);
+  return e != nullptr ? e->size : 0;
+}
+
+bool IsFloatingPoint(v1::DataType dtype) {
+  return dtype == v1::DT_FLOAT32 || dtype == v1::DT_FLOAT16 || dtype == v1::DT_FLOAT64 ||
+         dtype == v1::DT_BFLOAT16;
+}
+
+bool IsInteger(v1::DataType dtype) {
+  switch (dtype) {
+    case v1::DT_UINT8:
+    case v1::DT_INT8:
+    case v1::DT_UINT16:
+    case v1::DT_INT16:
+    case v1::DT_INT32:
+    case v1::DT_INT64:
+    case v1::DT_UINT32:
+    case v1::DT_UINT64:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string ShapeToString(const std::optional<Dims>& shape) {
+  if (!shape) return "[?..]";
+  return absl::StrCat(
+      "[",
+      absl::StrJoin(*shape, ",", [](std::string* out, const Dim& d) { out->append(d.ToString()); }),
+      "]");
+}
+
+std::string TensorTypeToString(const TensorType& type) {
+  return absl::StrCat(DataTypeName(type.dtype), ShapeToString(type.shape));
+}
+
+Dim DimFromProto(const v1::Dim& dim) {
+  switch (dim.value_case()) {
+    case v1::Dim::kSize:
+      return Dim::Known(dim.size());
+    case v1::Dim::kSymbol:
+      return dim.symbol().empty() ? Dim::Unknown() : Dim::Symbol(dim.symbol());
+    case v1::Dim::VALUE_NOT_SET:
+      break;
+  }
+  return Dim::Unknown();
+}
+
+void DimToProto(const Dim& dim, v1::Dim* out) {
+  out->Clear();
+  if (dim.is_known()) {
+    out->set_size(dim.size());
+  } else if (dim.is_symbol()) {
+    out->set_symbol(dim.symbol());
+  }
+}
+
+Dims ShapeFromProto(const v1::Shape& shape) {
+  Dims dims;
+  dims.reserve(shape.dims_size());
+  for (const v1::Dim& d : shape.dims()) dims.push_back(DimFromProto(d));
+  return dims;
+}
+
+void ShapeToProto(const Dims& dims, v1::Shape* out) {
+  out->Clear();
+  for (const Dim& d : dims) DimToProto(d, out->add_dims());
+}
+
+TensorType TensorTypeFromProto(const v1::TensorType& type) {
+  TensorType t;
+  t.dtype = type.dtype();
+  if (type.has_shape()) t.shape = ShapeFromProto(type.shape());
+  return t;
+}
+
+void TensorTypeToProto(const TensorType& type, v1::TensorType* out) {
+  out->Clear();
+  out->set_dtype(type.dtype);
+  if (type.shape) ShapeToProto(*type.shape, out->mutable_shape());
+}
+
+std::optional<int64_t> NumElements(const Dims& dims) {
+  int64_t n = 1;
+  for (const Dim& d : dims) {
+    if (!d.is_known() || d.size() < 0) return std::nullopt;
+    if (d.size() != 0 && n > std::numeric_limits<int64_t>::max() / d.size()) return std::nullopt;
+    n *= d.size();
+  }
+  return n;
+}
+
+}  // namespace graphopt

@@ -1,0 +1,119 @@
+#include "graph/verifier.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace graphopt {
+namespace {
+
+std::string ArityText(int min, int max) {
+  if (max == OpDef::kUnbounded) return absl::StrCat("at least ", min);
+  if (min == max) return absl::StrCat(min);
+  return absl::StrCat(min, " to ", max);
+}
+
+const char* AttributeTypeText(v1::AttributeType type) {
+  switch (type) {
+    case v1::ATTR_INT:
+      return "an int";
+    case v1::ATTR_FLOAT:
+      return "a float";
+    case v1::ATTR_STRING:
+      return "a string";
+    case v1::ATTR_TENSOR:
+      return "a tensor";
+    case v1::ATTR_GRAPH:
+      return "a graph";
+    case v1::ATTR_INTS:
+      return "a list of ints";
+    case v1::ATTR_FLOATS:
+      return "a list of floats";
+    case v1::ATTR_STRINGS:
+      return "a list of strings";
+    case v1::ATTR_TENSORS:
+      return "a list of tensors";
+    case v1::ATTR_GRAPHS:
+      return "a list of graphs";
+    case v1::ATTR_DTYPE:
+      return "a data type";
+    case v1::ATTR_SHAPE:
+      return "a shape";
+    default:
+      return "an undefined kind";
+  }
+}
+
+absl::Status VerifyNode(const Graph& graph, NodeId id, const OpRegistry& registry) {
+  const Node& n = graph.node(id);
+  auto error = [&](auto&&... parts) {
+    return absl::InvalidArgumentError(absl::StrCat(graph.NodeLabel(id), ": ", parts...));
+  };
+  const OpDef* op = registry.Find(n.domain, n.op_type);
+  if (op == nullptr) {
+    return error("unknown op '", OpLabel(n.domain, n.op_type), "'");
+  }
+  const int num_inputs = static_cast<int>(n.inputs.size());
+  const int num_outputs = static_cast<int>(n.outputs.size());
+  if (num_inputs < op->min_inputs || num_inputs > op->max_inputs) {
+    return error("has ", num_inputs, " inputs, ", OpLabel(n.domain, n.op_type), " takes ",
+                 ArityText(op->min_inputs, op->max_inputs));
+  }
+  if (num_outputs < op->min_outputs || num_outputs > op->max_outputs) {
+    return error("has ", num_outputs, " outputs, ", OpLabel(n.domain, n.op_type), " gives ",
+                 ArityText(op->min_outputs, op->max_outputs));
+  }
+  for (int i = 0; i < num_inputs; ++i) {
+    const v1::ArgSpec* spec = op->input_spec(i);
+    if (!n.inputs[i].valid()) {
+      if (spec->arity() != v1::ARITY_OPTIONAL) {
+        return error("required input ", i, " '", spec->name(), "' is missing");
+      }
+      continue;
+    }
+    if (!graph.IsDefined(n.inputs[i])) {
+      return error("input ", i, " '", graph.value(n.inputs[i]).name,
+                   "' is not produced by any node, graph input or initializer");
+    }
+  }
+  for (int i = 0; i < num_outputs; ++i) {
+    if (!n.outputs[i].valid() && op->output_spec(i)->arity() != v1::ARITY_OPTIONAL) {
+      return error("required output ", i, " '", op->output_spec(i)->name(), "' is missing");
+    }
+  }
+  for (const auto& [name, value] : n.attributes) {
+    const v1::AttributeSpec* spec = op->attribute_spec(name);
+    if (spec == nullptr) {
+      return error("unknown attribute '", name, "' for ", OpLabel(n.domain, n.op_type));
+    }
+    if (!AttributeValueMatches(value, spec->type())) {
+      return error("attribute '", name, "' must be ", AttributeTypeText(spec->type()));
+    }
+  }
+  for (const v1::AttributeSpec& spec : op->descriptor.attributes()) {
+    if (spec.required() && !n.attributes.contains(spec.name())) {
+      return error("missing required attribute '", spec.name(), "'");
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status VerifyGraph(const Graph& graph, const OpRegistry& registry) {
+  for (int i = 0; i < graph.num_node_slots(); ++i) {
+    if (!graph.node(NodeId(i)).alive) continue;
+    if (absl::Status s = VerifyNode(graph, NodeId(i), registry); !s.ok()) return s;
+  }
+  for (size_t i = 0; i < graph.outputs().size(); ++i) {
+    ValueId out = graph.outputs()[i];
+    if (!graph.IsDefined(out)) {
+      return absl::InvalidArgumentError(absl::StrCat("graph output ", i, " '",
+                                                     graph.value(out).name,
+                                                     "' is not produced by any node, graph "
+                                                     "input or initializer"));
+    }
+  }
+  absl::StatusOr<std::vector<NodeId>> order = graph.TopologicalOrder();
+  return order.status();
+}
+
+}  // namespace graphopt

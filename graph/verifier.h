@@ -1,0 +1,24 @@
+#ifndef GRAPHOPT_GRAPH_VERIFIER_H_
+#define GRAPHOPT_GRAPH_VERIFIER_H_
+
+#include "absl/status/status.h"
+#include "graph/graph.h"
+#include "graph/op_registry.h"
+
+namespace graphopt {
+
+// Checks the structural invariants of `graph` against `registry`. Returns OK or
+// INVALID_ARGUMENT naming the first offending node (in node-id order):
+//  - an op unknown to the registry;
+//  - input/output counts outside the descriptor's arity, a missing required input;
+//  - an input that no node, graph input or initializer defines;
+//  - a missing required attribute, an attribute the descriptor does not declare, or one whose
+//    value is of the wrong kind;
+//  - a cycle;
+//  - a graph output that is not defined.
+// Linear in the size of the graph (plus the topological sort), no recursion.
+absl::Status VerifyGraph(const Graph& graph, const OpRegistry& registry);
+
+}  // namespace graphopt
+
+#endif  // GRAPHOPT_GRAPH_VERIFIER_H_

@@ -1,0 +1,15 @@
+#ifndef GRAPHOPT_PASSES_BUILTIN_PASSES_H_
+#define GRAPHOPT_PASSES_BUILTIN_PASSES_H_
+
+#include "absl/status/status.h"
+#include "passes/pass.h"
+
+namespace graphopt {
+
+// Registers every builtin pass (infer_type, infer_shape, dead_code_elimination,
+// common_subexpression_elimination, eliminate_identity). Called explicitly by main.
+absl::Status RegisterBuiltinPasses(PassRegistry* registry);
+
+}  // namespace graphopt
+
+#endif  // GRAPHOPT_PASSES_BUILTIN_PASSES_H_

@@ -1,0 +1,107 @@
+#ifndef GRAPHOPT_PASSES_PASS_H_
+#define GRAPHOPT_PASSES_PASS_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "graph/graph.h"
+#include "graph/op_registry.h"
+
+namespace graphopt {
+
+// Typed analysis keys: what a pass needs valid before it runs and what it makes valid. The
+// analyses live on the IR itself (Value::type); the pipeline tracks whether they are current.
+enum class Analysis : uint8_t {
+  kTypes = 0,   // Value::type.dtype of every value
+  kShapes = 1,  // Value::type.shape of every value
+};
+inline constexpr int kNumAnalyses = 2;
+absl::string_view AnalysisName(Analysis analysis);
+
+// A small set of analyses.
+class AnalysisSet {
+ public:
+  constexpr AnalysisSet() = default;
+  constexpr AnalysisSet(std::initializer_list<Analysis> list) {
+    for (Analysis a : list) bits_ |= Bit(a);
+  }
+  static constexpr AnalysisSet All() { return AnalysisSet(0xff); }
+  constexpr bool contains(Analysis a) const { return (bits_ & Bit(a)) != 0; }
+  void insert(Analysis a) { bits_ |= Bit(a); }
+  void erase(Analysis a) { bits_ &= ~Bit(a); }
+  AnalysisSet Intersect(AnalysisSet o) const { return AnalysisSet(bits_ & o.bits_); }
+  void InsertAll(AnalysisSet o) { bits_ |= o.bits_; }
+  std::vector<Analysis> ToVector() const;
+
+ private:
+  constexpr explicit AnalysisSet(uint8_t bits) : bits_(bits) {}
+  static constexpr uint8_t Bit(Analysis a) { return uint8_t{1} << static_cast<int>(a); }
+  uint8_t bits_ = 0;
+};
+
+// What a running pass sees besides the graph.
+struct PassContext {
+  const OpRegistry* ops = nullptr;
+  // Messages for the pass report ("removed 3 Identity nodes").
+  std::vector<std::string>* messages = nullptr;
+
+  void Note(std::string message) const {
+    if (messages != nullptr) messages->push_back(std::move(message));
+  }
+};
+
+// One graph transformation or analysis. Passes are created per pipeline run, so they may keep
+// state across one Run call; Run must be deterministic.
+class Pass {
+ public:
+  virtual ~Pass() = default;
+  // Returns whether the graph changed. A pattern that does not match is "unchanged", never an
+  // error. Errors are for graphs the pass cannot handle (INVALID_ARGUMENT naming the node).
+  virtual absl::StatusOr<bool> Run(Graph& graph, const PassContext& context) = 0;
+};
+
+// Pass options as given in a request: key -> value text.
+using PassOptions = std::map<std::string, std::string>;
+
+// Registry entry describing a pass.
+struct PassInfo {
+  std::string name;
+  std::string description;
+  AnalysisSet requires_analyses;
+  AnalysisSet provides;
+  // Analyses still valid after the pass changed the graph (those it provides count as valid).
+  AnalysisSet preserves;
+  // Accepted option keys with their meaning.
+  std::map<std::string, std::string> options;
+  // Lowest optimization level whose default pipeline includes the pass (0: none).
+  int min_opt_level = 0;
+  // Creates a pass configured by `options` (already checked to use only known keys);
+  // INVALID_ARGUMENT for a malformed value.
+  std::function<absl::StatusOr<std::unique_ptr<Pass>>(const PassOptions& options)> factory;
+};
+
+// name -> PassInfo. Built explicitly by main (RegisterBuiltinPasses); no static registration.
+class PassRegistry {
+ public:
+  // INVALID_ARGUMENT for an entry without name or factory; ALREADY_EXISTS for a duplicate name.
+  absl::Status Register(PassInfo info);
+  const PassInfo* Find(absl::string_view name) const;
+  // Sorted by name.
+  std::vector<const PassInfo*> List() const;
+  // The pass providing `analysis` (the one registered first), or null.
+  const PassInfo* Provider(Analysis analysis) const;
+
+ private:
+  std::map<std::string, PassInfo, std::less<>> passes_;
+  std::vector<std::string> provider_[kNumAnalyses];
+};
+
+}  // namespace graphopt
+
+#endif  // GRAPHOPT_PASSES_PASS_H_

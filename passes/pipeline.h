@@ -1,0 +1,65 @@
+#ifndef GRAPHOPT_PASSES_PIPELINE_H_
+#define GRAPHOPT_PASSES_PIPELINE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/container/btree_map.h"
+#include "absl/status/statusor.h"
+#include "graph/graph.h"
+#include "graph/op_registry.h"
+#include "passes/pass.h"
+
+namespace graphopt {
+
+struct PassSpec {
+  std::string name;
+  PassOptions options;
+};
+
+// Highest optimization level understood.
+inline constexpr int kMaxOptLevel = 1;
+
+// The ordered pass list of an optimization level (0 runs no pass, only the verifier).
+// INVALID_ARGUMENT for a level outside [0, kMaxOptLevel].
+absl::StatusOr<std::vector<PassSpec>> PipelineForLevel(int level);
+
+struct PipelineOptions {
+  // Run VerifyGraph after every pass that changed the graph (it always runs on the input).
+  bool verify_each_pass = false;
+  // Symbol -> size, substituted into every value type before the first pass.
+  absl::btree_map<std::string, int64_t> dim_bindings;
+};
+
+struct PassRun {
+  std::string name;
+  int64_t wall_time_us = 0;
+  int64_t verify_time_us = 0;
+  bool changed = false;
+  int64_t nodes_before = 0;
+  int64_t nodes_after = 0;
+  std::vector<std::string> messages;
+  // Name of the pass this one was added for ("" when requested).
+  std::string added_for;
+};
+
+struct PipelineResult {
+  std::vector<PassRun> runs;
+  int64_t total_time_us = 0;
+};
+
+// Runs `passes` over `graph` in order. Before it starts: every pass name is looked up
+// (NOT_FOUND naming it), every option key checked and every pass created (INVALID_ARGUMENT),
+// and the input graph verified. Before each pass, analyses it requires that are not current
+// are produced by running their provider passes first, which appear in the result with
+// `added_for` set. A pass error is returned as "pass 'x': <error>"; a verifier failure after a
+// pass as "after pass 'x': <error>".
+absl::StatusOr<PipelineResult> RunPipeline(Graph& graph, const std::vector<PassSpec>& passes,
+                                           const PassRegistry& pass_registry,
+                                           const OpRegistry& ops,
+                                           const PipelineOptions& options = {});
+
+}  // namespace graphopt
+
+#endif  // GRAPHOPT_PASSES_PIPELINE_H_

@@ -1,0 +1,86 @@
+#include "passes/dead_code_elimination_pass.h"
+
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+
+namespace graphopt {
+namespace {
+
+// True when the node must stay even if nothing reads its outputs.
+bool HasEffects(const Graph& graph, NodeId id, const OpRegistry& ops) {
+  const Node& n = graph.node(id);
+  const OpDef* op = ops.Find(n.domain, n.op_type);
+  // Unknown ops are kept: the pass cannot know what they do.
+  if (op == nullptr) return true;
+  return op->descriptor.has_side_effects() || op->descriptor.mutated_inputs_size() > 0;
+}
+
+// Removes nodes whose outputs no graph output depends on (unless they have side effects or
+// mutate inputs), then initializers nothing reads. Graph inputs are the interface and stay.
+class DeadCodeEliminationPass : public Pass {
+ public:
+  absl::StatusOr<bool> Run(Graph& graph, const PassContext& context) override {
+    const int n = graph.num_node_slots();
+    std::vector<char> live(n, 0);
+    std::vector<NodeId> stack;
+    auto mark = [&](NodeId id) {
+      if (id.valid() && !live[id.value()]) {
+        live[id.value()] = 1;
+        stack.push_back(id);
+      }
+    };
+    for (ValueId out : graph.outputs()) mark(graph.value(out).producer);
+    for (int i = 0; i < n; ++i) {
+      if (graph.node(NodeId(i)).alive && HasEffects(graph, NodeId(i), *context.ops)) {
+        mark(NodeId(i));
+      }
+    }
+    while (!stack.empty()) {
+      NodeId id = stack.back();
+      stack.pop_back();
+      for (ValueId in : graph.node(id).inputs) {
+        if (in.valid()) mark(graph.value(in).producer);
+      }
+    }
+    absl::StatusOr<std::vector<NodeId>> order = graph.TopologicalOrder();
+    if (!order.ok()) return order.status();
+    int64_t removed_nodes = 0;
+    // Consumers before producers, so every removed node's outputs are unused by then.
+    for (auto it = order->rbegin(); it != order->rend(); ++it) {
+      if (live[it->value()]) continue;
+      graph.RemoveNode(*it);
+      ++removed_nodes;
+    }
+    int64_t removed_initializers = 0;
+    for (int i = 0; i < graph.num_value_slots(); ++i) {
+      const Value& v = graph.value(ValueId(i));
+      if (v.alive && v.initializer >= 0 && v.uses.empty() && !v.is_graph_input &&
+          v.graph_output_count == 0) {
+        graph.RemoveInitializer(ValueId(i));
+        ++removed_initializers;
+      }
+    }
+    context.Note(absl::StrCat("removed ", removed_nodes, " nodes and ", removed_initializers,
+                              " initializers"));
+    return removed_nodes > 0 || removed_initializers > 0;
+  }
+};
+
+}  // namespace
+
+PassInfo DeadCodeEliminationPassInfo() {
+  PassInfo info;
+  info.name = "dead_code_elimination";
+  info.description =
+      "Removes nodes no graph output depends on (keeping ops with side effects or mutated "
+      "inputs) and unused initializers.";
+  info.preserves = AnalysisSet::All();
+  info.min_opt_level = 1;
+  info.factory = [](const PassOptions&) -> absl::StatusOr<std::unique_ptr<Pass>> {
+    return std::make_unique<DeadCodeEliminationPass>();
+  };
+  return info;
+}
+
+}  // namespace graphopt

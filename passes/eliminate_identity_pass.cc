@@ -1,0 +1,94 @@
+#include "passes/eliminate_identity_pass.h"
+
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "graph/inference.h"
+
+namespace graphopt {
+namespace {
+
+// True when a Dropout node is the identity: no training_mode input, or a constant false one,
+// and its mask output is unused.
+bool IsInferenceDropout(const Graph& graph, const Node& n) {
+  if (n.inputs.size() > 2 && n.inputs[2].valid()) {
+    const v1::Tensor* mode = ConstantTensorOf(graph, n.inputs[2]);
+    if (mode == nullptr || mode->dtype() != v1::DT_BOOL || mode->raw_data().size() != 1 ||
+        mode->raw_data()[0] != 0) {
+      return false;
+    }
+  }
+  if (n.outputs.size() > 1 && n.outputs[1].valid()) {
+    const Value& mask = graph.value(n.outputs[1]);
+    if (!mask.uses.empty() || mask.graph_output_count > 0) return false;
+  }
+  return true;
+}
+
+// Removes Identity nodes, and Dropout nodes that are the identity at inference, by letting their
+// consumers read the input directly. When the output is a graph output its name is kept: the
+// input value takes it over, unless the input is itself part of the graph's interface (a graph
+// input, output or initializer), in which case the node stays.
+class EliminateIdentityPass : public Pass {
+ public:
+  absl::StatusOr<bool> Run(Graph& graph, const PassContext& context) override {
+    int64_t identities = 0;
+    int64_t dropouts = 0;
+    int64_t kept = 0;
+    for (int i = 0; i < graph.num_node_slots(); ++i) {
+      NodeId id(i);
+      const Node& n = graph.node(id);
+      if (!n.alive || !n.domain.empty()) continue;
+      const bool is_identity = n.op_type == "Identity";
+      const bool is_dropout = n.op_type == "Dropout" && IsInferenceDropout(graph, n);
+      if (!is_identity && !is_dropout) continue;
+      if (n.inputs.empty() || !n.inputs[0].valid() || n.outputs.empty() || !n.outputs[0].valid()) {
+        continue;
+      }
+      const ValueId in = n.inputs[0];
+      const ValueId out = n.outputs[0];
+      const Value& in_value = graph.value(in);
+      const bool out_is_interface = graph.value(out).graph_output_count > 0;
+      if (out_is_interface && (in_value.is_graph_input || in_value.initializer >= 0 ||
+                               in_value.graph_output_count > 0)) {
+        ++kept;
+        continue;
+      }
+      const std::string out_name = graph.value(out).name;
+      const std::string out_doc = graph.value(out).doc_string;
+      graph.ReplaceAllUsesWith(out, in);
+      if (out_is_interface) graph.ReplaceGraphOutput(out, in);
+      graph.RemoveNode(id);
+      if (out_is_interface) {
+        absl::Status s = graph.RenameValue(in, out_name);
+        if (!s.ok()) return absl::InternalError(s.message());
+        if (graph.value(in).doc_string.empty()) graph.mutable_value(in).doc_string = out_doc;
+      }
+      (is_identity ? identities : dropouts)++;
+    }
+    context.Note(absl::StrCat("removed ", identities, " Identity and ", dropouts,
+                              " Dropout nodes", kept > 0 ? absl::StrCat("; kept ", kept,
+                                                                        " that connect graph "
+                                                                        "inputs/outputs")
+                                                         : ""));
+    return identities + dropouts > 0;
+  }
+};
+
+}  // namespace
+
+PassInfo EliminateIdentityPassInfo() {
+  PassInfo info;
+  info.name = "eliminate_identity";
+  info.description =
+      "Removes Identity nodes and inference-mode Dropout nodes, keeping graph output names.";
+  info.preserves = AnalysisSet::All();
+  info.min_opt_level = 1;
+  info.factory = [](const PassOptions&) -> absl::StatusOr<std::unique_ptr<Pass>> {
+    return std::make_unique<EliminateIdentityPass>();
+  };
+  return info;
+}
+
+}  // namespace graphopt

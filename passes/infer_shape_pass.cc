@@ -1,0 +1,103 @@
+#include "passes/infer_shape_pass.h"
+
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "graph/inference.h"
+
+namespace graphopt {
+namespace {
+
+// Small integer constants are offered to shape rules as "dims values" (see InferenceContext).
+constexpr int64_t kMaxDimsValueElements = 64;
+
+// Infers the shape of every node output with the ops' shape rules, in topological order.
+// Symbolic dims propagate; what cannot be known stays unknown.
+class InferShapePass : public Pass {
+ public:
+  absl::StatusOr<bool> Run(Graph& graph, const PassContext& context) override {
+    absl::StatusOr<std::vector<NodeId>> order = graph.TopologicalOrder();
+    if (!order.ok()) return order.status();
+    DimsValueTable dims_values(graph.num_value_slots());
+    SeedFromInitializers(graph, dims_values);
+    for (NodeId id : *order) {
+      const Node& n = graph.node(id);
+      const OpDef* op = context.ops->Find(n.domain, n.op_type);
+      if (op == nullptr) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(graph.NodeLabel(id), ": unknown op '", OpLabel(n.domain, n.op_type), "'"));
+      }
+      if (absl::Status s = InferNodeShapes(graph, id, *op, &dims_values); !s.ok()) return s;
+    }
+    Summarize(graph, context);
+    return false;
+  }
+
+ private:
+  static void SeedFromInitializers(const Graph& graph, DimsValueTable& dims_values) {
+    for (int i = 0; i < graph.num_value_slots(); ++i) {
+      ValueId id(i);
+      const Value& v = graph.value(id);
+      if (!v.alive || v.initializer < 0 || v.is_graph_input) continue;
+      const v1::Tensor& t = *graph.initializer_of(id);
+      if (t.dims_size() > 1) continue;
+      absl::StatusOr<std::vector<int64_t>> ints = TensorToInts(t, kMaxDimsValueElements);
+      if (!ints.ok()) continue;
+      Dims dims;
+      dims.reserve(ints->size());
+      for (int64_t x : *ints) dims.push_back(Dim::Known(x));
+      dims_values[i] = std::move(dims);
+    }
+  }
+
+  static void Summarize(const Graph& graph, const PassContext& context) {
+    int64_t known = 0, symbolic = 0, partial = 0, unknown_rank = 0;
+    for (int i = 0; i < graph.num_node_slots(); ++i) {
+      const Node& n = graph.node(NodeId(i));
+      if (!n.alive) continue;
+      for (ValueId out : n.outputs) {
+        if (!out.valid()) continue;
+        const std::optional<Dims>& shape = graph.value(out).type.shape;
+        if (!shape) {
+          ++unknown_rank;
+          continue;
+        }
+        bool any_unknown = false, any_symbol = false;
+        for (const Dim& d : *shape) {
+          any_unknown |= d.is_unknown();
+          any_symbol |= d.is_symbol();
+        }
+        if (any_unknown) {
+          ++partial;
+        } else if (any_symbol) {
+          ++symbolic;
+        } else {
+          ++known;
+        }
+      }
+    }
+    context.Note(absl::StrCat("shapes of node outputs: ", known, " static, ", symbolic,
+                              " symbolic, ", partial, " partially known, ", unknown_rank,
+                              " of unknown rank"));
+  }
+};
+
+}  // namespace
+
+PassInfo InferShapePassInfo() {
+  PassInfo info;
+  info.name = "infer_shape";
+  info.description =
+      "Infers the shape of every value with the ops' shape rules; symbolic dims propagate, "
+      "unknowable dims stay unknown.";
+  info.requires_analyses = {Analysis::kTypes};
+  info.provides = {Analysis::kShapes};
+  info.preserves = AnalysisSet::All();
+  info.min_opt_level = 1;
+  info.factory = [](const PassOptions&) -> absl::StatusOr<std::unique_ptr<Pass>> {
+    return std::make_unique<InferShapePass>();
+  };
+  return info;
+}
+
+}  // namespace graphopt

@@ -1,0 +1,64 @@
+#include "passes/pass_test_util.h"
+
+#include <cstdlib>
+
+#include "google/protobuf/text_format.h"
+#include "graph/builtin_ops.h"
+#include "graph/proto_convert.h"
+#include "graph/types.h"
+#include "passes/builtin_passes.h"
+
+namespace graphopt {
+namespace testing {
+
+PassTestEnv::PassTestEnv() {
+  // Test setup: a failure here is a bug in the builtin tables.
+  if (!RegisterBuiltinOps(&ops_).ok() || !RegisterBuiltinPasses(&passes_).ok()) std::abort();
+}
+
+absl::StatusOr<Graph> PassTestEnv::Parse(const std::string& text) const {
+  v1::Graph proto;
+  if (!google::protobuf::TextFormat::ParseFromString(text, &proto)) {
+    return absl::InvalidArgumentError("test graph is not valid text format");
+  }
+  return GraphFromProto(std::move(proto));
+}
+
+absl::StatusOr<v1::Graph> PassTestEnv::Run(const std::string& text,
+                                           const std::vector<std::string>& passes,
+                                           PipelineResult* result) const {
+  absl::StatusOr<Graph> graph = Parse(text);
+  if (!graph.ok()) return graph.status();
+  std::vector<PassSpec> specs;
+  for (const std::string& p : passes) specs.push_back({p, {}});
+  PipelineOptions options;
+  options.verify_each_pass = true;
+  absl::StatusOr<PipelineResult> r = RunPipeline(*graph, specs, passes_, ops_, options);
+  if (!r.ok()) return r.status();
+  if (result != nullptr) *result = std::move(*r);
+  return GraphToProto(*graph);
+}
+
+std::vector<std::string> OpTypes(const v1::Graph& graph) {
+  std::vector<std::string> out;
+  for (const v1::Node& n : graph.nodes()) out.push_back(n.op_type());
+  return out;
+}
+
+const v1::ValueInfo* FindValueInfo(const v1::Graph& graph, const std::string& name) {
+  for (const auto* list : {&graph.inputs(), &graph.outputs(), &graph.value_info()}) {
+    for (const v1::ValueInfo& vi : *list) {
+      if (vi.name() == name) return &vi;
+    }
+  }
+  return nullptr;
+}
+
+std::string TypeOf(const v1::Graph& graph, const std::string& name) {
+  const v1::ValueInfo* vi = FindValueInfo(graph, name);
+  if (vi == nullptr || !vi->has_type()) return "<none>";
+  return TensorTypeToString(TensorTypeFromProto(vi->type()));
+}
+
+}  // namespace testing
+}  // namespace graphopt

@@ -1,0 +1,47 @@
+#ifndef GRAPHOPT_PASSES_PASS_TEST_UTIL_H_
+#define GRAPHOPT_PASSES_PASS_TEST_UTIL_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "graph/graph.h"
+#include "graph/op_registry.h"
+#include "passes/pass.h"
+#include "passes/pipeline.h"
+#include "proto/graph.pb.h"
+
+namespace graphopt {
+namespace testing {
+
+// Registries with the builtin ops and passes, and helpers to run passes over text-format graphs.
+class PassTestEnv {
+ public:
+  PassTestEnv();
+
+  const OpRegistry& ops() const { return ops_; }
+  const PassRegistry& passes() const { return passes_; }
+
+  // Parses a text-format graphopt.v1.Graph into the IR.
+  absl::StatusOr<Graph> Parse(const std::string& text) const;
+
+  // Runs the named passes (with verify_each_pass) and returns the resulting graph in wire form.
+  absl::StatusOr<v1::Graph> Run(const std::string& text, const std::vector<std::string>& passes,
+                                PipelineResult* result = nullptr) const;
+
+ private:
+  OpRegistry ops_;
+  PassRegistry passes_;
+};
+
+// Op types of the graph's nodes in order.
+std::vector<std::string> OpTypes(const v1::Graph& graph);
+// The ValueInfo of `name` among inputs, outputs and value_info; null when absent.
+const v1::ValueInfo* FindValueInfo(const v1::Graph& graph, const std::string& name);
+// "float32[batch,3]" for a value of the graph, "<none>" when it has no type.
+std::string TypeOf(const v1::Graph& graph, const std::string& name);
+
+}  // namespace testing
+}  // namespace graphopt
+
+#endif  // GRAPHOPT_PASSES_PASS_TEST_UTIL_H_

@@ -1,0 +1,178 @@
+#include "passes/pipeline.h"
+
+#include <memory>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "graph/verifier.h"
+
+namespace graphopt {
+namespace {
+
+absl::Status Prefixed(const absl::Status& s, absl::string_view prefix) {
+  return absl::Status(s.code(), absl::StrCat(prefix, s.message()));
+}
+
+std::string KnownPasses(const PassRegistry& registry) {
+  return absl::StrJoin(registry.List(), ", ",
+                       [](std::string* out, const PassInfo* p) { out->append(p->name); });
+}
+
+// Substitutes bound symbols in every value type.
+absl::Status BindDims(Graph& graph, const absl::btree_map<std::string, int64_t>& bindings) {
+  if (bindings.empty()) return absl::OkStatus();
+  for (const auto& [symbol, size] : bindings) {
+    if (symbol.empty()) return absl::InvalidArgumentError("dim binding with an empty symbol");
+    if (size < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("dim binding '", symbol, "' = ", size, " is negative"));
+    }
+  }
+  for (int i = 0; i < graph.num_value_slots(); ++i) {
+    Value& v = graph.mutable_value(ValueId(i));
+    if (!v.alive || !v.type.shape) continue;
+    for (Dim& d : *v.type.shape) {
+      if (!d.is_symbol()) continue;
+      auto it = bindings.find(d.symbol());
+      if (it != bindings.end()) d = Dim::Known(it->second);
+    }
+  }
+  return absl::OkStatus();
+}
+
+struct Runner {
+  Graph& graph;
+  const PassRegistry& registry;
+  const OpRegistry& ops;
+  const PipelineOptions& options;
+  PipelineResult result;
+  AnalysisSet valid;
+
+  absl::Status Run(const PassInfo& info, Pass& pass, const std::string& added_for) {
+    PassRun run;
+    run.name = info.name;
+    run.added_for = added_for;
+    run.nodes_before = graph.num_live_nodes();
+    PassContext context{&ops, &run.messages};
+    const absl::Time start = absl::Now();
+    absl::StatusOr<bool> changed = pass.Run(graph, context);
+    run.wall_time_us = absl::ToInt64Microseconds(absl::Now() - start);
+    if (!changed.ok()) return Prefixed(changed.status(), absl::StrCat("pass '", info.name, "': "));
+    run.changed = *changed;
+    run.nodes_after = graph.num_live_nodes();
+    if (run.changed) valid = valid.Intersect(info.preserves);
+    valid.InsertAll(info.provides);
+    if (options.verify_each_pass && run.changed) {
+      const absl::Time vstart = absl::Now();
+      absl::Status s = VerifyGraph(graph, ops);
+      run.verify_time_us = absl::ToInt64Microseconds(absl::Now() - vstart);
+      if (!s.ok()) {
+        // The input was verified, so a failure here is a bug in the pass.
+        return absl::InternalError(absl::StrCat("after pass '", info.name, "': ", s.message()));
+      }
+    }
+    result.runs.push_back(std::move(run));
+    return absl::OkStatus();
+  }
+
+  // Runs providers for every analysis in `needed` that is not current. The dependency depth is
+  // bounded by the number of analyses, not by the graph.
+  absl::Status Ensure(AnalysisSet needed, const std::string& for_pass, int depth) {
+    for (Analysis a : needed.ToVector()) {
+      if (valid.contains(a)) continue;
+      const PassInfo* provider = registry.Provider(a);
+      if (provider == nullptr) {
+        return absl::InternalError(absl::StrCat("pass '", for_pass, "' needs ",
+                                                AnalysisName(a), " but no pass provides them"));
+      }
+      if (depth > kNumAnalyses) {
+        return absl::InternalError(absl::StrCat("analysis dependencies of pass '", for_pass,
+                                                "' form a cycle"));
+      }
+      if (absl::Status s = Ensure(provider->requires_analyses, for_pass, depth + 1); !s.ok()) {
+        return s;
+      }
+      absl::StatusOr<std::unique_ptr<Pass>> pass = provider->factory({});
+      if (!pass.ok()) return pass.status();
+      if (absl::Status s = Run(*provider, **pass, for_pass); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
+};
+
+}  // namespace
+
+absl::StatusOr<std::vector<PassSpec>> PipelineForLevel(int level) {
+  switch (level) {
+    case 0:
+      return std::vector<PassSpec>{};
+    case 1:
+      return std::vector<PassSpec>{
+          {"infer_type", {}},
+          {"infer_shape", {}},
+          {"eliminate_identity", {}},
+          {"common_subexpression_elimination", {}},
+          {"dead_code_elimination", {}},
+      };
+    default:
+      break;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("opt_level ", level, " is not supported (0 to ", kMaxOptLevel, ")"));
+}
+
+absl::StatusOr<PipelineResult> RunPipeline(Graph& graph, const std::vector<PassSpec>& passes,
+                                           const PassRegistry& pass_registry,
+                                           const OpRegistry& ops,
+                                           const PipelineOptions& options) {
+  const absl::Time start = absl::Now();
+  // Resolve everything before touching the graph.
+  std::vector<std::pair<const PassInfo*, std::unique_ptr<Pass>>> plan;
+  plan.reserve(passes.size());
+  for (const PassSpec& spec : passes) {
+    const PassInfo* info = pass_registry.Find(spec.name);
+    if (info == nullptr) {
+      return absl::NotFoundError(absl::StrCat("unknown pass '", spec.name,
+                                              "' (known passes: ", KnownPasses(pass_registry),
+                                              ")"));
+    }
+    for (const auto& [key, value] : spec.options) {
+      if (!info->options.count(key)) {
+        std::string accepted = info->options.empty()
+                                   ? std::string("it takes no options")
+                                   : absl::StrCat("accepted: ",
+                                                  absl::StrJoin(info->options, ", ",
+                                                                [](std::string* out,
+                                                                   const auto& kv) {
+                                                                  out->append(kv.first);
+                                                                }));
+        return absl::InvalidArgumentError(absl::StrCat("pass '", spec.name,
+                                                       "': unknown option '", key, "' (",
+                                                       accepted, ")"));
+      }
+    }
+    absl::StatusOr<std::unique_ptr<Pass>> pass = info->factory(spec.options);
+    if (!pass.ok()) {
+      return Prefixed(pass.status(), absl::StrCat("pass '", spec.name, "': "));
+    }
+    plan.emplace_back(info, std::move(*pass));
+  }
+
+  if (absl::Status s = VerifyGraph(graph, ops); !s.ok()) return s;
+  if (absl::Status s = BindDims(graph, options.dim_bindings); !s.ok()) return s;
+
+  Runner runner{graph, pass_registry, ops, options, {}, {}};
+  for (auto& [info, pass] : plan) {
+    if (absl::Status s = runner.Ensure(info->requires_analyses, info->name, 0); !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = runner.Run(*info, *pass, ""); !s.ok()) return s;
+  }
+  runner.result.total_time_us = absl::ToInt64Microseconds(absl::Now() - start);
+  return std::move(runner.result);
+}
+
+}  // namespace graphopt

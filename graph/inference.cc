@@ -227,14 +227,15 @@ absl::Status InferNodeTypes(Graph& graph, NodeId id, const OpDef& op) {
     bool allowed = false;
     for (int a : c->allowed()) allowed |= (a == dt);
     if (!allowed) {
-      return ctx.Error("input ", i, " '", graph.value(n.inputs[i]).name, "' has type ",
-                       DataTypeName(dt), ", which ", c->name(), " does not allow (allowed: ",
-                       AllowedList(*c), ")");
+      return ctx.Error("input ", i, " (", spec->name(), ") '", graph.value(n.inputs[i]).name,
+                       "' has type ", DataTypeName(dt), ", which ", c->name(),
+                       " does not allow (allowed: ", AllowedList(*c), ")");
     }
     if (auto* b = find_bound(c)) {
       if (b->first != dt) {
-        return ctx.Error("input ", i, " '", graph.value(n.inputs[i]).name, "' has type ",
-                         DataTypeName(dt), " but ", c->name(), " is ", DataTypeName(b->first),
+        return ctx.Error("input ", i, " (", spec->name(), ") '", graph.value(n.inputs[i]).name,
+                         "' has type ", DataTypeName(dt), " but ", c->name(), " is ",
+                         DataTypeName(b->first),
                          " from input ", b->second, " '",
                          graph.value(n.inputs[b->second]).name, "'");
       }
@@ -271,6 +272,12 @@ absl::Status InferNodeTypes(Graph& graph, NodeId id, const OpDef& op) {
 absl::Status InferNodeShapes(Graph& graph, NodeId id, const OpDef& op,
                              DimsValueTable* dims_values) {
   NodeContext ctx(graph, id, op, dims_values);
+  // Contents known from an earlier run may no longer hold; the rule sets them again if they do.
+  if (dims_values != nullptr) {
+    for (ValueId out : graph.node(id).outputs) {
+      if (out.valid()) (*dims_values)[out.value()].reset();
+    }
+  }
   return op.shape_fn(ctx);
 }
 

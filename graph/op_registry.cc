@@ -250,13 +250,16 @@ absl::Status OpRegistry::Register(OpDef def) {
   for (const v1::TypeConstraint& c : owned->descriptor.type_constraints()) {
     owned->type_constraints.emplace(c.name(), &c);
   }
+  index_[key.first][key.second] = owned.get();
   ops_.emplace(std::move(key), std::move(owned));
   return absl::OkStatus();
 }
 
 const OpDef* OpRegistry::Find(absl::string_view domain, absl::string_view name) const {
-  auto it = ops_.find(std::make_pair(std::string(domain), std::string(name)));
-  return it == ops_.end() ? nullptr : it->second.get();
+  auto d = index_.find(domain);
+  if (d == index_.end()) return nullptr;
+  auto it = d->second.find(name);
+  return it == d->second.end() ? nullptr : it->second;
 }
 
 std::vector<const OpDef*> OpRegistry::List() const {

@@ -74,6 +74,8 @@ class OpRegistry {
  private:
   // unique_ptr keeps OpDef addresses stable (attribute_specs points into them).
   absl::btree_map<std::pair<std::string, std::string>, std::unique_ptr<OpDef>> ops_;
+  // domain -> name -> op: Find runs once per node per pass and must not allocate.
+  absl::flat_hash_map<std::string, absl::flat_hash_map<std::string, const OpDef*>> index_;
 };
 
 // Validates a descriptor without registering it (what Register checks, minus uniqueness).

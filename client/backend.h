@@ -1,0 +1,40 @@
+#ifndef GRAPHOPT_CLIENT_BACKEND_H_
+#define GRAPHOPT_CLIENT_BACKEND_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "proto/optimizer.pb.h"
+
+namespace graphopt {
+
+// Where the CLI's requests go: an Optimizer in this process or a graphopt-server. Both give
+// the same answers for the same request, errors included (the server's status code and
+// message are passed through unchanged).
+class OptimizerBackend {
+ public:
+  virtual ~OptimizerBackend() = default;
+
+  virtual absl::StatusOr<v1::OptimizeResponse> Optimize(v1::OptimizeRequest request) = 0;
+  virtual absl::StatusOr<v1::ListPassesResponse> ListPasses() = 0;
+  virtual absl::StatusOr<v1::ListOpsResponse> ListOps(const v1::ListOpsRequest& request) = 0;
+};
+
+// An in-process Optimizer over freshly built builtin op and pass registries. INTERNAL when
+// registering the builtins fails (a bug, reported rather than aborted on).
+absl::StatusOr<std::unique_ptr<OptimizerBackend>> CreateEmbeddedBackend();
+
+// Largest message the remote backend sends or accepts.
+inline constexpr int kClientMaxMessageBytes = 512 * 1024 * 1024;
+
+// A GraphOptimizer client over an insecure channel to `address` ("host:port"); each call has
+// `timeout` as its deadline. Transport failures (UNAVAILABLE, DEADLINE_EXCEEDED, ...) get the
+// address prefixed to their message; errors produced by the optimizer are passed through.
+std::unique_ptr<OptimizerBackend> CreateRemoteBackend(const std::string& address,
+                                                      absl::Duration timeout);
+
+}  // namespace graphopt
+
+#endif  // GRAPHOPT_CLIENT_BACKEND_H_

@@ -1,0 +1,250 @@
+// graphopt: command-line client. Optimizes graph files in-process (the embedded default) or
+// through a graphopt-server (--server), and lists the passes and ops either one knows.
+//
+// Exit status: 0 on success, 1 when the request fails (the status code name and message are
+// printed to stderr), 2 for usage errors.
+
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "client/backend.h"
+#include "client/cli_options.h"
+#include "client/graph_io.h"
+#include "client/report_table.h"
+#include "google/protobuf/stubs/common.h"
+#include "grpcpp/grpcpp.h"
+#include "proto/optimizer.pb.h"
+
+namespace graphopt {
+namespace {
+
+constexpr char kVersion[] = "0.1.0";
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
+
+// Options shared by every subcommand that talks to an optimizer.
+struct BackendArgs {
+  std::string server;  // empty: embedded
+  double timeout_s = 600;
+};
+
+struct OptimizeArgs {
+  BackendArgs backend;
+  std::string input;
+  std::string output;
+  std::string passes;
+  int opt_level = 1;
+  bool has_opt_level = false;  // -O given
+  std::vector<std::string> bindings;
+  bool verify_each_pass = false;
+  bool strip_value_info = false;
+  std::string report_json;
+  bool quiet = false;
+};
+
+struct OpsArgs {
+  BackendArgs backend;
+  std::string domain;
+  std::string name;
+};
+
+std::string VersionText() {
+  return absl::StrCat("graphopt ", kVersion, " (gRPC ", grpc::Version(), ", protobuf ",
+                      google::protobuf::internal::VersionString(GOOGLE_PROTOBUF_VERSION), ")");
+}
+
+// Prints "error: CODE: message" and returns the exit status for a failed request.
+int ReportError(const absl::Status& status) {
+  std::fprintf(stderr, "error: %s: %s\n", absl::StatusCodeToString(status.code()).c_str(),
+               std::string(status.message()).c_str());
+  return kExitFailure;
+}
+
+int UsageError(const std::string& message) {
+  std::fprintf(stderr, "usage error: %s\nRun with --help for more information.\n",
+               message.c_str());
+  return kExitUsage;
+}
+
+void AddBackendOptions(CLI::App* command, BackendArgs* args) {
+  command->add_option("--server", args->server,
+                      "graphopt-server address (host:port); without it the optimizer runs "
+                      "in this process");
+  command->add_option("--timeout", args->timeout_s,
+                      "Deadline in seconds for each call to --server")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+}
+
+absl::StatusOr<std::unique_ptr<OptimizerBackend>> MakeBackend(const BackendArgs& args) {
+  if (args.server.empty()) return CreateEmbeddedBackend();
+  return CreateRemoteBackend(args.server, absl::Seconds(args.timeout_s));
+}
+
+int RunOptimize(const OptimizeArgs& args) {
+  v1::OptimizeRequest request;
+  if (!args.passes.empty()) {
+    absl::StatusOr<std::vector<v1::PassSpec>> passes = ParsePassList(args.passes);
+    if (!passes.ok()) return UsageError(std::string(passes.status().message()));
+    for (v1::PassSpec& spec : *passes) *request.mutable_pipeline()->add_passes() = std::move(spec);
+  }
+  if (args.has_opt_level) request.mutable_pipeline()->set_opt_level(args.opt_level);
+  absl::StatusOr<std::map<std::string, int64_t>> bindings = ParseDimBindings(args.bindings);
+  if (!bindings.ok()) return UsageError(std::string(bindings.status().message()));
+  for (const auto& [symbol, size] : *bindings) (*request.mutable_dim_bindings())[symbol] = size;
+  request.mutable_options()->set_verify_each_pass(args.verify_each_pass);
+  request.mutable_options()->set_strip_value_info(args.strip_value_info);
+
+  absl::StatusOr<v1::Graph> graph = ReadGraphFile(args.input);
+  if (!graph.ok()) return ReportError(graph.status());
+  *request.mutable_graph() = *std::move(graph);
+
+  absl::StatusOr<std::unique_ptr<OptimizerBackend>> backend = MakeBackend(args.backend);
+  if (!backend.ok()) return ReportError(backend.status());
+  absl::StatusOr<v1::OptimizeResponse> response = (*backend)->Optimize(std::move(request));
+  if (!response.ok()) return ReportError(response.status());
+
+  if (absl::Status status = WriteGraphFile(args.output, response->graph()); !status.ok()) {
+    return ReportError(status);
+  }
+  if (!args.report_json.empty()) {
+    if (absl::Status status = WriteFileAtomically(args.report_json, FormatReportJson(*response));
+        !status.ok()) {
+      return ReportError(status);
+    }
+  }
+  if (!args.quiet) {
+    std::fputs(FormatPassReports(*response).c_str(), stdout);
+    std::printf("wrote %s (%d nodes)\n", args.output.c_str(), response->graph().nodes_size());
+  }
+  return kExitOk;
+}
+
+int RunPasses(const BackendArgs& args) {
+  absl::StatusOr<std::unique_ptr<OptimizerBackend>> backend = MakeBackend(args);
+  if (!backend.ok()) return ReportError(backend.status());
+  absl::StatusOr<v1::ListPassesResponse> passes = (*backend)->ListPasses();
+  if (!passes.ok()) return ReportError(passes.status());
+  std::fputs(FormatPassList(*passes).c_str(), stdout);
+  return kExitOk;
+}
+
+int RunOps(const OpsArgs& args) {
+  absl::StatusOr<std::unique_ptr<OptimizerBackend>> backend = MakeBackend(args.backend);
+  if (!backend.ok()) return ReportError(backend.status());
+  v1::ListOpsRequest request;
+  request.set_domain(args.domain);
+  request.set_name(args.name);
+  absl::StatusOr<v1::ListOpsResponse> ops = (*backend)->ListOps(request);
+  if (!ops.ok()) return ReportError(ops.status());
+  if (args.name.empty()) {
+    std::fputs(FormatOpList(*ops).c_str(), stdout);
+    return kExitOk;
+  }
+  if (ops->ops_size() == 0) {
+    return ReportError(absl::NotFoundError(
+        absl::StrCat("no op named '", args.name, "'",
+                     args.domain.empty() ? "" : absl::StrCat(" in domain '", args.domain, "'"))));
+  }
+  for (int i = 0; i < ops->ops_size(); ++i) {
+    const v1::OpDescriptor& op = ops->ops(i);
+    if (ops->ops_size() > 1) {
+      std::printf("%s# %s\n", i > 0 ? "\n" : "",
+                  (op.domain().empty() ? op.name() : absl::StrCat(op.domain(), "::", op.name()))
+                      .c_str());
+    }
+    std::fputs(FormatOpDescriptor(op).c_str(), stdout);
+  }
+  return kExitOk;
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app("graphopt: optimize machine-learning computation graphs (graphopt.v1.Graph "
+               "files), in this process or through a graphopt-server.",
+               "graphopt");
+  app.set_version_flag("--version", VersionText());
+  app.require_subcommand(1);
+
+  OptimizeArgs optimize_args;
+  CLI::App* optimize = app.add_subcommand(
+      "optimize",
+      "Optimize a graph file. Files ending in .pbtxt, .txt, .textproto or .prototxt are "
+      "protobuf text format, anything else binary (input that does not parse as binary is "
+      "also tried as text).");
+  optimize->add_option("input", optimize_args.input, "Input graph file")->required();
+  optimize->add_option("-o,--output", optimize_args.output, "Output graph file")->required();
+  CLI::Option* passes_option = optimize->add_option(
+      "--passes", optimize_args.passes,
+      "Passes to run, in order: name[:key=value[;key=value...]][,name...], e.g. "
+      "'dead_code_elimination,common_subexpression_elimination:key=value' (quote ';' for "
+      "the shell). Required analyses are added automatically. See `graphopt passes`.");
+  CLI::Option* level_option =
+      optimize->add_option("-O,--opt-level", optimize_args.opt_level,
+                           "Optimization level instead of --passes (default 1; 0 only "
+                           "verifies)");
+  passes_option->excludes(level_option);
+  optimize
+      ->add_option("--bind", optimize_args.bindings,
+                   "Bind a symbolic dim before optimizing: symbol=N (repeatable, or "
+                   "comma-separated), e.g. --bind batch=8")
+      ->delimiter(',')
+      ->allow_extra_args(false);
+  optimize->add_flag("--verify-each-pass", optimize_args.verify_each_pass,
+                     "Run the verifier after every pass that changed the graph");
+  optimize->add_flag("--strip-value-info", optimize_args.strip_value_info,
+                     "Do not write types/shapes of intermediate values to the output");
+  optimize->add_option("--report-json", optimize_args.report_json,
+                       "Also write the per-pass report as JSON to this file");
+  optimize->add_flag("-q,--quiet", optimize_args.quiet, "Do not print the report");
+  AddBackendOptions(optimize, &optimize_args.backend);
+
+  BackendArgs passes_args;
+  CLI::App* passes =
+      app.add_subcommand("passes", "List the passes (what they need and provide, options)");
+  AddBackendOptions(passes, &passes_args);
+
+  OpsArgs ops_args;
+  CLI::App* ops = app.add_subcommand(
+      "ops", "List the known ops, or with NAME print that op's full descriptor");
+  ops->add_option("name", ops_args.name, "Op name");
+  ops->add_option("--domain", ops_args.domain, "Only ops of this domain");
+  AddBackendOptions(ops, &ops_args.backend);
+
+  CLI::App* version = app.add_subcommand("version", "Print the version");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // Prints help/version (exit 0) or the parse error with a usage hint.
+    const int code = app.exit(e);
+    return code == 0 ? kExitOk : kExitUsage;
+  }
+
+  if (optimize->parsed()) {
+    optimize_args.has_opt_level = level_option->count() > 0;
+    return RunOptimize(optimize_args);
+  }
+  if (passes->parsed()) return RunPasses(passes_args);
+  if (ops->parsed()) return RunOps(ops_args);
+  if (version->parsed()) {
+    std::printf("%s\n", VersionText().c_str());
+    return kExitOk;
+  }
+  return UsageError("no subcommand given");
+}
+
+}  // namespace
+}  // namespace graphopt
+
+int main(int argc, char** argv) { return graphopt::Main(argc, argv); }

@@ -1,0 +1,30 @@
+#ifndef GRAPHOPT_CLIENT_CLI_OPTIONS_H_
+#define GRAPHOPT_CLIENT_CLI_OPTIONS_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "proto/optimizer.pb.h"
+
+namespace graphopt {
+
+// Parses the --passes syntax: passes separated by ',', each `name` or
+// `name:key=value;key2=value2`. Blanks around names, keys and values are ignored; a value
+// extends to the next ';' or ',' (so it cannot contain either). INVALID_ARGUMENT for an empty
+// pass name, an option without '=' or key, or a key given twice for one pass. Pass names and
+// option keys are not checked here: the optimizer rejects unknown ones.
+absl::StatusOr<std::vector<v1::PassSpec>> ParsePassList(absl::string_view text);
+
+// Parses --bind values of the form `symbol=N` (N a decimal integer, possibly negative: the
+// optimizer decides what is allowed). INVALID_ARGUMENT for a malformed entry or a symbol
+// bound twice.
+absl::StatusOr<std::map<std::string, int64_t>> ParseDimBindings(
+    const std::vector<std::string>& bindings);
+
+}  // namespace graphopt
+
+#endif  // GRAPHOPT_CLIENT_CLI_OPTIONS_H_

@@ -1,0 +1,193 @@
+#include "client/graph_io.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/tokenizer.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "google/protobuf/text_format.h"
+#include "google/protobuf/unknown_field_set.h"
+
+namespace graphopt {
+namespace {
+
+// Collects the text parser's errors as "source:line:col: message" (1-based).
+class ErrorCollector : public google::protobuf::io::ErrorCollector {
+ public:
+  explicit ErrorCollector(absl::string_view source) : source_(source) {}
+
+  void AddError(int line, google::protobuf::io::ColumnNumber column,
+                const std::string& message) override {
+    errors_.push_back(absl::StrCat(source_, ":", line + 1, ":", column + 1, ": ", message));
+  }
+  void AddWarning(int /*line*/, google::protobuf::io::ColumnNumber /*column*/,
+                  const std::string& /*message*/) override {}
+
+  std::string Summary() const {
+    if (errors_.empty()) return absl::StrCat(source_, ": malformed text format");
+    return absl::StrJoin(errors_, "; ");
+  }
+
+ private:
+  std::string source_;
+  std::vector<std::string> errors_;
+};
+
+absl::Status ErrnoStatus(int error, absl::string_view what, const std::string& path) {
+  return absl::ErrnoToStatus(error, absl::StrCat("cannot ", what, " '", path, "'"));
+}
+
+absl::StatusOr<std::string> ReadFileBytes(const std::string& path) {
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) return ErrnoStatus(errno, "open", path);
+  std::string contents;
+  char buffer[1 << 16];
+  while (true) {
+    const size_t n = std::fread(buffer, 1, sizeof(buffer), file);
+    contents.append(buffer, n);
+    if (n < sizeof(buffer)) break;
+  }
+  const bool failed = std::ferror(file) != 0;
+  const int error = errno;
+  std::fclose(file);
+  if (failed) return ErrnoStatus(error, "read", path);
+  return contents;
+}
+
+}  // namespace
+
+absl::Status WriteFileAtomically(const std::string& path, absl::string_view bytes) {
+  const std::string tmp_path = absl::StrCat(path, ".tmp");
+  std::FILE* file = std::fopen(tmp_path.c_str(), "wb");
+  if (file == nullptr) return ErrnoStatus(errno, "create", tmp_path);
+  const bool wrote = std::fwrite(bytes.data(), 1, bytes.size(), file) == bytes.size();
+  const int write_error = errno;
+  const bool closed = std::fclose(file) == 0;
+  const int close_error = errno;
+  if (!wrote || !closed) {
+    std::remove(tmp_path.c_str());
+    return ErrnoStatus(wrote ? close_error : write_error, "write", tmp_path);
+  }
+  if (std::rename(tmp_path.c_str(), path.c_str()) != 0) {
+    const int error = errno;
+    std::remove(tmp_path.c_str());
+    return ErrnoStatus(error, absl::StrCat("rename '", tmp_path, "' to"), path);
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+// Whether `message` or any message below it holds fields unknown to the schema.
+bool HasUnknownFields(const google::protobuf::Message& message) {
+  std::vector<const google::protobuf::Message*> pending = {&message};
+  while (!pending.empty()) {
+    const google::protobuf::Message* current = pending.back();
+    pending.pop_back();
+    const google::protobuf::Reflection* reflection = current->GetReflection();
+    if (!reflection->GetUnknownFields(*current).empty()) return true;
+    std::vector<const google::protobuf::FieldDescriptor*> fields;
+    reflection->ListFields(*current, &fields);
+    for (const google::protobuf::FieldDescriptor* field : fields) {
+      if (field->cpp_type() != google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE) continue;
+      if (field->is_repeated()) {
+        const int size = reflection->FieldSize(*current, field);
+        for (int i = 0; i < size; ++i) {
+          pending.push_back(&reflection->GetRepeatedMessage(*current, field, i));
+        }
+      } else {
+        pending.push_back(&reflection->GetMessage(*current, field));
+      }
+    }
+  }
+  return false;
+}
+
+absl::StatusOr<v1::Graph> ParseGraphBinary(const std::string& bytes, const std::string& path) {
+  v1::Graph graph;
+  if (!graph.ParseFromString(bytes)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not a valid binary graphopt.v1.Graph"));
+  }
+  return graph;
+}
+
+}  // namespace
+
+GraphFormat FormatForPath(absl::string_view path) {
+  const std::string lower = absl::AsciiStrToLower(path);
+  for (const char* extension : {".pbtxt", ".txt", ".textproto", ".prototxt"}) {
+    if (absl::EndsWith(lower, extension)) return GraphFormat::kText;
+  }
+  return GraphFormat::kBinary;
+}
+
+absl::StatusOr<v1::Graph> ParseGraphText(absl::string_view text, absl::string_view source) {
+  v1::Graph graph;
+  ErrorCollector errors(source);
+  google::protobuf::TextFormat::Parser parser;
+  parser.RecordErrorsTo(&errors);
+  if (text.size() > static_cast<size_t>(std::numeric_limits<int>::max())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": text larger than 2 GiB, the protobuf limit"));
+  }
+  google::protobuf::io::ArrayInputStream input(text.data(), static_cast<int>(text.size()));
+  if (!parser.Parse(&input, &graph)) {
+    return absl::InvalidArgumentError(errors.Summary());
+  }
+  return graph;
+}
+
+absl::StatusOr<v1::Graph> ReadGraphFile(const std::string& path) {
+  absl::StatusOr<std::string> bytes = ReadFileBytes(path);
+  if (!bytes.ok()) return bytes.status();
+  if (FormatForPath(path) == GraphFormat::kText) return ParseGraphText(*bytes, path);
+
+  absl::StatusOr<v1::Graph> binary = ParseGraphBinary(*bytes, path);
+  if (binary.ok() && !HasUnknownFields(*binary)) return binary;
+  absl::StatusOr<v1::Graph> text = ParseGraphText(*bytes, path);
+  if (text.ok()) return text;
+  if (binary.ok()) return binary;  // Unknown fields, but not text either: keep the binary.
+  return absl::InvalidArgumentError(
+      absl::StrCat(path, ": neither a binary graphopt.v1.Graph nor text format (",
+                   text.status().message(), ")"));
+}
+
+std::string SerializeDeterministic(const google::protobuf::Message& message) {
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream output(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&output);
+    coded.SetSerializationDeterministic(true);
+    message.SerializeToCodedStream(&coded);
+  }
+  return bytes;
+}
+
+absl::Status WriteGraphFile(const std::string& path, const v1::Graph& graph) {
+  std::string bytes;
+  if (FormatForPath(path) == GraphFormat::kText) {
+    if (!google::protobuf::TextFormat::PrintToString(graph, &bytes)) {
+      return absl::InternalError(absl::StrCat(path, ": cannot print graph as text format"));
+    }
+  } else {
+    if (graph.ByteSizeLong() > static_cast<size_t>(std::numeric_limits<int>::max())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": graph is larger than 2 GiB, the protobuf limit"));
+    }
+    bytes = SerializeDeterministic(graph);
+  }
+  return WriteFileAtomically(path, bytes);
+}
+
+}  // namespace graphopt

@@ -1,0 +1,290 @@
+// graphopt-server: serves graphopt.v1.GraphOptimizer (plus grpc.health.v1 and server
+// reflection) over insecure gRPC.
+//
+// Lifecycle: SIGINT/SIGTERM are blocked before any thread starts and received with sigwait()
+// on the main thread. On either signal the health status turns NOT_SERVING, in-flight calls
+// get --shutdown_grace_s seconds to finish (then they are cancelled) and the process exits 0.
+// Exit status 2 for bad flags, 1 when the server cannot start.
+
+#include <signal.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "graph/builtin_ops.h"
+#include "graph/op_registry.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "passes/builtin_passes.h"
+#include "passes/pass.h"
+#include "server/optimizer_service.h"
+#include "service/optimizer.h"
+#include "spdlog/logger.h"
+#include "spdlog/sinks/stdout_sinks.h"
+#include "spdlog/spdlog.h"
+
+// Command-line flags. absl flags are process-wide by design; main reads each one exactly once
+// into ServerConfig and nothing else touches them.
+ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
+          "Address to listen on, host:port. Port 0 picks a free port (see --port_file).");
+ABSL_FLAG(std::string, port_file, "",
+          "If set, write the port actually listened on to this file (atomically, via a "
+          "temporary file and rename) once the server accepts calls.");
+ABSL_FLAG(int, max_message_mb, 512,
+          "Largest request or response message in MiB, 1..2047.");
+ABSL_FLAG(int, threads, 8,
+          "Most threads the synchronous server may use to poll and run calls (>= 2).");
+ABSL_FLAG(std::string, log_level, "info",
+          "Log level: trace, debug, info, warn, error, critical or off.");
+ABSL_FLAG(int, shutdown_grace_s, 5,
+          "Seconds in-flight calls get to finish after SIGTERM/SIGINT before they are "
+          "cancelled, 0..600.");
+
+namespace graphopt {
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
+
+// gRPC takes message limits as int bytes; 2047 MiB is the largest that fits.
+constexpr int kMaxMessageMb = 2047;
+// The sync server needs one thread polling for calls while another runs one.
+constexpr int kMinThreads = 2;
+
+struct ServerConfig {
+  std::string listen;
+  std::string port_file;
+  int max_message_mb = 0;
+  int threads = 0;
+  spdlog::level::level_enum log_level = spdlog::level::info;
+  int shutdown_grace_s = 0;
+};
+
+std::optional<spdlog::level::level_enum> ParseLogLevel(absl::string_view name) {
+  static constexpr std::pair<absl::string_view, spdlog::level::level_enum> kLevels[] = {
+      {"trace", spdlog::level::trace}, {"debug", spdlog::level::debug},
+      {"info", spdlog::level::info},   {"warn", spdlog::level::warn},
+      {"error", spdlog::level::err},   {"critical", spdlog::level::critical},
+      {"off", spdlog::level::off},
+  };
+  for (const auto& [level_name, level] : kLevels) {
+    if (name == level_name) return level;
+  }
+  return std::nullopt;
+}
+
+// Reads and checks the flags. INVALID_ARGUMENT naming the flag for a bad value.
+absl::StatusOr<ServerConfig> ConfigFromFlags() {
+  ServerConfig config;
+  config.listen = absl::GetFlag(FLAGS_listen);
+  config.port_file = absl::GetFlag(FLAGS_port_file);
+  config.max_message_mb = absl::GetFlag(FLAGS_max_message_mb);
+  config.threads = absl::GetFlag(FLAGS_threads);
+  config.shutdown_grace_s = absl::GetFlag(FLAGS_shutdown_grace_s);
+  if (config.listen.empty()) {
+    return absl::InvalidArgumentError("--listen must not be empty");
+  }
+  if (config.max_message_mb < 1 || config.max_message_mb > kMaxMessageMb) {
+    return absl::InvalidArgumentError(absl::StrCat("--max_message_mb must be in 1..",
+                                                   kMaxMessageMb, ", got ",
+                                                   config.max_message_mb));
+  }
+  if (config.threads < kMinThreads) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--threads must be at least ", kMinThreads, ", got ", config.threads));
+  }
+  if (config.shutdown_grace_s < 0 || config.shutdown_grace_s > 600) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--shutdown_grace_s must be in 0..600, got ", config.shutdown_grace_s));
+  }
+  const std::string level_name = absl::GetFlag(FLAGS_log_level);
+  std::optional<spdlog::level::level_enum> level = ParseLogLevel(level_name);
+  if (!level.has_value()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--log_level must be one of trace, debug, info, warn, error, critical, off; got '",
+        level_name, "'"));
+  }
+  config.log_level = *level;
+  return config;
+}
+
+// `listen` with its port replaced by `port` ("127.0.0.1:0" -> "127.0.0.1:43121"). Addresses
+// without a trailing ":port" (unix sockets) are returned unchanged.
+std::string ResolvedAddress(const std::string& listen, int port) {
+  if (absl::StartsWith(listen, "unix:") || absl::StartsWith(listen, "unix-abstract:")) {
+    return listen;
+  }
+  const size_t colon = listen.rfind(':');
+  if (colon == std::string::npos) return listen;
+  return absl::StrCat(listen.substr(0, colon + 1), port);
+}
+
+// Writes "<port>\n" to `path` through `path`.tmp and a rename, so a reader never sees a
+// partial file.
+absl::Status WritePortFile(const std::string& path, int port) {
+  const std::string tmp_path = absl::StrCat(path, ".tmp");
+  std::FILE* file = std::fopen(tmp_path.c_str(), "w");
+  if (file == nullptr) {
+    return absl::ErrnoToStatus(errno, absl::StrCat("cannot create '", tmp_path, "'"));
+  }
+  const std::string text = absl::StrCat(port, "\n");
+  const bool wrote = std::fwrite(text.data(), 1, text.size(), file) == text.size();
+  const int write_errno = errno;
+  if (std::fclose(file) != 0 || !wrote) {
+    const int error = wrote ? errno : write_errno;
+    std::remove(tmp_path.c_str());
+    return absl::ErrnoToStatus(error, absl::StrCat("cannot write '", tmp_path, "'"));
+  }
+  if (std::rename(tmp_path.c_str(), path.c_str()) != 0) {
+    const int error = errno;
+    std::remove(tmp_path.c_str());
+    return absl::ErrnoToStatus(error,
+                               absl::StrCat("cannot rename '", tmp_path, "' to '", path, "'"));
+  }
+  return absl::OkStatus();
+}
+
+const char* SignalName(int signal_number) {
+  switch (signal_number) {
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGINT:
+      return "SIGINT";
+    default:
+      return "signal";
+  }
+}
+
+int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
+              std::shared_ptr<spdlog::logger> logger_ptr) {
+  spdlog::logger& logger = *logger_ptr;
+  OpRegistry ops;
+  if (absl::Status status = RegisterBuiltinOps(&ops); !status.ok()) {
+    logger.critical("cannot register builtin ops: {}", status.ToString());
+    return kExitFailure;
+  }
+  PassRegistry passes;
+  if (absl::Status status = RegisterBuiltinPasses(&passes); !status.ok()) {
+    logger.critical("cannot register builtin passes: {}", status.ToString());
+    return kExitFailure;
+  }
+  const Optimizer optimizer(&ops, &passes);
+  OptimizerService service(&optimizer, logger_ptr);
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+
+  const int max_message_bytes = config.max_message_mb * 1024 * 1024;
+  grpc::ResourceQuota quota("graphopt-server");
+  quota.SetMaxThreads(config.threads);
+
+  grpc::ServerBuilder builder;
+  int selected_port = 0;
+  builder.AddListeningPort(config.listen, grpc::InsecureServerCredentials(), &selected_port);
+  builder.RegisterService(&service);
+  builder.SetMaxReceiveMessageSize(max_message_bytes);
+  builder.SetMaxSendMessageSize(max_message_bytes);
+  builder.SetResourceQuota(quota);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || selected_port == 0) {
+    logger.critical("cannot listen on '{}' (address in use or malformed?)", config.listen);
+    if (server != nullptr) server->Shutdown();
+    return kExitFailure;
+  }
+  grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
+  if (health == nullptr) {
+    logger.critical("the gRPC health service is not available");
+    server->Shutdown(std::chrono::system_clock::now());
+    return kExitFailure;
+  }
+  health->SetServingStatus(true);
+
+  const std::string address = ResolvedAddress(config.listen, selected_port);
+  if (!config.port_file.empty()) {
+    if (absl::Status status = WritePortFile(config.port_file, selected_port); !status.ok()) {
+      logger.critical("--port_file: {}", status.ToString());
+      server->Shutdown(std::chrono::system_clock::now());
+      return kExitFailure;
+    }
+  }
+  logger.info(
+      "graphopt-server listening on {} (threads={}, max_message_mb={}, ops={}, passes={})",
+      address, config.threads, config.max_message_mb, ops.size(), passes.List().size());
+  logger.flush();
+
+  int signal_number = 0;
+  while (true) {
+    const int rc = sigwait(&shutdown_signals, &signal_number);
+    if (rc == 0) break;
+    if (rc != EINTR) {
+      logger.error("sigwait failed: {}; shutting down", std::strerror(rc));
+      break;
+    }
+  }
+  logger.info("received {}: not serving any more, letting in-flight calls finish (up to {} s)",
+              SignalName(signal_number), config.shutdown_grace_s);
+  health->SetServingStatus(false);
+  server->Shutdown(std::chrono::system_clock::now() +
+                   std::chrono::seconds(config.shutdown_grace_s));
+  server->Wait();
+  logger.info("graphopt-server on {} stopped", address);
+  logger.flush();
+  return kExitOk;
+}
+
+int Main(int argc, char** argv) {
+  // Block the shutdown signals before anything can start a thread, so every thread inherits
+  // the mask and only the sigwait() in RunServer receives them.
+  sigset_t shutdown_signals;
+  sigemptyset(&shutdown_signals);
+  sigaddset(&shutdown_signals, SIGTERM);
+  sigaddset(&shutdown_signals, SIGINT);
+  if (const int rc = pthread_sigmask(SIG_BLOCK, &shutdown_signals, nullptr); rc != 0) {
+    std::fprintf(stderr, "graphopt-server: pthread_sigmask: %s\n", std::strerror(rc));
+    return kExitFailure;
+  }
+
+  absl::SetProgramUsageMessage(
+      "graphopt-server [--listen=HOST:PORT] [--port_file=FILE] [--threads=N] "
+      "[--max_message_mb=N] [--log_level=LEVEL]\n"
+      "Serves graphopt.v1.GraphOptimizer, grpc.health.v1.Health and server reflection.");
+  std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  if (positional.size() > 1) {
+    std::fprintf(stderr, "graphopt-server: unexpected argument '%s' (see --help)\n",
+                 positional[1]);
+    return kExitUsage;
+  }
+  absl::StatusOr<ServerConfig> config = ConfigFromFlags();
+  if (!config.ok()) {
+    std::fprintf(stderr, "graphopt-server: %s\n", std::string(config.status().message()).c_str());
+    return kExitUsage;
+  }
+
+  auto sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
+  auto logger = std::make_shared<spdlog::logger>("graphopt-server", std::move(sink));
+  logger->set_level(config->log_level);
+  logger->flush_on(spdlog::level::info);
+  return RunServer(*config, shutdown_signals, std::move(logger));
+}
+
+}  // namespace
+}  // namespace graphopt
+
+int main(int argc, char** argv) { return graphopt::Main(argc, argv); }

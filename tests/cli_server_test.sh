@@ -1,0 +1,176 @@
+#!/bin/bash
+# End-to-end test of the real binaries: starts graphopt-server on a free loopback port,
+# drives it with the graphopt CLI, compares remote and embedded results byte for byte, checks
+# error reporting and exit codes, then stops the server with SIGTERM (it must exit 0) and
+# checks that the CLI reports the now unreachable server.
+set -euo pipefail
+
+readonly RUNFILES="${TEST_SRCDIR:?}/graphopt"
+readonly SERVER="${RUNFILES}/server/graphopt-server"
+readonly CLI="${RUNFILES}/client/graphopt"
+readonly MLP="${RUNFILES}/examples/mlp.pbtxt"
+readonly BAD="${RUNFILES}/examples/bad_cycle.pbtxt"
+readonly TMP="${TEST_TMPDIR:?}"
+readonly PORT_FILE="${TMP}/port"
+readonly SERVER_LOG="${TMP}/server.log"
+
+server_pid=""
+
+fail() {
+  echo "FAIL: $*" >&2
+  if [[ -f "${SERVER_LOG}" ]]; then
+    echo "--- server log ---" >&2
+    cat "${SERVER_LOG}" >&2
+  fi
+  exit 1
+}
+
+cleanup() {
+  if [[ -n "${server_pid}" ]] && kill -0 "${server_pid}" 2>/dev/null; then
+    kill -KILL "${server_pid}" 2>/dev/null || true
+    wait "${server_pid}" 2>/dev/null || true
+  fi
+}
+trap cleanup EXIT
+
+# run_expect CODE OUTFILE ERRFILE CMD...: runs CMD, requires exit status CODE.
+run_expect() {
+  local expected="$1" out="$2" err="$3"
+  shift 3
+  local rc=0
+  "$@" >"${out}" 2>"${err}" || rc=$?
+  if [[ "${rc}" -ne "${expected}" ]]; then
+    echo "--- stdout ---" >&2; cat "${out}" >&2
+    echo "--- stderr ---" >&2; cat "${err}" >&2
+    fail "expected exit ${expected}, got ${rc}: $*"
+  fi
+}
+
+expect_grep() {  # expect_grep PATTERN FILE [description]
+  grep -Eq -- "$1" "$2" || { cat "$2" >&2; fail "${3:-'$1' not found in $2}"; }
+}
+
+for binary in "${SERVER}" "${CLI}"; do
+  [[ -x "${binary}" ]] || fail "missing binary ${binary}"
+done
+
+# --- Start the server on a free port and wait (at most 30 s) for its port file. ----------
+rm -f "${PORT_FILE}"
+"${SERVER}" --listen 127.0.0.1:0 --port_file "${PORT_FILE}" --threads 4 \
+  >"${SERVER_LOG}" 2>&1 &
+server_pid=$!
+for _ in $(seq 1 300); do
+  [[ -s "${PORT_FILE}" ]] && break
+  kill -0 "${server_pid}" 2>/dev/null || fail "server exited during start-up"
+  sleep 0.1
+done
+[[ -s "${PORT_FILE}" ]] || fail "no port file after 30 s"
+port="$(cat "${PORT_FILE}")"
+[[ "${port}" =~ ^[0-9]+$ && "${port}" -gt 0 ]] || fail "bad port file contents '${port}'"
+readonly ADDR="127.0.0.1:${port}"
+expect_grep "listening on ${ADDR} \(threads=4" "${SERVER_LOG}" "no start-up log line"
+
+# --- optimize: remote and embedded give identical bytes, binary and text. ----------------
+run_expect 0 "${TMP}/remote.out" "${TMP}/remote.err" \
+  "${CLI}" optimize "${MLP}" -o "${TMP}/remote.pb" --server "${ADDR}"
+run_expect 0 "${TMP}/local.out" "${TMP}/local.err" \
+  "${CLI}" optimize "${MLP}" -o "${TMP}/local.pb"
+cmp -s "${TMP}/remote.pb" "${TMP}/local.pb" || fail "remote and embedded binary outputs differ"
+[[ -s "${TMP}/local.pb" ]] || fail "empty output graph"
+expect_grep "^dead_code_elimination " "${TMP}/remote.out" "no report row for DCE"
+expect_grep "^total \(" "${TMP}/remote.out" "no total row"
+expect_grep "wrote .*remote.pb \([0-9]+ nodes\)" "${TMP}/remote.out"
+
+run_expect 0 "${TMP}/q.out" "${TMP}/q.err" \
+  "${CLI}" optimize "${MLP}" -o "${TMP}/remote.pbtxt" --server "${ADDR}" --quiet
+[[ ! -s "${TMP}/q.out" ]] || fail "--quiet still printed: $(cat "${TMP}/q.out")"
+run_expect 0 "${TMP}/q.out" "${TMP}/q.err" \
+  "${CLI}" optimize "${MLP}" -o "${TMP}/local.pbtxt" --quiet
+cmp -s "${TMP}/remote.pbtxt" "${TMP}/local.pbtxt" || fail "text outputs differ"
+expect_grep 'op_type: "Softmax"' "${TMP}/local.pbtxt"
+if grep -q '"dead_relu"' "${TMP}/local.pbtxt"; then fail "dead branch survived"; fi
+
+# The binary output reads back (and -O 0 leaves it alone).
+run_expect 0 "${TMP}/again.out" "${TMP}/again.err" \
+  "${CLI}" optimize "${TMP}/local.pb" -o "${TMP}/again.pb" -O 0 --quiet
+cmp -s "${TMP}/local.pb" "${TMP}/again.pb" || fail "-O 0 changed an optimized graph"
+
+# Explicit passes, a dim binding, per-pass verification and a JSON report.
+run_expect 0 "${TMP}/p.out" "${TMP}/p.err" \
+  "${CLI}" optimize "${MLP}" -o "${TMP}/p.pbtxt" --server "${ADDR}" \
+  --passes dead_code_elimination --bind batch=8 --verify-each-pass \
+  --report-json "${TMP}/report.json"
+expect_grep '"name": "dead_code_elimination"' "${TMP}/report.json"
+expect_grep 'size: 8' "${TMP}/p.pbtxt" "binding batch=8 not applied"
+if grep -q 'symbol: "batch"' "${TMP}/p.pbtxt"; then fail "symbol batch left after binding"; fi
+
+# --- passes and ops. ---------------------------------------------------------------------
+run_expect 0 "${TMP}/passes_remote.out" "${TMP}/e" "${CLI}" passes --server "${ADDR}"
+run_expect 0 "${TMP}/passes_local.out" "${TMP}/e" "${CLI}" passes
+expect_grep "^common_subexpression_elimination " "${TMP}/passes_remote.out"
+cmp -s "${TMP}/passes_remote.out" "${TMP}/passes_local.out" || fail "pass lists differ"
+
+run_expect 0 "${TMP}/ops.out" "${TMP}/e" "${CLI}" ops --server "${ADDR}"
+expect_grep "^\(default\) +MatMul " "${TMP}/ops.out"
+expect_grep "^\(default\) +Softmax .*axis:int" "${TMP}/ops.out"
+run_expect 0 "${TMP}/relu.out" "${TMP}/e" "${CLI}" ops --server "${ADDR}" Relu
+expect_grep '^name: "Relu"' "${TMP}/relu.out"
+run_expect 1 "${TMP}/o" "${TMP}/noop.err" "${CLI}" ops --server "${ADDR}" NoSuchOp
+expect_grep "^error: NOT_FOUND: .*NoSuchOp" "${TMP}/noop.err"
+
+# --- errors: exit 1 with the code and the node's name; the server keeps serving. ----------
+run_expect 1 "${TMP}/o" "${TMP}/bad_remote.err" \
+  "${CLI}" optimize "${BAD}" -o "${TMP}/bad.pb" --server "${ADDR}"
+expect_grep "^error: INVALID_ARGUMENT: .*'cycle_[ab]'" "${TMP}/bad_remote.err"
+run_expect 1 "${TMP}/o" "${TMP}/bad_local.err" "${CLI}" optimize "${BAD}" -o "${TMP}/bad.pb"
+cmp -s "${TMP}/bad_remote.err" "${TMP}/bad_local.err" || fail "remote/embedded errors differ"
+[[ ! -e "${TMP}/bad.pb" ]] || fail "an output was written for a bad graph"
+
+run_expect 1 "${TMP}/o" "${TMP}/np.err" \
+  "${CLI}" optimize "${MLP}" -o "${TMP}/x.pb" --server "${ADDR}" --passes no_such_pass
+expect_grep "^error: NOT_FOUND: .*no_such_pass" "${TMP}/np.err"
+
+run_expect 1 "${TMP}/o" "${TMP}/missing.err" \
+  "${CLI}" optimize "${TMP}/does_not_exist.pb" -o "${TMP}/x.pb"
+expect_grep "^error: NOT_FOUND: .*does_not_exist.pb" "${TMP}/missing.err"
+
+# Usage errors exit 2.
+run_expect 2 "${TMP}/o" "${TMP}/e" "${CLI}" optimize "${MLP}" -o "${TMP}/x.pb" --passes a -O 1
+run_expect 2 "${TMP}/o" "${TMP}/e" "${CLI}" optimize "${MLP}"
+run_expect 2 "${TMP}/o" "${TMP}/e" "${CLI}" optimize "${MLP}" -o "${TMP}/x.pb" --bind batch
+run_expect 2 "${TMP}/o" "${TMP}/e" "${CLI}" optimize "${MLP}" -o "${TMP}/x.pb" --passes ','
+run_expect 2 "${TMP}/o" "${TMP}/e" "${CLI}" frobnicate
+run_expect 2 "${TMP}/o" "${TMP}/e" "${CLI}"
+
+run_expect 0 "${TMP}/v.out" "${TMP}/e" "${CLI}" --version
+expect_grep "^graphopt [0-9]+\.[0-9]+\.[0-9]+" "${TMP}/v.out"
+run_expect 0 "${TMP}/v2.out" "${TMP}/e" "${CLI}" version
+cmp -s "${TMP}/v.out" "${TMP}/v2.out" || fail "version and --version differ"
+run_expect 0 "${TMP}/help.out" "${TMP}/e" "${CLI}" optimize --help
+expect_grep "name\[:key=value" "${TMP}/help.out" "--passes syntax not documented"
+
+# The server is still healthy after all of the above.
+run_expect 0 "${TMP}/o" "${TMP}/e" \
+  "${CLI}" optimize "${MLP}" -o "${TMP}/final.pb" --server "${ADDR}" --quiet
+cmp -s "${TMP}/final.pb" "${TMP}/local.pb" || fail "server answers changed over time"
+
+# --- SIGTERM: the server exits 0 (within 15 s). -------------------------------------------
+kill -TERM "${server_pid}"
+for _ in $(seq 1 150); do
+  kill -0 "${server_pid}" 2>/dev/null || break
+  sleep 0.1
+done
+if kill -0 "${server_pid}" 2>/dev/null; then fail "server still running 15 s after SIGTERM"; fi
+rc=0
+wait "${server_pid}" || rc=$?
+server_pid=""
+[[ "${rc}" -eq 0 ]] || fail "server exited with ${rc} after SIGTERM"
+expect_grep "received SIGTERM" "${SERVER_LOG}"
+expect_grep "stopped" "${SERVER_LOG}"
+
+# With the server gone its address is unreachable: exit 1 and an error naming the server.
+run_expect 1 "${TMP}/o" "${TMP}/unreachable.err" \
+  "${CLI}" optimize "${MLP}" -o "${TMP}/x.pb" --server "${ADDR}" --timeout 10
+expect_grep "^error: (UNAVAILABLE|DEADLINE_EXCEEDED): server ${ADDR}: " "${TMP}/unreachable.err"
+
+echo "PASS"

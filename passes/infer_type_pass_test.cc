@@ -40,7 +40,7 @@ TEST(InferTypePassTest, RejectsMismatchedInputsNamingTheNode) {
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(out.status().message(), HasSubstr("node 'bad_add' (Add)"));
-  EXPECT_THAT(out.status().message(), HasSubstr("input 1 'i' has type int64"));
+  EXPECT_THAT(out.status().message(), HasSubstr("input 1 (B) 'i' has type int64"));
 }
 
 TEST(InferTypePassTest, RejectsTypeOutsideConstraint) {
@@ -51,7 +51,7 @@ TEST(InferTypePassTest, RejectsTypeOutsideConstraint) {
     outputs { name: "y" })pb",
                      {"infer_type"});
   ASSERT_FALSE(out.ok());
-  EXPECT_THAT(out.status().message(), HasSubstr("node 'r' (Relu): input 0 's' has type string"));
+  EXPECT_THAT(out.status().message(), HasSubstr("node 'r' (Relu): input 0 (X) 's' has type string"));
 }
 
 TEST(InferTypePassTest, UnknownInputTypeStaysUnknown) {

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# README command (b): installs what is missing, builds everything and runs the whole test suite.
+# Ends with the line "N passed, N failed" and exits non-zero when anything failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/install_deps.sh || { echo "0 passed, 1 failed"; exit 1; }
+
+BAZEL_FLAGS=()
+if [[ "${CI:-}" == "true" ]]; then BAZEL_FLAGS+=(--config=ci); fi
+
+marker=$(mktemp)
+trap 'rm -f "$marker"; bazel shutdown >/dev/null 2>&1' EXIT
+sleep 1  # test.xml files written from now on are newer than the marker
+
+bazel test "${BAZEL_FLAGS[@]}" --keep_going //... "$@"
+rc=$?
+
+testlogs=$(bazel info "${BAZEL_FLAGS[@]}" bazel-testlogs 2>/dev/null)
+python3 - "$testlogs" "$marker" "$rc" <<'PY'
+import os, sys, xml.etree.ElementTree as ET
+root, marker, rc = sys.argv[1], sys.argv[2], int(sys.argv[3])
+since = os.path.getmtime(marker)
+passed = failed = skipped = 0
+failures = []
+for dirpath, _, files in os.walk(root):
+    if "test.xml" not in files:
+        continue
+    path = os.path.join(dirpath, "test.xml")
+    if os.path.getmtime(path) < since:
+        continue
+    target = os.path.relpath(dirpath, root)
+    try:
+        suites = ET.parse(path).getroot()
+    except ET.ParseError:
+        failed += 1
+        failures.append(target + " (unreadable test.xml)")
+        continue
+    cases = list(suites.iter("testcase"))
+    if not cases:
+        # A test binary without gtest cases (a shell test): one case, judged by its result.
+        bad = any(int(s.get("failures", 0)) + int(s.get("errors", 0)) for s in suites.iter("testsuite"))
+        if bad:
+            failed += 1
+            failures.append(target)
+        else:
+            passed += 1
+        continue
+    for c in cases:
+        if c.find("failure") is not None or c.find("error") is not None:
+            failed += 1
+            failures.append(f"{target}: {c.get('classname')}.{c.get('name')}")
+        elif c.get("result") == "suppressed" or c.find("skipped") is not None:
+            skipped += 1
+        else:
+            passed += 1
+# Bazel exit 3 means tests failed (counted above); any other non-zero means something did not build.
+if rc not in (0, 3):
+    failed += 1
+    failures.append(f"bazel exited {rc} (build failure: see above)")
+for f in failures:
+    print("FAILED:", f)
+line = f"{passed} passed, {failed} failed"
+if skipped:
+    line += f", {skipped} skipped"
+print(line)
+sys.exit(1 if failed else 0)
+PY

@@ -4,7 +4,7 @@
 # Usage: bench/scaling.sh [--repetitions N]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-reps=3
+reps=5
 if [[ "${1:-}" == "--repetitions" ]]; then reps=$2; fi
 bazel build -c opt //bench:pipeline_benchmark >/dev/null
 out=$(mktemp)

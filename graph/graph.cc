@@ -14,7 +14,10 @@ absl::StatusOr<ValueId> Graph::AddValue(std::string name) {
   ValueId id(static_cast<int32_t>(values_.size()));
   auto [it, inserted] = value_by_name_.try_emplace(name, id);
   if (!inserted) {
-    return absl::AlreadyExistsError(absl::StrCat("value '", name, "' already exists"));
+    if (values_[it->second.value()].alive) {
+      return absl::AlreadyExistsError(absl::StrCat("value '", name, "' already exists"));
+    }
+    it->second = id;  // The name of a removed value is free again.
   }
   Value v;
   v.name = std::move(name);
@@ -26,7 +29,7 @@ ValueId Graph::AddUniqueValue(absl::string_view base) {
   std::string name(base);
   // Suffixes grow from the current value count, so a fresh name is found in O(1) expected tries.
   for (int64_t suffix = static_cast<int64_t>(values_.size());; ++suffix) {
-    if (!value_by_name_.contains(name)) break;
+    if (!FindValue(name).valid()) break;
     name = absl::StrCat(base, "_", suffix);
   }
   return *AddValue(std::move(name));
@@ -74,8 +77,8 @@ absl::StatusOr<NodeId> Graph::AddNode(std::string name, std::string op_type, std
   n.name = std::move(name);
   n.op_type = std::move(op_type);
   n.domain = std::move(domain);
-  n.inputs = std::move(inputs);
-  n.outputs = std::move(outputs);
+  n.inputs.assign(inputs.begin(), inputs.end());
+  n.outputs.assign(outputs.begin(), outputs.end());
   n.attributes = std::move(attributes);
   n.use_slots.assign(n.inputs.size(), -1);
   nodes_.push_back(std::move(n));
@@ -124,7 +127,7 @@ void Graph::SetInput(NodeId node, int index, ValueId value) {
 
 void Graph::ReplaceAllUsesWith(ValueId from, ValueId to) {
   if (from == to) return;
-  std::vector<Use> uses = std::move(values_[from.value()].uses);
+  UseList uses = std::move(values_[from.value()].uses);
   values_[from.value()].uses.clear();
   Value& target = values_[to.value()];
   target.uses.reserve(target.uses.size() + uses.size());
@@ -159,10 +162,9 @@ void Graph::RemoveNode(NodeId node) {
     if (!v.uses.empty() || v.graph_output_count > 0) {
       std::abort();
     }
+    // The name map keeps the entry; FindValue ignores dead values (no hash-table work here).
     v.alive = false;
     v.producer = NodeId();
-    auto it = value_by_name_.find(v.name);
-    if (it != value_by_name_.end() && it->second == out) value_by_name_.erase(it);
   }
   n.alive = false;
   --num_live_nodes_;
@@ -173,7 +175,10 @@ absl::Status Graph::RenameValue(ValueId value, std::string name) {
   if (v.name == name) return absl::OkStatus();
   auto [it, inserted] = value_by_name_.try_emplace(name, value);
   if (!inserted) {
-    return absl::AlreadyExistsError(absl::StrCat("value '", name, "' already exists"));
+    if (values_[it->second.value()].alive) {
+      return absl::AlreadyExistsError(absl::StrCat("value '", name, "' already exists"));
+    }
+    it->second = value;
   }
   value_by_name_.erase(v.name);
   v.name = std::move(name);
@@ -188,13 +193,12 @@ void Graph::RemoveInitializer(ValueId value) {
   initializers_[v.initializer] = v1::Tensor();
   v.initializer = -1;
   v.alive = false;
-  auto it = value_by_name_.find(v.name);
-  if (it != value_by_name_.end() && it->second == value) value_by_name_.erase(it);
 }
 
 ValueId Graph::FindValue(absl::string_view name) const {
   auto it = value_by_name_.find(name);
-  return it == value_by_name_.end() ? ValueId() : it->second;
+  if (it == value_by_name_.end() || !values_[it->second.value()].alive) return ValueId();
+  return it->second;
 }
 
 const v1::Tensor* Graph::initializer_of(ValueId value) const {

@@ -8,6 +8,7 @@
 
 #include "absl/container/btree_map.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "graph/ids.h"
@@ -25,13 +26,18 @@ struct Use {
   int32_t input_index = 0;
 };
 
+// Small lists kept inline in nodes and values: most nodes have few inputs and outputs and most
+// values few uses, and passes walk them for every node, so they should not be a heap hop away.
+using ValueIdList = absl::InlinedVector<ValueId, 3>;
+using UseList = absl::InlinedVector<Use, 2>;
+
 struct Value {
   std::string name;
   // Producing node and which of its outputs; invalid for graph inputs and initializers.
   NodeId producer;
   int32_t producer_output = -1;
   // Node inputs reading this value, in no particular order.
-  std::vector<Use> uses;
+  UseList uses;
   TensorType type;
   std::string doc_string;
   bool is_graph_input = false;
@@ -47,14 +53,14 @@ struct Node {
   std::string op_type;
   std::string domain;
   // Invalid ids mark omitted optional inputs/outputs.
-  std::vector<ValueId> inputs;
-  std::vector<ValueId> outputs;
+  ValueIdList inputs;
+  ValueIdList outputs;
   AttributeMap attributes;
   std::string doc_string;
   std::string device;
   bool alive = true;
   // For inputs[i]: position of this use in inputs[i]'s Value::uses (O(1) unlinking).
-  std::vector<int32_t> use_slots;
+  absl::InlinedVector<int32_t, 3> use_slots;
 };
 
 // The graph IR: dense node and value ids, O(1) producer and consumer lookup, and cheap

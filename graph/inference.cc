@@ -3,6 +3,7 @@
 #include <cstring>
 #include <utility>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_join.h"
 
 namespace graphopt {
@@ -209,7 +210,8 @@ absl::Status InferNodeTypes(Graph& graph, NodeId id, const OpDef& op) {
   NodeContext ctx(graph, id, op, nullptr);
   const Node& n = graph.node(id);
   // Constraint name -> (dtype, input index that bound it). Ops have a handful of constraints.
-  std::vector<std::pair<const v1::TypeConstraint*, std::pair<v1::DataType, int>>> bound;
+  absl::InlinedVector<std::pair<const v1::TypeConstraint*, std::pair<v1::DataType, int>>, 4>
+      bound;
   auto find_bound = [&](const v1::TypeConstraint* c) -> std::pair<v1::DataType, int>* {
     for (auto& b : bound) {
       if (b.first == c) return &b.second;

@@ -4,6 +4,8 @@
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/hash/hash.h"
+#include "absl/types/span.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
@@ -23,58 +25,93 @@ bool Mergeable(const OpDef* op) {
   return it == d.extensions().end() || it->second.i() == 0;
 }
 
-// The identity of a computation: op, inputs (by value id), output count and attributes.
-std::string NodeKey(const Node& n) {
-  std::string key;
-  absl::StrAppend(&key, n.domain, "\x1f", n.op_type, "\x1f", n.outputs.size(), "\x1f");
-  for (ValueId in : n.inputs) absl::StrAppend(&key, in.value(), ",");
+// Deterministic bytes of a node's attributes ("" when it has none).
+std::string AttributeBytes(const Node& n) {
+  std::string bytes;
   for (const auto& [name, attr] : n.attributes) {
-    absl::StrAppend(&key, "\x1e", name, "=");
-    google::protobuf::io::StringOutputStream stream(&key);
+    absl::StrAppend(&bytes, name, "=");
+    google::protobuf::io::StringOutputStream stream(&bytes);
     google::protobuf::io::CodedOutputStream coded(&stream);
     coded.SetSerializationDeterministic(true);
     attr.SerializeToCodedStream(&coded);
   }
-  return key;
+  return bytes;
 }
 
 // Merges nodes that compute the same op on the same inputs with the same attributes: the later
 // node's uses move to the earlier node and the later node goes away. One walk in topological
-// order, so chains of duplicates collapse in a single run.
+// order, so chains of duplicates collapse in a single run. Candidates are found by a 64-bit hash
+// of (domain, op, output count, input ids, attribute bytes) and confirmed by comparing exactly.
 class CommonSubexpressionEliminationPass : public Pass {
  public:
   absl::StatusOr<bool> Run(Graph& graph, const PassContext& context) override {
     absl::StatusOr<std::vector<NodeId>> order = graph.TopologicalOrder();
     if (!order.ok()) return order.status();
-    absl::flat_hash_map<std::string, NodeId> seen;
-    seen.reserve(order->size());
+    // Attribute bytes of nodes already in the table, computed once per node that has any.
+    std::vector<std::string> attr_bytes(graph.num_node_slots());
+    // hash -> first node with that hash; further nodes with the same hash but another identity
+    // (true collisions, vanishingly rare) go to `overflow`.
+    absl::flat_hash_map<uint64_t, NodeId> first;
+    std::vector<std::pair<uint64_t, NodeId>> overflow;
+    first.reserve(order->size());
     int64_t merged = 0;
     for (NodeId id : *order) {
       const Node& n = graph.node(id);
       if (n.outputs.empty() || !Mergeable(context.ops->Find(n.domain, n.op_type))) continue;
-      auto [it, inserted] = seen.try_emplace(NodeKey(n), id);
+      if (!n.attributes.empty()) attr_bytes[id.value()] = AttributeBytes(n);
+      const uint64_t hash = absl::HashOf(n.domain, n.op_type, n.outputs.size(),
+                                         absl::MakeConstSpan(n.inputs),
+                                         attr_bytes[id.value()]);
+      auto [it, inserted] = first.try_emplace(hash, id);
       if (inserted) continue;
-      const Node& first = graph.node(it->second);
-      bool keeps_output_name = false;
-      for (ValueId out : n.outputs) {
-        keeps_output_name |= out.valid() && graph.value(out).graph_output_count > 0;
+      NodeId match;
+      if (SameComputation(graph, it->second, id, attr_bytes)) {
+        match = it->second;
+      } else {
+        for (const auto& [h, other] : overflow) {
+          if (h == hash && SameComputation(graph, other, id, attr_bytes)) {
+            match = other;
+            break;
+          }
+        }
       }
-      // A graph output's name is part of the interface: such a duplicate stays.
-      if (keeps_output_name) continue;
-      bool outputs_match = true;
-      for (size_t k = 0; k < n.outputs.size(); ++k) {
-        // A duplicate using an output the first node omitted cannot be redirected.
-        if (n.outputs[k].valid() && !first.outputs[k].valid()) outputs_match = false;
+      if (!match.valid() || !Merge(graph, match, id)) {
+        overflow.emplace_back(hash, id);
+        continue;
       }
-      if (!outputs_match) continue;
-      for (size_t k = 0; k < n.outputs.size(); ++k) {
-        if (n.outputs[k].valid()) graph.ReplaceAllUsesWith(n.outputs[k], first.outputs[k]);
-      }
-      graph.RemoveNode(id);
       ++merged;
     }
     context.Note(absl::StrCat("merged ", merged, " duplicate nodes"));
     return merged > 0;
+  }
+
+ private:
+  static bool SameComputation(const Graph& graph, NodeId a, NodeId b,
+                              const std::vector<std::string>& attr_bytes) {
+    const Node& x = graph.node(a);
+    const Node& y = graph.node(b);
+    return x.op_type == y.op_type && x.domain == y.domain &&
+           x.outputs.size() == y.outputs.size() && x.inputs == y.inputs &&
+           attr_bytes[a.value()] == attr_bytes[b.value()];
+  }
+
+  // Redirects `dup`'s uses to `keep` and removes `dup`. False (nothing done) when `dup` cannot
+  // go: one of its outputs is a graph output (a name in the interface) or is an output `keep`
+  // omits.
+  static bool Merge(Graph& graph, NodeId keep, NodeId dup) {
+    const Node& k = graph.node(keep);
+    const Node& d = graph.node(dup);
+    for (size_t i = 0; i < d.outputs.size(); ++i) {
+      if (!d.outputs[i].valid()) continue;
+      if (graph.value(d.outputs[i]).graph_output_count > 0 || !k.outputs[i].valid()) {
+        return false;
+      }
+    }
+    for (size_t i = 0; i < d.outputs.size(); ++i) {
+      if (d.outputs[i].valid()) graph.ReplaceAllUsesWith(d.outputs[i], k.outputs[i]);
+    }
+    graph.RemoveNode(dup);
+    return true;
   }
 };
 

@@ -21,30 +21,27 @@ bool HasEffects(const Graph& graph, NodeId id, const OpRegistry& ops) {
 class DeadCodeEliminationPass : public Pass {
  public:
   absl::StatusOr<bool> Run(Graph& graph, const PassContext& context) override {
-    const int n = graph.num_node_slots();
-    std::vector<char> live(n, 0);
-    std::vector<NodeId> stack;
-    auto mark = [&](NodeId id) {
-      if (id.valid() && !live[id.value()]) {
-        live[id.value()] = 1;
-        stack.push_back(id);
-      }
-    };
-    for (ValueId out : graph.outputs()) mark(graph.value(out).producer);
-    for (int i = 0; i < n; ++i) {
-      if (graph.node(NodeId(i)).alive && HasEffects(graph, NodeId(i), *context.ops)) {
-        mark(NodeId(i));
-      }
-    }
-    while (!stack.empty()) {
-      NodeId id = stack.back();
-      stack.pop_back();
-      for (ValueId in : graph.node(id).inputs) {
-        if (in.valid()) mark(graph.value(in).producer);
-      }
-    }
     absl::StatusOr<std::vector<NodeId>> order = graph.TopologicalOrder();
     if (!order.ok()) return order.status();
+    // One sweep in reverse topological order: a node is live if it has effects or a graph
+    // output / live consumer needs it; every consumer comes before its producers in the sweep,
+    // so `live` is final for a node when the sweep reaches it. Sequential over the order, no
+    // stack, no recursion.
+    std::vector<char> live(graph.num_node_slots(), 0);
+    for (ValueId out : graph.outputs()) {
+      NodeId p = graph.value(out).producer;
+      if (p.valid()) live[p.value()] = 1;
+    }
+    for (auto it = order->rbegin(); it != order->rend(); ++it) {
+      const NodeId id = *it;
+      if (!live[id.value()] && !HasEffects(graph, id, *context.ops)) continue;
+      live[id.value()] = 1;
+      for (ValueId in : graph.node(id).inputs) {
+        if (!in.valid()) continue;
+        NodeId p = graph.value(in).producer;
+        if (p.valid()) live[p.value()] = 1;
+      }
+    }
     int64_t removed_nodes = 0;
     // Consumers before producers, so every removed node's outputs are unused by then.
     for (auto it = order->rbegin(); it != order->rend(); ++it) {

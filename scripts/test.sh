@@ -9,27 +9,28 @@ scripts/install_deps.sh || { echo "0 passed, 1 failed"; exit 1; }
 BAZEL_FLAGS=()
 if [[ "${CI:-}" == "true" ]]; then BAZEL_FLAGS+=(--config=ci); fi
 
-marker=$(mktemp)
-trap 'rm -f "$marker"; bazel shutdown >/dev/null 2>&1' EXIT
-sleep 1  # test.xml files written from now on are newer than the marker
+targets=$(mktemp)
+trap 'rm -f "$targets"; bazel shutdown >/dev/null 2>&1' EXIT
 
 bazel test "${BAZEL_FLAGS[@]}" --keep_going //... "$@"
 rc=$?
 
+# Every test target of this run (cached results included) is counted from its test.xml.
+bazel query 'tests(//...) except attr(tags, manual, //...)' \
+  --output=label >"$targets" 2>/dev/null
 testlogs=$(bazel info "${BAZEL_FLAGS[@]}" bazel-testlogs 2>/dev/null)
-python3 - "$testlogs" "$marker" "$rc" <<'PY'
+python3 - "$testlogs" "$targets" "$rc" <<'PY'
 import os, sys, xml.etree.ElementTree as ET
-root, marker, rc = sys.argv[1], sys.argv[2], int(sys.argv[3])
-since = os.path.getmtime(marker)
+root, targets_file, rc = sys.argv[1], sys.argv[2], int(sys.argv[3])
 passed = failed = skipped = 0
 failures = []
-for dirpath, _, files in os.walk(root):
-    if "test.xml" not in files:
+for label in open(targets_file).read().split():
+    target = label.lstrip("/").replace(":", "/")
+    path = os.path.join(root, target, "test.xml")
+    if not os.path.exists(path):
+        failed += 1
+        failures.append(label + " (no result: did not build or did not run)")
         continue
-    path = os.path.join(dirpath, "test.xml")
-    if os.path.getmtime(path) < since:
-        continue
-    target = os.path.relpath(dirpath, root)
     try:
         suites = ET.parse(path).getroot()
     except ET.ParseError:

@@ -10,6 +10,12 @@
 
 namespace graphopt {
 
+void Graph::Reserve(int nodes, int values) {
+  nodes_.reserve(nodes);
+  values_.reserve(values);
+  value_by_name_.reserve(values);
+}
+
 absl::StatusOr<ValueId> Graph::AddValue(std::string name) {
   ValueId id(static_cast<int32_t>(values_.size()));
   auto [it, inserted] = value_by_name_.try_emplace(name, id);
@@ -73,6 +79,7 @@ absl::StatusOr<NodeId> Graph::AddNode(std::string name, std::string op_type, std
       }
     }
   }
+  topo_valid_ = false;
   Node n;
   n.name = std::move(name);
   n.op_type = std::move(op_type);
@@ -120,6 +127,7 @@ void Graph::RemoveUse(NodeId node, int index) {
 void Graph::SetInput(NodeId node, int index, ValueId value) {
   Node& n = nodes_[node.value()];
   if (n.inputs[index] == value) return;
+  topo_valid_ = false;
   if (n.inputs[index].valid()) RemoveUse(node, index);
   n.inputs[index] = value;
   if (value.valid()) AddUse(node, index);
@@ -127,6 +135,17 @@ void Graph::SetInput(NodeId node, int index, ValueId value) {
 
 void Graph::ReplaceAllUsesWith(ValueId from, ValueId to) {
   if (from == to) return;
+  if (topo_valid_ && !values_[from.value()].uses.empty()) {
+    // Every use of `from` comes after its producer; they stay in order when `to` is defined
+    // no later than that (a graph input, an initializer, or an earlier node).
+    const NodeId to_producer = values_[to.value()].producer;
+    const NodeId from_producer = values_[from.value()].producer;
+    if (to_producer.valid() &&
+        (!from_producer.valid() ||
+         topo_position_[to_producer.value()] > topo_position_[from_producer.value()])) {
+      topo_valid_ = false;
+    }
+  }
   UseList uses = std::move(values_[from.value()].uses);
   values_[from.value()].uses.clear();
   Value& target = values_[to.value()];
@@ -219,6 +238,26 @@ std::string Graph::NodeLabel(NodeId id) const {
 }
 
 absl::StatusOr<std::vector<NodeId>> Graph::TopologicalOrder() const {
+  if (!topo_valid_) {
+    absl::StatusOr<std::vector<NodeId>> order = ComputeTopologicalOrder();
+    if (!order.ok()) return order.status();
+    topo_cache_ = std::move(*order);
+    topo_position_.assign(nodes_.size(), -1);
+    for (size_t i = 0; i < topo_cache_.size(); ++i) {
+      topo_position_[topo_cache_[i].value()] = static_cast<int32_t>(i);
+    }
+    topo_valid_ = true;
+  }
+  // Removing nodes never breaks a topological order: drop the dead ones.
+  std::vector<NodeId> order;
+  order.reserve(num_live_nodes_);
+  for (NodeId id : topo_cache_) {
+    if (nodes_[id.value()].alive) order.push_back(id);
+  }
+  return order;
+}
+
+absl::StatusOr<std::vector<NodeId>> Graph::ComputeTopologicalOrder() const {
   const int n = static_cast<int>(nodes_.size());
   std::vector<NodeId> order;
   order.reserve(num_live_nodes_);

@@ -79,6 +79,9 @@ class Graph {
 
   // --- Building -----------------------------------------------------------------------------
 
+  // Reserves room for this many nodes and values (an optimization for bulk building).
+  void Reserve(int nodes, int values);
+
   // Adds a value without a producer. Fails with ALREADY_EXISTS when the name is taken.
   absl::StatusOr<ValueId> AddValue(std::string name);
   // Adds a value named after `base`, made unique with a numeric suffix when needed.
@@ -140,6 +143,9 @@ class Graph {
   // Live nodes in a deterministic topological order: the node-id order whenever it already is
   // topological, otherwise the order that always picks the smallest ready node id. O(n) in the
   // first case, O(n log n) in the second. INVALID_ARGUMENT naming nodes on a cycle.
+  // The order is cached until an edit that can change it (AddNode, SetInput,
+  // ReplaceAllUsesWith with a value defined later than the one replaced; removing nodes keeps
+  // it), so a Graph must not be read from two threads.
   absl::StatusOr<std::vector<NodeId>> TopologicalOrder() const;
 
   // "node 'conv1' (Conv)" or "node #12 (Conv)" for unnamed nodes; used in every error message.
@@ -151,6 +157,7 @@ class Graph {
   std::vector<v1::OpsetImport> opset_imports;
 
  private:
+  absl::StatusOr<std::vector<NodeId>> ComputeTopologicalOrder() const;
   void AddUse(NodeId node, int index);
   void RemoveUse(NodeId node, int index);
 
@@ -161,6 +168,11 @@ class Graph {
   std::vector<v1::Tensor> initializers_;
   absl::flat_hash_map<std::string, ValueId> value_by_name_;
   int num_live_nodes_ = 0;
+  // Topological order of the node slots (dead ones included) while topo_valid_, and each
+  // cached node's position in it.
+  mutable std::vector<NodeId> topo_cache_;
+  mutable std::vector<int32_t> topo_position_;
+  mutable bool topo_valid_ = false;
 };
 
 }  // namespace graphopt

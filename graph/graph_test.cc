@@ -157,6 +157,44 @@ TEST(GraphTest, MillionNodeChainSortsWithoutRecursion) {
   EXPECT_EQ(order->back(), NodeId(0));
 }
 
+TEST(GraphTest, CachedOrderFollowsEdits) {
+  Graph g;
+  ValueId x = *g.AddValue("x");
+  g.AddGraphInput(x);
+  ValueId a = *g.AddValue("a");
+  ValueId b = *g.AddValue("b");
+  NodeId first = *g.AddNode("first", "Relu", "", {x}, {a});
+  NodeId second = *g.AddNode("second", "Relu", "", {x}, {b});
+  g.AddGraphOutput(a);
+  g.AddGraphOutput(b);
+  ASSERT_THAT(*g.TopologicalOrder(), ElementsAre(first, second));
+  // "first" now reads the output of "second": the cached order must not be reused.
+  g.SetInput(first, 0, b);
+  EXPECT_THAT(*g.TopologicalOrder(), ElementsAre(second, first));
+
+  // Replacing uses by a value defined later also reorders.
+  ValueId c = *g.AddValue("c");
+  ValueId d = *g.AddValue("d");
+  NodeId reader = *g.AddNode("reader", "Relu", "", {x}, {c});
+  NodeId late = *g.AddNode("late", "Relu", "", {x}, {d});
+  g.AddGraphOutput(c);
+  g.AddGraphOutput(d);
+  ASSERT_THAT(*g.TopologicalOrder(), ElementsAre(second, first, reader, late));
+  ValueId e = *g.AddValue("e");
+  NodeId user = *g.AddNode("user", "Relu", "", {c}, {e});
+  g.AddGraphOutput(e);
+  ASSERT_TRUE(g.TopologicalOrder().ok());
+  g.ReplaceAllUsesWith(c, d);
+  auto order = g.TopologicalOrder();
+  ASSERT_TRUE(order.ok());
+  auto pos = [&](NodeId id) { return std::find(order->begin(), order->end(), id) - order->begin(); };
+  EXPECT_LT(pos(late), pos(user));
+  // Removing a node keeps the cached order, minus the node.
+  g.ReplaceGraphOutput(a, b);
+  g.RemoveNode(first);
+  EXPECT_THAT(*g.TopologicalOrder(), ::testing::Not(::testing::Contains(first)));
+}
+
 TEST(GraphTest, RenameValue) {
   Chain c = MakeChain();
   EXPECT_EQ(c.g.RenameValue(c.a, "y").code(), absl::StatusCode::kAlreadyExists);

@@ -21,6 +21,9 @@ absl::StatusOr<Graph> GraphFromProto(v1::Graph proto) {
   g.name = std::move(*proto.mutable_name());
   g.doc_string = std::move(*proto.mutable_doc_string());
   g.opset_imports.assign(proto.opset_imports().begin(), proto.opset_imports().end());
+  // Roughly one value per node output plus inputs and initializers.
+  g.Reserve(proto.nodes_size(),
+            proto.nodes_size() + proto.inputs_size() + proto.initializers_size());
 
   // Who defines each value, for error messages about a second definition.
   auto defined_by = [&](ValueId v) -> std::string {
@@ -180,7 +183,7 @@ v1::Graph GraphToProto(const Graph& graph, const ToProtoOptions& options) {
     if (v.type.dtype != v1::DT_UNDEFINED || v.type.shape) {
       TensorTypeToProto(v.type, info->mutable_type());
     }
-    info->set_doc_string(v.doc_string);
+    if (!v.doc_string.empty()) info->set_doc_string(v.doc_string);
   };
   for (ValueId id : graph.inputs()) write_info(id, out.add_inputs());
   for (ValueId id : graph.outputs()) write_info(id, out.add_outputs());
@@ -211,18 +214,21 @@ v1::Graph GraphToProto(const Graph& graph, const ToProtoOptions& options) {
   for (NodeId id : ids) {
     const Node& n = graph.node(id);
     v1::Node* pn = out.add_nodes();
-    pn->set_name(n.name);
+    // Empty strings are the proto default: setting them would only allocate.
+    if (!n.name.empty()) pn->set_name(n.name);
     pn->set_op_type(n.op_type);
-    pn->set_domain(n.domain);
+    if (!n.domain.empty()) pn->set_domain(n.domain);
+    pn->mutable_inputs()->Reserve(static_cast<int>(n.inputs.size()));
     for (ValueId in : n.inputs) pn->add_inputs(in.valid() ? graph.value(in).name : "");
+    pn->mutable_outputs()->Reserve(static_cast<int>(n.outputs.size()));
     for (ValueId o : n.outputs) pn->add_outputs(o.valid() ? graph.value(o).name : "");
     for (const auto& [name, attr] : n.attributes) {
       v1::Attribute* a = pn->add_attributes();
       *a = attr;
       a->set_name(name);
     }
-    pn->set_doc_string(n.doc_string);
-    pn->set_device(n.device);
+    if (!n.doc_string.empty()) pn->set_doc_string(n.doc_string);
+    if (!n.device.empty()) pn->set_device(n.device);
   }
 
   if (options.value_info) {

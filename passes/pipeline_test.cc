@@ -116,17 +116,6 @@ TEST(PipelineTest, ProvidersAreReAddedOnlyWhenInvalidated) {
                                             "infer_shape"));
 }
 
-// A chain x -> Relu -> Identity -> Relu -> Identity ... of `n` nodes.
-std::string Chain(int n) {
-  std::string text = R"pb(inputs { name: "v0" type { dtype: DT_FLOAT32 shape { dims { symbol: "n" } } } })pb";
-  for (int i = 0; i < n; ++i) {
-    absl::StrAppend(&text, "nodes { op_type: \"", i % 2 ? "Identity" : "Relu", "\" inputs: \"v", i,
-                    "\" outputs: \"v", i + 1, "\" }\n");
-  }
-  absl::StrAppend(&text, "outputs { name: \"v", n, "\" }");
-  return text;
-}
-
 TEST(PipelineTest, SameInputGivesByteIdenticalOutput) {
   PassTestEnv env;
   auto a = env.Run(kSmall, {"infer_shape", "eliminate_identity", "common_subexpression_elimination",

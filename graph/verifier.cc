@@ -47,10 +47,9 @@ absl::Status VerifyNode(const Graph& graph, NodeId id, const OpRegistry& registr
   auto error = [&](auto&&... parts) {
     return absl::InvalidArgumentError(absl::StrCat(graph.NodeLabel(id), ": ", parts...));
   };
-  const OpDef* op = registry.Find(n.domain, n.op_type);
-  if (op == nullptr) {
-    return error("unknown op '", OpLabel(n.domain, n.op_type), "'");
-  }
+  absl::StatusOr<const OpDef*> found = NodeOp(graph, id, registry);
+  if (!found.ok()) return found.status();
+  const OpDef* op = *found;
   const int num_inputs = static_cast<int>(n.inputs.size());
   const int num_outputs = static_cast<int>(n.outputs.size());
   if (num_inputs < op->min_inputs || num_inputs > op->max_inputs) {
@@ -97,6 +96,16 @@ absl::Status VerifyNode(const Graph& graph, NodeId id, const OpRegistry& registr
 }
 
 }  // namespace
+
+absl::StatusOr<const OpDef*> NodeOp(const Graph& graph, NodeId node, const OpRegistry& registry) {
+  const Node& n = graph.node(node);
+  const OpDef* op = registry.Find(n.domain, n.op_type);
+  if (op == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(graph.NodeLabel(node), ": unknown op '",
+                                                   OpLabel(n.domain, n.op_type), "'"));
+  }
+  return op;
+}
 
 absl::Status VerifyGraph(const Graph& graph, const OpRegistry& registry) {
   for (int i = 0; i < graph.num_node_slots(); ++i) {

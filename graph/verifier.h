@@ -2,6 +2,7 @@
 #define GRAPHOPT_GRAPH_VERIFIER_H_
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "graph/graph.h"
 #include "graph/op_registry.h"
 
@@ -18,6 +19,9 @@ namespace graphopt {
 //  - a graph output that is not defined.
 // Linear in the size of the graph (plus the topological sort), no recursion.
 absl::Status VerifyGraph(const Graph& graph, const OpRegistry& registry);
+
+// The op of `node`, or INVALID_ARGUMENT "node 'x' (Op): unknown op 'Op'".
+absl::StatusOr<const OpDef*> NodeOp(const Graph& graph, NodeId node, const OpRegistry& registry);
 
 }  // namespace graphopt
 

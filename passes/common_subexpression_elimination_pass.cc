@@ -125,9 +125,7 @@ PassInfo CommonSubexpressionEliminationPassInfo() {
       "ops with side effects, mutated inputs or the 'nondeterministic' extension).";
   info.preserves = AnalysisSet::All();
   info.min_opt_level = 1;
-  info.factory = [](const PassOptions&) -> absl::StatusOr<std::unique_ptr<Pass>> {
-    return std::make_unique<CommonSubexpressionEliminationPass>();
-  };
+  info.factory = OptionlessFactory<CommonSubexpressionEliminationPass>();
   return info;
 }
 

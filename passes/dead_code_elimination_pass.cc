@@ -74,9 +74,7 @@ PassInfo DeadCodeEliminationPassInfo() {
       "inputs) and unused initializers.";
   info.preserves = AnalysisSet::All();
   info.min_opt_level = 1;
-  info.factory = [](const PassOptions&) -> absl::StatusOr<std::unique_ptr<Pass>> {
-    return std::make_unique<DeadCodeEliminationPass>();
-  };
+  info.factory = OptionlessFactory<DeadCodeEliminationPass>();
   return info;
 }
 

@@ -85,9 +85,7 @@ PassInfo EliminateIdentityPassInfo() {
       "Removes Identity nodes and inference-mode Dropout nodes, keeping graph output names.";
   info.preserves = AnalysisSet::All();
   info.min_opt_level = 1;
-  info.factory = [](const PassOptions&) -> absl::StatusOr<std::unique_ptr<Pass>> {
-    return std::make_unique<EliminateIdentityPass>();
-  };
+  info.factory = OptionlessFactory<EliminateIdentityPass>();
   return info;
 }
 

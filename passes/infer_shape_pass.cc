@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "graph/inference.h"
+#include "graph/verifier.h"
 
 namespace graphopt {
 namespace {
@@ -21,13 +22,9 @@ class InferShapePass : public Pass {
     DimsValueTable dims_values(graph.num_value_slots());
     SeedFromInitializers(graph, dims_values);
     for (NodeId id : *order) {
-      const Node& n = graph.node(id);
-      const OpDef* op = context.ops->Find(n.domain, n.op_type);
-      if (op == nullptr) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(graph.NodeLabel(id), ": unknown op '", OpLabel(n.domain, n.op_type), "'"));
-      }
-      if (absl::Status s = InferNodeShapes(graph, id, *op, &dims_values); !s.ok()) return s;
+      absl::StatusOr<const OpDef*> op = NodeOp(graph, id, *context.ops);
+      if (!op.ok()) return op.status();
+      if (absl::Status s = InferNodeShapes(graph, id, **op, &dims_values); !s.ok()) return s;
     }
     Summarize(graph, context);
     return false;
@@ -94,9 +91,7 @@ PassInfo InferShapePassInfo() {
   info.provides = {Analysis::kShapes};
   info.preserves = AnalysisSet::All();
   info.min_opt_level = 1;
-  info.factory = [](const PassOptions&) -> absl::StatusOr<std::unique_ptr<Pass>> {
-    return std::make_unique<InferShapePass>();
-  };
+  info.factory = OptionlessFactory<InferShapePass>();
   return info;
 }
 

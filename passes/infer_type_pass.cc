@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "graph/inference.h"
+#include "graph/verifier.h"
 
 namespace graphopt {
 namespace {
@@ -18,13 +19,9 @@ class InferTypePass : public Pass {
     int64_t unknown = 0;
     int64_t outputs = 0;
     for (NodeId id : *order) {
-      const Node& n = graph.node(id);
-      const OpDef* op = context.ops->Find(n.domain, n.op_type);
-      if (op == nullptr) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(graph.NodeLabel(id), ": unknown op '", OpLabel(n.domain, n.op_type), "'"));
-      }
-      if (absl::Status s = InferNodeTypes(graph, id, *op); !s.ok()) return s;
+      absl::StatusOr<const OpDef*> op = NodeOp(graph, id, *context.ops);
+      if (!op.ok()) return op.status();
+      if (absl::Status s = InferNodeTypes(graph, id, **op); !s.ok()) return s;
       for (ValueId out : graph.node(id).outputs) {
         if (!out.valid()) continue;
         ++outputs;
@@ -48,9 +45,7 @@ PassInfo InferTypePassInfo() {
   info.provides = {Analysis::kTypes};
   info.preserves = AnalysisSet::All();
   info.min_opt_level = 1;
-  info.factory = [](const PassOptions&) -> absl::StatusOr<std::unique_ptr<Pass>> {
-    return std::make_unique<InferTypePass>();
-  };
+  info.factory = OptionlessFactory<InferTypePass>();
   return info;
 }
 

@@ -86,6 +86,14 @@ struct PassInfo {
   std::function<absl::StatusOr<std::unique_ptr<Pass>>(const PassOptions& options)> factory;
 };
 
+// A PassInfo::factory for a pass that takes no options.
+template <typename P>
+std::function<absl::StatusOr<std::unique_ptr<Pass>>(const PassOptions&)> OptionlessFactory() {
+  return [](const PassOptions&) -> absl::StatusOr<std::unique_ptr<Pass>> {
+    return std::unique_ptr<Pass>(std::make_unique<P>());
+  };
+}
+
 // name -> PassInfo. Built explicitly by main (RegisterBuiltinPasses); no static registration.
 class PassRegistry {
  public:

@@ -12,11 +12,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
-#include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/text_format.h"
+#include "google/protobuf/message.h"
 #include "google/protobuf/unknown_field_set.h"
+#include "graph/proto_util.h"
 
 namespace graphopt {
 namespace {
@@ -161,17 +162,6 @@ absl::StatusOr<v1::Graph> ReadGraphFile(const std::string& path) {
   return absl::InvalidArgumentError(
       absl::StrCat(path, ": neither a binary graphopt.v1.Graph nor text format (",
                    text.status().message(), ")"));
-}
-
-std::string SerializeDeterministic(const google::protobuf::Message& message) {
-  std::string bytes;
-  {
-    google::protobuf::io::StringOutputStream output(&bytes);
-    google::protobuf::io::CodedOutputStream coded(&output);
-    coded.SetSerializationDeterministic(true);
-    message.SerializeToCodedStream(&coded);
-  }
-  return bytes;
 }
 
 absl::Status WriteGraphFile(const std::string& path, const v1::Graph& graph) {

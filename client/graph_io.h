@@ -6,7 +6,6 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "google/protobuf/message.h"
 #include "proto/graph.pb.h"
 
 namespace graphopt {
@@ -39,9 +38,6 @@ absl::Status WriteFileAtomically(const std::string& path, absl::string_view byte
 
 // Parses text-format `text` as a graph; INVALID_ARGUMENT "<source>:<line>:<col>: <reason>".
 absl::StatusOr<v1::Graph> ParseGraphText(absl::string_view text, absl::string_view source);
-
-// `message` serialized deterministically (maps sorted by key).
-std::string SerializeDeterministic(const google::protobuf::Message& message);
 
 }  // namespace graphopt
 

@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
+#include "graph/proto_util.h"
 #include "gtest/gtest.h"
 
 namespace graphopt {

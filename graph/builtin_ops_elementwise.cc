@@ -263,7 +263,7 @@ void AddElementwiseOps(std::vector<OpDef>* ops) {
                      .Constraint("T1", floats)
                      .Constraint("T2", {v1::DT_BOOL})
                      .Fusion(v1::FUSION_OPAQUE)
-                     .Extension("nondeterministic", nondeterministic)
+                     .Extension(kNondeterministicExtension, nondeterministic)
                      .ShapeFn(SameShapeAsInput0)
                      .Build());
 }

@@ -82,9 +82,6 @@ class OpBuilder {
 
 // --- InferenceContext helpers -----------------------------------------------------------------
 
-// Dims values (see InferenceContext) are kept for tensors of rank <= 1 with at most this many
-// elements.
-inline constexpr int64_t kMaxDimsValueElements = 64;
 
 // `status` (a node-agnostic error from shape_util) as ctx.Error, with an optional prefix such as
 // "attribute 'pads': ".

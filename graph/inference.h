@@ -100,6 +100,10 @@ Dims ShapeFromDimsList(const v1::Tensor& tensor);
 
 namespace graphopt {
 
+// Dims values (see InferenceContext) are kept for integer tensors of rank <= 1 with at most this
+// many elements.
+inline constexpr int64_t kMaxDimsValueElements = 64;
+
 // Known contents of small integer values, indexed by ValueId::value(); see InferenceContext.
 using DimsValueTable = std::vector<std::optional<Dims>>;
 

@@ -129,6 +129,10 @@ const v1::AttributeSpec* OpDef::attribute_spec(absl::string_view name) const {
   return it == attribute_specs.end() ? nullptr : it->second;
 }
 
+bool HasEffects(const OpDef& op) {
+  return op.descriptor.has_side_effects() || op.descriptor.mutated_inputs_size() > 0;
+}
+
 std::string OpLabel(absl::string_view domain, absl::string_view name) {
   if (domain.empty()) return std::string(name);
   return absl::StrCat(domain, "::", name);

@@ -78,6 +78,14 @@ class OpRegistry {
   absl::flat_hash_map<std::string, absl::flat_hash_map<std::string, const OpDef*>> index_;
 };
 
+// Extension attribute (a non-zero int) of ops whose outputs may differ between two evaluations
+// with equal inputs, such as Dropout in training mode: CSE never merges them.
+inline constexpr char kNondeterministicExtension[] = "nondeterministic";
+
+// True when the op does more than compute its outputs: it has side effects or writes to an
+// input. Such nodes are never removed (DCE) or merged (CSE).
+bool HasEffects(const OpDef& op);
+
 // Validates a descriptor without registering it (what Register checks, minus uniqueness).
 absl::Status ValidateOpDef(const OpDef& def);
 

@@ -1,5 +1,7 @@
 #include "graph/proto_convert.h"
 
+#include "graph/proto_util.h"
+
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
@@ -13,15 +15,6 @@ v1::Graph Parse(const std::string& text) {
   v1::Graph g;
   EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &g));
   return g;
-}
-
-std::string Serialize(const v1::Graph& g) {
-  std::string out;
-  google::protobuf::io::StringOutputStream stream(&out);
-  google::protobuf::io::CodedOutputStream coded(&stream);
-  coded.SetSerializationDeterministic(true);
-  g.SerializeToCodedStream(&coded);
-  return out;
 }
 
 constexpr char kGraph[] = R"pb(
@@ -64,7 +57,7 @@ TEST(ProtoConvertTest, RoundTripKeepsEverything) {
   // Converting the output again is a fixed point, byte for byte.
   absl::StatusOr<Graph> again = GraphFromProto(out);
   ASSERT_TRUE(again.ok());
-  EXPECT_EQ(Serialize(GraphToProto(*again)), Serialize(out));
+  EXPECT_EQ(SerializeDeterministic(GraphToProto(*again)), SerializeDeterministic(out));
 }
 
 TEST(ProtoConvertTest, NodesComeOutTopologicallySorted) {

@@ -7,22 +7,17 @@
 #include "absl/hash/hash.h"
 #include "absl/types/span.h"
 #include "absl/strings/str_cat.h"
-#include "google/protobuf/io/coded_stream.h"
-#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "graph/proto_util.h"
 
 namespace graphopt {
 namespace {
 
-// Ops whose outputs may differ between two evaluations with equal inputs say so with this
-// extension attribute (set to a non-zero int); CSE never merges them.
-constexpr char kNondeterministic[] = "nondeterministic";
-
+// Never merged: unknown ops, ops with effects, and nondeterministic ones.
 bool Mergeable(const OpDef* op) {
-  if (op == nullptr) return false;
-  const v1::OpDescriptor& d = op->descriptor;
-  if (d.has_side_effects() || d.mutated_inputs_size() > 0) return false;
-  auto it = d.extensions().find(kNondeterministic);
-  return it == d.extensions().end() || it->second.i() == 0;
+  if (op == nullptr || HasEffects(*op)) return false;
+  const auto& extensions = op->descriptor.extensions();
+  auto it = extensions.find(kNondeterministicExtension);
+  return it == extensions.end() || it->second.i() == 0;
 }
 
 // Deterministic bytes of a node's attributes ("" when it has none).
@@ -30,10 +25,7 @@ std::string AttributeBytes(const Node& n) {
   std::string bytes;
   for (const auto& [name, attr] : n.attributes) {
     absl::StrAppend(&bytes, name, "=");
-    google::protobuf::io::StringOutputStream stream(&bytes);
-    google::protobuf::io::CodedOutputStream coded(&stream);
-    coded.SetSerializationDeterministic(true);
-    attr.SerializeToCodedStream(&coded);
+    AppendSerializedDeterministic(attr, &bytes);
   }
   return bytes;
 }

@@ -8,12 +8,11 @@ namespace graphopt {
 namespace {
 
 // True when the node must stay even if nothing reads its outputs.
-bool HasEffects(const Graph& graph, NodeId id, const OpRegistry& ops) {
+bool MustKeep(const Graph& graph, NodeId id, const OpRegistry& ops) {
   const Node& n = graph.node(id);
   const OpDef* op = ops.Find(n.domain, n.op_type);
   // Unknown ops are kept: the pass cannot know what they do.
-  if (op == nullptr) return true;
-  return op->descriptor.has_side_effects() || op->descriptor.mutated_inputs_size() > 0;
+  return op == nullptr || HasEffects(*op);
 }
 
 // Removes nodes whose outputs no graph output depends on (unless they have side effects or
@@ -34,7 +33,7 @@ class DeadCodeEliminationPass : public Pass {
     }
     for (auto it = order->rbegin(); it != order->rend(); ++it) {
       const NodeId id = *it;
-      if (!live[id.value()] && !HasEffects(graph, id, *context.ops)) continue;
+      if (!live[id.value()] && !MustKeep(graph, id, *context.ops)) continue;
       live[id.value()] = 1;
       for (ValueId in : graph.node(id).inputs) {
         if (!in.valid()) continue;

@@ -9,8 +9,6 @@
 namespace graphopt {
 namespace {
 
-// Small integer constants are offered to shape rules as "dims values" (see InferenceContext).
-constexpr int64_t kMaxDimsValueElements = 64;
 
 // Infers the shape of every node output with the ops' shape rules, in topological order.
 // Symbolic dims propagate; what cannot be known stays unknown.

@@ -16,11 +16,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "gmock/gmock.h"
-#include "google/protobuf/io/coded_stream.h"
-#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/text_format.h"
 #include "graph/builtin_ops.h"
 #include "graph/op_registry.h"
+#include "graph/proto_util.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -85,17 +84,6 @@ v1::Graph ParseGraph(absl::string_view text) {
 
 // kInputX plus `body` (nodes and outputs).
 v1::Graph BadGraph(absl::string_view body) { return ParseGraph(absl::StrCat(kInputX, body)); }
-
-std::string SerializeDeterministic(const google::protobuf::Message& message) {
-  std::string bytes;
-  {
-    google::protobuf::io::StringOutputStream output(&bytes);
-    google::protobuf::io::CodedOutputStream coded(&output);
-    coded.SetSerializationDeterministic(true);
-    message.SerializeToCodedStream(&coded);
-  }
-  return bytes;
-}
 
 class ServerIntegrationTest : public ::testing::Test {
  protected:

@@ -2,6 +2,7 @@
 #define GRAPHOPT_GRAPH_GRAPH_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include "absl/strings/string_view.h"
 #include <vector>
@@ -136,6 +137,9 @@ class Graph {
   // All initializer tensors, indexed by Value::initializer. Removed ones are left empty.
   const std::vector<v1::Tensor>& initializers() const { return initializers_; }
   const v1::Tensor* initializer_of(ValueId value) const;
+  // Moves the initializer tensors out, for writing a graph out once at the end of its life;
+  // afterwards the graph may only be read for its structure (GraphToProto) and destroyed.
+  std::vector<v1::Tensor> TakeInitializers() { return std::move(initializers_); }
 
   // True when `value` is defined: produced by a node, a graph input, or an initializer.
   bool IsDefined(ValueId value) const;
@@ -155,6 +159,8 @@ class Graph {
   std::string name;
   std::string doc_string;
   std::vector<v1::OpsetImport> opset_imports;
+  // Model-level metadata of an imported model (absent for native graphs).
+  std::optional<v1::ModelMetadata> model;
 
  private:
   absl::StatusOr<std::vector<NodeId>> ComputeTopologicalOrder() const;

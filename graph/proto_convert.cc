@@ -21,6 +21,7 @@ absl::StatusOr<Graph> GraphFromProto(v1::Graph proto) {
   g.name = std::move(*proto.mutable_name());
   g.doc_string = std::move(*proto.mutable_doc_string());
   g.opset_imports.assign(proto.opset_imports().begin(), proto.opset_imports().end());
+  if (proto.has_model()) g.model = std::move(*proto.mutable_model());
   // Roughly one value per node output plus inputs and initializers.
   g.Reserve(proto.nodes_size(),
             proto.nodes_size() + proto.inputs_size() + proto.initializers_size());
@@ -171,11 +172,17 @@ absl::StatusOr<Graph> GraphFromProto(v1::Graph proto) {
   return g;
 }
 
-v1::Graph GraphToProto(const Graph& graph, const ToProtoOptions& options) {
+namespace {
+
+// GraphToProto's body. `taken` holds the initializers moved out of `graph` (then they are moved
+// into the result), or is null (then they are copied).
+v1::Graph WriteProto(const Graph& graph, const ToProtoOptions& options,
+                     std::vector<v1::Tensor>* taken) {
   v1::Graph out;
   out.set_name(graph.name);
   out.set_doc_string(graph.doc_string);
   for (const v1::OpsetImport& o : graph.opset_imports) *out.add_opset_imports() = o;
+  if (graph.model) *out.mutable_model() = *graph.model;
 
   auto write_info = [&](ValueId id, v1::ValueInfo* info) {
     const Value& v = graph.value(id);
@@ -189,7 +196,7 @@ v1::Graph GraphToProto(const Graph& graph, const ToProtoOptions& options) {
   for (ValueId id : graph.outputs()) write_info(id, out.add_outputs());
 
   // Live initializers in their original order.
-  std::vector<ValueId> init_owner(graph.initializers().size());
+  std::vector<ValueId> init_owner(taken != nullptr ? taken->size() : graph.initializers().size());
   for (int i = 0; i < graph.num_value_slots(); ++i) {
     const Value& v = graph.value(ValueId(i));
     if (v.alive && v.initializer >= 0) init_owner[v.initializer] = ValueId(i);
@@ -197,7 +204,7 @@ v1::Graph GraphToProto(const Graph& graph, const ToProtoOptions& options) {
   for (size_t i = 0; i < init_owner.size(); ++i) {
     if (!init_owner[i].valid()) continue;
     v1::Tensor* t = out.add_initializers();
-    *t = graph.initializers()[i];
+    *t = taken != nullptr ? std::move((*taken)[i]) : graph.initializers()[i];
     t->set_name(graph.value(init_owner[i]).name);
   }
 
@@ -240,6 +247,17 @@ v1::Graph GraphToProto(const Graph& graph, const ToProtoOptions& options) {
     }
   }
   return out;
+}
+
+}  // namespace
+
+v1::Graph GraphToProto(const Graph& graph, const ToProtoOptions& options) {
+  return WriteProto(graph, options, nullptr);
+}
+
+v1::Graph GraphToProto(Graph&& graph, const ToProtoOptions& options) {
+  std::vector<v1::Tensor> taken = graph.TakeInitializers();
+  return WriteProto(graph, options, &taken);
 }
 
 }  // namespace graphopt

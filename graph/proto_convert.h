@@ -25,6 +25,9 @@ struct ToProtoOptions {
 // inputs and outputs in their order, live initializers in their original order and value_info
 // in value-id order: the same graph always serializes to the same bytes.
 v1::Graph GraphToProto(const Graph& graph, const ToProtoOptions& options = {});
+// The same, moving the initializer bytes out of `graph` instead of copying them (the graph is
+// left without initializer data).
+v1::Graph GraphToProto(Graph&& graph, const ToProtoOptions& options = {});
 
 }  // namespace graphopt
 

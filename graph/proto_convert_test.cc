@@ -60,6 +60,26 @@ TEST(ProtoConvertTest, RoundTripKeepsEverything) {
   EXPECT_EQ(SerializeDeterministic(GraphToProto(*again)), SerializeDeterministic(out));
 }
 
+TEST(ProtoConvertTest, ConsumingWriteMovesInitializersAndMatchesCopy) {
+  absl::StatusOr<Graph> g = GraphFromProto(Parse(R"pb(
+    name: "g"
+    inputs { name: "x" type { dtype: DT_FLOAT32 } }
+    initializers { name: "unused" dtype: DT_FLOAT32 dims: 1 raw_data: "\x00\x00\x00\x00" }
+    initializers { name: "w" dtype: DT_FLOAT32 dims: 2 raw_data: "\x00\x00\x80\x3f\x00\x00\x00\x40" }
+    nodes { name: "add" op_type: "Add" inputs: "x" inputs: "w" outputs: "y" }
+    outputs { name: "y" }
+    model { producer_name: "p" })pb"));
+  ASSERT_TRUE(g.ok()) << g.status();
+  g->RemoveInitializer(g->FindValue("unused"));
+  const std::string copied = SerializeDeterministic(GraphToProto(*g));
+  const v1::Graph moved = GraphToProto(*std::move(g));
+  EXPECT_EQ(SerializeDeterministic(moved), copied);
+  ASSERT_EQ(moved.initializers_size(), 1);
+  EXPECT_EQ(moved.initializers(0).raw_data().size(), 8u);
+  EXPECT_EQ(moved.model().producer_name(), "p");
+  EXPECT_TRUE(g->initializers().empty());  // the bytes moved out
+}
+
 TEST(ProtoConvertTest, NodesComeOutTopologicallySorted) {
   absl::StatusOr<Graph> g = GraphFromProto(Parse(R"pb(
     inputs { name: "x" }

@@ -303,6 +303,7 @@ absl::Status RegisterBuiltinOps(OpRegistry* registry) {
   builtin_internal::AddNnOps(&ops);
   builtin_internal::AddTensorOps(&ops);
   builtin_internal::AddShapeOps(&ops);
+  builtin_internal::AddRecurrentOps(&ops);
   for (OpDef& op : ops) {
     if (absl::Status s = registry->Register(std::move(op)); !s.ok()) return s;
   }

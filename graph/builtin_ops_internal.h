@@ -125,6 +125,13 @@ std::string IntsToString(const std::vector<int64_t>& v);
 
 inline Dims UnknownDims(size_t n) { return Dims(n, Dim::Unknown()); }
 
+// True when the graph imports the node's domain at an opset older than `version`. A graph that
+// imports none (a native graph) gets the newest semantics.
+inline bool OpsetBefore(const InferenceContext& ctx, int64_t version) {
+  const int64_t v = ctx.opset_version();
+  return v > 0 && v < version;
+}
+
 // Every present output takes input 0's shape (nullopt when unknown).
 absl::Status SameShapeAsInput0(InferenceContext& ctx);
 
@@ -136,6 +143,7 @@ void AddElementwiseOps(std::vector<OpDef>* ops);
 void AddNnOps(std::vector<OpDef>* ops);
 void AddTensorOps(std::vector<OpDef>* ops);
 void AddShapeOps(std::vector<OpDef>* ops);
+void AddRecurrentOps(std::vector<OpDef>* ops);
 
 }  // namespace builtin_internal
 }  // namespace graphopt

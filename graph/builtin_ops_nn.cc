@@ -219,6 +219,16 @@ absl::Status GlobalPoolShapeFn(InferenceContext& ctx) {
 absl::Status BatchNormShapeFn(InferenceContext& ctx) {
   const std::optional<Dims> x = InputShape(ctx, 0);
   if (x && x->size() < 2) return ctx.Error("input X must have rank >= 2, got ", ShapeToString(x));
+  absl::StatusOr<int64_t> spatial = ctx.GetInt("spatial", 1);
+  if (!spatial.ok()) return spatial.status();
+  if (OpsetBefore(ctx, 9) && *spatial == 0) {
+    // Per-activation statistics: scale, B, mean and var have X's dims after the batch dim.
+    std::optional<Dims> stats;
+    if (x) stats = Dims(x->begin() + 1, x->end());
+    ctx.set_output_shape(0, x);
+    for (int i = 1; i < ctx.num_outputs(); ++i) ctx.set_output_shape(i, stats);
+    return absl::OkStatus();
+  }
   Dim c = x ? (*x)[1] : Dim::Unknown();
   static constexpr const char* kNames[] = {"X", "scale", "B", "input_mean", "input_var"};
   for (int i = 1; i <= 4; ++i) {
@@ -253,7 +263,27 @@ absl::StatusOr<int64_t> CheckedAxis(const InferenceContext& ctx, const std::opti
 
 absl::Status SoftmaxShapeFn(InferenceContext& ctx) {
   const std::optional<Dims> x = InputShape(ctx, 0);
-  if (absl::StatusOr<int64_t> axis = CheckedAxis(ctx, x); !axis.ok()) return axis.status();
+  if (!OpsetBefore(ctx, 13)) {
+    if (absl::StatusOr<int64_t> axis = CheckedAxis(ctx, x); !axis.ok()) return axis.status();
+    ctx.set_output_shape(0, x);
+    return absl::OkStatus();
+  }
+  // Opsets < 13 coerce the input to 2-D at 'axis', which defaults to 1 there (the descriptor's
+  // default is the newer -1); before opset 11 'axis' may also equal the rank, as in Flatten.
+  int64_t axis = 1;
+  if (ctx.node().attributes.contains("axis")) {
+    absl::StatusOr<int64_t> a = ctx.GetInt("axis");
+    if (!a.ok()) return a.status();
+    axis = *a;
+  }
+  if (x) {
+    const int64_t r = static_cast<int64_t>(x->size());
+    const int64_t last = OpsetBefore(ctx, 11) ? r : r - 1;
+    if (axis < -r || axis > last) {
+      return ctx.Error("'axis' value ", axis, " is out of range for rank ", r, " (expected [",
+                       -r, ", ", last, "] at opset ", ctx.opset_version(), ")");
+    }
+  }
   ctx.set_output_shape(0, x);
   return absl::OkStatus();
 }
@@ -503,14 +533,18 @@ void AddNnOps(std::vector<OpDef>* ops) {
           .FloatAttr("epsilon", 1e-5f)
           .FloatAttr("momentum", 0.9f)
           .IntAttr("training_mode", 0)
-          .Attr("spatial", v1::ATTR_INT, "Opsets < 9 only.")
+          .Attr("spatial", v1::ATTR_INT,
+                "Opsets < 9: 0 gives scale, B, mean and var X's dims after the batch dim.")
+          .Attr("is_test", v1::ATTR_INT, "Opsets < 7 only.")
+          .Attr("consumed_inputs", v1::ATTR_INTS, "Opset 1 only; ignored.")
           .Constraint("T", floats)
           .Constraint("T1", floats)
           .Constraint("T2", floats)
           .Fusion(v1::FUSION_OPAQUE)
           .ShapeFn(BatchNormShapeFn)
           .Build());
-  ops->push_back(OpBuilder("Softmax", "Softmax along 'axis'.")
+  ops->push_back(OpBuilder("Softmax", "Softmax along 'axis' (opsets < 13: of the input coerced "
+                                      "to 2-D at 'axis', default 1).")
                      .Input("input", "T")
                      .Output("output", "T")
                      .IntAttr("axis", -1)
@@ -553,6 +587,7 @@ void AddNnOps(std::vector<OpDef>* ops) {
                        .ShapeFn(ReduceShapeFn)
                        .Build());
   }
+  const DTypes arg_types = Join(reduce_types, {v1::DT_INT16, v1::DT_UINT16});
   for (const char* name : {"ArgMax", "ArgMin"}) {
     ops->push_back(OpBuilder(name, "Index of the extreme element along 'axis' (int64).")
                        .Input("data", "T")
@@ -560,7 +595,7 @@ void AddNnOps(std::vector<OpDef>* ops) {
                        .IntAttr("axis", 0)
                        .IntAttr("keepdims", 1)
                        .IntAttr("select_last_index", 0)
-                       .Constraint("T", reduce_types)
+                       .Constraint("T", arg_types)
                        .Constraint("I", {v1::DT_INT64})
                        .Fusion(v1::FUSION_REDUCTION)
                        .ShapeFn(ArgReduceShapeFn)

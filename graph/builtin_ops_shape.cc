@@ -310,7 +310,9 @@ absl::Status PadShape(InferenceContext& ctx) {
   if (*mode != "constant" && *mode != "reflect" && *mode != "edge" && *mode != "wrap") {
     return ctx.Error("attribute 'mode' has unknown value '", *mode, "'");
   }
-  absl::StatusOr<IntsOperand> pads = IntsFromAttrOrInput(ctx, "pads", 1);
+  // Opset 1 names the attribute 'paddings'.
+  absl::StatusOr<IntsOperand> pads =
+      IntsFromAttrOrInput(ctx, OpsetBefore(ctx, 2) ? "paddings" : "pads", 1);
   if (!pads.ok()) return pads.status();
   if (!pads->given) return ctx.Error("'pads' is required (input 1, or attribute before opset 11)");
   if (!x) {
@@ -444,9 +446,12 @@ void AddShapeOps(std::vector<OpDef>* ops) {
                      .OptionalInput("axes", "Tind", "Opset 18+.")
                      .Output("output", "T")
                      .StringAttr("mode", "constant", "constant, reflect, edge or wrap.")
-                     .Attr("pads", v1::ATTR_INTS, "Opset < 11 only.")
+                     .Attr("pads", v1::ATTR_INTS, "Opsets 2 to 10 only.")
+                     .Attr("paddings", v1::ATTR_INTS, "Opset 1's name for 'pads'.")
                      .Attr("value", v1::ATTR_FLOAT, "Opset < 11 only.")
-                     .Constraint("T", Join(NumericTypes(), {v1::DT_BOOL, v1::DT_STRING}))
+                     .Constraint("T", Join(NumericTypes(), {v1::DT_BOOL, v1::DT_STRING,
+                                                            v1::DT_COMPLEX64,
+                                                            v1::DT_COMPLEX128}))
                      .Constraint("Tpads", {v1::DT_INT64})
                      .Constraint("Tind", index_types)
                      .Fusion(v1::FUSION_INJECTIVE)

@@ -96,7 +96,9 @@ absl::Status TransposeShape(InferenceContext& ctx) {
 }
 
 absl::Status ConcatShape(InferenceContext& ctx) {
-  absl::StatusOr<int64_t> axis_attr = ctx.GetInt("axis");
+  // 'axis' is required from opset 4 and defaults to 1 before.
+  absl::StatusOr<int64_t> axis_attr = OpsetBefore(ctx, 4) ? ctx.GetInt("axis", 1)
+                                                          : ctx.GetInt("axis");
   if (!axis_attr.ok()) return axis_attr.status();
   std::vector<std::pair<int, std::optional<Dims>>> inputs;
   int ranked = -1;  // first input with a known rank
@@ -473,6 +475,7 @@ void AddTensorOps(std::vector<OpDef>* ops) {
                      .Output("reshaped", "T")
                      .IntAttr("allowzero", 0)
                      .Attr("shape", v1::ATTR_INTS, "Opset < 5 only.")
+                     .Attr("consumed_inputs", v1::ATTR_INTS, "Opset 1 only; ignored.")
                      .Constraint("T", all)
                      .Constraint("Tshape", {v1::DT_INT64})
                      .Fusion(v1::FUSION_INJECTIVE)
@@ -489,7 +492,7 @@ void AddTensorOps(std::vector<OpDef>* ops) {
   ops->push_back(OpBuilder("Concat", "Concatenation along 'axis'.")
                      .VariadicInput("inputs", "T", 1)
                      .Output("concat_result", "T")
-                     .RequiredAttr("axis", v1::ATTR_INT)
+                     .Attr("axis", v1::ATTR_INT, "Required from opset 4; 1 when absent before.")
                      .Constraint("T", all)
                      .Fusion(v1::FUSION_INJECTIVE)
                      .ShapeFn(ConcatShape)

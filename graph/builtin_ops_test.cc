@@ -186,9 +186,10 @@ TEST_F(BuiltinOpsTest, RegistersAllRequiredOps) {
   }
   const char* kExtra[] = {"ConstantOfShape", "Range", "Tile", "Pad", "ReduceMax", "ReduceMin",
                           "Min", "Max", "Softplus", "HardSigmoid", "Sign", "Floor", "Ceil",
-                          "Reciprocal", "GlobalMaxPool", "ArgMax", "ArgMin", "TopK"};
+                          "Reciprocal", "GlobalMaxPool", "ArgMax", "ArgMin", "TopK",
+                          "RNN", "GRU", "LSTM"};
   for (const char* name : kExtra) EXPECT_NE(registry_.Find("", name), nullptr) << name;
-  EXPECT_EQ(registry_.size(), 47u + 18u);
+  EXPECT_EQ(registry_.size(), 47u + 21u);
 }
 
 TEST_F(BuiltinOpsTest, EveryDescriptorValidatesAndReregisters) {
@@ -223,7 +224,8 @@ TEST_F(BuiltinOpsTest, DescriptorAttributesFollowNnvmConventions) {
   EXPECT_EQ(desc("Cast").outputs(0).dtype_from_attribute(), "to");
   EXPECT_EQ(desc("Concat").inputs(0).arity(), v1::ARITY_VARIADIC);
   EXPECT_EQ(desc("Split").outputs(0).arity(), v1::ARITY_VARIADIC);
-  EXPECT_TRUE(desc("Concat").attributes(0).required());
+  // Concat's 'axis' is required from opset 4 only; its shape rule enforces that.
+  EXPECT_EQ(desc("Concat").attributes(0).name(), "axis");
 }
 
 // --- Elementwise and broadcasting ---------------------------------------------------------------
@@ -1183,6 +1185,188 @@ TEST_F(BuiltinOpsTest, OverflowingDimsGiveUnknownNotCrash) {
   EXPECT_EQ(T("t"), "float32[?,16]");
 }
 
+// --- Opset-dependent semantics ------------------------------------------------------------------
+
+// Imports the default domain at `version` (graphs without an import get the newest semantics).
+void SetOpset(Graph& g, int64_t version) {
+  v1::OpsetImport o;
+  o.set_version(version);
+  g.opset_imports = {o};
+}
+
+TEST_F(BuiltinOpsTest, LegacyBroadcastBeforeOpset7) {
+  SetOpset(graph_, 6);
+  In("a", "float32[2,3,4,5]");
+  In("b", "float32[3,4]");
+  In("s", "float32[n,n]");
+  In("k", "float32[2,2]");
+  In("x", "float32[2,3]");
+  In("col", "float32[2,1]");
+  Node("Add", {"a", "b"}, {"c"}, {{"broadcast", AInt(1)}, {"axis", AInt(1)}});
+  Node("Mul", {"s", "k"}, {"sk"});  // no broadcast: equal shapes, A's dims win
+  Node("Sub", {"x", "col"}, {"xc"}, {{"broadcast", AInt(1)}, {"axis", AInt(0)}});
+  Node("Div", {"x", "x"}, {"one"}, {{"consumed_inputs", AInts({0, 0})}});
+  Node("Pow", {"a", "b"}, {"p"}, {{"broadcast", AInt(1)}, {"axis", AInt(1)}});
+  Node("Equal", {"a", "b"}, {"e"}, {{"broadcast", AInt(1)}, {"axis", AInt(1)}});
+  RUN_OK();
+  EXPECT_EQ(T("c"), "float32[2,3,4,5]");
+  EXPECT_EQ(T("sk"), "float32[n,n]");
+  EXPECT_EQ(T("xc"), "float32[2,3]");
+  EXPECT_EQ(T("one"), "float32[2,3]");
+  EXPECT_EQ(T("p"), "float32[2,3,4,5]");
+  EXPECT_EQ(T("e"), "bool[2,3,4,5]");
+}
+
+TEST_F(BuiltinOpsTest, OpsetOfTheDefaultDomainInEitherSpelling) {
+  v1::OpsetImport other;
+  other.set_domain("com.example");
+  other.set_version(20);
+  v1::OpsetImport onnx;
+  onnx.set_domain("ai.onnx");
+  onnx.set_version(6);
+  graph_.opset_imports = {other, onnx};
+  In("s", "float32[n,n]");
+  In("k", "float32[2,2]");
+  Node("Mul", {"s", "k"}, {"sk"});
+  RUN_OK();
+  EXPECT_EQ(T("sk"), "float32[n,n]");  // opset 6: A's shape
+}
+
+TEST_F(BuiltinOpsTest, NumpyBroadcastFromOpset7) {
+  SetOpset(graph_, 7);
+  In("s", "float32[n,n]");
+  In("k", "float32[2,2]");
+  Node("Mul", {"s", "k"}, {"sk"});
+  RUN_OK();
+  EXPECT_EQ(T("sk"), "float32[2,2]");
+}
+
+TEST_F(BuiltinOpsTest, LegacyBroadcastWithoutFlagNeedsEqualShapes) {
+  SetOpset(graph_, 6);
+  In("x", "float32[2,3]");
+  In("y", "float32[3]");
+  Node("Add", {"x", "y"}, {"z"});
+  ExpectError({"n0_Add", "input B [3] must have the shape of A [2,3]", "broadcast=0"});
+}
+
+TEST_F(BuiltinOpsTest, LegacyBroadcastChecksAlignedDims) {
+  SetOpset(graph_, 6);
+  In("a", "float32[2,3,4,5]");
+  In("b", "float32[4]");
+  Node("Add", {"a", "b"}, {"c"}, {{"broadcast", AInt(1)}, {"axis", AInt(1)}});
+  ExpectError({"n0_Add", "input B [4] does not match from axis 1 of A [2,3,4,5]"});
+}
+
+TEST_F(BuiltinOpsTest, LegacyBroadcastChecksFit) {
+  SetOpset(graph_, 6);
+  In("a", "float32[2,3]");
+  In("b", "float32[3,1]");
+  Node("Add", {"a", "b"}, {"c"}, {{"broadcast", AInt(1)}, {"axis", AInt(1)}});
+  ExpectError({"n0_Add", "does not fit from axis 1"});
+}
+
+TEST_F(BuiltinOpsTest, MinMaxBeforeOpset8KeepFirstShape) {
+  SetOpset(graph_, 6);
+  In("s", "float32[n]");
+  In("k", "float32[2]");
+  Node("Max", {"s", "k"}, {"m"});
+  Node("Min", {"s", "k", "s"}, {"m2"}, {{"consumed_inputs", AInts({0})}});
+  RUN_OK();
+  EXPECT_EQ(T("m"), "float32[n]");
+  EXPECT_EQ(T("m2"), "float32[n]");
+}
+
+TEST_F(BuiltinOpsTest, MinMaxBeforeOpset8RejectBroadcasting) {
+  SetOpset(graph_, 7);
+  In("a", "float32[2,3]");
+  In("b", "float32[3]");
+  Node("Max", {"a", "b"}, {"m"});
+  ExpectError({"n0_Max", "input 1 [3] differs from input 0 [2,3]", "opsets < 8"});
+}
+
+TEST_F(BuiltinOpsTest, MinMaxBroadcastFromOpset8) {
+  SetOpset(graph_, 8);
+  In("a", "float32[2,3]");
+  In("b", "float32[3]");
+  Node("Max", {"a", "b"}, {"m"});
+  RUN_OK();
+  EXPECT_EQ(T("m"), "float32[2,3]");
+}
+
+TEST_F(BuiltinOpsTest, DropoutMaskTypeFollowsOpset) {
+  In("x", "float32[2,3]");
+  SetOpset(graph_, 7);
+  Node("Dropout", {"x"}, {"y", "mask"}, {{"is_test", AInt(1)}});
+  RUN_OK();
+  EXPECT_EQ(T("mask"), "float32[2,3]");
+  SetOpset(graph_, 10);
+  RUN_OK();
+  EXPECT_EQ(T("mask"), "bool[2,3]");
+}
+
+TEST_F(BuiltinOpsTest, BatchNormPerActivationBeforeOpset9) {
+  SetOpset(graph_, 7);
+  In("x", "float32[n,3,4]");
+  In("p", "float32[3,4]");
+  Node("BatchNormalization", {"x", "p", "p", "p", "p"}, {"y", "mean", "var"},
+       {{"spatial", AInt(0)}, {"is_test", AInt(0)}});
+  RUN_OK();
+  EXPECT_EQ(T("y"), "float32[n,3,4]");
+  EXPECT_EQ(T("mean"), "float32[3,4]");
+  // From opset 9 'spatial' is gone: the statistics are per channel again.
+  SetOpset(graph_, 9);
+  ExpectError({"input 1 (scale) must be 1-D, got [3,4]"});
+}
+
+TEST_F(BuiltinOpsTest, ConcatAxisDefaultsToOneBeforeOpset4) {
+  SetOpset(graph_, 3);
+  In("a", "float32[2,3]");
+  In("b", "float32[2,5]");
+  Node("Concat", {"a", "b"}, {"c"});
+  RUN_OK();
+  EXPECT_EQ(T("c"), "float32[2,8]");
+  SetOpset(graph_, 4);
+  ExpectError({"n0_Concat", "missing required attribute 'axis'"});
+}
+
+TEST_F(BuiltinOpsTest, SoftmaxDefaultAxisFollowsOpset) {
+  In("x", "float32[5]");
+  Node("Softmax", {"x"}, {"y"});
+  SetOpset(graph_, 13);  // default -1
+  RUN_OK();
+  EXPECT_EQ(T("y"), "float32[5]");
+  SetOpset(graph_, 11);  // default 1, out of range for rank 1
+  ExpectError({"n0_Softmax", "'axis' value 1 is out of range for rank 1"});
+  SetOpset(graph_, 1);  // before opset 11 the coercion to 2-D accepts axis == rank
+  RUN_OK();
+}
+
+TEST_F(BuiltinOpsTest, PadOpset1NamesPadsPaddings) {
+  SetOpset(graph_, 1);
+  In("x", "float32[2,3]");
+  Node("Pad", {"x"}, {"y"}, {{"paddings", AInts({1, 0, 1, 2})}});
+  RUN_OK();
+  EXPECT_EQ(T("y"), "float32[4,5]");
+}
+
+TEST_F(BuiltinOpsTest, DeclaresOlderOpsetsAttributes) {
+  const std::pair<const char*, const char*> kAttrs[] = {
+      {"Relu", "consumed_inputs"}, {"Add", "broadcast"},      {"Mul", "axis"},
+      {"Pow", "broadcast"},        {"Less", "axis"},          {"Max", "consumed_inputs"},
+      {"Clip", "consumed_inputs"}, {"Dropout", "is_test"},    {"Reshape", "consumed_inputs"},
+      {"Pad", "paddings"},         {"BatchNormalization", "is_test"}};
+  for (const auto& [op, attr] : kAttrs) {
+    EXPECT_NE(registry_.Find("", op)->attribute_spec(attr), nullptr) << op << " " << attr;
+  }
+}
+
+TEST_F(BuiltinOpsTest, ArgMaxTakes16BitIntegers) {
+  In("x", "int16[2,3]");
+  Node("ArgMax", {"x"}, {"i"}, {{"axis", AInt(1)}});
+  RUN_OK();
+  EXPECT_EQ(T("i"), "int64[2,1]");
+}
+
 }  // namespace
 }  // namespace graphopt
 
@@ -1258,6 +1442,12 @@ class RandomNodeFuzzer {
       if (a.required() || Pick(2) == 0) attrs[a.name()] = RandomAttr(a.type());
     }
     NodeId id = *g.AddNode("fuzz", d.name(), "", in, out, std::move(attrs));
+    // Sometimes an old opset, for the rules whose semantics depend on it.
+    if (Pick(3) == 0) {
+      v1::OpsetImport opset;
+      opset.set_version(1 + Pick(17));
+      g.opset_imports.push_back(opset);
+    }
     DimsValueTable dims(g.num_value_slots());
     // Sometimes seed dims values for int inputs, as an upstream Shape would.
     for (ValueId v : in) {
@@ -1368,6 +1558,40 @@ TEST(BuiltinOpsFuzzTest, RandomNodesNeverCrash) {
   }
   // A good share of the random nodes are valid, so the shape functions themselves ran.
   EXPECT_GT(ok, 65 * 300 / 5);
+}
+
+}  // namespace
+}  // namespace graphopt
+
+namespace graphopt {
+namespace {
+
+TEST_F(BuiltinOpsTest, RecurrentOps) {
+  In("x", "float32[seq,batch,8]");
+  In("xb", "float32[batch,seq,8]");
+  In("w", "float32[1,64,8]");
+  In("r", "float32[1,64,16]");
+  In("w2", "float32[2,48,8]");
+  Node("LSTM", {"x", "w", "r"}, {"y", "yh", "yc"}, {{"hidden_size", AInt(16)}});
+  Node("LSTM", {"x", "w", "r"}, {"", "h_only"});  // hidden_size from R
+  Node("GRU", {"x", "w2", "w2"}, {"gy", "gh"},
+       {{"hidden_size", AInt(16)}, {"direction", AString("bidirectional")}});
+  Node("RNN", {"xb", "w", "r"}, {"ry", "rh"}, {{"hidden_size", AInt(4)}, {"layout", AInt(1)}});
+  RUN_OK();
+  EXPECT_EQ(T("y"), "float32[seq,1,batch,16]");
+  EXPECT_EQ(T("yh"), "float32[1,batch,16]");
+  EXPECT_EQ(T("yc"), "float32[1,batch,16]");
+  EXPECT_EQ(T("h_only"), "float32[1,batch,16]");
+  EXPECT_EQ(T("gy"), "float32[seq,2,batch,16]");
+  EXPECT_EQ(T("ry"), "float32[batch,seq,1,4]");
+  EXPECT_EQ(T("rh"), "float32[batch,1,4]");
+}
+
+TEST_F(BuiltinOpsTest, RecurrentBadDirection) {
+  In("x", "float32[2,1,8]");
+  In("w", "float32[1,64,8]");
+  Node("LSTM", {"x", "w", "w"}, {"y"}, {{"direction", AString("sideways")}});
+  ExpectError({"n0_LSTM", "attribute 'direction' must be forward, reverse or bidirectional"});
 }
 
 }  // namespace

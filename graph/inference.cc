@@ -154,6 +154,16 @@ class NodeContext : public InferenceContext {
   const Node& node() const override { return graph_.node(id_); }
   const OpDef& op() const override { return op_; }
   std::string NodeLabel() const override { return graph_.NodeLabel(id_); }
+  int64_t opset_version() const override {
+    const std::string& domain = node().domain;
+    const bool default_domain = domain.empty() || domain == "ai.onnx";
+    for (const v1::OpsetImport& o : graph_.opset_imports) {
+      const bool match = default_domain ? (o.domain().empty() || o.domain() == "ai.onnx")
+                                        : o.domain() == domain;
+      if (match) return o.version();
+    }
+    return 0;
+  }
 
   const TensorType& input_type(int i) const override {
     static const TensorType* const kUnknown = new TensorType();
@@ -205,6 +215,24 @@ std::string AllowedList(const v1::TypeConstraint& c) {
 }
 
 }  // namespace
+
+DimsValueTable InitialDimsValues(const Graph& graph) {
+  DimsValueTable dims_values(graph.num_value_slots());
+  for (int i = 0; i < graph.num_value_slots(); ++i) {
+    ValueId id(i);
+    const Value& v = graph.value(id);
+    if (!v.alive || v.initializer < 0 || v.is_graph_input) continue;
+    const v1::Tensor& t = *graph.initializer_of(id);
+    if (t.dims_size() > 1) continue;
+    absl::StatusOr<std::vector<int64_t>> ints = TensorToInts(t, kMaxDimsValueElements);
+    if (!ints.ok()) continue;
+    Dims dims;
+    dims.reserve(ints->size());
+    for (int64_t x : *ints) dims.push_back(Dim::Known(x));
+    dims_values[i] = std::move(dims);
+  }
+  return dims_values;
+}
 
 absl::Status InferNodeTypes(Graph& graph, NodeId id, const OpDef& op) {
   NodeContext ctx(graph, id, op, nullptr);

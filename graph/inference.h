@@ -32,6 +32,10 @@ class InferenceContext {
   virtual const OpDef& op() const = 0;
   // "node 'conv1' (Conv)".
   virtual std::string NodeLabel() const = 0;
+  // Version of the operator set the node's domain is imported at (the graph's opset_imports;
+  // "" and "ai.onnx" are one domain), or 0 when the graph imports none for it. Rules whose ONNX
+  // semantics changed between opsets read it; 0 means the newest semantics.
+  virtual int64_t opset_version() const = 0;
 
   // --- Inputs -------------------------------------------------------------------------------
   int num_inputs() const { return static_cast<int>(node().inputs.size()); }
@@ -110,6 +114,10 @@ using DimsValueTable = std::vector<std::optional<Dims>>;
 // The constant tensor defining `value`: its initializer (unless it is also a graph input, which
 // a caller may override) or the `value` attribute of the Constant node producing it; else null.
 const v1::Tensor* ConstantTensorOf(const Graph& graph, ValueId value);
+
+// Known contents of every initializer (not also a graph input) that is an int32/int64 tensor of
+// rank <= 1 with at most kMaxDimsValueElements elements: the table InferNodeShapes starts from.
+DimsValueTable InitialDimsValues(const Graph& graph);
 
 // Element types of `node`'s outputs from its inputs' types: checks every input against its type
 // constraint (INVALID_ARGUMENT naming the node, the input and the constraint), binds the

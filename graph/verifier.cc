@@ -42,6 +42,8 @@ const char* AttributeTypeText(v1::AttributeType type) {
   }
 }
 
+}  // namespace
+
 absl::Status VerifyNode(const Graph& graph, NodeId id, const OpRegistry& registry) {
   const Node& n = graph.node(id);
   auto error = [&](auto&&... parts) {
@@ -94,8 +96,6 @@ absl::Status VerifyNode(const Graph& graph, NodeId id, const OpRegistry& registr
   }
   return absl::OkStatus();
 }
-
-}  // namespace
 
 absl::StatusOr<const OpDef*> NodeOp(const Graph& graph, NodeId node, const OpRegistry& registry) {
   const Node& n = graph.node(node);

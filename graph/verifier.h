@@ -20,6 +20,10 @@ namespace graphopt {
 // Linear in the size of the graph (plus the topological sort), no recursion.
 absl::Status VerifyGraph(const Graph& graph, const OpRegistry& registry);
 
+// The per-node part of VerifyGraph: the op is known, the input/output counts, required
+// inputs/outputs and attributes match its descriptor, and every input is defined.
+absl::Status VerifyNode(const Graph& graph, NodeId node, const OpRegistry& registry);
+
 // The op of `node`, or INVALID_ARGUMENT "node 'x' (Op): unknown op 'Op'".
 absl::StatusOr<const OpDef*> NodeOp(const Graph& graph, NodeId node, const OpRegistry& registry);
 

@@ -17,8 +17,7 @@ class InferShapePass : public Pass {
   absl::StatusOr<bool> Run(Graph& graph, const PassContext& context) override {
     absl::StatusOr<std::vector<NodeId>> order = graph.TopologicalOrder();
     if (!order.ok()) return order.status();
-    DimsValueTable dims_values(graph.num_value_slots());
-    SeedFromInitializers(graph, dims_values);
+    DimsValueTable dims_values = InitialDimsValues(graph);
     for (NodeId id : *order) {
       absl::StatusOr<const OpDef*> op = NodeOp(graph, id, *context.ops);
       if (!op.ok()) return op.status();
@@ -29,22 +28,6 @@ class InferShapePass : public Pass {
   }
 
  private:
-  static void SeedFromInitializers(const Graph& graph, DimsValueTable& dims_values) {
-    for (int i = 0; i < graph.num_value_slots(); ++i) {
-      ValueId id(i);
-      const Value& v = graph.value(id);
-      if (!v.alive || v.initializer < 0 || v.is_graph_input) continue;
-      const v1::Tensor& t = *graph.initializer_of(id);
-      if (t.dims_size() > 1) continue;
-      absl::StatusOr<std::vector<int64_t>> ints = TensorToInts(t, kMaxDimsValueElements);
-      if (!ints.ok()) continue;
-      Dims dims;
-      dims.reserve(ints->size());
-      for (int64_t x : *ints) dims.push_back(Dim::Known(x));
-      dims_values[i] = std::move(dims);
-    }
-  }
-
   static void Summarize(const Graph& graph, const PassContext& context) {
     int64_t known = 0, symbolic = 0, partial = 0, unknown_rank = 0;
     for (int i = 0; i < graph.num_node_slots(); ++i) {

@@ -42,6 +42,11 @@ class EmbeddedBackend final : public OptimizerBackend {
     return optimizer_.ListOps(request);
   }
 
+  bool SupportsBlobs() const override { return false; }
+  absl::StatusOr<UploadStats> UploadBlobs(absl::Span<const BlobRef>, UploadOptions) override {
+    return absl::UnimplementedError("the embedded optimizer takes weights inline");
+  }
+
  private:
   OpRegistry ops_;
   PassRegistry passes_;
@@ -85,6 +90,14 @@ class RemoteBackend final : public OptimizerBackend {
     grpc::Status status = stub_->ListOps(&context, request, &response);
     if (!status.ok()) return Error(status);
     return response;
+  }
+
+  bool SupportsBlobs() const override { return true; }
+  absl::StatusOr<UploadStats> UploadBlobs(absl::Span<const BlobRef> blobs,
+                                          UploadOptions options) override {
+    options.timeout = timeout_;
+    options.context = absl::StrCat("server ", address_);
+    return graphopt::UploadBlobs(*stub_, blobs, options);
   }
 
  private:

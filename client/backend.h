@@ -6,6 +6,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "client/blob_upload.h"
 #include "proto/optimizer.pb.h"
 
 namespace graphopt {
@@ -20,6 +22,13 @@ class OptimizerBackend {
   virtual absl::StatusOr<v1::OptimizeResponse> Optimize(v1::OptimizeRequest request) = 0;
   virtual absl::StatusOr<v1::ListPassesResponse> ListPasses() = 0;
   virtual absl::StatusOr<v1::ListOpsResponse> ListOps(const v1::ListOpsRequest& request) = 0;
+
+  // True when weights can be sent ahead as content-addressed blobs (a remote server).
+  virtual bool SupportsBlobs() const = 0;
+  // Makes `blobs` available to later Optimize calls (see client/blob_upload.h);
+  // UNIMPLEMENTED when !SupportsBlobs().
+  virtual absl::StatusOr<UploadStats> UploadBlobs(absl::Span<const BlobRef> blobs,
+                                                  UploadOptions options) = 0;
 };
 
 // An in-process Optimizer over freshly built builtin op and pass registries. INTERNAL when

@@ -14,14 +14,21 @@
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "client/backend.h"
 #include "client/cli_options.h"
 #include "client/graph_io.h"
+#include "client/model_summary.h"
+#include "client/progress.h"
 #include "client/report_table.h"
+#include "client/weights.h"
 #include "google/protobuf/stubs/common.h"
+#include "graph/proto_util.h"
 #include "grpcpp/grpcpp.h"
+#include "onnx/onnx_pb.h"
+#include "onnx_io/onnx_import.h"
 #include "proto/optimizer.pb.h"
 
 namespace graphopt {
@@ -51,6 +58,11 @@ struct OptimizeArgs {
   bool strip_value_info = false;
   std::string report_json;
   bool quiet = false;
+  std::string upload_weights = "auto";
+};
+
+struct InspectArgs {
+  std::string input;
 };
 
 struct OpsArgs {
@@ -92,6 +104,59 @@ absl::StatusOr<std::unique_ptr<OptimizerBackend>> MakeBackend(const BackendArgs&
   return CreateRemoteBackend(args.server, absl::Seconds(args.timeout_s));
 }
 
+// Models of at least this size go to a server with their weights sent ahead as blobs when
+// --upload-weights=auto.
+constexpr int64_t kAutoUploadBytes = 16 << 20;
+
+bool IsOnnxPath(absl::string_view path) {
+  return absl::EndsWithIgnoreCase(path, ".onnx");
+}
+
+// Reads an ONNX file into a ModelProto (for weight upload and inspect).
+absl::StatusOr<onnx::ModelProto> ReadOnnxModel(const std::string& path, std::string bytes) {
+  onnx::ModelProto model;
+  if (!model.ParseFromString(bytes)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", path, "' does not parse as an ONNX model (onnx.ModelProto)"));
+  }
+  return model;
+}
+
+absl::StatusOr<v1::Graph> ReadAnyModel(const std::string& path) {
+  if (!IsOnnxPath(path)) return ReadGraphFile(path);
+  absl::StatusOr<std::string> bytes = ReadFileBytes(path);
+  if (!bytes.ok()) return bytes.status();
+  absl::StatusOr<v1::Graph> graph = GraphFromOnnxBytes(*std::move(bytes));
+  if (!graph.ok()) {
+    return absl::Status(graph.status().code(), absl::StrCat("'", path, "': ", graph.status().message()));
+  }
+  return graph;
+}
+
+// Sends the weights in `stash` ahead of the request, reporting what was sent.
+absl::Status UploadWeights(OptimizerBackend& backend, const WeightStash& stash, bool quiet) {
+  UploadOptions options;
+  TransferProgress::Options progress_options;
+  progress_options.out = stderr;
+  progress_options.is_tty = IsTerminal(stderr);
+  progress_options.label = "uploading weights";
+  TransferProgress progress(progress_options);
+  if (!quiet) {
+    options.progress = [&progress](int64_t sent, int64_t total) { progress.Update(sent, total); };
+  }
+  absl::StatusOr<UploadStats> stats = backend.UploadBlobs(stash.Blobs(), options);
+  progress.Finish();
+  if (!stats.ok()) return stats.status();
+  if (!quiet) {
+    std::printf("weights: %lld blobs (%.1f MiB), %lld sent (%.1f MiB) in %.2f s, the rest "
+                "already on the server\n",
+                static_cast<long long>(stats->blobs_total), stats->bytes_total / 1048576.0,
+                static_cast<long long>(stats->blobs_sent), stats->bytes_sent / 1048576.0,
+                stats->seconds);
+  }
+  return absl::OkStatus();
+}
+
 int RunOptimize(const OptimizeArgs& args) {
   v1::OptimizeRequest request;
   if (!args.passes.empty()) {
@@ -105,18 +170,84 @@ int RunOptimize(const OptimizeArgs& args) {
   for (const auto& [symbol, size] : *bindings) (*request.mutable_dim_bindings())[symbol] = size;
   request.mutable_options()->set_verify_each_pass(args.verify_each_pass);
   request.mutable_options()->set_strip_value_info(args.strip_value_info);
-
-  absl::StatusOr<v1::Graph> graph = ReadGraphFile(args.input);
-  if (!graph.ok()) return ReportError(graph.status());
-  *request.mutable_graph() = *std::move(graph);
+  const bool onnx_out = IsOnnxPath(args.output);
+  request.set_result_format(onnx_out ? v1::MODEL_FORMAT_ONNX : v1::MODEL_FORMAT_GRAPH);
 
   absl::StatusOr<std::unique_ptr<OptimizerBackend>> backend = MakeBackend(args.backend);
   if (!backend.ok()) return ReportError(backend.status());
+  if (args.upload_weights == "always" && !(*backend)->SupportsBlobs()) {
+    return UsageError("--upload-weights=always needs --server");
+  }
+
+  // Weights of a large model go to the server once, as blobs, ahead of the request.
+  WeightStash stash;
+  auto want_upload = [&](int64_t size) {
+    if (!(*backend)->SupportsBlobs() || args.upload_weights == "never") return false;
+    return args.upload_weights == "always" || size >= kAutoUploadBytes;
+  };
+  if (IsOnnxPath(args.input)) {
+    absl::StatusOr<std::string> bytes = ReadFileBytes(args.input);
+    if (!bytes.ok()) return ReportError(bytes.status());
+    if (want_upload(static_cast<int64_t>(bytes->size()))) {
+      absl::StatusOr<onnx::ModelProto> model = ReadOnnxModel(args.input, *std::move(bytes));
+      if (!model.ok()) return ReportError(model.status());
+      stash.Externalize(&*model);
+      request.set_onnx_model(SerializeDeterministic(*model));
+    } else {
+      request.set_onnx_model(*std::move(bytes));
+    }
+  } else {
+    absl::StatusOr<v1::Graph> graph = ReadGraphFile(args.input);
+    if (!graph.ok()) return ReportError(graph.status());
+    if (want_upload(InitializerBytes(*graph))) stash.Externalize(&*graph);
+    *request.mutable_graph() = *std::move(graph);
+  }
+  if (stash.blob_count() > 0) {
+    if (absl::Status s = UploadWeights(**backend, stash, args.quiet); !s.ok()) {
+      return ReportError(s);
+    }
+  }
+
+  // With weights sent ahead, the request is small: keep a copy in case the server evicted a
+  // blob between the upload and the request, then upload again (HasBlobs tells what is
+  // missing) and retry once.
+  const v1::OptimizeRequest retry_request =
+      stash.blob_count() > 0 ? request : v1::OptimizeRequest();
   absl::StatusOr<v1::OptimizeResponse> response = (*backend)->Optimize(std::move(request));
+  if (!response.ok() && stash.blob_count() > 0 &&
+      response.status().code() == absl::StatusCode::kFailedPrecondition &&
+      absl::StrContains(response.status().message(), "does not hold")) {
+    if (!args.quiet) {
+      std::fprintf(stderr, "the server dropped some weights before the request ran; "
+                           "sending them again\n");
+    }
+    if (absl::Status s = UploadWeights(**backend, stash, args.quiet); !s.ok()) {
+      return ReportError(s);
+    }
+    response = (*backend)->Optimize(retry_request);
+  }
   if (!response.ok()) return ReportError(response.status());
 
-  if (absl::Status status = WriteGraphFile(args.output, response->graph()); !status.ok()) {
-    return ReportError(status);
+  int nodes = 0;
+  if (onnx_out) {
+    std::string bytes = std::move(*response->mutable_onnx_model());
+    if (stash.blob_count() > 0) {
+      absl::StatusOr<onnx::ModelProto> model = ReadOnnxModel("the server's result", std::move(bytes));
+      if (!model.ok()) return ReportError(model.status());
+      if (absl::Status s = stash.Reattach(&*model); !s.ok()) return ReportError(s);
+      bytes = SerializeDeterministic(*model);
+      nodes = model->graph().node_size();
+    } else {
+      onnx::ModelProto model;
+      if (model.ParseFromString(bytes)) nodes = model.graph().node_size();
+    }
+    if (absl::Status s = WriteFileAtomically(args.output, bytes); !s.ok()) return ReportError(s);
+  } else {
+    if (absl::Status s = stash.Reattach(response->mutable_graph()); !s.ok()) return ReportError(s);
+    if (absl::Status s = WriteGraphFile(args.output, response->graph()); !s.ok()) {
+      return ReportError(s);
+    }
+    nodes = response->graph().nodes_size();
   }
   if (!args.report_json.empty()) {
     if (absl::Status status = WriteFileAtomically(args.report_json, FormatReportJson(*response));
@@ -126,8 +257,19 @@ int RunOptimize(const OptimizeArgs& args) {
   }
   if (!args.quiet) {
     std::fputs(FormatPassReports(*response).c_str(), stdout);
-    std::printf("wrote %s (%d nodes)\n", args.output.c_str(), response->graph().nodes_size());
+    std::printf("wrote %s (%d nodes)\n", args.output.c_str(), nodes);
   }
+  return kExitOk;
+}
+
+int RunInspect(const InspectArgs& args) {
+  absl::StatusOr<v1::Graph> graph = ReadAnyModel(args.input);
+  if (!graph.ok()) return ReportError(graph.status());
+  const char* format = IsOnnxPath(args.input)                          ? "ONNX"
+                       : FormatForPath(args.input) == GraphFormat::kText ? "graphopt text"
+                                                                         : "graphopt binary";
+  std::fputs(FormatModelSummary(*graph, absl::StrCat(args.input, " (", format, ")")).c_str(),
+             stdout);
   return kExitOk;
 }
 
@@ -170,8 +312,8 @@ int RunOps(const OpsArgs& args) {
 }
 
 int Main(int argc, char** argv) {
-  CLI::App app("graphopt: optimize machine-learning computation graphs (graphopt.v1.Graph "
-               "files), in this process or through a graphopt-server.",
+  CLI::App app("graphopt: optimize machine-learning computation graphs (ONNX models and "
+               "graphopt.v1.Graph files), in this process or through a graphopt-server.",
                "graphopt");
   app.set_version_flag("--version", VersionText());
   app.require_subcommand(1);
@@ -179,11 +321,12 @@ int Main(int argc, char** argv) {
   OptimizeArgs optimize_args;
   CLI::App* optimize = app.add_subcommand(
       "optimize",
-      "Optimize a graph file. Files ending in .pbtxt, .txt, .textproto or .prototxt are "
-      "protobuf text format, anything else binary (input that does not parse as binary is "
-      "also tried as text).");
-  optimize->add_option("input", optimize_args.input, "Input graph file")->required();
-  optimize->add_option("-o,--output", optimize_args.output, "Output graph file")->required();
+      "Optimize a model. Files ending in .onnx are ONNX models; .pbtxt, .txt, .textproto and "
+      ".prototxt are graphopt graphs in protobuf text format; anything else a binary graphopt "
+      "graph (input that does not parse as binary is also tried as text). The output is "
+      "written in the format its name says, whatever the input's.");
+  optimize->add_option("input", optimize_args.input, "Input model file")->required();
+  optimize->add_option("-o,--output", optimize_args.output, "Output model file")->required();
   CLI::Option* passes_option = optimize->add_option(
       "--passes", optimize_args.passes,
       "Passes to run, in order: name[:key=value[;key=value...]][,name...], e.g. "
@@ -207,7 +350,21 @@ int Main(int argc, char** argv) {
   optimize->add_option("--report-json", optimize_args.report_json,
                        "Also write the per-pass report as JSON to this file");
   optimize->add_flag("-q,--quiet", optimize_args.quiet, "Do not print the report");
+  optimize
+      ->add_option("--upload-weights", optimize_args.upload_weights,
+                   "With --server: send initializers of 64 KiB or more ahead of the request "
+                   "as content-addressed blobs, which the server keeps, so they cross the "
+                   "wire once and never come back (auto: for models of 16 MiB or more)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "always", "never"}));
   AddBackendOptions(optimize, &optimize_args.backend);
+
+  InspectArgs inspect_args;
+  CLI::App* inspect = app.add_subcommand(
+      "inspect", "Summarize a model: inputs and outputs with shapes, parameter count and bytes, "
+                 "op histogram");
+  inspect->add_option("model", inspect_args.input, "Model file (.onnx or a graphopt graph)")
+      ->required();
 
   BackendArgs passes_args;
   CLI::App* passes =
@@ -235,6 +392,7 @@ int Main(int argc, char** argv) {
     optimize_args.has_opt_level = level_option->count() > 0;
     return RunOptimize(optimize_args);
   }
+  if (inspect->parsed()) return RunInspect(inspect_args);
   if (passes->parsed()) return RunPasses(passes_args);
   if (ops->parsed()) return RunOps(ops_args);
   if (version->parsed()) {

@@ -48,10 +48,18 @@ absl::Status ErrnoStatus(int error, absl::string_view what, const std::string& p
   return absl::ErrnoToStatus(error, absl::StrCat("cannot ", what, " '", path, "'"));
 }
 
+}  // namespace
+
 absl::StatusOr<std::string> ReadFileBytes(const std::string& path) {
   std::FILE* file = std::fopen(path.c_str(), "rb");
   if (file == nullptr) return ErrnoStatus(errno, "open", path);
   std::string contents;
+  // One allocation of the file's size when it is known (models can be gigabytes).
+  if (std::fseek(file, 0, SEEK_END) == 0) {
+    const long size = std::ftell(file);
+    if (size > 0) contents.reserve(static_cast<size_t>(size));
+    std::rewind(file);
+  }
   char buffer[1 << 16];
   while (true) {
     const size_t n = std::fread(buffer, 1, sizeof(buffer), file);
@@ -64,8 +72,6 @@ absl::StatusOr<std::string> ReadFileBytes(const std::string& path) {
   if (failed) return ErrnoStatus(error, "read", path);
   return contents;
 }
-
-}  // namespace
 
 absl::Status WriteFileAtomically(const std::string& path, absl::string_view bytes) {
   const std::string tmp_path = absl::StrCat(path, ".tmp");

@@ -33,6 +33,9 @@ absl::StatusOr<v1::Graph> ReadGraphFile(const std::string& path);
 // `path`.tmp and renamed, so `path` never holds a partial graph. Errors name the file.
 absl::Status WriteGraphFile(const std::string& path, const v1::Graph& graph);
 
+// The whole file at `path`. Errors (from errno) name the file.
+absl::StatusOr<std::string> ReadFileBytes(const std::string& path);
+
 // Writes `bytes` to `path` through `path`.tmp and a rename. Errors name the file.
 absl::Status WriteFileAtomically(const std::string& path, absl::string_view bytes);
 

@@ -5,6 +5,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install_deps.sh || { echo "0 passed, 1 failed"; exit 1; }
+scripts/install_python_deps.sh || { echo "0 passed, 1 failed"; exit 1; }
 
 BAZEL_FLAGS=()
 if [[ "${CI:-}" == "true" ]]; then BAZEL_FLAGS+=(--config=ci); fi
@@ -12,7 +13,8 @@ if [[ "${CI:-}" == "true" ]]; then BAZEL_FLAGS+=(--config=ci); fi
 targets=$(mktemp)
 trap 'rm -f "$targets"; bazel shutdown >/dev/null 2>&1' EXIT
 
-bazel test "${BAZEL_FLAGS[@]}" --keep_going //... "$@"
+bazel test "${BAZEL_FLAGS[@]}" --keep_going --test_env=GRAPHOPT_PYTHON="$PWD/.venv/bin/python" \
+  //... "$@"
 rc=$?
 
 # Every test target of this run (cached results included) is counted from its test.xml.

@@ -1,13 +1,19 @@
 #include "server/optimizer_service.h"
 
 #include <chrono>
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 #include "server/grpc_status.h"
+#include "service/blob_store.h"
+#include "service/digest.h"
 
 namespace graphopt {
 namespace {
@@ -24,17 +30,37 @@ std::string StatusText(const absl::Status& status) {
   return absl::StatusCodeToString(status.code()) + ": " + std::string(status.message());
 }
 
+double MiBPerSecond(int64_t bytes, double milliseconds) {
+  return milliseconds > 0 ? static_cast<double>(bytes) / (1 << 20) / (milliseconds / 1000) : 0;
+}
+
+// A request's digest for a message: quoted, escaped and cut to a sensible length.
+std::string QuotedDigest(absl::string_view digest) {
+  constexpr size_t kMaxShown = 100;
+  return absl::StrCat("'", absl::CHexEscape(digest.substr(0, kMaxShown)),
+                      digest.size() > kMaxShown ? "...'" : "'");
+}
+
+constexpr char kNoBlobStore[] = "this server keeps no blob store (--blob_store_mb=0)";
+
 }  // namespace
 
 OptimizerService::OptimizerService(const Optimizer* optimizer,
-                                   std::shared_ptr<spdlog::logger> logger)
-    : optimizer_(optimizer), logger_(std::move(logger)) {}
+                                   std::shared_ptr<spdlog::logger> logger, BlobStore* blobs,
+                                   BlobRpcLimits blob_limits)
+    : optimizer_(optimizer),
+      logger_(std::move(logger)),
+      blobs_(blobs),
+      blob_limits_(blob_limits) {}
 
 grpc::Status OptimizerService::Optimize(grpc::ServerContext* context,
                                         const v1::OptimizeRequest* request,
                                         v1::OptimizeResponse* response) {
   const Clock::time_point start = Clock::now();
-  const int nodes_in = request->graph().nodes_size();
+  const bool onnx_in = !request->onnx_model().empty();
+  const char* format = onnx_in ? "onnx" : "graph";
+  // Node counts of an ONNX request are only known once imported: taken from the reports.
+  int nodes_in = onnx_in ? -1 : request->graph().nodes_size();
   // gRPC's synchronous handler owns `*request` (a non-const object it destroys after this
   // method returns without reading it again), so moving the graph out instead of copying it
   // is safe and halves the peak memory of a large request.
@@ -44,15 +70,20 @@ grpc::Status OptimizerService::Optimize(grpc::ServerContext* context,
   int nodes_out = -1;
   if (result.ok()) {
     *response = *std::move(result);
-    nodes_out = response->graph().nodes_size();
+    if (response->reports_size() > 0) {
+      nodes_in = static_cast<int>(response->reports(0).nodes_before());
+      nodes_out = static_cast<int>(response->reports(response->reports_size() - 1).nodes_after());
+    } else {
+      nodes_out = response->onnx_model().empty() ? response->graph().nodes_size() : nodes_in;
+    }
   }
   const double ms = MillisecondsSince(start);
   if (status.ok()) {
-    logger_->info("Optimize peer={} nodes={}->{} passes={} duration_ms={:.1f} status=OK",
-                  context->peer(), nodes_in, nodes_out, response->reports_size(), ms);
+    logger_->info("Optimize peer={} format={} nodes={}->{} passes={} duration_ms={:.1f} status=OK",
+                  context->peer(), format, nodes_in, nodes_out, response->reports_size(), ms);
   } else {
-    logger_->warn("Optimize peer={} nodes_in={} duration_ms={:.1f} status={}", context->peer(),
-                  nodes_in, ms, StatusText(status));
+    logger_->warn("Optimize peer={} format={} nodes_in={} duration_ms={:.1f} status={}",
+                  context->peer(), format, nodes_in, ms, StatusText(status));
   }
   return ToGrpcStatus(status);
 }
@@ -77,6 +108,154 @@ grpc::Status OptimizerService::ListOps(grpc::ServerContext* context,
                 absl::CHexEscape(request->name()), response->ops_size(),
                 MillisecondsSince(start));
   return grpc::Status::OK;
+}
+
+grpc::Status OptimizerService::HasBlobs(grpc::ServerContext* context,
+                                        const v1::HasBlobsRequest* request,
+                                        v1::HasBlobsResponse* response) {
+  const Clock::time_point start = Clock::now();
+  absl::Status status;
+  if (blobs_ == nullptr) {
+    status = absl::UnimplementedError(kNoBlobStore);
+  } else if (request->digests_size() > blob_limits_.max_digests_per_request) {
+    status = absl::InvalidArgumentError(absl::StrCat(
+        "HasBlobs names ", request->digests_size(), " digests; at most ",
+        blob_limits_.max_digests_per_request, " per request"));
+  } else {
+    for (int i = 0; i < request->digests_size(); ++i) {
+      if (!IsBlobDigest(request->digests(i))) {
+        status = absl::InvalidArgumentError(absl::StrCat(
+            "digests[", i, "]: ", QuotedDigest(request->digests(i)),
+            " is not a blob digest (expected sha256:<64 lowercase hex digits>)"));
+        break;
+      }
+    }
+  }
+  if (status.ok()) {
+    const std::vector<absl::string_view> digests(request->digests().begin(),
+                                                 request->digests().end());
+    std::vector<std::string> missing = blobs_->Missing(digests);
+    response->mutable_missing()->Reserve(static_cast<int>(missing.size()));
+    for (std::string& digest : missing) response->add_missing(std::move(digest));
+    response->set_free_bytes(blobs_->free_bytes());
+    logger_->info("HasBlobs peer={} digests={} missing={} free_mib={:.1f} duration_ms={:.1f} "
+                  "status=OK",
+                  context->peer(), request->digests_size(), response->missing_size(),
+                  static_cast<double>(response->free_bytes()) / (1 << 20),
+                  MillisecondsSince(start));
+  } else {
+    logger_->warn("HasBlobs peer={} digests={} duration_ms={:.1f} status={}", context->peer(),
+                  request->digests_size(), MillisecondsSince(start), StatusText(status));
+  }
+  return ToGrpcStatus(status);
+}
+
+grpc::Status OptimizerService::PutBlobs(grpc::ServerContext* context,
+                                        grpc::ServerReader<v1::BlobChunk>* reader,
+                                        v1::PutBlobsResponse* response) {
+  const Clock::time_point start = Clock::now();
+  absl::Status status = blobs_ == nullptr ? absl::UnimplementedError(kNoBlobStore)
+                                          : ReceiveBlobs(*context, *reader, *response);
+  const double ms = MillisecondsSince(start);
+  if (status.ok()) {
+    logger_->info("PutBlobs peer={} blobs={} bytes={} duration_ms={:.1f} mib_per_s={:.1f} "
+                  "status=OK",
+                  context->peer(), response->stored_size(), response->bytes_received(), ms,
+                  MiBPerSecond(response->bytes_received(), ms));
+  } else {
+    logger_->warn("PutBlobs peer={} blobs_stored={} bytes={} duration_ms={:.1f} status={}",
+                  context->peer(), response->stored_size(), response->bytes_received(), ms,
+                  StatusText(status));
+  }
+  return ToGrpcStatus(status);
+}
+
+absl::Status OptimizerService::ReceiveBlobs(grpc::ServerContext& context,
+                                            grpc::ServerReader<v1::BlobChunk>& reader,
+                                            v1::PutBlobsResponse& response) {
+  // The blob being received; null between blobs.
+  std::unique_ptr<BlobWriter> writer;
+  Clock::time_point blob_start;
+  int blobs_started = 0;
+  int64_t chunk_index = -1;
+  v1::BlobChunk chunk;
+  while (reader.Read(&chunk)) {
+    ++chunk_index;
+    if (writer == nullptr) {
+      if (chunk.digest().empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "chunk ", chunk_index, ": a blob's first chunk must carry its digest and total_size",
+            response.stored_size() > 0
+                ? absl::StrCat(" (blob ", response.stored(response.stored_size() - 1),
+                               " was already complete)")
+                : ""));
+      }
+      if (!IsBlobDigest(chunk.digest())) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("chunk ", chunk_index, ": ", QuotedDigest(chunk.digest()),
+                         " is not a blob digest (expected sha256:<64 lowercase hex digits>)"));
+      }
+      if (chunk.total_size() < 0) {
+        return absl::InvalidArgumentError(absl::StrCat("blob ", chunk.digest(),
+                                                       ": negative total_size ",
+                                                       chunk.total_size()));
+      }
+      if (blobs_started == blob_limits_.max_blobs_per_upload) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("blob ", chunk.digest(), ": more than ",
+                         blob_limits_.max_blobs_per_upload, " blobs in one PutBlobs call"));
+      }
+      absl::StatusOr<std::unique_ptr<BlobWriter>> started =
+          blobs_->StartWrite(chunk.digest(), chunk.total_size());
+      if (!started.ok()) return started.status();
+      writer = *std::move(started);
+      blob_start = Clock::now();
+      ++blobs_started;
+    } else {
+      if (!chunk.digest().empty() && chunk.digest() != writer->digest()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "blob ", writer->digest(), ": blob ", QuotedDigest(chunk.digest()),
+            " started at byte ", writer->received(), " of ", writer->total_size(),
+            " (chunk ", chunk_index, "); a blob must be complete before the next one starts"));
+      }
+      if (chunk.total_size() != 0 && chunk.total_size() != writer->total_size()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "blob ", writer->digest(), ": chunk ", chunk_index, " at byte ", writer->received(),
+            " says total_size ", chunk.total_size(), ", the blob's first chunk said ",
+            writer->total_size()));
+      }
+    }
+    if (absl::Status status = writer->Append(chunk.data()); !status.ok()) {
+      return absl::Status(status.code(),
+                          absl::StrCat(status.message(), " in chunk ", chunk_index));
+    }
+    response.set_bytes_received(response.bytes_received() +
+                                static_cast<int64_t>(chunk.data().size()));
+    if (!writer->complete()) continue;
+    const bool skipped = writer->skipping();
+    if (absl::Status status = writer->Commit(); !status.ok()) return status;
+    const double ms = MillisecondsSince(blob_start);
+    logger_->info("PutBlobs peer={} blob={} bytes={} {} duration_ms={:.1f} mib_per_s={:.1f}",
+                  context.peer(), writer->digest(), writer->total_size(),
+                  skipped ? "already_present" : "stored", ms,
+                  MiBPerSecond(writer->total_size(), ms));
+    response.add_stored(writer->digest());
+    writer.reset();
+  }
+  if (context.IsCancelled()) {
+    return absl::CancelledError(
+        writer == nullptr
+            ? "the client cancelled the upload"
+            : absl::StrCat("blob ", writer->digest(), ": the client cancelled the upload after ",
+                           writer->received(), " of ", writer->total_size(), " bytes"));
+  }
+  if (writer != nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("blob ", writer->digest(),
+                                                   ": the stream ended after ",
+                                                   writer->received(), " of ",
+                                                   writer->total_size(), " bytes"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace graphopt

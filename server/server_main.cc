@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -34,6 +35,7 @@
 #include "passes/builtin_passes.h"
 #include "passes/pass.h"
 #include "server/optimizer_service.h"
+#include "service/blob_store.h"
 #include "service/optimizer.h"
 #include "spdlog/logger.h"
 #include "spdlog/sinks/stdout_sinks.h"
@@ -55,6 +57,14 @@ ABSL_FLAG(std::string, log_level, "info",
 ABSL_FLAG(int, shutdown_grace_s, 5,
           "Seconds in-flight calls get to finish after SIGTERM/SIGINT before they are "
           "cancelled, 0..600.");
+ABSL_FLAG(int64_t, blob_store_mb, 4096,
+          "MiB of memory for uploaded weight blobs (HasBlobs/PutBlobs), 0..1048576; also the "
+          "largest blob. Least recently used blobs not in use are evicted to make room. 0 turns "
+          "the blob RPCs off.");
+ABSL_FLAG(int, max_blob_digests, 100000,
+          "Most digests one HasBlobs request may name, 1..10000000.");
+ABSL_FLAG(int, max_blobs_per_upload, 100000,
+          "Most blobs one PutBlobs call may upload, 1..10000000.");
 
 namespace graphopt {
 namespace {
@@ -67,6 +77,9 @@ constexpr int kExitUsage = 2;
 constexpr int kMaxMessageMb = 2047;
 // The sync server needs one thread polling for calls while another runs one.
 constexpr int kMinThreads = 2;
+// 1 TiB: a sanity bound on --blob_store_mb.
+constexpr int64_t kMaxBlobStoreMb = int64_t{1} << 20;
+constexpr int kMaxBlobLimit = 10000000;
 
 struct ServerConfig {
   std::string listen;
@@ -75,6 +88,8 @@ struct ServerConfig {
   int threads = 0;
   spdlog::level::level_enum log_level = spdlog::level::info;
   int shutdown_grace_s = 0;
+  int64_t blob_store_mb = 0;
+  BlobRpcLimits blob_limits;
 };
 
 std::optional<spdlog::level::level_enum> ParseLogLevel(absl::string_view name) {
@@ -113,6 +128,26 @@ absl::StatusOr<ServerConfig> ConfigFromFlags() {
   if (config.shutdown_grace_s < 0 || config.shutdown_grace_s > 600) {
     return absl::InvalidArgumentError(
         absl::StrCat("--shutdown_grace_s must be in 0..600, got ", config.shutdown_grace_s));
+  }
+  config.blob_store_mb = absl::GetFlag(FLAGS_blob_store_mb);
+  if (config.blob_store_mb < 0 || config.blob_store_mb > kMaxBlobStoreMb) {
+    return absl::InvalidArgumentError(absl::StrCat("--blob_store_mb must be in 0..",
+                                                   kMaxBlobStoreMb, ", got ",
+                                                   config.blob_store_mb));
+  }
+  config.blob_limits.max_digests_per_request = absl::GetFlag(FLAGS_max_blob_digests);
+  if (config.blob_limits.max_digests_per_request < 1 ||
+      config.blob_limits.max_digests_per_request > kMaxBlobLimit) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max_blob_digests must be in 1..", kMaxBlobLimit, ", got ",
+                     config.blob_limits.max_digests_per_request));
+  }
+  config.blob_limits.max_blobs_per_upload = absl::GetFlag(FLAGS_max_blobs_per_upload);
+  if (config.blob_limits.max_blobs_per_upload < 1 ||
+      config.blob_limits.max_blobs_per_upload > kMaxBlobLimit) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max_blobs_per_upload must be in 1..", kMaxBlobLimit, ", got ",
+                     config.blob_limits.max_blobs_per_upload));
   }
   const std::string level_name = absl::GetFlag(FLAGS_log_level);
   std::optional<spdlog::level::level_enum> level = ParseLogLevel(level_name);
@@ -185,8 +220,13 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
     logger.critical("cannot register builtin passes: {}", status.ToString());
     return kExitFailure;
   }
-  const Optimizer optimizer(&ops, &passes);
-  OptimizerService service(&optimizer, logger_ptr);
+  // Weight blobs; absent with --blob_store_mb=0.
+  std::unique_ptr<BlobStore> blobs;
+  if (config.blob_store_mb > 0) {
+    blobs = std::make_unique<BlobStore>(config.blob_store_mb << 20);
+  }
+  const Optimizer optimizer(&ops, &passes, blobs.get());
+  OptimizerService service(&optimizer, logger_ptr, blobs.get(), config.blob_limits);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -225,8 +265,10 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
     }
   }
   logger.info(
-      "graphopt-server listening on {} (threads={}, max_message_mb={}, ops={}, passes={})",
-      address, config.threads, config.max_message_mb, ops.size(), passes.List().size());
+      "graphopt-server listening on {} (threads={}, max_message_mb={}, blob_store_mb={}, "
+      "ops={}, passes={})",
+      address, config.threads, config.max_message_mb, config.blob_store_mb, ops.size(),
+      passes.List().size());
   logger.flush();
 
   int signal_number = 0;
@@ -263,7 +305,8 @@ int Main(int argc, char** argv) {
 
   absl::SetProgramUsageMessage(
       "graphopt-server [--listen=HOST:PORT] [--port_file=FILE] [--threads=N] "
-      "[--max_message_mb=N] [--log_level=LEVEL]\n"
+      "[--max_message_mb=N] [--blob_store_mb=N] [--max_blob_digests=N] "
+      "[--max_blobs_per_upload=N] [--log_level=LEVEL]\n"
       "Serves graphopt.v1.GraphOptimizer, grpc.health.v1.Health and server reflection.");
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   if (positional.size() > 1) {

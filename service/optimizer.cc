@@ -4,9 +4,63 @@
 
 #include "absl/strings/str_cat.h"
 #include "graph/proto_convert.h"
+#include "graph/types.h"
+#include "onnx_io/onnx_export.h"
+#include "onnx_io/onnx_import.h"
 #include "passes/pipeline.h"
+#include "service/digest.h"
 
 namespace graphopt {
+namespace {
+
+// Checks every tensor of `graph` (initializers and top-level attribute tensors) that refers to
+// a blob: the digest is well formed, `blobs` holds it, and its size matches the tensor's dims
+// and type. The blobs found are appended to `pins`, which keeps them from eviction while the
+// request runs.
+absl::Status CheckBlobReferences(const v1::Graph& graph, BlobStore* blobs,
+                                 std::vector<std::shared_ptr<const std::string>>* pins) {
+  auto check = [&](const v1::Tensor& t, absl::string_view what) -> absl::Status {
+    if (t.blob().empty()) return absl::OkStatus();
+    if (!IsBlobDigest(t.blob())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, " refers to blob '", t.blob(), "', which is not a \"sha256:<64 hex>\" digest"));
+    }
+    if (blobs == nullptr) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          what, " refers to blob ", t.blob(), " but this optimizer has no blob store"));
+    }
+    std::shared_ptr<const std::string> data = blobs->Lookup(t.blob());
+    if (data == nullptr) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          what, " refers to blob ", t.blob(),
+          ", which this server does not hold: upload it with PutBlobs first"));
+    }
+    int64_t count = 1;
+    for (int64_t d : t.dims()) count *= d;
+    const int64_t want = count * DataTypeSize(t.dtype());
+    if (static_cast<int64_t>(data->size()) != want) {
+      return absl::InvalidArgumentError(absl::StrCat(what, " refers to blob ", t.blob(), " of ",
+                                                     data->size(), " bytes; its dims and type ",
+                                                     DataTypeName(t.dtype()), " need ", want));
+    }
+    pins->push_back(std::move(data));
+    return absl::OkStatus();
+  };
+  for (const v1::Tensor& t : graph.initializers()) {
+    if (absl::Status s = check(t, absl::StrCat("initializer '", t.name(), "'")); !s.ok()) return s;
+  }
+  for (const v1::Node& n : graph.nodes()) {
+    for (const v1::Attribute& a : n.attributes()) {
+      if (!a.has_t()) continue;
+      absl::Status s =
+          check(a.t(), absl::StrCat("attribute '", a.name(), "' of node '", n.name(), "'"));
+      if (!s.ok()) return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::StatusOr<v1::OptimizeResponse> Optimizer::Optimize(v1::OptimizeRequest request) const {
   const v1::Pipeline& pipeline = request.pipeline();
@@ -37,7 +91,34 @@ absl::StatusOr<v1::OptimizeResponse> Optimizer::Optimize(v1::OptimizeRequest req
     options.dim_bindings[symbol] = size;
   }
 
-  absl::StatusOr<Graph> graph = GraphFromProto(std::move(*request.mutable_graph()));
+  // The model: graphopt's own graph or a serialized ONNX ModelProto.
+  const bool onnx_in = !request.onnx_model().empty();
+  if (onnx_in && request.has_graph()) {
+    return absl::InvalidArgumentError("give either graph or onnx_model, not both");
+  }
+  v1::ModelFormat result_format = request.result_format();
+  if (!v1::ModelFormat_IsValid(result_format)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("result_format: unknown value ", static_cast<int>(result_format)));
+  }
+  if (result_format == v1::MODEL_FORMAT_UNSPECIFIED) {
+    result_format = onnx_in ? v1::MODEL_FORMAT_ONNX : v1::MODEL_FORMAT_GRAPH;
+  }
+  v1::Graph input;
+  if (onnx_in) {
+    absl::StatusOr<v1::Graph> imported = GraphFromOnnxBytes(std::move(*request.mutable_onnx_model()));
+    if (!imported.ok()) {
+      return absl::Status(imported.status().code(),
+                          absl::StrCat("onnx_model: ", imported.status().message()));
+    }
+    input = std::move(*imported);
+  } else {
+    input = std::move(*request.mutable_graph());
+  }
+  std::vector<std::shared_ptr<const std::string>> pinned_blobs;
+  if (absl::Status s = CheckBlobReferences(input, blobs_, &pinned_blobs); !s.ok()) return s;
+
+  absl::StatusOr<Graph> graph = GraphFromProto(std::move(input));
   if (!graph.ok()) return graph.status();
   absl::StatusOr<PipelineResult> result = RunPipeline(*graph, specs, *passes_, *ops_, options);
   if (!result.ok()) return result.status();
@@ -45,7 +126,17 @@ absl::StatusOr<v1::OptimizeResponse> Optimizer::Optimize(v1::OptimizeRequest req
   v1::OptimizeResponse response;
   ToProtoOptions to_proto;
   to_proto.value_info = !request.options().strip_value_info();
-  *response.mutable_graph() = GraphToProto(*graph, to_proto);
+  v1::Graph optimized = GraphToProto(*std::move(graph), to_proto);
+  if (result_format == v1::MODEL_FORMAT_ONNX) {
+    absl::StatusOr<std::string> onnx = GraphToOnnxBytes(std::move(optimized));
+    if (!onnx.ok()) {
+      return absl::Status(onnx.status().code(),
+                          absl::StrCat("writing the result as ONNX: ", onnx.status().message()));
+    }
+    response.set_onnx_model(std::move(*onnx));
+  } else {
+    *response.mutable_graph() = std::move(optimized);
+  }
   for (PassRun& run : result->runs) {
     v1::PassReport* r = response.add_reports();
     r->set_name(run.name);

@@ -10,6 +10,10 @@ readonly SERVER="${RUNFILES}/server/graphopt-server"
 readonly CLI="${RUNFILES}/client/graphopt"
 readonly MLP="${RUNFILES}/examples/mlp.pbtxt"
 readonly BAD="${RUNFILES}/examples/bad_cycle.pbtxt"
+readonly ONNX_MLP="${RUNFILES}/models/corpus/mlp/model.onnx"
+readonly RESNET18="${RUNFILES}/models/corpus/resnet18/model.onnx"
+# An ONNX node test case whose op (Hardmax) graphopt does not register.
+readonly UNKNOWN_OP_MODEL="/usr/share/libonnx-testdata/data/node/test_hardmax_example/model.onnx"
 readonly TMP="${TEST_TMPDIR:?}"
 readonly PORT_FILE="${TMP}/port"
 readonly SERVER_LOG="${TMP}/server.log"
@@ -148,6 +152,63 @@ run_expect 0 "${TMP}/v2.out" "${TMP}/e" "${CLI}" version
 cmp -s "${TMP}/v.out" "${TMP}/v2.out" || fail "version and --version differ"
 run_expect 0 "${TMP}/help.out" "${TMP}/e" "${CLI}" optimize --help
 expect_grep "name\[:key=value" "${TMP}/help.out" "--passes syntax not documented"
+
+# --- ONNX models: in and out by file extension, inspect, weights sent ahead as blobs. ------
+run_expect 0 "${TMP}/inspect.out" "${TMP}/e" "${CLI}" inspect "${RESNET18}"
+expect_grep "^model: .*resnet18/model.onnx \(ONNX\)" "${TMP}/inspect.out"
+expect_grep "producer: pytorch" "${TMP}/inspect.out"
+expect_grep "^parameters: 11,[0-9]{3},[0-9]{3} \(4[0-9]\.[0-9] MiB\)" "${TMP}/inspect.out"
+expect_grep "^  Conv +20$" "${TMP}/inspect.out" "resnet18 should have 20 Conv nodes"
+
+run_expect 0 "${TMP}/onnx_local.out" "${TMP}/e" \
+  "${CLI}" optimize "${ONNX_MLP}" -o "${TMP}/mlp_local.onnx" -O1
+run_expect 0 "${TMP}/onnx_remote.out" "${TMP}/e" \
+  "${CLI}" optimize "${ONNX_MLP}" -o "${TMP}/mlp_remote.onnx" -O1 --server "${ADDR}" \
+  --upload-weights never
+cmp -s "${TMP}/mlp_local.onnx" "${TMP}/mlp_remote.onnx" || fail "remote and embedded ONNX differ"
+expect_grep "wrote .*mlp_remote.onnx \([0-9]+ nodes\)" "${TMP}/onnx_remote.out"
+# The same request with the weights sent ahead gives the same bytes; the second time nothing
+# is sent, the server already holds every blob.
+run_expect 0 "${TMP}/blob1.out" "${TMP}/blob1.err" \
+  "${CLI}" optimize "${ONNX_MLP}" -o "${TMP}/mlp_blob.onnx" -O1 --server "${ADDR}" \
+  --upload-weights always
+cmp -s "${TMP}/mlp_local.onnx" "${TMP}/mlp_blob.onnx" || fail "blob upload changed the result"
+expect_grep "^weights: [1-9][0-9]* blobs .*, [1-9][0-9]* sent" "${TMP}/blob1.out"
+run_expect 0 "${TMP}/blob2.out" "${TMP}/e" \
+  "${CLI}" optimize "${ONNX_MLP}" -o "${TMP}/mlp_blob2.onnx" -O1 --server "${ADDR}" \
+  --upload-weights always
+expect_grep "^weights: [1-9][0-9]* blobs .*, 0 sent \(0\.0 MiB\)" "${TMP}/blob2.out"
+cmp -s "${TMP}/mlp_local.onnx" "${TMP}/mlp_blob2.onnx" || fail "second blob run differs"
+# A 45 MB model goes with its weights ahead by default (auto), and comes back whole.
+run_expect 0 "${TMP}/r18.out" "${TMP}/e" \
+  "${CLI}" optimize "${RESNET18}" -o "${TMP}/r18_remote.onnx" -O1 --server "${ADDR}"
+expect_grep "^weights: " "${TMP}/r18.out"
+run_expect 0 "${TMP}/o" "${TMP}/e" "${CLI}" optimize "${RESNET18}" -o "${TMP}/r18_local.onnx" -O1
+cmp -s "${TMP}/r18_local.onnx" "${TMP}/r18_remote.onnx" || fail "resnet18 remote/embedded differ"
+
+# ONNX in, graphopt text out, and back to ONNX: the same model.
+run_expect 0 "${TMP}/o" "${TMP}/e" "${CLI}" optimize "${ONNX_MLP}" -o "${TMP}/mlp.pbtxt" -O0
+expect_grep 'producer_name: "pytorch"' "${TMP}/mlp.pbtxt"
+run_expect 0 "${TMP}/o" "${TMP}/e" "${CLI}" optimize "${TMP}/mlp.pbtxt" -o "${TMP}/mlp_back.onnx" -O1
+cmp -s "${TMP}/mlp_local.onnx" "${TMP}/mlp_back.onnx" || fail "ONNX -> text -> ONNX differs"
+
+# An op graphopt does not know: INVALID_ARGUMENT naming the node's op; a file that is not
+# ONNX: INVALID_ARGUMENT; a blob the server lacks: FAILED_PRECONDITION naming the tensor.
+run_expect 1 "${TMP}/o" "${TMP}/unknown.err" \
+  "${CLI}" optimize "${UNKNOWN_OP_MODEL}" -o "${TMP}/x.onnx" --server "${ADDR}"
+expect_grep "^error: INVALID_ARGUMENT: .*\(Hardmax\)" "${TMP}/unknown.err"
+printf 'not a model' >"${TMP}/garbage.onnx"
+run_expect 1 "${TMP}/o" "${TMP}/garbage.err" \
+  "${CLI}" optimize "${TMP}/garbage.onnx" -o "${TMP}/x.onnx" --server "${ADDR}"
+expect_grep "^error: INVALID_ARGUMENT: onnx_model: .*do not parse as onnx.ModelProto" \
+  "${TMP}/garbage.err"
+sed 's/raw_data: ".*"/blob: "sha256:0000000000000000000000000000000000000000000000000000000000000000"/' \
+  "${TMP}/mlp.pbtxt" >"${TMP}/missing_blob.pbtxt"
+run_expect 1 "${TMP}/o" "${TMP}/missing_blob.err" \
+  "${CLI}" optimize "${TMP}/missing_blob.pbtxt" -o "${TMP}/x.pbtxt" --server "${ADDR}" \
+  --upload-weights never
+expect_grep "^error: FAILED_PRECONDITION: initializer '.*' refers to blob sha256:0+, which this server does not hold" \
+  "${TMP}/missing_blob.err"
 
 # The server is still healthy after all of the above.
 run_expect 0 "${TMP}/o" "${TMP}/e" \

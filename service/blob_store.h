@@ -1,0 +1,171 @@
+#ifndef GRAPHOPT_SERVICE_BLOB_STORE_H_
+#define GRAPHOPT_SERVICE_BLOB_STORE_H_
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
+#include "service/digest.h"
+
+namespace graphopt {
+
+struct BlobStoreStats {
+  // The byte budget the store was built with.
+  int64_t budget_bytes = 0;
+  // Bytes of committed blobs.
+  int64_t bytes_held = 0;
+  // Bytes of committed blobs someone outside the store holds (not evictable now).
+  int64_t bytes_in_use = 0;
+  // Bytes reserved by uploads in progress.
+  int64_t bytes_reserved = 0;
+  int64_t blob_count = 0;
+  // Blobs evicted to make room, since construction.
+  int64_t evictions = 0;
+  // Blobs committed (not counting ones that were already present), since construction.
+  int64_t commits = 0;
+  // Highest bytes_held + bytes_reserved seen.
+  int64_t peak_bytes = 0;
+};
+
+class BlobStore;
+
+// One blob being uploaded (BlobStore::StartWrite). The bytes go, in order, into one buffer of
+// total_size bytes allocated up front, and are hashed as they arrive; Commit checks the digest
+// and hands the buffer to the store without copying it. Destroying a writer that was not
+// committed drops the data and releases its reservation. When the store already held the
+// digest at StartWrite, the writer only counts the bytes it is given and discards them
+// (skipping() is true; Commit succeeds without hashing). Not thread-safe: one upload, one
+// thread. Must not outlive its store.
+class BlobWriter {
+ public:
+  ~BlobWriter();
+  BlobWriter(const BlobWriter&) = delete;
+  BlobWriter& operator=(const BlobWriter&) = delete;
+
+  const std::string& digest() const { return digest_; }
+  int64_t total_size() const { return total_size_; }
+  // Bytes appended so far.
+  int64_t received() const { return received_; }
+  bool complete() const { return received_ == total_size_; }
+  // The store already holds this blob; the data is discarded.
+  bool skipping() const { return existing_ != nullptr; }
+
+  // INVALID_ARGUMENT when `data` would go beyond total_size (nothing is appended then);
+  // FAILED_PRECONDITION after Commit.
+  absl::Status Append(absl::string_view data);
+
+  // Verifies and stores the blob. INVALID_ARGUMENT when fewer than total_size bytes arrived
+  // or when they hash to another digest ("blob sha256:... : received data hashes to
+  // sha256:..."); FAILED_PRECONDITION when called twice. A failed commit stores nothing; the
+  // writer is then finished either way.
+  absl::Status Commit();
+
+  // The buffer the bytes are appended to (tests check that it is allocated once).
+  const std::string& buffer_for_test() const { return buffer_; }
+
+ private:
+  friend class BlobStore;
+  BlobWriter(BlobStore* store, std::string digest, int64_t total_size,
+             std::shared_ptr<const std::string> existing);
+
+  // Gives back the reservation (if any) exactly once.
+  void Release();
+
+  BlobStore* store_;
+  std::string digest_;
+  int64_t total_size_;
+  int64_t received_ = 0;
+  bool finished_ = false;
+  // Set when skipping: pins the stored copy for the duration of the upload.
+  std::shared_ptr<const std::string> existing_;
+  std::string buffer_;
+  Sha256Hasher hasher_;
+};
+
+// A thread-safe, memory-bounded, content-addressed store of immutable byte blobs keyed by
+// "sha256:<hex>" digest (see digest.h).
+//
+// Memory: committed blobs plus the reservations of uploads in progress never exceed the byte
+// budget. To make room, the least recently used blobs that nobody outside the store holds are
+// evicted; a live Lookup result pins its blob. A Lookup result owns its bytes: it stays valid
+// whatever happens to the store afterwards, its destruction included. Each blob's bytes live in
+// exactly one allocation, made when its upload starts and never copied.
+class BlobStore {
+ public:
+  // `budget_bytes` (> 0) bounds the bytes held and reserved; it is also the largest blob.
+  explicit BlobStore(int64_t budget_bytes);
+  ~BlobStore();
+  BlobStore(const BlobStore&) = delete;
+  BlobStore& operator=(const BlobStore&) = delete;
+
+  // The blob's bytes, or nullptr when absent. Marks it recently used.
+  std::shared_ptr<const std::string> Lookup(absl::string_view digest);
+
+  bool Contains(absl::string_view digest) const;
+
+  // The digests of `digests` the store does not hold, each once, in first-occurrence order.
+  // The ones it holds are marked recently used (a client checks, then uses them).
+  std::vector<std::string> Missing(absl::Span<const absl::string_view> digests);
+
+  // Starts an upload of `total_size` bytes named `digest`, reserving the memory now (evicting
+  // as needed). INVALID_ARGUMENT for a malformed digest or a negative size; RESOURCE_EXHAUSTED
+  // naming the blob and the sizes when it cannot fit even after eviction. When the blob is
+  // already present the writer skips (no reservation).
+  absl::StatusOr<std::unique_ptr<BlobWriter>> StartWrite(absl::string_view digest,
+                                                         int64_t total_size);
+
+  // Stores `data` (moved in, not copied) under its SHA-256 digest and returns the digest.
+  // RESOURCE_EXHAUSTED as for StartWrite.
+  absl::StatusOr<std::string> Put(std::string data);
+
+  // Bytes an upload may still get: the budget less reservations and blobs in use.
+  int64_t free_bytes() const;
+  int64_t budget_bytes() const { return budget_bytes_; }
+  BlobStoreStats stats() const;
+
+ private:
+  friend class BlobWriter;
+
+  struct Entry {
+    std::shared_ptr<const std::string> data;
+    // Position in lru_.
+    std::list<std::string>::iterator lru_position;
+  };
+
+  // Reserves `size` bytes for `digest`, evicting unpinned blobs (least recently used first)
+  // when needed.
+  absl::Status Reserve(absl::string_view digest, int64_t size) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Unreserve(int64_t size);
+  // Turns a writer's reservation into a stored blob. Returns true when it was stored, false
+  // when the digest had arrived meanwhile by another upload (the data is then dropped).
+  bool CommitReserved(const std::string& digest, std::string data);
+  void Touch(Entry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  int64_t BytesInUse() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const int64_t budget_bytes_;
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<std::string, Entry> blobs_ ABSL_GUARDED_BY(mu_);
+  // Digests, most recently used first.
+  std::list<std::string> lru_ ABSL_GUARDED_BY(mu_);
+  int64_t bytes_held_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t bytes_reserved_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t evictions_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t commits_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t peak_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// "150.0 MiB"-style size for messages.
+std::string FormatBytes(int64_t bytes);
+
+}  // namespace graphopt
+
+#endif  // GRAPHOPT_SERVICE_BLOB_STORE_H_

@@ -1,0 +1,535 @@
+"""The graphopt client: Client, optimize() and their result types."""
+
+import dataclasses
+import importlib
+import logging
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+
+import grpc
+
+from . import weights
+from ._proto import graph_pb2, op_pb2, optimizer_pb2, optimizer_pb2_grpc
+from .errors import GraphoptError
+
+_log = logging.getLogger("graphopt_client")
+
+DEFAULT_ADDRESS = "127.0.0.1:50051"
+# Deadline of each RPC, in seconds. A PutBlobs upload is one RPC however many blobs it carries.
+DEFAULT_TIMEOUT_S = 300.0
+# gRPC's largest message limit (a signed 32-bit byte count). The server enforces its own
+# --max_message_mb on requests; the client should never be the one to refuse.
+MAX_MESSAGE_BYTES = 2**31 - 1
+# With upload_weights=None, models larger than this upload their large weights as blobs.
+AUTO_UPLOAD_MODEL_BYTES = 64 * 1024 * 1024
+# Most digests per HasBlobs request and blobs per PutBlobs call (the server allows 100,000).
+_MAX_BLOBS_PER_CALL = 10000
+
+# Accepted spellings of the result format.
+_FORMATS = {
+    "onnx": optimizer_pb2.MODEL_FORMAT_ONNX,
+    "graph": optimizer_pb2.MODEL_FORMAT_GRAPH,
+}
+_FORMAT_NAMES = {number: name for name, number in _FORMATS.items()}
+
+# What optimize() accepts as a model: serialized onnx.ModelProto bytes, an onnx.ModelProto, or
+# a graphopt.v1.Graph message.
+Model = Union[bytes, bytearray, memoryview, Any]
+# One entry of `passes`: a name, (name, {option: value}) or a PassSpec message.
+PassLike = Union[str, Tuple[str, Mapping[str, Any]], optimizer_pb2.PassSpec]
+# What optimize() accepts as passes: PassLikes, {name: options}, or "name,name,...".
+Passes = Union[str, Iterable[PassLike], Mapping[str, Mapping[str, Any]]]
+
+
+@dataclasses.dataclass(frozen=True)
+class PassReport:
+    """What one pass of the pipeline did (proto/optimizer.proto PassReport)."""
+
+    name: str
+    wall_time_us: int
+    changed: bool
+    nodes_before: int
+    nodes_after: int
+    messages: Tuple[str, ...]
+    # Set when the pipeline added this pass itself to satisfy the named pass's requirement.
+    added_for: str
+    # Time of the verifier run after this pass; 0 when it did not run.
+    verify_time_us: int
+
+    @property
+    def wall_time_ms(self) -> float:
+        return self.wall_time_us / 1000.0
+
+    @classmethod
+    def from_proto(cls, report: optimizer_pb2.PassReport) -> "PassReport":
+        return cls(name=report.name, wall_time_us=report.wall_time_us, changed=report.changed,
+                   nodes_before=report.nodes_before, nodes_after=report.nodes_after,
+                   messages=tuple(report.messages), added_for=report.added_for,
+                   verify_time_us=report.verify_time_us)
+
+
+@dataclasses.dataclass(frozen=True)
+class UploadStats:
+    """The blob upload that preceded an Optimize call (upload_weights)."""
+
+    # Distinct blobs the sent model refers to, and their total size.
+    blobs: int
+    blob_bytes: int
+    # Those the server did not hold yet and that were uploaded (the others were skipped).
+    uploaded_blobs: int
+    uploaded_bytes: int
+
+
+@dataclasses.dataclass
+class OptimizeResult:
+    """The answer of Client.optimize().
+
+    Attributes:
+      model: the optimized model, serialized: an onnx.ModelProto when `format` is "onnx" (with
+        every weight in place, also those that travelled as blobs), a graphopt.v1.Graph when it
+        is "graph".
+      format: "onnx" or "graph": the input's format unless result_format asked otherwise.
+      reports: one PassReport per pass run, in order.
+      total_time_us: the server's time for the whole request.
+      graph: the optimized graphopt.v1.Graph when `format` is "graph", else None.
+      upload: what was uploaded before the call, None when weights travelled inline.
+    """
+
+    model: bytes
+    format: str
+    reports: List[PassReport]
+    total_time_us: int
+    graph: Optional[graph_pb2.Graph] = None
+    upload: Optional[UploadStats] = None
+
+    @property
+    def total_time_ms(self) -> float:
+        return self.total_time_us / 1000.0
+
+    @property
+    def nodes_before(self) -> Optional[int]:
+        """Node count before the first pass (None when no pass ran)."""
+        return self.reports[0].nodes_before if self.reports else None
+
+    @property
+    def nodes_after(self) -> Optional[int]:
+        """Node count after the last pass (None when no pass ran)."""
+        return self.reports[-1].nodes_after if self.reports else None
+
+    def onnx_model(self):
+        """The result parsed into an onnx.ModelProto (needs the onnx package)."""
+        if self.format != "onnx":
+            raise ValueError("the result is a graphopt Graph, not an ONNX model "
+                             "(ask for result_format='onnx')")
+        import onnx  # pylint: disable=import-outside-toplevel
+
+        return onnx.load_model_from_string(self.model)
+
+
+class Client:
+    """A connection to a graphopt server (graphopt.v1.GraphOptimizer over gRPC).
+
+    The underlying channel connects lazily and is safe to share between threads. Use the client
+    as a context manager, or call close(), to release it.
+
+        with graphopt_client.Client("127.0.0.1:50051") as client:
+            result = client.optimize(onnx_bytes, opt_level=1)
+    """
+
+    def __init__(self, address: str = DEFAULT_ADDRESS, timeout: Optional[float] = DEFAULT_TIMEOUT_S,
+                 *, max_message_bytes: int = MAX_MESSAGE_BYTES,
+                 credentials: Optional[grpc.ChannelCredentials] = None,
+                 channel_options: Sequence[Tuple[str, Any]] = ()):
+        """
+        Args:
+          address: host:port of the server (any gRPC target, e.g. "unix:/path").
+          timeout: deadline of each RPC in seconds; None for no deadline.
+          max_message_bytes: the largest message the client sends or receives.
+          credentials: TLS credentials for a secure channel; None for plain text (what
+            graphopt-server speaks itself).
+          channel_options: further gRPC channel arguments, appended to the defaults.
+        """
+        self.address = address
+        self.timeout = timeout
+        options = [
+            ("grpc.max_send_message_length", max_message_bytes),
+            ("grpc.max_receive_message_length", max_message_bytes),
+        ] + list(channel_options)
+        if credentials is None:
+            self._channel = grpc.insecure_channel(address, options=options)
+        else:
+            self._channel = grpc.secure_channel(address, credentials, options=options)
+        self._stub = optimizer_pb2_grpc.GraphOptimizerStub(self._channel)
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"graphopt_client.Client({self.address!r}, timeout={self.timeout!r})"
+
+    # --- RPCs -----------------------------------------------------------------------------------
+
+    def optimize(self, model: Model, passes: Optional[Passes] = None,
+                 opt_level: Optional[int] = None, *, verify_each_pass: bool = False,
+                 strip_value_info: bool = False, dim_bindings: Optional[Mapping[str, int]] = None,
+                 result_format: Optional[Union[str, int]] = None,
+                 upload_weights: Optional[bool] = None,
+                 timeout: Optional[float] = None) -> OptimizeResult:
+        """Runs a pass pipeline over `model` on the server.
+
+        Args:
+          model: a serialized onnx.ModelProto (bytes), an onnx.ModelProto, or a
+            graphopt.v1.Graph (graphopt_client.graph_pb2.Graph). Not modified.
+          passes: the passes to run, in order: a list of names, of (name, {option: value})
+            pairs or of PassSpec messages, a {name: {option: value}} mapping, or one
+            comma-separated string. The server adds passes that a listed pass requires.
+          opt_level: an optimization level instead of passes (0 runs nothing). With neither,
+            the server runs level 1.
+          verify_each_pass: run the verifier after every pass that changed the graph.
+          strip_value_info: leave the types/shapes of intermediate values out of the result.
+          dim_bindings: values for symbolic dims, e.g. {"batch": 8}.
+          result_format: "onnx" or "graph"; None answers in the input's format.
+          upload_weights: send every initializer of at least 64 KiB as a content-addressed
+            blob (HasBlobs, then PutBlobs for the ones the server lacks) instead of inside the
+            request; the result gets the bytes back from this client's copy. True forces it,
+            False never does it, None (the default) does it for models over 64 MiB and falls
+            back to sending the weights inline when the server has no blob store. ONNX input
+            needs the onnx package for this.
+          timeout: deadline of each RPC in seconds; defaults to the client's.
+
+        Returns:
+          an OptimizeResult with the optimized model, the pass reports and the time taken.
+
+        Raises:
+          GraphoptError: the server refused the request (e.g. INVALID_ARGUMENT for a malformed
+            model, NOT_FOUND for an unknown pass) or could not be reached (UNAVAILABLE,
+            DEADLINE_EXCEEDED); see the `code` and `message` attributes.
+          TypeError, ValueError: an argument of the wrong type or value.
+        """
+        model_input = _ModelInput.of(model)
+        request = optimizer_pb2.OptimizeRequest(
+            pipeline=_pipeline(passes, opt_level),
+            options=optimizer_pb2.OptimizeOptions(verify_each_pass=verify_each_pass,
+                                                  strip_value_info=strip_value_info),
+            dim_bindings=_dim_bindings(dim_bindings),
+            result_format=_result_format(result_format))
+        expected_format = request.result_format or model_input.format
+
+        if upload_weights is None:
+            upload = model_input.size() > AUTO_UPLOAD_MODEL_BYTES and model_input.can_externalize()
+        else:
+            upload = bool(upload_weights)
+
+        if upload:
+            light, blobs = model_input.externalize()
+            try:
+                stats = self.upload_blobs(blobs.items(), timeout=timeout)
+            except GraphoptError as error:
+                if upload_weights is not None or error.code != "UNIMPLEMENTED":
+                    raise
+                _log.info("server %s has no blob store (%s); sending the weights inline",
+                          self.address, error.message)
+                upload = False
+        if upload:
+            light.put_into(request)
+            response = self._optimize_with_blobs(request, blobs, timeout)
+        else:
+            blobs, stats = {}, None
+            model_input.put_into(request)
+            response = self._call("Optimize", self._stub.Optimize, request, timeout)
+        return _result(response, expected_format, blobs, stats)
+
+    def list_passes(self, *, timeout: Optional[float] = None) -> List[optimizer_pb2.PassInfo]:
+        """The passes the server knows (PassInfo: name, description, requires, provides,
+        options, min_opt_level)."""
+        response = self._call("ListPasses", self._stub.ListPasses,
+                              optimizer_pb2.ListPassesRequest(), timeout)
+        return list(response.passes)
+
+    def list_ops(self, domain: str = "", name: str = "", *,
+                 timeout: Optional[float] = None) -> List[op_pb2.OpDescriptor]:
+        """The op descriptors the server knows, optionally only those of one domain and/or
+        one name (an empty list when there is none)."""
+        response = self._call("ListOps", self._stub.ListOps,
+                              optimizer_pb2.ListOpsRequest(domain=domain, name=name), timeout)
+        return list(response.ops)
+
+    def has_blobs(self, digests: Iterable[str], *,
+                  timeout: Optional[float] = None) -> optimizer_pb2.HasBlobsResponse:
+        """Asks which of these "sha256:<hex>" digests the server's blob store lacks."""
+        return self._call("HasBlobs", self._stub.HasBlobs,
+                          optimizer_pb2.HasBlobsRequest(digests=list(digests)), timeout)
+
+    def put_blobs(self, blobs: Iterable[Tuple[str, bytes]], *,
+                  chunk_bytes: int = weights.CHUNK_BYTES,
+                  timeout: Optional[float] = None) -> optimizer_pb2.PutBlobsResponse:
+        """Uploads (digest, bytes) pairs in one PutBlobs stream of chunks of `chunk_bytes`."""
+        return self._call("PutBlobs", self._stub.PutBlobs,
+                          weights.iter_blob_chunks(blobs, chunk_bytes), timeout)
+
+    def upload_blobs(self, blobs: Iterable[Tuple[str, bytes]], *,
+                     timeout: Optional[float] = None) -> UploadStats:
+        """Makes sure the server holds every blob: HasBlobs, then PutBlobs of the missing ones.
+
+        Raises:
+          GraphoptError: a call failed, or the server did not confirm every uploaded blob.
+        """
+        blobs = dict(blobs)
+        if not blobs:
+            return UploadStats(0, 0, 0, 0)
+        digests = list(blobs)
+        missing = []
+        for start in range(0, len(digests), _MAX_BLOBS_PER_CALL):
+            missing += self.has_blobs(digests[start:start + _MAX_BLOBS_PER_CALL],
+                                      timeout=timeout).missing
+        missing = list(dict.fromkeys(missing))
+        unknown = [digest for digest in missing if digest not in blobs]
+        if unknown:
+            raise GraphoptError("INTERNAL", f"HasBlobs answered digests that were not asked "
+                                f"for: {', '.join(unknown[:3])}", rpc="HasBlobs",
+                                address=self.address)
+        uploaded_bytes = sum(len(blobs[digest]) for digest in missing)
+        if missing:
+            _log.debug("uploading %d of %d blobs (%d bytes) to %s", len(missing), len(blobs),
+                       uploaded_bytes, self.address)
+            stored = set()
+            for start in range(0, len(missing), _MAX_BLOBS_PER_CALL):
+                batch = missing[start:start + _MAX_BLOBS_PER_CALL]
+                response = self.put_blobs(((digest, blobs[digest]) for digest in batch),
+                                          timeout=timeout)
+                stored.update(response.stored)
+            not_stored = set(missing) - stored
+            if not_stored:
+                raise GraphoptError(
+                    "INTERNAL", f"PutBlobs did not confirm {len(not_stored)} of {len(missing)} "
+                    f"uploaded blobs, e.g. {sorted(not_stored)[0]}", rpc="PutBlobs",
+                    address=self.address)
+        return UploadStats(blobs=len(blobs), blob_bytes=sum(len(data) for data in blobs.values()),
+                           uploaded_blobs=len(missing), uploaded_bytes=uploaded_bytes)
+
+    # --- internals ------------------------------------------------------------------------------
+
+    def _optimize_with_blobs(self, request, blobs: Mapping[str, bytes],
+                             timeout: Optional[float]) -> optimizer_pb2.OptimizeResponse:
+        """Optimize for a model that refers to blobs. The server's store may drop a blob between
+        HasBlobs and Optimize (it is bounded); then the upload and the call are tried once
+        more, if the server indeed lacks one of the blobs now."""
+        try:
+            return self._call("Optimize", self._stub.Optimize, request, timeout)
+        except GraphoptError as error:
+            lost_blob = (error.code in ("NOT_FOUND", "FAILED_PRECONDITION")
+                         and "sha256:" in error.message)
+            if not lost_blob:
+                raise
+            try:
+                missing = self.has_blobs(blobs.keys(), timeout=timeout).missing
+            except GraphoptError:
+                raise error from None
+            if not missing:
+                raise
+            _log.info("server %s lost blobs before Optimize (%s); uploading again", self.address,
+                      error.message)
+        self.upload_blobs(blobs.items(), timeout=timeout)
+        return self._call("Optimize", self._stub.Optimize, request, timeout)
+
+    def _call(self, rpc: str, method, request, timeout: Optional[float]):
+        """Calls one RPC with the deadline; gRPC failures become GraphoptError."""
+        try:
+            return method(request, timeout=self.timeout if timeout is None else timeout)
+        except grpc.RpcError as error:
+            raise GraphoptError.from_rpc_error(error, rpc=rpc, address=self.address) from None
+
+
+def optimize(model: Model, passes: Optional[Passes] = None, opt_level: Optional[int] = None, *,
+             address: str = DEFAULT_ADDRESS, timeout: Optional[float] = DEFAULT_TIMEOUT_S,
+             **kwargs) -> OptimizeResult:
+    """One-shot Client(address, timeout).optimize(model, passes, opt_level, **kwargs)."""
+    with Client(address, timeout) as client:
+        return client.optimize(model, passes, opt_level, **kwargs)
+
+
+# --- request building ---------------------------------------------------------------------------
+
+
+class _ModelInput:
+    """The model given to optimize(), whichever form it came in."""
+
+    def __init__(self, format_: int, onnx_bytes: Optional[bytes] = None, onnx_proto=None,
+                 graph: Optional[graph_pb2.Graph] = None):
+        self.format = format_
+        self._onnx_bytes = onnx_bytes
+        self._onnx_proto = onnx_proto
+        self._graph = graph
+
+    @classmethod
+    def of(cls, model: Model) -> "_ModelInput":
+        if isinstance(model, (bytes, bytearray, memoryview)):
+            return cls(optimizer_pb2.MODEL_FORMAT_ONNX, onnx_bytes=bytes(model))
+        full_name = getattr(getattr(model, "DESCRIPTOR", None), "full_name", None)
+        if full_name == "onnx.ModelProto":
+            return cls(optimizer_pb2.MODEL_FORMAT_ONNX, onnx_proto=model)
+        if isinstance(model, graph_pb2.Graph):
+            return cls(optimizer_pb2.MODEL_FORMAT_GRAPH, graph=model)
+        if full_name == "graphopt.v1.Graph":
+            # The same message from another copy of the generated code.
+            return cls(optimizer_pb2.MODEL_FORMAT_GRAPH,
+                       graph=graph_pb2.Graph.FromString(model.SerializeToString()))
+        raise TypeError("model must be serialized ONNX bytes, an onnx.ModelProto or a "
+                        f"graphopt.v1.Graph, not {type(model).__name__}")
+
+    def size(self) -> int:
+        if self._onnx_bytes is not None:
+            return len(self._onnx_bytes)
+        if self._onnx_proto is not None:
+            return self._onnx_proto.ByteSize()
+        return self._graph.ByteSize()
+
+    def can_externalize(self) -> bool:
+        """Whether externalize() can work here (ONNX bytes need the onnx package)."""
+        if self._onnx_bytes is None:
+            return True
+        try:
+            importlib.import_module("onnx")
+        except ImportError:
+            return False
+        return True
+
+    def put_into(self, request: optimizer_pb2.OptimizeRequest) -> None:
+        if self._onnx_bytes is not None:
+            request.onnx_model = self._onnx_bytes
+        elif self._onnx_proto is not None:
+            request.onnx_model = self._onnx_proto.SerializeToString()
+        else:
+            request.graph.CopyFrom(self._graph)
+
+    def externalize(self) -> Tuple["_ModelInput", Dict[str, bytes]]:
+        """A copy of the model with its large initializers turned into blob references, and
+        the blobs. The caller's model is not touched."""
+        if self._graph is not None:
+            graph = graph_pb2.Graph()
+            graph.CopyFrom(self._graph)
+            blobs = weights.externalize_graph_initializers(graph)
+            return _ModelInput(self.format, graph=graph), blobs
+        if self._onnx_proto is not None:
+            proto = type(self._onnx_proto)()
+            proto.CopyFrom(self._onnx_proto)
+        else:
+            proto = _parse_onnx(self._onnx_bytes)
+        blobs = weights.externalize_onnx_initializers(proto)
+        return _ModelInput(self.format, onnx_proto=proto), blobs
+
+
+def _parse_onnx(data: bytes):
+    try:
+        import onnx  # pylint: disable=import-outside-toplevel
+    except ImportError as error:
+        raise ImportError("upload_weights=True with ONNX bytes needs the onnx package") from error
+    from google.protobuf.message import DecodeError  # pylint: disable=import-outside-toplevel
+
+    proto = onnx.ModelProto()
+    try:
+        proto.ParseFromString(data)
+    except DecodeError as error:
+        # What the server answers for an unparseable model, found before any upload.
+        raise GraphoptError("INVALID_ARGUMENT",
+                            f"the model is not a serialized onnx.ModelProto: {error}") from None
+    return proto
+
+
+def _pipeline(passes, opt_level: Optional[int]) -> optimizer_pb2.Pipeline:
+    pipeline = optimizer_pb2.Pipeline()
+    if passes is not None:
+        if isinstance(passes, str):
+            items = [name.strip() for name in passes.split(",")]
+        elif isinstance(passes, Mapping):
+            items = list(passes.items())
+        else:
+            items = list(passes)
+        if not items:
+            raise ValueError("passes is empty; use opt_level=0 to run no pass")
+        for item in items:
+            spec = pipeline.passes.add()
+            if isinstance(item, optimizer_pb2.PassSpec):
+                spec.CopyFrom(item)
+            elif isinstance(item, str):
+                spec.name = item
+            elif isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
+                spec.name = item[0]
+                for key, value in (item[1] or {}).items():
+                    spec.options[str(key)] = _option_text(value)
+            else:
+                raise TypeError("each pass must be a name, a (name, options) pair or a PassSpec, "
+                                f"not {item!r}")
+            if not spec.name:
+                raise ValueError(f"empty pass name in passes={passes!r}")
+    if opt_level is not None:
+        if isinstance(opt_level, bool) or not isinstance(opt_level, int):
+            raise TypeError(f"opt_level must be an int, not {type(opt_level).__name__}")
+        pipeline.opt_level = opt_level
+    return pipeline
+
+
+def _option_text(value) -> str:
+    """Pass options travel as strings: bools as true/false, numbers in decimal."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (str, int, float)):
+        return str(value)
+    raise TypeError(f"a pass option value must be a str, bool, int or float, not {value!r}")
+
+
+def _dim_bindings(bindings: Optional[Mapping[str, int]]) -> Dict[str, int]:
+    result = {}
+    for name, value in (bindings or {}).items():
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"dim_bindings[{name!r}] must be an int, not {value!r}")
+        result[str(name)] = value
+    return result
+
+
+def _result_format(result_format: Optional[Union[str, int]]) -> int:
+    if result_format is None:
+        return optimizer_pb2.MODEL_FORMAT_UNSPECIFIED
+    if isinstance(result_format, str):
+        try:
+            return _FORMATS[result_format.lower()]
+        except KeyError:
+            raise ValueError(
+                f"result_format must be 'onnx' or 'graph', not {result_format!r}") from None
+    if result_format in _FORMAT_NAMES or result_format == optimizer_pb2.MODEL_FORMAT_UNSPECIFIED:
+        return int(result_format)
+    raise ValueError(f"unknown result_format {result_format!r}")
+
+
+# --- response handling --------------------------------------------------------------------------
+
+
+def _result(response: optimizer_pb2.OptimizeResponse, expected_format: int,
+            blobs: Mapping[str, bytes], stats: Optional[UploadStats]) -> OptimizeResult:
+    """The OptimizeResult of a response, with blob-referenced weights restored."""
+    reports = [PassReport.from_proto(report) for report in response.reports]
+    if expected_format == optimizer_pb2.MODEL_FORMAT_ONNX:
+        if not response.onnx_model:
+            raise GraphoptError(
+                "UNIMPLEMENTED", "the server's answer has no ONNX model (OptimizeResponse."
+                "onnx_model is empty): it may not support ONNX models yet", rpc="Optimize")
+        model = response.onnx_model
+        if blobs:
+            import onnx  # pylint: disable=import-outside-toplevel
+
+            proto = onnx.ModelProto()
+            proto.ParseFromString(model)
+            if weights.reattach_onnx_initializers(proto, blobs):
+                model = proto.SerializeToString()
+        return OptimizeResult(model=model, format="onnx", reports=reports,
+                              total_time_us=response.total_time_us, upload=stats)
+    graph = response.graph
+    if blobs:
+        weights.reattach_graph_tensors(graph, blobs)
+    return OptimizeResult(model=graph.SerializeToString(), format="graph", reports=reports,
+                          total_time_us=response.total_time_us, graph=graph, upload=stats)

@@ -148,11 +148,11 @@ absl::Status UploadWeights(OptimizerBackend& backend, const WeightStash& stash, 
   progress.Finish();
   if (!stats.ok()) return stats.status();
   if (!quiet) {
-    std::printf("weights: %lld blobs (%.1f MiB), %lld sent (%.1f MiB) in %.2f s, the rest "
-                "already on the server\n",
+    std::printf("weights: %lld blobs (%.1f MiB): %lld sent (%.1f MiB) in %.2f s, %lld already "
+                "on the server\n",
                 static_cast<long long>(stats->blobs_total), stats->bytes_total / 1048576.0,
                 static_cast<long long>(stats->blobs_sent), stats->bytes_sent / 1048576.0,
-                stats->seconds);
+                stats->seconds, static_cast<long long>(stats->blobs_total - stats->blobs_sent));
   }
   return absl::OkStatus();
 }

@@ -286,6 +286,8 @@ std::string FormatAttributeValue(const v1::Attribute& attribute) {
       return DataTypeText(attribute.dtype());
     case v1::Attribute::kShape:
       return ShapeText(attribute.shape());
+    case v1::Attribute::kOpaque:
+      return absl::StrCat(attribute.opaque().kind(), attribute.opaque().is_list() ? "[...]" : "");
     case v1::Attribute::VALUE_NOT_SET:
       break;
   }

@@ -38,6 +38,8 @@ const char* AttributeKindName(const v1::Attribute& a) {
       return "dtype";
     case v1::Attribute::kShape:
       return "shape";
+    case v1::Attribute::kOpaque:
+      return "opaque";
     case v1::Attribute::VALUE_NOT_SET:
       break;
   }

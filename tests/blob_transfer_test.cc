@@ -274,7 +274,9 @@ TEST_F(BlobTransferTest, Uploads150MiBOnceAndHoldsItOnce) {
                 "(blob 150 MiB; store peak %.1f MiB)\n",
                 extra_mib, static_cast<double>(store_stats.peak_bytes) / kMiB);
     // Held once: the blob plus transport buffers, never a second copy.
-    if (kRssIsMeaningful) EXPECT_LT(extra_mib, 150 + 50);
+    if (kRssIsMeaningful) {
+      EXPECT_LT(extra_mib, 150 + 50);
+    }
   } else {
     std::printf("[ measured ] peak memory not measurable here (no clear_refs)\n");
   }

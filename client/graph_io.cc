@@ -141,6 +141,12 @@ GraphFormat FormatForPath(absl::string_view path) {
 
 absl::StatusOr<v1::Graph> ParseGraphText(absl::string_view text, absl::string_view source) {
   v1::Graph graph;
+  if (absl::Status s = ParseTextProto(text, source, &graph); !s.ok()) return s;
+  return graph;
+}
+
+absl::Status ParseTextProto(absl::string_view text, absl::string_view source,
+                            google::protobuf::Message* message) {
   ErrorCollector errors(source);
   google::protobuf::TextFormat::Parser parser;
   parser.RecordErrorsTo(&errors);
@@ -149,10 +155,10 @@ absl::StatusOr<v1::Graph> ParseGraphText(absl::string_view text, absl::string_vi
         absl::StrCat(source, ": text larger than 2 GiB, the protobuf limit"));
   }
   google::protobuf::io::ArrayInputStream input(text.data(), static_cast<int>(text.size()));
-  if (!parser.Parse(&input, &graph)) {
+  if (!parser.Parse(&input, message)) {
     return absl::InvalidArgumentError(errors.Summary());
   }
-  return graph;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<v1::Graph> ReadGraphFile(const std::string& path) {

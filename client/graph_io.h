@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "google/protobuf/message.h"
 #include "proto/graph.pb.h"
 
 namespace graphopt {
@@ -41,6 +42,10 @@ absl::Status WriteFileAtomically(const std::string& path, absl::string_view byte
 
 // Parses text-format `text` as a graph; INVALID_ARGUMENT "<source>:<line>:<col>: <reason>".
 absl::StatusOr<v1::Graph> ParseGraphText(absl::string_view text, absl::string_view source);
+
+// Parses text-format `text` into `message` (any message type), with errors as above.
+absl::Status ParseTextProto(absl::string_view text, absl::string_view source,
+                            google::protobuf::Message* message);
 
 }  // namespace graphopt
 

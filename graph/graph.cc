@@ -168,6 +168,19 @@ void Graph::ReplaceGraphOutput(ValueId from, ValueId to) {
   }
 }
 
+ValueId Graph::DetachOutput(NodeId node, int index) {
+  Node& n = nodes_[node.value()];
+  const ValueId out = n.outputs[index];
+  if (!out.valid()) return out;
+  n.outputs[index] = ValueId();
+  Value& v = values_[out.value()];
+  v.producer = NodeId();
+  v.producer_output = -1;
+  // Its uses now wait for a producer that AddNode gives a new id.
+  topo_valid_ = false;
+  return out;
+}
+
 void Graph::RemoveNode(NodeId node) {
   Node& n = nodes_[node.value()];
   if (!n.alive) return;

@@ -109,6 +109,11 @@ class Graph {
   void ReplaceAllUsesWith(ValueId from, ValueId to);
   // Replaces graph output entries equal to `from` by `to`.
   void ReplaceGraphOutput(ValueId from, ValueId to);
+  // Makes `node` stop producing its output `index` (the slot becomes omitted) and returns that
+  // value, which keeps its name, type, uses and graph-output entries and waits for a new
+  // producer (AddNode): how a node is replaced by others that produce its values. Invalid when
+  // the slot was already omitted.
+  ValueId DetachOutput(NodeId node, int index);
   // Removes `node`, unlinking its inputs; its outputs become dead values. The outputs must have
   // no remaining uses and must not be graph outputs (checked).
   void RemoveNode(NodeId node);

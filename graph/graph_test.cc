@@ -74,6 +74,24 @@ TEST(GraphTest, ReplaceAllUsesAndRemoveNode) {
   EXPECT_EQ(c.g.value(c.x).uses[0].node, c.n1);
 }
 
+TEST(GraphTest, DetachOutputLetsAnotherNodeProduceTheValue) {
+  Chain c = MakeChain();
+  // Replace r1 (a -> y, a graph output) by two nodes that produce y.
+  EXPECT_EQ(c.g.DetachOutput(c.n1, 0), c.y);
+  EXPECT_FALSE(c.g.node(c.n1).outputs[0].valid());
+  EXPECT_FALSE(c.g.value(c.y).producer.valid());
+  EXPECT_FALSE(c.g.DetachOutput(c.n1, 0).valid());
+  c.g.RemoveNode(c.n1);  // No outputs left to check.
+  ValueId t = *c.g.AddValue("t");
+  NodeId first = *c.g.AddNode("s0", "Sigmoid", "", {c.a}, {t});
+  NodeId second = *c.g.AddNode("s1", "Mul", "", {c.a, t}, {c.y});
+  EXPECT_EQ(c.g.value(c.y).producer, second);
+  EXPECT_EQ(c.g.value(c.y).producer_output, 0);
+  EXPECT_EQ(c.g.value(c.y).graph_output_count, 1);
+  EXPECT_EQ(c.g.FindValue("y"), c.y);
+  EXPECT_THAT(*c.g.TopologicalOrder(), ElementsAre(c.n0, first, second));
+}
+
 TEST(GraphTest, UseSlotsStayConsistentUnderSwapRemoval) {
   Graph g;
   ValueId x = *g.AddValue("x");

@@ -310,6 +310,9 @@ absl::Status InferNodeShapes(Graph& graph, NodeId id, const OpDef& op,
       if (out.valid()) (*dims_values)[out.value()].reset();
     }
   }
+  // An op without a shape rule (one known only by its decomposition body, until inline_functions
+  // expands it) says nothing: its outputs keep what they have, unknown unless declared.
+  if (!op.shape_fn) return absl::OkStatus();
   return op.shape_fn(ctx);
 }
 

@@ -127,7 +127,8 @@ DimsValueTable InitialDimsValues(const Graph& graph);
 absl::Status InferNodeTypes(Graph& graph, NodeId node, const OpDef& op);
 
 // Output shapes of `node` through op.shape_fn. Reads and writes `dims_values` (which must have
-// graph.num_value_slots() entries) for shape-carrying tensors.
+// graph.num_value_slots() entries) for shape-carrying tensors. An op without shape_fn leaves
+// the output shapes as they are (unknown unless declared) and OK.
 absl::Status InferNodeShapes(Graph& graph, NodeId node, const OpDef& op,
                              DimsValueTable* dims_values);
 

@@ -7,7 +7,8 @@
 namespace graphopt {
 
 // Registers every builtin pass (infer_type, infer_shape, dead_code_elimination,
-// common_subexpression_elimination, eliminate_identity). Called explicitly by main.
+// common_subexpression_elimination, eliminate_identity, inline_functions). Called explicitly by
+// main.
 absl::Status RegisterBuiltinPasses(PassRegistry* registry);
 
 }  // namespace graphopt

@@ -8,16 +8,28 @@
 #include "absl/types/span.h"
 #include "absl/strings/str_cat.h"
 #include "graph/proto_util.h"
+#include "passes/effects.h"
 
 namespace graphopt {
 namespace {
 
 // Never merged: unknown ops, ops with effects, and nondeterministic ones.
 bool Mergeable(const OpDef* op) {
-  if (op == nullptr || HasEffects(*op)) return false;
-  const auto& extensions = op->descriptor.extensions();
-  auto it = extensions.find(kNondeterministicExtension);
-  return it == extensions.end() || it->second.i() == 0;
+  return op != nullptr && !HasEffects(*op) && !IsNondeterministic(*op);
+}
+
+// True when the node reads or produces a value some node writes. Merging such a node could move
+// a read across the write (a reader of x before a write to x merged with one after it) or make
+// two values one where only one of them is written, and the graph's edges do not order a write
+// against the other readers. So these nodes are never merged (a simple, conservative rule).
+bool TouchesMutatedValue(const Node& n, const std::vector<char>& mutated) {
+  for (ValueId v : n.inputs) {
+    if (v.valid() && mutated[v.value()]) return true;
+  }
+  for (ValueId v : n.outputs) {
+    if (v.valid() && mutated[v.value()]) return true;
+  }
+  return false;
 }
 
 // Deterministic bytes of a node's attributes ("" when it has none).
@@ -46,10 +58,14 @@ class CommonSubexpressionEliminationPass : public Pass {
     absl::flat_hash_map<uint64_t, NodeId> first;
     std::vector<std::pair<uint64_t, NodeId>> overflow;
     first.reserve(order->size());
+    const std::vector<char> mutated = MutatedValues(graph, *context.ops);
     int64_t merged = 0;
     for (NodeId id : *order) {
       const Node& n = graph.node(id);
-      if (n.outputs.empty() || !Mergeable(context.ops->Find(n.domain, n.op_type))) continue;
+      if (n.outputs.empty() || !Mergeable(context.ops->Find(n.domain, n.op_type)) ||
+          TouchesMutatedValue(n, mutated)) {
+        continue;
+      }
       if (!n.attributes.empty()) attr_bytes[id.value()] = AttributeBytes(n);
       const uint64_t hash = absl::HashOf(n.domain, n.op_type, n.outputs.size(),
                                          absl::MakeConstSpan(n.inputs),
@@ -114,7 +130,8 @@ PassInfo CommonSubexpressionEliminationPassInfo() {
   info.name = "common_subexpression_elimination";
   info.description =
       "Merges nodes computing the same op on the same inputs with the same attributes (never "
-      "ops with side effects, mutated inputs or the 'nondeterministic' extension).";
+      "ops with side effects, mutated inputs or the 'nondeterministic' extension, nor nodes "
+      "reading or producing a value some node mutates).";
   info.preserves = AnalysisSet::All();
   info.min_opt_level = 1;
   info.factory = OptionlessFactory<CommonSubexpressionEliminationPass>();

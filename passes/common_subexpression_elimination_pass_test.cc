@@ -1,15 +1,37 @@
 #include "passes/common_subexpression_elimination_pass.h"
 
+#include <cstdlib>
+
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
+#include "graph/test_ops.h"
 #include "gtest/gtest.h"
 #include "passes/pass_test_util.h"
 
 namespace graphopt {
 namespace {
 
+using ::graphopt::testing::MakeTestOp;
 using ::graphopt::testing::OpTypes;
 using ::graphopt::testing::PassTestEnv;
 using ::testing::ElementsAre;
+
+// Test ops of domain my.ops: Print(x) -> y has side effects, Accumulate(acc, x) -> y writes its
+// input 0, Sample(x) -> y is nondeterministic.
+void AddEffectOps(PassTestEnv& env) {
+  OpDef print = MakeTestOp("Print", {"x"}, {"y"});
+  print.descriptor.set_domain("my.ops");
+  print.descriptor.set_has_side_effects(true);
+  OpDef accumulate = MakeTestOp("Accumulate", {"acc", "x"}, {"y"});
+  accumulate.descriptor.set_domain("my.ops");
+  accumulate.descriptor.add_mutated_inputs(0);
+  OpDef sample = MakeTestOp("Sample", {"x"}, {"y"});
+  sample.descriptor.set_domain("my.ops");
+  (*sample.descriptor.mutable_extensions())[kNondeterministicExtension].set_i(1);
+  for (OpDef* def : {&print, &accumulate, &sample}) {
+    if (!env.AddOp(std::move(*def)).ok()) std::abort();
+  }
+}
 
 TEST(CommonSubexpressionEliminationPassTest, MergesChainsOfDuplicates) {
   PassTestEnv env;
@@ -68,6 +90,72 @@ TEST(CommonSubexpressionEliminationPassTest, NeverMergesNondeterministicOps) {
                      {"common_subexpression_elimination"});
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(out->nodes_size(), 3);
+}
+
+TEST(CommonSubexpressionEliminationPassTest, NeverMergesOpsWithEffectsOrNondeterminism) {
+  PassTestEnv env;
+  AddEffectOps(env);
+  for (const char* op : {"Print", "Sample"}) {
+    auto out = env.Run(absl::StrCat(R"pb(
+      inputs { name: "x" }
+      nodes { op_type: ")pb", op, R"pb(" domain: "my.ops" inputs: "x" outputs: "a" }
+      nodes { op_type: ")pb", op, R"pb(" domain: "my.ops" inputs: "x" outputs: "b" }
+      nodes { op_type: "Add" inputs: "a" inputs: "b" outputs: "s" }
+      outputs { name: "s" })pb"),
+                       {"common_subexpression_elimination"});
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ(out->nodes_size(), 3) << op;
+  }
+  // Two writes to the same value are two writes.
+  auto out = env.Run(R"pb(
+    inputs { name: "acc" } inputs { name: "x" }
+    nodes { op_type: "Accumulate" domain: "my.ops" inputs: "acc" inputs: "x" outputs: "a" }
+    nodes { op_type: "Accumulate" domain: "my.ops" inputs: "acc" inputs: "x" outputs: "b" }
+    nodes { op_type: "Add" inputs: "a" inputs: "b" outputs: "s" }
+    outputs { name: "s" })pb",
+                     {"common_subexpression_elimination"});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->nodes_size(), 3);
+}
+
+TEST(CommonSubexpressionEliminationPassTest, NeverMergesReadersOfAMutatedValue) {
+  // r1 may read `acc` before Accumulate writes it and r2 after: they are not the same
+  // computation, and the edges do not say which is which. Exp(x) reads no written value.
+  PassTestEnv env;
+  AddEffectOps(env);
+  PipelineResult result;
+  auto out = env.Run(R"pb(
+    inputs { name: "acc" } inputs { name: "x" }
+    nodes { name: "r1" op_type: "Relu" inputs: "acc" outputs: "a" }
+    nodes { name: "w" op_type: "Accumulate" domain: "my.ops" inputs: "acc" inputs: "x"
+            outputs: "done" }
+    nodes { name: "r2" op_type: "Relu" inputs: "acc" outputs: "b" }
+    nodes { name: "e1" op_type: "Exp" inputs: "x" outputs: "e" }
+    nodes { name: "e2" op_type: "Exp" inputs: "x" outputs: "f" }
+    nodes { op_type: "Max" inputs: "a" inputs: "b" inputs: "e" inputs: "f" inputs: "done"
+            outputs: "s" }
+    outputs { name: "s" })pb",
+                     {"common_subexpression_elimination"}, &result);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(OpTypes(*out), ElementsAre("Relu", "Accumulate", "Relu", "Exp", "Max"));
+  EXPECT_THAT(result.runs[0].messages, ElementsAre("merged 1 duplicate nodes"));
+}
+
+TEST(CommonSubexpressionEliminationPassTest, NeverMergesProducersOfAMutatedValue) {
+  // Merging r2 into r1 would let Accumulate's write to `a` reach r2's readers.
+  PassTestEnv env;
+  AddEffectOps(env);
+  auto out = env.Run(R"pb(
+    inputs { name: "x" }
+    nodes { name: "r1" op_type: "Relu" inputs: "x" outputs: "a" }
+    nodes { name: "r2" op_type: "Relu" inputs: "x" outputs: "b" }
+    nodes { name: "w" op_type: "Accumulate" domain: "my.ops" inputs: "a" inputs: "x"
+            outputs: "done" }
+    nodes { op_type: "Add" inputs: "b" inputs: "done" outputs: "s" }
+    outputs { name: "s" })pb",
+                     {"common_subexpression_elimination"});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(OpTypes(*out), ElementsAre("Relu", "Relu", "Accumulate", "Add"));
 }
 
 }  // namespace

@@ -16,7 +16,10 @@ bool MustKeep(const Graph& graph, NodeId id, const OpRegistry& ops) {
 }
 
 // Removes nodes whose outputs no graph output depends on (unless they have side effects or
-// mutate inputs), then initializers nothing reads. Graph inputs are the interface and stay.
+// mutate inputs: a write to an input is an effect on a value others may read, so such a node and
+// what it reads stay), then initializers nothing reads. Graph inputs are the interface and stay.
+// Nondeterministic ops without effects are removed like any other when dead: their outputs are
+// all they do (CSE is what must not merge them).
 class DeadCodeEliminationPass : public Pass {
  public:
   absl::StatusOr<bool> Run(Graph& graph, const PassContext& context) override {

@@ -1,15 +1,36 @@
 #include "passes/dead_code_elimination_pass.h"
 
+#include <cstdlib>
+
 #include "gmock/gmock.h"
+#include "graph/test_ops.h"
 #include "gtest/gtest.h"
 #include "passes/pass_test_util.h"
 
 namespace graphopt {
 namespace {
 
+using ::graphopt::testing::MakeTestOp;
 using ::graphopt::testing::OpTypes;
 using ::graphopt::testing::PassTestEnv;
 using ::testing::ElementsAre;
+
+// Test ops of domain my.ops: Print(x) -> y has side effects, Accumulate(acc, x) -> y writes its
+// input 0, Sample(x) -> y is nondeterministic.
+void AddEffectOps(PassTestEnv& env) {
+  OpDef print = MakeTestOp("Print", {"x"}, {"y"});
+  print.descriptor.set_domain("my.ops");
+  print.descriptor.set_has_side_effects(true);
+  OpDef accumulate = MakeTestOp("Accumulate", {"acc", "x"}, {"y"});
+  accumulate.descriptor.set_domain("my.ops");
+  accumulate.descriptor.add_mutated_inputs(0);
+  OpDef sample = MakeTestOp("Sample", {"x"}, {"y"});
+  sample.descriptor.set_domain("my.ops");
+  (*sample.descriptor.mutable_extensions())[kNondeterministicExtension].set_i(1);
+  for (OpDef* def : {&print, &accumulate, &sample}) {
+    if (!env.AddOp(std::move(*def)).ok()) std::abort();
+  }
+}
 
 TEST(DeadCodeEliminationPassTest, RemovesUnusedNodesAndInitializers) {
   PassTestEnv env;
@@ -59,6 +80,42 @@ TEST(DeadCodeEliminationPassTest, KeepsMultiOutputNodeWithOneUsedOutput) {
                      {"dead_code_elimination"});
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_THAT(OpTypes(*out), ElementsAre("Split", "Relu"));
+}
+
+TEST(DeadCodeEliminationPassTest, KeepsNodesWithEffectsAndWhatTheyRead) {
+  PassTestEnv env;
+  AddEffectOps(env);
+  PipelineResult result;
+  auto out = env.Run(R"pb(
+    inputs { name: "x" }
+    inputs { name: "state" }
+    nodes { name: "pre" op_type: "Exp" inputs: "x" outputs: "e" }
+    nodes { name: "print" op_type: "Print" domain: "my.ops" inputs: "e" outputs: "unused1" }
+    nodes { name: "pre2" op_type: "Relu" inputs: "x" outputs: "r" }
+    nodes { name: "acc" op_type: "Accumulate" domain: "my.ops" inputs: "state" inputs: "r"
+            outputs: "unused2" }
+    nodes { name: "live" op_type: "Neg" inputs: "x" outputs: "y" }
+    outputs { name: "y" })pb",
+                     {"dead_code_elimination"}, &result);
+  ASSERT_TRUE(out.ok()) << out.status();
+  // Print has side effects; Accumulate writes `state` (a live value): both stay, with the nodes
+  // feeding them, although nothing reads their outputs.
+  EXPECT_THAT(OpTypes(*out), ElementsAre("Exp", "Print", "Relu", "Accumulate", "Neg"));
+  EXPECT_FALSE(result.runs[0].changed);
+}
+
+TEST(DeadCodeEliminationPassTest, RemovesUnusedNondeterministicNodes) {
+  // Nondeterminism is not an effect: a Sample nobody reads computes nothing anyone sees.
+  PassTestEnv env;
+  AddEffectOps(env);
+  auto out = env.Run(R"pb(
+    inputs { name: "x" }
+    nodes { op_type: "Sample" domain: "my.ops" inputs: "x" outputs: "unused" }
+    nodes { op_type: "Neg" inputs: "x" outputs: "y" }
+    outputs { name: "y" })pb",
+                     {"dead_code_elimination"});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(OpTypes(*out), ElementsAre("Neg"));
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "graph/inference.h"
+#include "passes/effects.h"
 
 namespace graphopt {
 namespace {
@@ -29,13 +30,16 @@ bool IsInferenceDropout(const Graph& graph, const Node& n) {
 // Removes Identity nodes, and Dropout nodes that are the identity at inference, by letting their
 // consumers read the input directly. When the output is a graph output its name is kept: the
 // input value takes it over, unless the input is itself part of the graph's interface (a graph
-// input, output or initializer), in which case the node stays.
+// input, output or initializer), in which case the node stays. A node whose input or output some
+// node mutates also stays: it is a copy, and the write must reach only one side.
 class EliminateIdentityPass : public Pass {
  public:
   absl::StatusOr<bool> Run(Graph& graph, const PassContext& context) override {
     int64_t identities = 0;
     int64_t dropouts = 0;
     int64_t kept = 0;
+    int64_t kept_mutated = 0;
+    const std::vector<char> mutated = MutatedValues(graph, *context.ops);
     for (int i = 0; i < graph.num_node_slots(); ++i) {
       NodeId id(i);
       const Node& n = graph.node(id);
@@ -48,6 +52,11 @@ class EliminateIdentityPass : public Pass {
       }
       const ValueId in = n.inputs[0];
       const ValueId out = n.outputs[0];
+      // The node is a copy: a write to either side must not reach the other's readers.
+      if (mutated[in.value()] || mutated[out.value()]) {
+        ++kept_mutated;
+        continue;
+      }
       const Value& in_value = graph.value(in);
       const bool out_is_interface = graph.value(out).graph_output_count > 0;
       if (out_is_interface && (in_value.is_graph_input || in_value.initializer >= 0 ||
@@ -67,11 +76,12 @@ class EliminateIdentityPass : public Pass {
       }
       (is_identity ? identities : dropouts)++;
     }
-    context.Note(absl::StrCat("removed ", identities, " Identity and ", dropouts,
-                              " Dropout nodes", kept > 0 ? absl::StrCat("; kept ", kept,
-                                                                        " that connect graph "
-                                                                        "inputs/outputs")
-                                                         : ""));
+    context.Note(absl::StrCat(
+        "removed ", identities, " Identity and ", dropouts, " Dropout nodes",
+        kept > 0 ? absl::StrCat("; kept ", kept, " that connect graph inputs/outputs") : "",
+        kept_mutated > 0
+            ? absl::StrCat("; kept ", kept_mutated, " whose input or output a node mutates")
+            : ""));
     return identities + dropouts > 0;
   }
 };
@@ -82,7 +92,8 @@ PassInfo EliminateIdentityPassInfo() {
   PassInfo info;
   info.name = "eliminate_identity";
   info.description =
-      "Removes Identity nodes and inference-mode Dropout nodes, keeping graph output names.";
+      "Removes Identity nodes and inference-mode Dropout nodes, keeping graph output names "
+      "(not those copying a value some node mutates).";
   info.preserves = AnalysisSet::All();
   info.min_opt_level = 1;
   info.factory = OptionlessFactory<EliminateIdentityPass>();

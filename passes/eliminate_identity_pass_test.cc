@@ -1,15 +1,36 @@
 #include "passes/eliminate_identity_pass.h"
 
+#include <cstdlib>
+
 #include "gmock/gmock.h"
+#include "graph/test_ops.h"
 #include "gtest/gtest.h"
 #include "passes/pass_test_util.h"
 
 namespace graphopt {
 namespace {
 
+using ::graphopt::testing::MakeTestOp;
 using ::graphopt::testing::OpTypes;
 using ::graphopt::testing::PassTestEnv;
 using ::testing::ElementsAre;
+
+// Test ops of domain my.ops: Print(x) -> y has side effects, Accumulate(acc, x) -> y writes its
+// input 0, Sample(x) -> y is nondeterministic.
+void AddEffectOps(PassTestEnv& env) {
+  OpDef print = MakeTestOp("Print", {"x"}, {"y"});
+  print.descriptor.set_domain("my.ops");
+  print.descriptor.set_has_side_effects(true);
+  OpDef accumulate = MakeTestOp("Accumulate", {"acc", "x"}, {"y"});
+  accumulate.descriptor.set_domain("my.ops");
+  accumulate.descriptor.add_mutated_inputs(0);
+  OpDef sample = MakeTestOp("Sample", {"x"}, {"y"});
+  sample.descriptor.set_domain("my.ops");
+  (*sample.descriptor.mutable_extensions())[kNondeterministicExtension].set_i(1);
+  for (OpDef* def : {&print, &accumulate, &sample}) {
+    if (!env.AddOp(std::move(*def)).ok()) std::abort();
+  }
+}
 
 TEST(EliminateIdentityPassTest, RemovesIdentityAndInferenceDropout) {
   PassTestEnv env;
@@ -76,6 +97,33 @@ TEST(EliminateIdentityPassTest, RemovesDropoutWithConstantFalseTrainingMode) {
                      {"eliminate_identity"});
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_THAT(OpTypes(*out), ElementsAre("Relu", "Exp"));
+}
+
+TEST(EliminateIdentityPassTest, KeepsCopiesOfMutatedValues) {
+  PassTestEnv env;
+  AddEffectOps(env);
+  PipelineResult result;
+  // `copy` is written by Accumulate: forwarding it would write `x` instead. `x2` is written and
+  // read through a copy: forwarding would let the reader see the write.
+  auto out = env.Run(R"pb(
+    inputs { name: "x" } inputs { name: "x2" }
+    nodes { name: "c1" op_type: "Identity" inputs: "x" outputs: "copy" }
+    nodes { name: "w1" op_type: "Accumulate" domain: "my.ops" inputs: "copy" inputs: "x"
+            outputs: "d1" }
+    nodes { name: "c2" op_type: "Identity" inputs: "x2" outputs: "copy2" }
+    nodes { name: "w2" op_type: "Accumulate" domain: "my.ops" inputs: "x2" inputs: "x"
+            outputs: "d2" }
+    nodes { name: "c3" op_type: "Identity" inputs: "x" outputs: "plain" }
+    nodes { op_type: "Max" inputs: "d1" inputs: "copy2" inputs: "d2" inputs: "plain"
+            outputs: "s" }
+    outputs { name: "s" })pb",
+                     {"eliminate_identity"}, &result);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(OpTypes(*out), ElementsAre("Identity", "Accumulate", "Identity", "Accumulate",
+                                         "Max"));
+  EXPECT_THAT(result.runs[0].messages,
+              ElementsAre("removed 1 Identity and 0 Dropout nodes; kept 2 whose input or "
+                          "output a node mutates"));
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 #include "passes/infer_shape_pass.h"
 
 #include "gmock/gmock.h"
+#include "graph/inference.h"
+#include "graph/test_ops.h"
 #include "gtest/gtest.h"
 #include "passes/pass_test_util.h"
 
@@ -65,6 +67,32 @@ TEST(InferShapePassTest, UnknownRankStaysUnknown) {
                      {"infer_shape"});
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(TypeOf(*out, "r"), "float32[?..]");
+}
+
+TEST(InferShapePassTest, OpWithoutShapeRuleLeavesItsOutputsAsTheyAre) {
+  // An op known only by its decomposition body (no shape_fn) until inline_functions expands it:
+  // shape inference before inlining says nothing about its outputs and does not fail.
+  OpRegistry registry;
+  ASSERT_TRUE(registry.Register(testing::MakeTestOp("BodyOnly", {"x"}, {"y", "z"})).ok());
+  // A copy without the rule (its derived tables still point into the registered descriptor).
+  OpDef op = *registry.Find("", "BodyOnly");
+  op.shape_fn = nullptr;
+  Graph g;
+  ValueId x = *g.AddValue("x");
+  g.mutable_value(x).type = TensorType{v1::DT_FLOAT32, Dims{Dim::Known(4)}};
+  g.AddGraphInput(x);
+  ValueId y = *g.AddValue("y");
+  ValueId z = *g.AddValue("z");
+  g.mutable_value(z).type.shape = Dims{Dim::Symbol("declared")};
+  NodeId n = *g.AddNode("b", "BodyOnly", "", {x}, {y, z});
+  DimsValueTable dims(g.num_value_slots());
+  ASSERT_TRUE(InferNodeShapes(g, n, op, &dims).ok());
+  EXPECT_FALSE(g.value(y).type.shape.has_value());
+  ASSERT_TRUE(g.value(z).type.shape.has_value());
+  EXPECT_EQ(*g.value(z).type.shape, Dims{Dim::Symbol("declared")});
+  // Types still follow the descriptor's constraints.
+  ASSERT_TRUE(InferNodeTypes(g, n, op).ok());
+  EXPECT_EQ(g.value(y).type.dtype, v1::DT_FLOAT32);
 }
 
 }  // namespace

@@ -27,10 +27,16 @@ absl::StatusOr<Graph> PassTestEnv::Parse(const std::string& text) const {
 absl::StatusOr<v1::Graph> PassTestEnv::Run(const std::string& text,
                                            const std::vector<std::string>& passes,
                                            PipelineResult* result) const {
-  absl::StatusOr<Graph> graph = Parse(text);
-  if (!graph.ok()) return graph.status();
   std::vector<PassSpec> specs;
   for (const std::string& p : passes) specs.push_back({p, {}});
+  return RunSpecs(text, specs, result);
+}
+
+absl::StatusOr<v1::Graph> PassTestEnv::RunSpecs(const std::string& text,
+                                                const std::vector<PassSpec>& specs,
+                                                PipelineResult* result) const {
+  absl::StatusOr<Graph> graph = Parse(text);
+  if (!graph.ok()) return graph.status();
   PipelineOptions options;
   options.verify_each_pass = true;
   absl::StatusOr<PipelineResult> r = RunPipeline(*graph, specs, passes_, ops_, options);

@@ -2,6 +2,7 @@
 #define GRAPHOPT_PASSES_PASS_TEST_UTIL_H_
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -22,11 +23,17 @@ class PassTestEnv {
   const OpRegistry& ops() const { return ops_; }
   const PassRegistry& passes() const { return passes_; }
 
+  // Registers a test op besides the builtins.
+  absl::Status AddOp(OpDef def) { return ops_.Register(std::move(def)); }
+
   // Parses a text-format graphopt.v1.Graph into the IR.
   absl::StatusOr<Graph> Parse(const std::string& text) const;
 
   // Runs the named passes (with verify_each_pass) and returns the resulting graph in wire form.
   absl::StatusOr<v1::Graph> Run(const std::string& text, const std::vector<std::string>& passes,
+                                PipelineResult* result = nullptr) const;
+  // The same with pass options.
+  absl::StatusOr<v1::Graph> RunSpecs(const std::string& text, const std::vector<PassSpec>& passes,
                                 PipelineResult* result = nullptr) const;
 
  private:

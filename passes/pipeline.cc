@@ -111,6 +111,7 @@ absl::StatusOr<std::vector<PassSpec>> PipelineForLevel(int level) {
       return std::vector<PassSpec>{};
     case 1:
       return std::vector<PassSpec>{
+          {"inline_functions", {}},
           {"infer_type", {}},
           {"infer_shape", {}},
           {"eliminate_identity", {}},

@@ -21,8 +21,10 @@ struct PassSpec {
 // Highest optimization level understood.
 inline constexpr int kMaxOptLevel = 1;
 
-// The ordered pass list of an optimization level (0 runs no pass, only the verifier).
-// INVALID_ARGUMENT for a level outside [0, kMaxOptLevel].
+// The ordered pass list of an optimization level (0 runs no pass, only the verifier; 1 runs
+// inline_functions, infer_type, infer_shape, eliminate_identity,
+// common_subexpression_elimination, dead_code_elimination: inlining first, so that inference and
+// the rest see primitives). INVALID_ARGUMENT for a level outside [0, kMaxOptLevel].
 absl::StatusOr<std::vector<PassSpec>> PipelineForLevel(int level);
 
 struct PipelineOptions {

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "graph/proto_convert.h"
+#include "graph/test_ops.h"
 #include "gtest/gtest.h"
 #include "passes/pass_test_util.h"
 
@@ -39,10 +40,47 @@ TEST(PipelineTest, LevelOnePipelineOptimizesAndAnnotates) {
   EXPECT_EQ(out.nodes(0).op_type(), "Relu");
   EXPECT_EQ(out.nodes(1).op_type(), "Add");
   EXPECT_EQ(TypeOf(out, "y"), "float32[batch,3]");
-  ASSERT_EQ(result->runs.size(), 5u);
+  std::vector<std::string> names;
+  for (const PassRun& run : result->runs) names.push_back(run.name);
+  EXPECT_THAT(names, ::testing::ElementsAre("inline_functions", "infer_type", "infer_shape",
+                                            "eliminate_identity",
+                                            "common_subexpression_elimination",
+                                            "dead_code_elimination"));
   for (const PassRun& run : result->runs) EXPECT_EQ(run.added_for, "");
-  EXPECT_EQ(result->runs.back().name, "dead_code_elimination");
+  EXPECT_FALSE(result->runs.front().changed);  // No op with a body here.
   EXPECT_EQ(result->runs.back().nodes_after, 2);
+}
+
+TEST(PipelineTest, LevelOneInlinesBodiesBeforeInference) {
+  PassTestEnv env;
+  // my.ops::Swish(x) = x * Sigmoid(x), with a shape rule too; inference runs on the primitives.
+  OpDef swish = testing::MakeTestOp("Swish", {"x"}, {"y"});
+  swish.descriptor.set_domain("my.ops");
+  v1::Graph& body = *swish.descriptor.mutable_body();
+  body.add_inputs()->set_name("x");
+  v1::Node* sig = body.add_nodes();
+  sig->set_op_type("Sigmoid");
+  sig->add_inputs("x");
+  sig->add_outputs("s");
+  v1::Node* mul = body.add_nodes();
+  mul->set_op_type("Mul");
+  mul->add_inputs("x");
+  mul->add_inputs("s");
+  mul->add_outputs("y");
+  body.add_outputs()->set_name("y");
+  ASSERT_TRUE(env.AddOp(std::move(swish)).ok());
+  absl::StatusOr<Graph> g = env.Parse(R"pb(
+    inputs { name: "x" type { dtype: DT_FLOAT32 shape { dims { symbol: "batch" } } } }
+    nodes { name: "sw" op_type: "Swish" domain: "my.ops" inputs: "x" outputs: "y" }
+    outputs { name: "y" })pb");
+  ASSERT_TRUE(g.ok());
+  auto result = RunPipeline(*g, *PipelineForLevel(1), env.passes(), env.ops(), {});
+  ASSERT_TRUE(result.ok()) << result.status();
+  v1::Graph out = GraphToProto(*g);
+  EXPECT_THAT(testing::OpTypes(out), ::testing::ElementsAre("Sigmoid", "Mul"));
+  EXPECT_EQ(TypeOf(out, "sw/s"), "float32[batch]");
+  EXPECT_EQ(TypeOf(out, "y"), "float32[batch]");
+  EXPECT_TRUE(result->runs.front().changed);
 }
 
 TEST(PipelineTest, LevelZeroRunsNothing) {

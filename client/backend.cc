@@ -13,7 +13,9 @@
 #include "passes/pass.h"
 #include "proto/optimizer.grpc.pb.h"
 #include "server/grpc_status.h"
+#include "service/op_store.h"
 #include "service/optimizer.h"
+#include "service/tenant.h"
 
 namespace graphopt {
 namespace {
@@ -41,6 +43,14 @@ class EmbeddedBackend final : public OptimizerBackend {
   absl::StatusOr<v1::ListOpsResponse> ListOps(const v1::ListOpsRequest& request) override {
     return optimizer_.ListOps(request);
   }
+  absl::StatusOr<v1::RegisterOpsResponse> RegisterOps(
+      const v1::RegisterOpsRequest& request) override {
+    return optimizer_.RegisterOps(request);
+  }
+  absl::StatusOr<v1::UnregisterOpsResponse> UnregisterOps(
+      const v1::UnregisterOpsRequest& request) override {
+    return optimizer_.UnregisterOps(request);
+  }
 
   bool SupportsBlobs() const override { return false; }
   absl::StatusOr<UploadStats> UploadBlobs(absl::Span<const BlobRef>, UploadOptions) override {
@@ -50,14 +60,16 @@ class EmbeddedBackend final : public OptimizerBackend {
  private:
   OpRegistry ops_;
   PassRegistry passes_;
-  // Reads ops_ and passes_, declared after them.
-  Optimizer optimizer_{&ops_, &passes_};
+  // Registered custom ops, in memory. Reads ops_, declared after it.
+  OpStore op_store_{&ops_};
+  // Reads op_store_ and passes_, declared after them.
+  Optimizer optimizer_{&op_store_, &passes_};
 };
 
 class RemoteBackend final : public OptimizerBackend {
  public:
-  RemoteBackend(std::string address, absl::Duration timeout)
-      : address_(std::move(address)), timeout_(timeout) {
+  RemoteBackend(std::string address, absl::Duration timeout, std::string tenant)
+      : address_(std::move(address)), timeout_(timeout), tenant_(std::move(tenant)) {
     grpc::ChannelArguments arguments;
     arguments.SetMaxReceiveMessageSize(kClientMaxMessageBytes);
     arguments.SetMaxSendMessageSize(kClientMaxMessageBytes);
@@ -92,17 +104,40 @@ class RemoteBackend final : public OptimizerBackend {
     return response;
   }
 
+  absl::StatusOr<v1::RegisterOpsResponse> RegisterOps(
+      const v1::RegisterOpsRequest& request) override {
+    grpc::ClientContext context;
+    SetDeadline(context);
+    v1::RegisterOpsResponse response;
+    grpc::Status status = stub_->RegisterOps(&context, request, &response);
+    if (!status.ok()) return Error(status);
+    return response;
+  }
+
+  absl::StatusOr<v1::UnregisterOpsResponse> UnregisterOps(
+      const v1::UnregisterOpsRequest& request) override {
+    grpc::ClientContext context;
+    SetDeadline(context);
+    v1::UnregisterOpsResponse response;
+    grpc::Status status = stub_->UnregisterOps(&context, request, &response);
+    if (!status.ok()) return Error(status);
+    return response;
+  }
+
   bool SupportsBlobs() const override { return true; }
   absl::StatusOr<UploadStats> UploadBlobs(absl::Span<const BlobRef> blobs,
                                           UploadOptions options) override {
     options.timeout = timeout_;
     options.context = absl::StrCat("server ", address_);
+    options.tenant = tenant_;
     return graphopt::UploadBlobs(*stub_, blobs, options);
   }
 
  private:
+  // The deadline and the tenant metadata of every call.
   void SetDeadline(grpc::ClientContext& context) const {
     context.set_deadline(absl::ToChronoTime(absl::Now() + timeout_));
+    if (!tenant_.empty()) context.AddMetadata(kTenantMetadataKey, tenant_);
   }
 
   // Errors the optimizer reports (bad graph, unknown pass) pass through unchanged; transport
@@ -123,6 +158,7 @@ class RemoteBackend final : public OptimizerBackend {
 
   std::string address_;
   absl::Duration timeout_;
+  std::string tenant_;
   std::unique_ptr<v1::GraphOptimizer::Stub> stub_;
 };
 
@@ -135,8 +171,9 @@ absl::StatusOr<std::unique_ptr<OptimizerBackend>> CreateEmbeddedBackend() {
 }
 
 std::unique_ptr<OptimizerBackend> CreateRemoteBackend(const std::string& address,
-                                                      absl::Duration timeout) {
-  return std::make_unique<RemoteBackend>(address, timeout);
+                                                      absl::Duration timeout,
+                                                      const std::string& tenant) {
+  return std::make_unique<RemoteBackend>(address, timeout, tenant);
 }
 
 }  // namespace graphopt

@@ -22,6 +22,12 @@ class OptimizerBackend {
   virtual absl::StatusOr<v1::OptimizeResponse> Optimize(v1::OptimizeRequest request) = 0;
   virtual absl::StatusOr<v1::ListPassesResponse> ListPasses() = 0;
   virtual absl::StatusOr<v1::ListOpsResponse> ListOps(const v1::ListOpsRequest& request) = 0;
+  // Custom op registration in the backend's tenant (see the RegisterOps/UnregisterOps RPCs).
+  // The embedded backend keeps registered ops in memory for the life of the backend only.
+  virtual absl::StatusOr<v1::RegisterOpsResponse> RegisterOps(
+      const v1::RegisterOpsRequest& request) = 0;
+  virtual absl::StatusOr<v1::UnregisterOpsResponse> UnregisterOps(
+      const v1::UnregisterOpsRequest& request) = 0;
 
   // True when weights can be sent ahead as content-addressed blobs (a remote server).
   virtual bool SupportsBlobs() const = 0;
@@ -31,8 +37,9 @@ class OptimizerBackend {
                                                   UploadOptions options) = 0;
 };
 
-// An in-process Optimizer over freshly built builtin op and pass registries. INTERNAL when
-// registering the builtins fails (a bug, reported rather than aborted on).
+// An in-process Optimizer over freshly built builtin op and pass registries and an in-memory
+// op store (tenant "default"). INTERNAL when registering the builtins fails (a bug, reported
+// rather than aborted on).
 absl::StatusOr<std::unique_ptr<OptimizerBackend>> CreateEmbeddedBackend();
 
 // Largest message the remote backend sends or accepts.
@@ -41,8 +48,11 @@ inline constexpr int kClientMaxMessageBytes = 512 * 1024 * 1024;
 // A GraphOptimizer client over an insecure channel to `address` ("host:port"); each call has
 // `timeout` as its deadline. Transport failures (UNAVAILABLE, DEADLINE_EXCEEDED, ...) get the
 // address prefixed to their message; errors produced by the optimizer are passed through.
+// Every call names `tenant` in the "graphopt-tenant" metadata; empty sends none (the server
+// then uses "default"). The server checks the name.
 std::unique_ptr<OptimizerBackend> CreateRemoteBackend(const std::string& address,
-                                                      absl::Duration timeout);
+                                                      absl::Duration timeout,
+                                                      const std::string& tenant = "");
 
 }  // namespace graphopt
 

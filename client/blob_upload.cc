@@ -15,6 +15,7 @@
 #include "grpcpp/grpcpp.h"
 #include "server/grpc_status.h"
 #include "service/digest.h"
+#include "service/tenant.h"
 
 namespace graphopt {
 namespace {
@@ -81,6 +82,7 @@ absl::StatusOr<UploadStats> UploadBlobs(v1::GraphOptimizer::StubInterface& stub,
     v1::HasBlobsResponse response;
     grpc::ClientContext context;
     context.set_deadline(deadline);
+    if (!options.tenant.empty()) context.AddMetadata(kTenantMetadataKey, options.tenant);
     grpc::Status status = stub.HasBlobs(&context, request, &response);
     if (!status.ok()) return RpcError(options, "HasBlobs", status);
     for (const std::string& digest : response.missing()) {
@@ -104,6 +106,7 @@ absl::StatusOr<UploadStats> UploadBlobs(v1::GraphOptimizer::StubInterface& stub,
     if (options.progress) options.progress(0, bytes_to_send);
     grpc::ClientContext context;
     context.set_deadline(deadline);
+    if (!options.tenant.empty()) context.AddMetadata(kTenantMetadataKey, options.tenant);
     v1::PutBlobsResponse response;
     std::unique_ptr<grpc::ClientWriterInterface<v1::BlobChunk>> writer =
         stub.PutBlobs(&context, &response);

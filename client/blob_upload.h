@@ -42,6 +42,8 @@ struct UploadOptions {
   int max_digests_per_request = 10000;
   // Prefixed to error messages, e.g. "server 10.0.0.1:50051".
   std::string context;
+  // Sent as the "graphopt-tenant" metadata of each call when not empty.
+  std::string tenant;
   // Called with (bytes sent so far, bytes to send in all) once before the first chunk and
   // after each one; only when something is to be sent.
   std::function<void(int64_t bytes_sent, int64_t bytes_to_send)> progress;

@@ -21,6 +21,7 @@
 #include "client/cli_options.h"
 #include "client/graph_io.h"
 #include "client/model_summary.h"
+#include "client/op_file.h"
 #include "client/progress.h"
 #include "client/report_table.h"
 #include "client/weights.h"
@@ -44,6 +45,7 @@ constexpr int kExitUsage = 2;
 struct BackendArgs {
   std::string server;  // empty: embedded
   double timeout_s = 600;
+  std::string tenant;  // empty: the server's "default"
 };
 
 struct OptimizeArgs {
@@ -59,6 +61,7 @@ struct OptimizeArgs {
   std::string report_json;
   bool quiet = false;
   std::string upload_weights = "auto";
+  std::string ops_file;
 };
 
 struct InspectArgs {
@@ -69,6 +72,18 @@ struct OpsArgs {
   BackendArgs backend;
   std::string domain;
   std::string name;
+  bool registered_only = false;
+};
+
+struct OpsRegisterArgs {
+  BackendArgs backend;
+  std::string file;
+  bool validate_only = false;
+};
+
+struct OpsUnregisterArgs {
+  BackendArgs backend;
+  std::vector<std::string> names;  // domain::Name
 };
 
 std::string VersionText() {
@@ -97,11 +112,15 @@ void AddBackendOptions(CLI::App* command, BackendArgs* args) {
                       "Deadline in seconds for each call to --server")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  command->add_option("--tenant", args->tenant,
+                      "With --server: the tenant whose registered ops the call sees and "
+                      "changes (sent as metadata 'graphopt-tenant'; the server's default "
+                      "is 'default')");
 }
 
 absl::StatusOr<std::unique_ptr<OptimizerBackend>> MakeBackend(const BackendArgs& args) {
   if (args.server.empty()) return CreateEmbeddedBackend();
-  return CreateRemoteBackend(args.server, absl::Seconds(args.timeout_s));
+  return CreateRemoteBackend(args.server, absl::Seconds(args.timeout_s), args.tenant);
 }
 
 // Models of at least this size go to a server with their weights sent ahead as blobs when
@@ -172,6 +191,12 @@ int RunOptimize(const OptimizeArgs& args) {
   request.mutable_options()->set_strip_value_info(args.strip_value_info);
   const bool onnx_out = IsOnnxPath(args.output);
   request.set_result_format(onnx_out ? v1::MODEL_FORMAT_ONNX : v1::MODEL_FORMAT_GRAPH);
+
+  if (!args.ops_file.empty()) {
+    absl::StatusOr<v1::OpDescriptorList> ops = ReadOpDescriptorFile(args.ops_file);
+    if (!ops.ok()) return ReportError(ops.status());
+    *request.mutable_ops() = std::move(*ops->mutable_ops());
+  }
 
   absl::StatusOr<std::unique_ptr<OptimizerBackend>> backend = MakeBackend(args.backend);
   if (!backend.ok()) return ReportError(backend.status());
@@ -288,16 +313,22 @@ int RunOps(const OpsArgs& args) {
   v1::ListOpsRequest request;
   request.set_domain(args.domain);
   request.set_name(args.name);
+  request.set_registered_only(args.registered_only);
   absl::StatusOr<v1::ListOpsResponse> ops = (*backend)->ListOps(request);
   if (!ops.ok()) return ReportError(ops.status());
   if (args.name.empty()) {
+    if (args.registered_only && ops->ops_size() == 0) {
+      std::printf("tenant '%s' has no registered ops\n", ops->tenant().c_str());
+      return kExitOk;
+    }
     std::fputs(FormatOpList(*ops).c_str(), stdout);
     return kExitOk;
   }
   if (ops->ops_size() == 0) {
     return ReportError(absl::NotFoundError(
         absl::StrCat("no op named '", args.name, "'",
-                     args.domain.empty() ? "" : absl::StrCat(" in domain '", args.domain, "'"))));
+                     args.domain.empty() ? "" : absl::StrCat(" in domain '", args.domain, "'"),
+                     ops->tenant().empty() ? "" : absl::StrCat(" for tenant '", ops->tenant(), "'"))));
   }
   for (int i = 0; i < ops->ops_size(); ++i) {
     const v1::OpDescriptor& op = ops->ops(i);
@@ -308,6 +339,49 @@ int RunOps(const OpsArgs& args) {
     }
     std::fputs(FormatOpDescriptor(op).c_str(), stdout);
   }
+  return kExitOk;
+}
+
+int RunOpsRegister(const OpsRegisterArgs& args) {
+  absl::StatusOr<v1::OpDescriptorList> ops = ReadOpDescriptorFile(args.file);
+  if (!ops.ok()) return ReportError(ops.status());
+  absl::StatusOr<std::unique_ptr<OptimizerBackend>> backend = MakeBackend(args.backend);
+  if (!backend.ok()) return ReportError(backend.status());
+  v1::RegisterOpsRequest request;
+  *request.mutable_ops() = std::move(*ops->mutable_ops());
+  // In-process nothing outlives this command: only check.
+  const bool validate_only = args.validate_only || args.backend.server.empty();
+  request.set_validate_only(validate_only);
+  absl::StatusOr<v1::RegisterOpsResponse> response = (*backend)->RegisterOps(request);
+  if (!response.ok()) return ReportError(response.status());
+  for (const std::string& line : response->results()) std::printf("%s\n", line.c_str());
+  if (validate_only) {
+    std::printf("%d descriptors are valid; nothing registered (%s)\n", request.ops_size(),
+                args.backend.server.empty() ? "no --server" : "--validate-only");
+  } else {
+    std::printf("tenant '%s': %d descriptors registered\n", response->tenant().c_str(),
+                request.ops_size());
+  }
+  return kExitOk;
+}
+
+int RunOpsUnregister(const OpsUnregisterArgs& args) {
+  if (args.backend.server.empty()) return UsageError("ops unregister needs --server");
+  v1::UnregisterOpsRequest request;
+  for (const std::string& name : args.names) {
+    const size_t sep = name.rfind("::");
+    if (sep == std::string::npos || sep == 0 || sep + 2 == name.size()) {
+      return UsageError(absl::StrCat("'", name, "': name ops as domain::Name"));
+    }
+    v1::OpRef* ref = request.add_ops();
+    ref->set_domain(name.substr(0, sep));
+    ref->set_name(name.substr(sep + 2));
+  }
+  absl::StatusOr<std::unique_ptr<OptimizerBackend>> backend = MakeBackend(args.backend);
+  if (!backend.ok()) return ReportError(backend.status());
+  absl::StatusOr<v1::UnregisterOpsResponse> response = (*backend)->UnregisterOps(request);
+  if (!response.ok()) return ReportError(response.status());
+  for (const std::string& line : response->unregistered()) std::printf("%s\n", line.c_str());
   return kExitOk;
 }
 
@@ -357,6 +431,9 @@ int Main(int argc, char** argv) {
                    "wire once and never come back (auto: for models of 16 MiB or more)")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "always", "never"}));
+  optimize->add_option("--ops", optimize_args.ops_file,
+                       "Custom op descriptors (a file as for `ops register`) visible to this "
+                       "request only");
   AddBackendOptions(optimize, &optimize_args.backend);
 
   InspectArgs inspect_args;
@@ -373,10 +450,44 @@ int Main(int argc, char** argv) {
 
   OpsArgs ops_args;
   CLI::App* ops = app.add_subcommand(
-      "ops", "List the known ops, or with NAME print that op's full descriptor");
+      "ops", "List the known ops, or with NAME print that op's full descriptor; subcommands "
+             "register and unregister custom ops on a server");
   ops->add_option("name", ops_args.name, "Op name");
   ops->add_option("--domain", ops_args.domain, "Only ops of this domain");
+  ops->add_flag("--registered", ops_args.registered_only,
+                "Only the tenant's registered ops, not the builtins");
   AddBackendOptions(ops, &ops_args.backend);
+
+  OpsArgs list_args;
+  CLI::App* ops_list = ops->add_subcommand("list", "List the ops (builtins and registered)");
+  ops_list->add_option("--domain", list_args.domain, "Only ops of this domain");
+  ops_list->add_flag("--registered", list_args.registered_only,
+                     "Only the tenant's registered ops, not the builtins");
+  AddBackendOptions(ops_list, &list_args.backend);
+
+  OpsArgs show_args;
+  CLI::App* ops_show = ops->add_subcommand("show", "Print one op's full descriptor");
+  ops_show->add_option("name", show_args.name, "Op name")->required();
+  ops_show->add_option("--domain", show_args.domain, "The op's domain");
+  AddBackendOptions(ops_show, &show_args.backend);
+
+  OpsRegisterArgs register_args;
+  CLI::App* ops_register = ops->add_subcommand(
+      "register",
+      "Register custom op descriptors from FILE (graphopt.v1.OpDescriptorList in protobuf "
+      "text format, see examples/custom_ops.pbtxt and docs/rule-language.md) into the "
+      "tenant's namespace on --server; they persist across server restarts. All or nothing. "
+      "Without --server the descriptors are only checked.");
+  ops_register->add_option("file", register_args.file, "Descriptor file")->required();
+  ops_register->add_flag("--validate-only", register_args.validate_only,
+                         "Check every descriptor, register nothing");
+  AddBackendOptions(ops_register, &register_args.backend);
+
+  OpsUnregisterArgs unregister_args;
+  CLI::App* ops_unregister =
+      ops->add_subcommand("unregister", "Remove registered ops (domain::Name ...) from --server");
+  ops_unregister->add_option("names", unregister_args.names, "Ops as domain::Name")->required();
+  AddBackendOptions(ops_unregister, &unregister_args.backend);
 
   CLI::App* version = app.add_subcommand("version", "Print the version");
 
@@ -394,6 +505,10 @@ int Main(int argc, char** argv) {
   }
   if (inspect->parsed()) return RunInspect(inspect_args);
   if (passes->parsed()) return RunPasses(passes_args);
+  if (ops_list->parsed()) return RunOps(list_args);
+  if (ops_show->parsed()) return RunOps(show_args);
+  if (ops_register->parsed()) return RunOpsRegister(register_args);
+  if (ops_unregister->parsed()) return RunOpsUnregister(unregister_args);
   if (ops->parsed()) return RunOps(ops_args);
   if (version->parsed()) {
     std::printf("%s\n", VersionText().c_str());

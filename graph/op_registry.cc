@@ -259,18 +259,58 @@ absl::Status OpRegistry::Register(OpDef def) {
   return absl::OkStatus();
 }
 
-const OpDef* OpRegistry::Find(absl::string_view domain, absl::string_view name) const {
+const OpDef* OpRegistry::FindLocal(absl::string_view domain, absl::string_view name) const {
   auto d = index_.find(domain);
   if (d == index_.end()) return nullptr;
   auto it = d->second.find(name);
   return it == d->second.end() ? nullptr : it->second;
 }
 
-std::vector<const OpDef*> OpRegistry::List() const {
+const OpDef* OpRegistry::Find(absl::string_view domain, absl::string_view name) const {
+  // Iterative over the chain of parents: no recursion, no allocation.
+  for (const OpRegistry* r = this; r != nullptr; r = r->parent_) {
+    if (const OpDef* op = r->FindLocal(domain, name)) return op;
+  }
+  return nullptr;
+}
+
+std::vector<const OpDef*> OpRegistry::ListLocal() const {
   std::vector<const OpDef*> out;
   out.reserve(ops_.size());
   for (const auto& [key, def] : ops_) out.push_back(def.get());
   return out;
+}
+
+std::vector<const OpDef*> OpRegistry::List() const {
+  if (parent_ == nullptr) return ListLocal();
+  // Merge of two sorted lists; the local op wins on equal keys.
+  std::vector<const OpDef*> inherited = parent_->List();
+  std::vector<const OpDef*> out;
+  out.reserve(inherited.size() + ops_.size());
+  auto key = [](const OpDef* op) {
+    return std::make_pair(absl::string_view(op->descriptor.domain()),
+                          absl::string_view(op->descriptor.name()));
+  };
+  auto local = ops_.begin();
+  for (const OpDef* op : inherited) {
+    while (local != ops_.end() && key(local->second.get()) < key(op)) {
+      out.push_back(local->second.get());
+      ++local;
+    }
+    if (local != ops_.end() && key(local->second.get()) == key(op)) continue;  // shadowed
+    out.push_back(op);
+  }
+  for (; local != ops_.end(); ++local) out.push_back(local->second.get());
+  return out;
+}
+
+size_t OpRegistry::size() const {
+  if (parent_ == nullptr) return ops_.size();
+  size_t shadowed = 0;
+  for (const auto& [key, def] : ops_) {
+    if (parent_->Find(key.first, key.second) != nullptr) ++shadowed;
+  }
+  return parent_->size() + ops_.size() - shadowed;
 }
 
 }  // namespace graphopt

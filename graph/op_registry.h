@@ -52,26 +52,47 @@ struct OpDef {
 // The set of known operators, keyed by (domain, name). Built explicitly (see
 // RegisterBuiltinOps); there is no static registration. Not thread-safe for mutation; a
 // registry that is no longer mutated may be read from any number of threads.
+//
+// Layering: a registry may have a parent (for example builtins <- a tenant's registered ops <-
+// one request's ops). Its own ops form its "local layer"; Find and List see the local layer on
+// top of the parent's (recursively), and a local op shadows a parent op of the same
+// (domain, name). Whether shadowing is allowed is the caller's policy (the op store refuses to
+// override builtins). The parent must outlive the registry and must not be mutated while the
+// registry is used.
 class OpRegistry {
  public:
   OpRegistry() = default;
+  explicit OpRegistry(const OpRegistry* parent) : parent_(parent) {}
   OpRegistry(const OpRegistry&) = delete;
   OpRegistry& operator=(const OpRegistry&) = delete;
 
-  // Validates and adds `def`. INVALID_ARGUMENT naming the op and the offending field when the
-  // descriptor is malformed (no shape rule, a variadic argument that is not last, an unknown
-  // type constraint, a default of the wrong type, an in-place pair out of range, ...);
-  // ALREADY_EXISTS when (domain, name) is taken.
+  // Validates and adds `def` to the local layer. INVALID_ARGUMENT naming the op and the
+  // offending field when the descriptor is malformed (no shape rule, a variadic argument that
+  // is not last, an unknown type constraint, a default of the wrong type, an in-place pair out
+  // of range, ...); ALREADY_EXISTS when (domain, name) is taken in the local layer (an op of the
+  // parent is shadowed, not refused).
   absl::Status Register(OpDef def);
 
-  // The op, or null.
+  // The op (the local layer first, then the parent's), or null.
   const OpDef* Find(absl::string_view domain, absl::string_view name) const;
+  // The op of the local layer only, or null.
+  const OpDef* FindLocal(absl::string_view domain, absl::string_view name) const;
 
-  // Every op sorted by (domain, name).
+  // Every visible op (local and inherited, a shadowed parent op left out) sorted by
+  // (domain, name).
   std::vector<const OpDef*> List() const;
-  size_t size() const { return ops_.size(); }
+  // The local layer's ops sorted by (domain, name).
+  std::vector<const OpDef*> ListLocal() const;
+  // The number of ops List() returns: local ops plus the parent's, shadowed ones counted once.
+  // O(1) without a parent, O(local ops) with one.
+  size_t size() const;
+  // The number of ops of the local layer.
+  size_t local_size() const { return ops_.size(); }
+
+  const OpRegistry* parent() const { return parent_; }
 
  private:
+  const OpRegistry* parent_ = nullptr;
   // unique_ptr keeps OpDef addresses stable (attribute_specs points into them).
   absl::btree_map<std::pair<std::string, std::string>, std::unique_ptr<OpDef>> ops_;
   // domain -> name -> op: Find runs once per node per pass and must not allocate.

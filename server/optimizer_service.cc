@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <utility>
@@ -10,10 +11,12 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "server/grpc_status.h"
 #include "service/blob_store.h"
 #include "service/digest.h"
+#include "service/tenant.h"
 
 namespace graphopt {
 namespace {
@@ -43,7 +46,29 @@ std::string QuotedDigest(absl::string_view digest) {
 
 constexpr char kNoBlobStore[] = "this server keeps no blob store (--blob_store_mb=0)";
 
+// The tenant for a log line: the metadata value as sent (escaped, cut), or "default".
+std::string TenantForLog(const grpc::ServerContext& context) {
+  auto [begin, end] = context.client_metadata().equal_range(kTenantMetadataKey);
+  if (begin == end) return kDefaultTenant;
+  constexpr size_t kMaxShown = 80;
+  const absl::string_view value(begin->second.data(), begin->second.size());
+  return absl::StrCat("'", absl::CHexEscape(value.substr(0, kMaxShown)),
+                      value.size() > kMaxShown ? "...'" : "'");
+}
+
 }  // namespace
+
+absl::StatusOr<std::string> TenantOf(const grpc::ServerContext& context) {
+  auto [begin, end] = context.client_metadata().equal_range(kTenantMetadataKey);
+  if (begin == end) return std::string(kDefaultTenant);
+  if (std::next(begin) != end) {
+    return absl::InvalidArgumentError(absl::StrCat("metadata \"", kTenantMetadataKey,
+                                                   "\" is given more than once"));
+  }
+  std::string tenant(begin->second.data(), begin->second.size());
+  if (absl::Status s = ValidateTenantName(tenant); !s.ok()) return s;
+  return tenant;
+}
 
 OptimizerService::OptimizerService(const Optimizer* optimizer,
                                    std::shared_ptr<spdlog::logger> logger, BlobStore* blobs,
@@ -61,11 +86,15 @@ grpc::Status OptimizerService::Optimize(grpc::ServerContext* context,
   const char* format = onnx_in ? "onnx" : "graph";
   // Node counts of an ONNX request are only known once imported: taken from the reports.
   int nodes_in = onnx_in ? -1 : request->graph().nodes_size();
+  const int request_ops = request->ops_size();
+  absl::StatusOr<std::string> tenant = TenantOf(*context);
   // gRPC's synchronous handler owns `*request` (a non-const object it destroys after this
   // method returns without reading it again), so moving the graph out instead of copying it
   // is safe and halves the peak memory of a large request.
   absl::StatusOr<v1::OptimizeResponse> result =
-      optimizer_->Optimize(std::move(*const_cast<v1::OptimizeRequest*>(request)));
+      tenant.ok() ? optimizer_->Optimize(std::move(*const_cast<v1::OptimizeRequest*>(request)),
+                                         *tenant)
+                  : absl::StatusOr<v1::OptimizeResponse>(tenant.status());
   const absl::Status status = result.status();
   int nodes_out = -1;
   if (result.ok()) {
@@ -79,11 +108,17 @@ grpc::Status OptimizerService::Optimize(grpc::ServerContext* context,
   }
   const double ms = MillisecondsSince(start);
   if (status.ok()) {
-    logger_->info("Optimize peer={} format={} nodes={}->{} passes={} duration_ms={:.1f} status=OK",
-                  context->peer(), format, nodes_in, nodes_out, response->reports_size(), ms);
+    logger_->info(
+        "Optimize peer={} tenant={} format={} request_ops={} nodes={}->{} passes={} "
+        "duration_ms={:.1f} status=OK",
+        context->peer(), *tenant, format, request_ops, nodes_in, nodes_out,
+        response->reports_size(), ms);
   } else {
-    logger_->warn("Optimize peer={} format={} nodes_in={} duration_ms={:.1f} status={}",
-                  context->peer(), format, nodes_in, ms, StatusText(status));
+    logger_->warn(
+        "Optimize peer={} tenant={} format={} request_ops={} nodes_in={} duration_ms={:.1f} "
+        "status={}",
+        context->peer(), TenantForLog(*context), format, request_ops, nodes_in, ms,
+        StatusText(status));
   }
   return ToGrpcStatus(status);
 }
@@ -92,9 +127,15 @@ grpc::Status OptimizerService::ListPasses(grpc::ServerContext* context,
                                           const v1::ListPassesRequest* /*request*/,
                                           v1::ListPassesResponse* response) {
   const Clock::time_point start = Clock::now();
+  absl::StatusOr<std::string> tenant = TenantOf(*context);
+  if (!tenant.ok()) {
+    logger_->warn("ListPasses peer={} tenant={} status={}", context->peer(),
+                  TenantForLog(*context), StatusText(tenant.status()));
+    return ToGrpcStatus(tenant.status());
+  }
   *response = optimizer_->ListPasses();
-  logger_->info("ListPasses peer={} passes={} duration_ms={:.1f} status=OK", context->peer(),
-                response->passes_size(), MillisecondsSince(start));
+  logger_->info("ListPasses peer={} tenant={} passes={} duration_ms={:.1f} status=OK",
+                context->peer(), *tenant, response->passes_size(), MillisecondsSince(start));
   return grpc::Status::OK;
 }
 
@@ -102,20 +143,84 @@ grpc::Status OptimizerService::ListOps(grpc::ServerContext* context,
                                        const v1::ListOpsRequest* request,
                                        v1::ListOpsResponse* response) {
   const Clock::time_point start = Clock::now();
-  *response = optimizer_->ListOps(*request);
-  logger_->info("ListOps peer={} domain='{}' name='{}' ops={} duration_ms={:.1f} status=OK",
-                context->peer(), absl::CHexEscape(request->domain()),
-                absl::CHexEscape(request->name()), response->ops_size(),
-                MillisecondsSince(start));
+  absl::StatusOr<std::string> tenant = TenantOf(*context);
+  if (!tenant.ok()) {
+    logger_->warn("ListOps peer={} tenant={} status={}", context->peer(), TenantForLog(*context),
+                  StatusText(tenant.status()));
+    return ToGrpcStatus(tenant.status());
+  }
+  *response = optimizer_->ListOps(*request, *tenant);
+  logger_->info(
+      "ListOps peer={} tenant={} domain='{}' name='{}' registered_only={} ops={} "
+      "duration_ms={:.1f} status=OK",
+      context->peer(), *tenant, absl::CHexEscape(request->domain()),
+      absl::CHexEscape(request->name()), request->registered_only(), response->ops_size(),
+      MillisecondsSince(start));
   return grpc::Status::OK;
+}
+
+grpc::Status OptimizerService::RegisterOps(grpc::ServerContext* context,
+                                           const v1::RegisterOpsRequest* request,
+                                           v1::RegisterOpsResponse* response) {
+  const Clock::time_point start = Clock::now();
+  absl::StatusOr<std::string> tenant = TenantOf(*context);
+  absl::StatusOr<v1::RegisterOpsResponse> result =
+      tenant.ok() ? optimizer_->RegisterOps(*request, *tenant)
+                  : absl::StatusOr<v1::RegisterOpsResponse>(tenant.status());
+  const double ms = MillisecondsSince(start);
+  if (result.ok()) {
+    *response = *std::move(result);
+    // One line per registered or changed op, so the log tells who registered what.
+    for (const std::string& line : response->results()) {
+      if (!absl::StartsWith(line, "unchanged")) {
+        logger_->info("RegisterOps peer={} tenant={} {}", context->peer(), *tenant, line);
+      }
+    }
+    logger_->info(
+        "RegisterOps peer={} tenant={} ops={} validate_only={} duration_ms={:.1f} status=OK",
+        context->peer(), *tenant, request->ops_size(), request->validate_only(), ms);
+  } else {
+    logger_->warn(
+        "RegisterOps peer={} tenant={} ops={} validate_only={} duration_ms={:.1f} status={}",
+        context->peer(), TenantForLog(*context), request->ops_size(), request->validate_only(),
+        ms, StatusText(result.status()));
+  }
+  return ToGrpcStatus(result.status());
+}
+
+grpc::Status OptimizerService::UnregisterOps(grpc::ServerContext* context,
+                                             const v1::UnregisterOpsRequest* request,
+                                             v1::UnregisterOpsResponse* response) {
+  const Clock::time_point start = Clock::now();
+  absl::StatusOr<std::string> tenant = TenantOf(*context);
+  absl::StatusOr<v1::UnregisterOpsResponse> result =
+      tenant.ok() ? optimizer_->UnregisterOps(*request, *tenant)
+                  : absl::StatusOr<v1::UnregisterOpsResponse>(tenant.status());
+  const double ms = MillisecondsSince(start);
+  if (result.ok()) {
+    *response = *std::move(result);
+    for (const std::string& line : response->unregistered()) {
+      logger_->info("UnregisterOps peer={} tenant={} {}", context->peer(), *tenant, line);
+    }
+    logger_->info("UnregisterOps peer={} tenant={} ops={} duration_ms={:.1f} status=OK",
+                  context->peer(), *tenant, request->ops_size(), ms);
+  } else {
+    logger_->warn("UnregisterOps peer={} tenant={} ops={} duration_ms={:.1f} status={}",
+                  context->peer(), TenantForLog(*context), request->ops_size(), ms,
+                  StatusText(result.status()));
+  }
+  return ToGrpcStatus(result.status());
 }
 
 grpc::Status OptimizerService::HasBlobs(grpc::ServerContext* context,
                                         const v1::HasBlobsRequest* request,
                                         v1::HasBlobsResponse* response) {
   const Clock::time_point start = Clock::now();
-  absl::Status status;
-  if (blobs_ == nullptr) {
+  absl::StatusOr<std::string> tenant = TenantOf(*context);
+  absl::Status status = tenant.status();
+  if (!status.ok()) {
+    // Refused before anything else.
+  } else if (blobs_ == nullptr) {
     status = absl::UnimplementedError(kNoBlobStore);
   } else if (request->digests_size() > blob_limits_.max_digests_per_request) {
     status = absl::InvalidArgumentError(absl::StrCat(
@@ -138,14 +243,15 @@ grpc::Status OptimizerService::HasBlobs(grpc::ServerContext* context,
     response->mutable_missing()->Reserve(static_cast<int>(missing.size()));
     for (std::string& digest : missing) response->add_missing(std::move(digest));
     response->set_free_bytes(blobs_->free_bytes());
-    logger_->info("HasBlobs peer={} digests={} missing={} free_mib={:.1f} duration_ms={:.1f} "
-                  "status=OK",
-                  context->peer(), request->digests_size(), response->missing_size(),
+    logger_->info("HasBlobs peer={} tenant={} digests={} missing={} free_mib={:.1f} "
+                  "duration_ms={:.1f} status=OK",
+                  context->peer(), *tenant, request->digests_size(), response->missing_size(),
                   static_cast<double>(response->free_bytes()) / (1 << 20),
                   MillisecondsSince(start));
   } else {
-    logger_->warn("HasBlobs peer={} digests={} duration_ms={:.1f} status={}", context->peer(),
-                  request->digests_size(), MillisecondsSince(start), StatusText(status));
+    logger_->warn("HasBlobs peer={} tenant={} digests={} duration_ms={:.1f} status={}",
+                  context->peer(), TenantForLog(*context), request->digests_size(),
+                  MillisecondsSince(start), StatusText(status));
   }
   return ToGrpcStatus(status);
 }
@@ -154,18 +260,21 @@ grpc::Status OptimizerService::PutBlobs(grpc::ServerContext* context,
                                         grpc::ServerReader<v1::BlobChunk>* reader,
                                         v1::PutBlobsResponse* response) {
   const Clock::time_point start = Clock::now();
-  absl::Status status = blobs_ == nullptr ? absl::UnimplementedError(kNoBlobStore)
-                                          : ReceiveBlobs(*context, *reader, *response);
+  absl::StatusOr<std::string> tenant = TenantOf(*context);
+  absl::Status status = !tenant.ok()         ? tenant.status()
+                        : blobs_ == nullptr ? absl::UnimplementedError(kNoBlobStore)
+                                            : ReceiveBlobs(*context, *reader, *response);
   const double ms = MillisecondsSince(start);
   if (status.ok()) {
-    logger_->info("PutBlobs peer={} blobs={} bytes={} duration_ms={:.1f} mib_per_s={:.1f} "
-                  "status=OK",
-                  context->peer(), response->stored_size(), response->bytes_received(), ms,
+    logger_->info("PutBlobs peer={} tenant={} blobs={} bytes={} duration_ms={:.1f} "
+                  "mib_per_s={:.1f} status=OK",
+                  context->peer(), *tenant, response->stored_size(), response->bytes_received(), ms,
                   MiBPerSecond(response->bytes_received(), ms));
   } else {
-    logger_->warn("PutBlobs peer={} blobs_stored={} bytes={} duration_ms={:.1f} status={}",
-                  context->peer(), response->stored_size(), response->bytes_received(), ms,
-                  StatusText(status));
+    logger_->warn("PutBlobs peer={} tenant={} blobs_stored={} bytes={} duration_ms={:.1f} "
+                  "status={}",
+                  context->peer(), TenantForLog(*context), response->stored_size(),
+                  response->bytes_received(), ms, StatusText(status));
   }
   return ToGrpcStatus(status);
 }

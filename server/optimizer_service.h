@@ -2,7 +2,9 @@
 #define GRAPHOPT_SERVER_OPTIMIZER_SERVICE_H_
 
 #include <memory>
+#include <string>
 
+#include "absl/status/statusor.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/optimizer.grpc.pb.h"
 #include "service/blob_store.h"
@@ -10,6 +12,10 @@
 #include "spdlog/logger.h"
 
 namespace graphopt {
+
+// The tenant a call is made for: the value of the "graphopt-tenant" metadata, kDefaultTenant
+// when absent. INVALID_ARGUMENT for a malformed name or a key given more than once.
+absl::StatusOr<std::string> TenantOf(const grpc::ServerContext& context);
 
 // Per-call limits of the blob RPCs.
 struct BlobRpcLimits {
@@ -21,8 +27,12 @@ struct BlobRpcLimits {
 
 // The graphopt.v1.GraphOptimizer gRPC service (synchronous API): a thin adapter over
 // graphopt::Optimizer. absl::Status results become gRPC statuses here and nowhere else. Every
-// call is logged to `logger` with its method, peer, node counts, duration and status (info for
-// OK, warn otherwise). Thread-safe: gRPC may call it from any number of threads.
+// call is logged to `logger` with its method, peer, tenant, node counts, duration and status
+// (info for OK, warn otherwise). Thread-safe: gRPC may call it from any number of threads.
+//
+// Every call is on behalf of the tenant named by the request metadata "graphopt-tenant"
+// (kTenantMetadataKey; kDefaultTenant when absent). A malformed name, or the key given more
+// than once, fails the call with INVALID_ARGUMENT whatever the method.
 //
 // HasBlobs and PutBlobs serve the content-addressed weight store `blobs`; without one (null)
 // they answer UNIMPLEMENTED.
@@ -41,6 +51,11 @@ class OptimizerService final : public v1::GraphOptimizer::Service {
                           v1::ListPassesResponse* response) override;
   grpc::Status ListOps(grpc::ServerContext* context, const v1::ListOpsRequest* request,
                        v1::ListOpsResponse* response) override;
+  grpc::Status RegisterOps(grpc::ServerContext* context, const v1::RegisterOpsRequest* request,
+                           v1::RegisterOpsResponse* response) override;
+  grpc::Status UnregisterOps(grpc::ServerContext* context,
+                             const v1::UnregisterOpsRequest* request,
+                             v1::UnregisterOpsResponse* response) override;
 
   // The digests of the request the store lacks (each once, in request order) and the bytes it
   // may still accept. INVALID_ARGUMENT naming a malformed digest or for more digests than

@@ -36,6 +36,8 @@
 #include "passes/pass.h"
 #include "server/optimizer_service.h"
 #include "service/blob_store.h"
+#include "service/op_persistence.h"
+#include "service/op_store.h"
 #include "service/optimizer.h"
 #include "spdlog/logger.h"
 #include "spdlog/sinks/stdout_sinks.h"
@@ -65,6 +67,11 @@ ABSL_FLAG(int, max_blob_digests, 100000,
           "Most digests one HasBlobs request may name, 1..10000000.");
 ABSL_FLAG(int, max_blobs_per_upload, 100000,
           "Most blobs one PutBlobs call may upload, 1..10000000.");
+ABSL_FLAG(std::string, op_store_dir, "graphopt-state/ops",
+          "Directory where the custom ops tenants register (RegisterOps) are kept across "
+          "restarts, one file per tenant; relative paths are relative to the working directory; "
+          "created if missing. Empty: registered ops live in memory only and are lost on exit. "
+          "One server per directory.");
 
 namespace graphopt {
 namespace {
@@ -90,6 +97,7 @@ struct ServerConfig {
   int shutdown_grace_s = 0;
   int64_t blob_store_mb = 0;
   BlobRpcLimits blob_limits;
+  std::string op_store_dir;
 };
 
 std::optional<spdlog::level::level_enum> ParseLogLevel(absl::string_view name) {
@@ -149,6 +157,7 @@ absl::StatusOr<ServerConfig> ConfigFromFlags() {
         absl::StrCat("--max_blobs_per_upload must be in 1..", kMaxBlobLimit, ", got ",
                      config.blob_limits.max_blobs_per_upload));
   }
+  config.op_store_dir = absl::GetFlag(FLAGS_op_store_dir);
   const std::string level_name = absl::GetFlag(FLAGS_log_level);
   std::optional<spdlog::level::level_enum> level = ParseLogLevel(level_name);
   if (!level.has_value()) {
@@ -225,7 +234,30 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
   if (config.blob_store_mb > 0) {
     blobs = std::make_unique<BlobStore>(config.blob_store_mb << 20);
   }
-  const Optimizer optimizer(&ops, &passes, blobs.get());
+  // Custom ops registered by tenants, persisted under --op_store_dir.
+  OpStoreOptions store_options;
+  // The rule compiler: store_options.compiler (default BuiltinRuleCompiler(&ops)) is where the
+  // rule language plugs in.
+  if (!config.op_store_dir.empty()) {
+    absl::StatusOr<std::unique_ptr<FileOpPersistence>> persistence =
+        FileOpPersistence::Create(config.op_store_dir);
+    if (!persistence.ok()) {
+      logger.critical("--op_store_dir: {}", persistence.status().ToString());
+      return kExitFailure;
+    }
+    store_options.persistence = std::shared_ptr<OpPersistence>(std::move(*persistence));
+  }
+  OpStore op_store(&ops, std::move(store_options));
+  absl::StatusOr<OpStoreLoadReport> loaded = op_store.Load();
+  if (!loaded.ok()) {
+    logger.critical("{}", loaded.status().ToString());
+    return kExitFailure;
+  }
+  for (const std::string& error : loaded->errors) logger.error("op store: {}", error);
+  logger.info("op store: {}: {} ops of {} tenants loaded, {} problems",
+              op_store.PersistenceDescription(), loaded->ops, loaded->tenants,
+              loaded->errors.size());
+  const Optimizer optimizer(&op_store, &passes, blobs.get());
   OptimizerService service(&optimizer, logger_ptr, blobs.get(), config.blob_limits);
 
   grpc::EnableDefaultHealthCheckService(true);
@@ -306,7 +338,7 @@ int Main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "graphopt-server [--listen=HOST:PORT] [--port_file=FILE] [--threads=N] "
       "[--max_message_mb=N] [--blob_store_mb=N] [--max_blob_digests=N] "
-      "[--max_blobs_per_upload=N] [--log_level=LEVEL]\n"
+      "[--max_blobs_per_upload=N] [--op_store_dir=DIR] [--log_level=LEVEL]\n"
       "Serves graphopt.v1.GraphOptimizer, grpc.health.v1.Health and server reflection.");
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   if (positional.size() > 1) {

@@ -62,7 +62,22 @@ absl::Status CheckBlobReferences(const v1::Graph& graph, BlobStore* blobs,
 
 }  // namespace
 
-absl::StatusOr<v1::OptimizeResponse> Optimizer::Optimize(v1::OptimizeRequest request) const {
+Optimizer::Optimizer(OpStore* ops, const PassRegistry* passes, BlobStore* blobs)
+    : ops_(ops), passes_(passes), blobs_(blobs) {}
+
+Optimizer::Optimizer(const OpRegistry* ops, const PassRegistry* passes, BlobStore* blobs)
+    : owned_ops_(std::make_unique<OpStore>(ops)),
+      ops_(owned_ops_.get()),
+      passes_(passes),
+      blobs_(blobs) {}
+
+absl::StatusOr<v1::OptimizeResponse> Optimizer::Optimize(v1::OptimizeRequest request,
+                                                         absl::string_view tenant) const {
+  if (absl::Status s = ValidateTenantName(tenant); !s.ok()) return s;
+  // The tenant's ops as they are now; registrations during the call do not affect it.
+  absl::StatusOr<std::shared_ptr<const OpRegistry>> ops =
+      ops_->LayerRequestOps(ops_->Snapshot(tenant), request.ops());
+  if (!ops.ok()) return ops.status();
   const v1::Pipeline& pipeline = request.pipeline();
   std::vector<PassSpec> specs;
   if (pipeline.passes_size() > 0) {
@@ -120,7 +135,7 @@ absl::StatusOr<v1::OptimizeResponse> Optimizer::Optimize(v1::OptimizeRequest req
 
   absl::StatusOr<Graph> graph = GraphFromProto(std::move(input));
   if (!graph.ok()) return graph.status();
-  absl::StatusOr<PipelineResult> result = RunPipeline(*graph, specs, *passes_, *ops_, options);
+  absl::StatusOr<PipelineResult> result = RunPipeline(*graph, specs, *passes_, **ops, options);
   if (!result.ok()) return result.status();
 
   v1::OptimizeResponse response;
@@ -168,14 +183,36 @@ v1::ListPassesResponse Optimizer::ListPasses() const {
   return response;
 }
 
-v1::ListOpsResponse Optimizer::ListOps(const v1::ListOpsRequest& request) const {
+v1::ListOpsResponse Optimizer::ListOps(const v1::ListOpsRequest& request,
+                                       absl::string_view tenant) const {
   v1::ListOpsResponse response;
-  for (const OpDef* op : ops_->List()) {
-    const v1::OpDescriptor& d = op->descriptor;
+  response.set_tenant(std::string(tenant));
+  for (v1::OpDescriptor& d : ops_->List(tenant, request.registered_only())) {
     if (!request.domain().empty() && d.domain() != request.domain()) continue;
     if (!request.name().empty() && d.name() != request.name()) continue;
-    *response.add_ops() = d;
+    *response.add_ops() = std::move(d);
   }
+  return response;
+}
+
+absl::StatusOr<v1::RegisterOpsResponse> Optimizer::RegisterOps(
+    const v1::RegisterOpsRequest& request, absl::string_view tenant) const {
+  absl::StatusOr<std::vector<std::string>> lines =
+      ops_->Register(tenant, request.ops(), request.validate_only());
+  if (!lines.ok()) return lines.status();
+  v1::RegisterOpsResponse response;
+  for (std::string& line : *lines) response.add_results(std::move(line));
+  response.set_tenant(std::string(tenant));
+  return response;
+}
+
+absl::StatusOr<v1::UnregisterOpsResponse> Optimizer::UnregisterOps(
+    const v1::UnregisterOpsRequest& request, absl::string_view tenant) const {
+  absl::StatusOr<std::vector<std::string>> lines = ops_->Unregister(tenant, request.ops());
+  if (!lines.ok()) return lines.status();
+  v1::UnregisterOpsResponse response;
+  for (std::string& line : *lines) response.add_unregistered(std::move(line));
+  response.set_tenant(std::string(tenant));
   return response;
 }
 

@@ -1,41 +1,68 @@
 #ifndef GRAPHOPT_SERVICE_OPTIMIZER_H_
 #define GRAPHOPT_SERVICE_OPTIMIZER_H_
 
+#include <memory>
+
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "graph/op_registry.h"
 #include "passes/pass.h"
 #include "proto/optimizer.pb.h"
 #include "service/blob_store.h"
+#include "service/op_store.h"
+#include "service/tenant.h"
 
 namespace graphopt {
 
 // The request handling shared by the gRPC server and the CLI's embedded mode: turns an
-// OptimizeRequest into an OptimizeResponse with the IR, the verifier and the pass pipeline.
-// Stateless apart from the registries it reads; safe to call from many threads at once.
+// OptimizeRequest into an OptimizeResponse with the IR, the verifier and the pass pipeline, and
+// serves the op registration calls over an OpStore. Every call is on behalf of a tenant (a
+// name ValidateTenantName accepts; kDefaultTenant when the caller names none), which sees the
+// builtin ops and its own registered ops. Safe to call from many threads at once.
 class Optimizer {
  public:
-  // Both registries must outlive the Optimizer and must not be mutated while it is used.
-  // `blobs` (optional, thread-safe, must outlive the Optimizer) resolves tensors that refer to
+  // Over an op store (its builtins and per-tenant ops). `ops`, `passes` and `blobs` (optional,
+  // thread-safe) must outlive the Optimizer. `blobs` resolves tensors that refer to
   // content-addressed blobs; without it such references are refused.
-  Optimizer(const OpRegistry* ops, const PassRegistry* passes, BlobStore* blobs = nullptr)
-      : ops_(ops), passes_(passes), blobs_(blobs) {}
+  Optimizer(OpStore* ops, const PassRegistry* passes, BlobStore* blobs = nullptr);
+  // Over a fixed registry of builtins, with an in-memory op store of its own (registrations
+  // are not persisted). The registry must outlive the Optimizer and not change.
+  Optimizer(const OpRegistry* ops, const PassRegistry* passes, BlobStore* blobs = nullptr);
 
   // The model comes as request.graph or as request.onnx_model (a serialized ONNX ModelProto);
-  // the result is written in request.result_format (default: the input's format).
-  // Errors: INVALID_ARGUMENT for a malformed graph or ONNX model (naming the node/value/
-  // tensor), both graph and onnx_model given, an unknown option key, a bad opt_level, both
-  // passes and opt_level given, a negative dim binding, a malformed blob digest or a blob whose
-  // size does not match its tensor; UNIMPLEMENTED for ONNX parts graphopt does not carry
-  // (sequence values, local functions, ...); NOT_FOUND for an unknown pass; FAILED_PRECONDITION
-  // naming the tensor for a blob the store does not hold. Takes the request by value so a large
-  // model can be moved in.
-  absl::StatusOr<v1::OptimizeResponse> Optimize(v1::OptimizeRequest request) const;
+  // the result is written in request.result_format (default: the input's format). The ops are
+  // the tenant's snapshot at the start of the call with request.ops on top (checked as
+  // RegisterOps checks them, visible to this request only).
+  // Errors: INVALID_ARGUMENT for a malformed tenant, a refused request op (naming it as
+  // "ops[i]: op domain::name: ..."), a malformed graph or ONNX model (naming the node/value/
+  // tensor; an op the tenant does not know is "unknown op 'domain::name'"), both graph and
+  // onnx_model given, an unknown option key, a bad opt_level, both passes and opt_level given,
+  // a negative dim binding, a malformed blob digest or a blob whose size does not match its
+  // tensor; UNIMPLEMENTED for ONNX parts graphopt does not carry (sequence values, local
+  // functions, ...) and request ops with rules this server cannot compile; NOT_FOUND for an
+  // unknown pass; FAILED_PRECONDITION naming the tensor for a blob the store does not hold.
+  // Takes the request by value so a large model can be moved in.
+  absl::StatusOr<v1::OptimizeResponse> Optimize(v1::OptimizeRequest request,
+                                                absl::string_view tenant = kDefaultTenant) const;
 
   v1::ListPassesResponse ListPasses() const;
-  v1::ListOpsResponse ListOps(const v1::ListOpsRequest& request) const;
+  // The tenant's ops (builtins and registered, or registered only), filtered by domain and
+  // name, sorted by (domain, name); `tenant` is echoed in the response.
+  v1::ListOpsResponse ListOps(const v1::ListOpsRequest& request,
+                              absl::string_view tenant = kDefaultTenant) const;
+
+  // See OpStore::Register and OpStore::Unregister for the rules and errors.
+  absl::StatusOr<v1::RegisterOpsResponse> RegisterOps(
+      const v1::RegisterOpsRequest& request, absl::string_view tenant = kDefaultTenant) const;
+  absl::StatusOr<v1::UnregisterOpsResponse> UnregisterOps(
+      const v1::UnregisterOpsRequest& request, absl::string_view tenant = kDefaultTenant) const;
+
+  OpStore& op_store() const { return *ops_; }
 
  private:
-  const OpRegistry* ops_;
+  // Set by the registry constructor: the store it wraps.
+  std::unique_ptr<OpStore> owned_ops_;
+  OpStore* ops_;
   const PassRegistry* passes_;
   BlobStore* blobs_;
 };

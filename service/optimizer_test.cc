@@ -40,8 +40,8 @@ TEST_F(OptimizerTest, DefaultsToLevelOne) {
   auto response = optimizer.Optimize(Request(kGraph));
   ASSERT_TRUE(response.ok()) << response.status();
   EXPECT_EQ(response->graph().nodes_size(), 1);
-  EXPECT_EQ(response->reports_size(), 5);
-  EXPECT_EQ(response->reports(0).name(), "infer_type");
+  EXPECT_EQ(response->reports_size(), 6);
+  EXPECT_EQ(response->reports(0).name(), "inline_functions");
 }
 
 TEST_F(OptimizerTest, ExplicitPassesWithOptionsAndLevelConflict) {
@@ -89,7 +89,7 @@ TEST_F(OptimizerTest, StripValueInfo) {
 TEST_F(OptimizerTest, ListsPassesAndOps) {
   Optimizer optimizer(&ops_, &passes_);
   v1::ListPassesResponse passes = optimizer.ListPasses();
-  ASSERT_EQ(passes.passes_size(), 5);
+  ASSERT_EQ(passes.passes_size(), 6);
   bool found_shape = false;
   for (const v1::PassInfo& p : passes.passes()) {
     if (p.name() == "infer_shape") {
@@ -107,6 +107,131 @@ TEST_F(OptimizerTest, ListsPassesAndOps) {
   v1::ListOpsResponse one = optimizer.ListOps(conv);
   ASSERT_EQ(one.ops_size(), 1);
   EXPECT_EQ(one.ops(0).fusion_pattern(), v1::FUSION_OUT_ELEMWISE_FUSABLE);
+}
+
+}  // namespace
+}  // namespace graphopt
+
+namespace graphopt {
+namespace {
+
+// my.ops::Twist: shapes as Relu's.
+constexpr char kTwist[] = R"pb(
+  name: "Twist"
+  domain: "my.ops"
+  version: 1
+  inputs { name: "x" type_constraint: "T" }
+  outputs { name: "y" type_constraint: "T" }
+  type_constraints { name: "T" allowed: DT_FLOAT32 }
+  shape_rule { builtin: "Relu" }
+)pb";
+
+constexpr char kTwistGraph[] = R"pb(
+  inputs { name: "x" type { dtype: DT_FLOAT32 shape { dims { symbol: "n" } dims { size: 3 } } } }
+  nodes { name: "t" op_type: "Twist" domain: "my.ops" inputs: "x" outputs: "y" }
+  outputs { name: "y" }
+)pb";
+
+class OptimizerOpsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(RegisterBuiltinOps(&builtins_).ok());
+    ASSERT_TRUE(RegisterBuiltinPasses(&passes_).ok());
+    store_ = std::make_unique<OpStore>(&builtins_);
+    optimizer_ = std::make_unique<Optimizer>(store_.get(), &passes_);
+    ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(kTwist, &twist_));
+  }
+
+  v1::OptimizeRequest TwistRequest() {
+    v1::OptimizeRequest r;
+    EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(kTwistGraph, r.mutable_graph()));
+    return r;
+  }
+
+  OpRegistry builtins_;
+  PassRegistry passes_;
+  std::unique_ptr<OpStore> store_;
+  std::unique_ptr<Optimizer> optimizer_;
+  v1::OpDescriptor twist_;
+};
+
+TEST_F(OptimizerOpsTest, RegisteredOpsArePerTenant) {
+  v1::RegisterOpsRequest reg;
+  *reg.add_ops() = twist_;
+  auto registered = optimizer_->RegisterOps(reg, "team-a");
+  ASSERT_TRUE(registered.ok()) << registered.status();
+  EXPECT_EQ(registered->tenant(), "team-a");
+  ASSERT_EQ(registered->results_size(), 1);
+  EXPECT_EQ(registered->results(0), "registered my.ops::Twist v1");
+
+  auto optimized = optimizer_->Optimize(TwistRequest(), "team-a");
+  ASSERT_TRUE(optimized.ok()) << optimized.status();
+  ASSERT_EQ(optimized->graph().nodes_size(), 1);
+  // The output's shape came from the builtin Relu rule.
+  bool found = false;
+  for (const v1::ValueInfo& v : optimized->graph().outputs()) {
+    if (v.name() != "y") continue;
+    found = true;
+    ASSERT_EQ(v.type().shape().dims_size(), 2);
+    EXPECT_EQ(v.type().shape().dims(0).symbol(), "n");
+    EXPECT_EQ(v.type().shape().dims(1).size(), 3);
+  }
+  EXPECT_TRUE(found);
+
+  auto other = optimizer_->Optimize(TwistRequest(), "team-b");
+  EXPECT_EQ(other.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(other.status().message()), HasSubstr("unknown op 'my.ops::Twist'"));
+  EXPECT_EQ(optimizer_->Optimize(TwistRequest(), "Bad Tenant").status().code(),
+            absl::StatusCode::kInvalidArgument);
+
+  v1::ListOpsRequest mine;
+  mine.set_registered_only(true);
+  v1::ListOpsResponse listed = optimizer_->ListOps(mine, "team-a");
+  EXPECT_EQ(listed.tenant(), "team-a");
+  ASSERT_EQ(listed.ops_size(), 1);
+  EXPECT_EQ(listed.ops(0).name(), "Twist");
+  EXPECT_EQ(optimizer_->ListOps(mine, "team-b").ops_size(), 0);
+  v1::ListOpsRequest by_domain;
+  by_domain.set_domain("my.ops");
+  EXPECT_EQ(optimizer_->ListOps(by_domain, "team-a").ops_size(), 1);
+  EXPECT_EQ(optimizer_->ListOps(v1::ListOpsRequest(), "team-a").ops_size(),
+            static_cast<int>(builtins_.size()) + 1);
+
+  v1::UnregisterOpsRequest unreg;
+  unreg.add_ops()->set_domain("my.ops");
+  unreg.mutable_ops(0)->set_name("Twist");
+  auto removed = optimizer_->UnregisterOps(unreg, "team-a");
+  ASSERT_TRUE(removed.ok());
+  EXPECT_EQ(removed->unregistered(0), "unregistered my.ops::Twist v1");
+  EXPECT_EQ(removed->tenant(), "team-a");
+  EXPECT_EQ(optimizer_->UnregisterOps(unreg, "team-a").status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_F(OptimizerOpsTest, RequestOpsAreForThatRequestOnly) {
+  v1::OptimizeRequest r = TwistRequest();
+  *r.add_ops() = twist_;
+  auto optimized = optimizer_->Optimize(r);
+  ASSERT_TRUE(optimized.ok()) << optimized.status();
+  EXPECT_EQ(optimizer_->Optimize(TwistRequest()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(optimizer_->ListOps(v1::ListOpsRequest()).ops_size(),
+            static_cast<int>(builtins_.size()));
+
+  r.mutable_ops(0)->mutable_shape_rule()->set_builtin("NoSuchRule");
+  auto refused = optimizer_->Optimize(r);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.status().message()),
+              HasSubstr("ops[0]: op my.ops::Twist: shape_rule: unknown builtin rule 'NoSuchRule'"));
+}
+
+TEST_F(OptimizerOpsTest, RegistryConstructorHasItsOwnStore) {
+  Optimizer optimizer(&builtins_, &passes_);
+  v1::RegisterOpsRequest reg;
+  *reg.add_ops() = twist_;
+  ASSERT_TRUE(optimizer.RegisterOps(reg).ok());
+  EXPECT_TRUE(optimizer.Optimize(TwistRequest()).ok());
+  EXPECT_EQ(optimizer.ListOps(v1::ListOpsRequest()).tenant(), "default");
 }
 
 }  // namespace

@@ -1,0 +1,300 @@
+#include "service/op_store.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "service/tenant.h"
+
+namespace graphopt {
+namespace {
+
+std::vector<const v1::OpDescriptor*> Pointers(
+    const google::protobuf::RepeatedPtrField<v1::OpDescriptor>& descriptors) {
+  std::vector<const v1::OpDescriptor*> out;
+  out.reserve(descriptors.size());
+  for (const v1::OpDescriptor& d : descriptors) out.push_back(&d);
+  return out;
+}
+
+v1::OpDescriptorList ToList(const OpSources& sources) {
+  v1::OpDescriptorList list;
+  list.mutable_ops()->Reserve(static_cast<int>(sources.size()));
+  for (const auto& [key, d] : sources) *list.add_ops() = d;
+  return list;
+}
+
+}  // namespace
+
+OpStore::OpStore(const OpRegistry* builtins, OpStoreOptions options)
+    : builtins_(builtins), options_(std::move(options)) {
+  if (!options_.compiler) options_.compiler = BuiltinRuleCompiler(builtins_);
+}
+
+std::string OpStore::PersistenceDescription() const {
+  return options_.persistence == nullptr ? "none (in memory only)"
+                                         : options_.persistence->Describe();
+}
+
+OpCheckContext OpStore::CheckContext(const OpSnapshot& snapshot) const {
+  OpCheckContext context;
+  context.builtins = builtins_;
+  context.visible = &snapshot.registry();
+  context.existing = &snapshot.sources();
+  context.compiler = &options_.compiler;
+  context.limits = &options_.limits;
+  return context;
+}
+
+std::shared_ptr<const OpSnapshot> OpStore::Snapshot(absl::string_view tenant) const {
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = tenants_.find(tenant);
+    if (it != tenants_.end()) return it->second;
+  }
+  return std::make_shared<const OpSnapshot>(std::string(tenant),
+                                            std::make_unique<OpRegistry>(builtins_), OpSources());
+}
+
+std::vector<v1::OpDescriptor> OpStore::List(absl::string_view tenant, bool registered_only) const {
+  std::shared_ptr<const OpSnapshot> snapshot = Snapshot(tenant);
+  std::vector<v1::OpDescriptor> out;
+  if (registered_only) {
+    out.reserve(snapshot->sources().size());
+    for (const auto& [key, d] : snapshot->sources()) out.push_back(d);
+    return out;
+  }
+  for (const OpDef* op : snapshot->registry().List()) {
+    auto it = snapshot->sources().find(OpKey(op->descriptor.domain(), op->descriptor.name()));
+    out.push_back(it != snapshot->sources().end() ? it->second : op->descriptor);
+  }
+  return out;
+}
+
+absl::StatusOr<std::shared_ptr<const OpRegistry>> OpStore::LayerRequestOps(
+    std::shared_ptr<const OpSnapshot> snapshot,
+    const google::protobuf::RepeatedPtrField<v1::OpDescriptor>& descriptors) const {
+  const OpRegistry* base = &snapshot->registry();
+  if (descriptors.empty()) return std::shared_ptr<const OpRegistry>(std::move(snapshot), base);
+  OpCheckResult checked = CheckOps(Pointers(descriptors), CheckContext(*snapshot));
+  if (!checked.ok()) return checked.FirstError();
+  struct Layered {
+    std::shared_ptr<const OpSnapshot> snapshot;
+    std::unique_ptr<OpRegistry> layer;
+  };
+  auto layered = std::make_shared<Layered>();
+  layered->snapshot = std::move(snapshot);
+  layered->layer = std::move(checked.layer);
+  const OpRegistry* layer = layered->layer.get();
+  return std::shared_ptr<const OpRegistry>(std::move(layered), layer);
+}
+
+absl::Status OpStore::Commit(const std::string& tenant, const OpSnapshot& current,
+                             const OpRegistry* layer, OpSources sources) {
+  auto registry = std::make_unique<OpRegistry>(builtins_);
+  for (const auto& [key, d] : sources) {
+    const OpDef* def = layer == nullptr ? nullptr : layer->FindLocal(key.first, key.second);
+    if (def == nullptr) def = current.registry().FindLocal(key.first, key.second);
+    if (def == nullptr) {
+      return absl::InternalError(
+          absl::StrCat("op store: no compiled op for ", OpLabel(key.first, key.second)));
+    }
+    if (absl::Status s = registry->Register(*def); !s.ok()) {
+      return absl::InternalError(
+          absl::StrCat("op store: rebuilding tenant '", tenant, "': ", s.message()));
+    }
+  }
+  if (options_.persistence != nullptr) {
+    if (absl::Status s = options_.persistence->Save(tenant, ToList(sources)); !s.ok()) {
+      return absl::Status(
+          s.code(), absl::StrCat("nothing changed: cannot save the ops of tenant '", tenant,
+                                 "' to ", options_.persistence->Describe(), ": ", s.message()));
+    }
+  }
+  const bool empty = sources.empty();
+  auto next = std::make_shared<const OpSnapshot>(tenant, std::move(registry), std::move(sources));
+  absl::MutexLock lock(&mu_);
+  if (empty) {
+    tenants_.erase(tenant);
+  } else {
+    tenants_[tenant] = std::move(next);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> OpStore::Register(
+    absl::string_view tenant,
+    const google::protobuf::RepeatedPtrField<v1::OpDescriptor>& descriptors, bool validate_only) {
+  if (absl::Status s = ValidateTenantName(tenant); !s.ok()) return s;
+  absl::MutexLock write_lock(&write_mu_);
+  std::shared_ptr<const OpSnapshot> current = Snapshot(tenant);
+  OpCheckResult checked = CheckOps(Pointers(descriptors), CheckContext(*current));
+  if (!checked.ok()) return checked.FirstError();
+
+  std::vector<std::string> lines;
+  bool changes = false;
+  for (const CheckedOp& op : checked.ops) {
+    const v1::OpDescriptor& d = descriptors[op.index];
+    switch (op.kind) {
+      case CheckedOp::Kind::kUnchanged:
+        lines.push_back(absl::StrCat("unchanged ", OpVersionLabel(d)));
+        break;
+      case CheckedOp::Kind::kNew:
+        changes = true;
+        lines.push_back(absl::StrCat(validate_only ? "valid " : "registered ", OpVersionLabel(d)));
+        break;
+      case CheckedOp::Kind::kChanged:
+        changes = true;
+        lines.push_back(absl::StrCat(validate_only ? "valid " : "registered ", OpVersionLabel(d),
+                                     " (was v", op.previous_version, ")"));
+        break;
+    }
+  }
+  if (validate_only || !changes) return lines;
+
+  if (current->sources().empty()) {
+    absl::MutexLock lock(&mu_);
+    if (static_cast<int>(tenants_.size()) >= options_.limits.max_tenants) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "tenant '", tenant, "' cannot register ops: this server already holds ops of ",
+          tenants_.size(), " tenants, its limit"));
+    }
+  }
+  OpSources sources = current->sources();
+  for (const CheckedOp& op : checked.ops) {
+    if (op.kind != CheckedOp::Kind::kUnchanged) sources[op.key] = descriptors[op.index];
+  }
+  if (absl::Status s =
+          Commit(std::string(tenant), *current, checked.layer.get(), std::move(sources));
+      !s.ok()) {
+    return s;
+  }
+  return lines;
+}
+
+absl::StatusOr<std::vector<std::string>> OpStore::Unregister(
+    absl::string_view tenant, const google::protobuf::RepeatedPtrField<v1::OpRef>& refs) {
+  if (absl::Status s = ValidateTenantName(tenant); !s.ok()) return s;
+  if (refs.empty()) return absl::InvalidArgumentError("no ops to unregister");
+  absl::MutexLock write_lock(&write_mu_);
+  std::shared_ptr<const OpSnapshot> current = Snapshot(tenant);
+  absl::flat_hash_set<OpKey> removed;
+  std::vector<std::string> lines;
+  for (int i = 0; i < refs.size(); ++i) {
+    OpKey key(refs[i].domain(), refs[i].name());
+    const std::string label = OpLabel(key.first, key.second);
+    if (builtins_->Find(key.first, key.second) != nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("ops[", i, "]: op ", label, " is a builtin op and cannot be unregistered"));
+    }
+    auto it = current->sources().find(key);
+    if (it == current->sources().end()) {
+      return absl::NotFoundError(
+          absl::StrCat("ops[", i, "]: op ", label, " is not registered in tenant '", tenant, "'"));
+    }
+    if (!removed.insert(key).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("ops[", i, "]: op ", label, " is named twice"));
+    }
+    lines.push_back(absl::StrCat("unregistered ", OpVersionLabel(it->second)));
+  }
+  OpSources sources;
+  for (const auto& [key, d] : current->sources()) {
+    if (!removed.contains(key)) sources.emplace(key, d);
+  }
+  for (const auto& [key, d] : sources) {
+    std::vector<OpKey> used = BodyCustomOps(d, removed);
+    if (!used.empty()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("op ", OpLabel(used.front().first, used.front().second),
+                       " is used by the body of op ", OpLabel(key.first, key.second),
+                       " in tenant '", tenant, "'; unregister that op first or in the same call"));
+    }
+  }
+  if (absl::Status s = Commit(std::string(tenant), *current, nullptr, std::move(sources));
+      !s.ok()) {
+    return s;
+  }
+  return lines;
+}
+
+absl::StatusOr<OpStoreLoadReport> OpStore::Load() {
+  OpStoreLoadReport report;
+  if (options_.persistence == nullptr) return report;
+  absl::MutexLock write_lock(&write_mu_);
+  absl::StatusOr<LoadedOps> loaded = options_.persistence->LoadAll();
+  if (!loaded.ok()) {
+    return absl::Status(loaded.status().code(), absl::StrCat("loading registered ops from ",
+                                                             options_.persistence->Describe(), ": ",
+                                                             loaded.status().message()));
+  }
+  report.errors = std::move(loaded->errors);
+  const OpStoreLimits& limits = options_.limits;
+  for (auto& [tenant, list] : loaded->tenants) {
+    auto skip = [&, tenant = tenant](const v1::OpDescriptor& d, absl::string_view why) {
+      report.errors.push_back(
+          absl::StrCat("tenant '", tenant, "': skipping stored op ", OpVersionLabel(d), ": ", why));
+    };
+    if (absl::Status s = ValidateTenantName(tenant); !s.ok()) {
+      report.errors.push_back(absl::StrCat("skipping stored ops: ", s.message()));
+      continue;
+    }
+    // The limits first, in stored order, so that one batch check can pass.
+    std::vector<const v1::OpDescriptor*> candidates;
+    int64_t bytes = 0;
+    for (const v1::OpDescriptor& d : list.ops()) {
+      const int64_t size = static_cast<int64_t>(d.ByteSizeLong());
+      if (static_cast<int>(candidates.size()) >= limits.max_ops_per_tenant ||
+          static_cast<int>(candidates.size()) >= limits.max_ops_per_call ||
+          bytes + size > limits.max_tenant_bytes) {
+        skip(d, "over the tenant's limits");
+        continue;
+      }
+      bytes += size;
+      candidates.push_back(&d);
+    }
+    // Drop what fails and check the rest again, until all of it passes.
+    const OpSnapshot empty(tenant, std::make_unique<OpRegistry>(builtins_), OpSources());
+    OpCheckContext context = CheckContext(empty);
+    context.visible = builtins_;
+    OpCheckResult checked;
+    while (true) {
+      checked = CheckOps(candidates, context);
+      if (checked.ok()) break;
+      if (!checked.call_error.ok()) {
+        for (const v1::OpDescriptor* d : candidates) skip(*d, checked.call_error.message());
+        candidates.clear();
+        continue;
+      }
+      std::vector<bool> refused(candidates.size(), false);
+      for (const auto& [index, status] : checked.errors) {
+        refused[index] = true;
+        skip(*candidates[index], status.message());
+      }
+      std::vector<const v1::OpDescriptor*> rest;
+      for (size_t i = 0; i < candidates.size(); ++i) {
+        if (!refused[i]) rest.push_back(candidates[i]);
+      }
+      candidates = std::move(rest);
+    }
+    if (candidates.empty()) continue;
+    OpSources sources;
+    for (const v1::OpDescriptor* d : candidates) {
+      sources.emplace(OpKey(d->domain(), d->name()), *d);
+    }
+    // The checked layer sits right on the builtins: it is the tenant's registry. (Commit would
+    // save the same ops again.)
+    std::unique_ptr<OpRegistry> registry = std::move(checked.layer);
+    report.ops += static_cast<int>(sources.size());
+    ++report.tenants;
+    auto snapshot =
+        std::make_shared<const OpSnapshot>(tenant, std::move(registry), std::move(sources));
+    absl::MutexLock lock(&mu_);
+    tenants_[tenant] = std::move(snapshot);
+  }
+  return report;
+}
+
+}  // namespace graphopt

@@ -236,8 +236,8 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
   }
   // Custom ops registered by tenants, persisted under --op_store_dir.
   OpStoreOptions store_options;
-  // The rule compiler: store_options.compiler (default BuiltinRuleCompiler(&ops)) is where the
-  // rule language plugs in.
+  // Descriptors are compiled with the rule language (store_options.compiler's default,
+  // RuleLanguageCompiler).
   if (!config.op_store_dir.empty()) {
     absl::StatusOr<std::unique_ptr<FileOpPersistence>> persistence =
         FileOpPersistence::Create(config.op_store_dir);

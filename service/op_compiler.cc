@@ -4,6 +4,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "rules/op_compiler.h"
 
 namespace graphopt {
 namespace {
@@ -69,6 +70,12 @@ OpCompiler BuiltinRuleCompiler(const OpRegistry* builtins) {
     }
     def.descriptor = std::move(descriptor);
     return def;
+  };
+}
+
+OpCompiler RuleLanguageCompiler(const OpRegistry* builtins) {
+  return [builtins](v1::OpDescriptor descriptor) -> absl::StatusOr<OpDef> {
+    return CompileOpDescriptor(std::move(descriptor), *builtins);
   };
 }
 

@@ -17,7 +17,7 @@ namespace graphopt {
 // a rule this compiler cannot handle. The op store prefixes every message with the descriptor.
 using OpCompiler = std::function<absl::StatusOr<OpDef>(v1::OpDescriptor)>;
 
-// The compiler used until the rule language is wired in. It accepts
+// A compiler without the rule language. It accepts
 //  - shape_rule {builtin: NAME} and type_rule {builtin: NAME} naming a default-domain op of
 //    `builtins`: the op reuses that builtin's C++ shape (type) function (a builtin without a
 //    type function leaves the types to the type constraints);
@@ -25,6 +25,11 @@ using OpCompiler = std::function<absl::StatusOr<OpDef>(v1::OpDescriptor)>;
 // and refuses rule-language text (Rule.expr) in any rule with UNIMPLEMENTED, and a cost rule
 // with INVALID_ARGUMENT (no builtin cost rules exist). `builtins` must outlive the compiler.
 OpCompiler BuiltinRuleCompiler(const OpRegistry* builtins);
+
+// The op store's default: rules/op_compiler.h's CompileOpDescriptor — rule-language text in
+// shape, type and cost rules (docs/rule-language.md), builtin rules, body-only ops.
+// `builtins` must outlive the compiler.
+OpCompiler RuleLanguageCompiler(const OpRegistry* builtins);
 
 }  // namespace graphopt
 

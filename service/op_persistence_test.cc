@@ -218,7 +218,7 @@ TEST_F(StoreRestartTest, StoredOpsThatNoLongerValidateAreSkipped) {
   EXPECT_THAT(report.errors[0], HasSubstr("tenant 'corrupt'"));
   EXPECT_THAT(report.errors[1],
               HasSubstr("tenant 't': skipping stored op my.ops::Gone v1: ops[1]: op my.ops::Gone: "
-                        "shape_rule: unknown builtin rule 'NoSuchRule'"));
+                        "shape_rule: there is no builtin shape rule 'NoSuchRule'"));
   EXPECT_THAT(report.errors[2], HasSubstr("tenant 't': skipping stored op my.ops::UsesGone v1"));
   EXPECT_THAT(report.errors[2], HasSubstr("unknown op 'my.ops::Gone'"));
   EXPECT_NE(store->Snapshot("t")->registry().Find("my.ops", "Fine"), nullptr);

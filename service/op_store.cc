@@ -30,7 +30,7 @@ v1::OpDescriptorList ToList(const OpSources& sources) {
 
 OpStore::OpStore(const OpRegistry* builtins, OpStoreOptions options)
     : builtins_(builtins), options_(std::move(options)) {
-  if (!options_.compiler) options_.compiler = BuiltinRuleCompiler(builtins_);
+  if (!options_.compiler) options_.compiler = RuleLanguageCompiler(builtins_);
 }
 
 std::string OpStore::PersistenceDescription() const {

@@ -41,7 +41,7 @@ class OpSnapshot {
 };
 
 struct OpStoreOptions {
-  // Turns descriptors into OpDefs; empty: BuiltinRuleCompiler(builtins). This is where the
+  // Turns descriptors into OpDefs; empty: RuleLanguageCompiler(builtins). This is where the
   // rule language plugs in.
   OpCompiler compiler;
   // Where registered ops are kept across restarts; null: nowhere (in memory only).

@@ -222,7 +222,7 @@ TEST_F(OptimizerOpsTest, RequestOpsAreForThatRequestOnly) {
   auto refused = optimizer_->Optimize(r);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(refused.status().message()),
-              HasSubstr("ops[0]: op my.ops::Twist: shape_rule: unknown builtin rule 'NoSuchRule'"));
+              HasSubstr("ops[0]: op my.ops::Twist: shape_rule: there is no builtin shape rule 'NoSuchRule'"));
 }
 
 TEST_F(OptimizerOpsTest, RegistryConstructorHasItsOwnStore) {

@@ -295,8 +295,8 @@ TEST_F(OpRegistrationTest, BadDescriptorsAreRefusedAndTheServerKeepsServing) {
   const std::vector<Case> cases = {
       {no_shape, grpc::StatusCode::INVALID_ARGUMENT,
        "ops[0]: op my.ops::Twist: shape_rule is required"},
-      {rule_text, grpc::StatusCode::UNIMPLEMENTED,
-       "ops[0]: op my.ops::Twist: shape_rule: rule-language text is not supported"},
+      {rule_text, grpc::StatusCode::INVALID_ARGUMENT,
+       "ops[0]: op my.ops::Twist: shape_rule 1:3: expected ';' at the end of the statement"},
       {builtin_name, grpc::StatusCode::INVALID_ARGUMENT,
        "ops[0]: op ai.onnx::Twist: domain 'ai.onnx' is the builtin ONNX ops' domain"},
       {recursive, grpc::StatusCode::INVALID_ARGUMENT,

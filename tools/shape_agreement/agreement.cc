@@ -204,24 +204,24 @@ onnx::ModelProto SymbolizeInputs(const onnx::ModelProto& model) {
   return out;
 }
 
+absl::StatusOr<Graph> ImportForInference(const onnx::ModelProto& model) {
+  onnx::ModelProto stripped = model;
+  stripped.mutable_graph()->clear_value_info();
+  for (onnx::ValueInfoProto& out : *stripped.mutable_graph()->mutable_output()) out.clear_type();
+  absl::StatusOr<v1::Graph> proto = GraphFromOnnx(std::move(stripped));
+  if (!proto.ok()) return proto.status();
+  return GraphFromProto(*std::move(proto));
+}
+
 ModelResult CompareModel(absl::string_view name, const onnx::ModelProto& model,
                          const OpRegistry& ops, const CompareOptions& options) {
   ModelResult r;
   r.model = std::string(name);
 
-  // graphopt: import without value_info and without the outputs' declared types.
-  onnx::ModelProto stripped = model;
-  stripped.mutable_graph()->clear_value_info();
-  for (onnx::ValueInfoProto& out : *stripped.mutable_graph()->mutable_output()) out.clear_type();
-  absl::StatusOr<v1::Graph> proto = GraphFromOnnx(std::move(stripped));
-  if (!proto.ok()) {
-    r.import_error = proto.status().ToString();
-    r.unimplemented = proto.status().code() == absl::StatusCode::kUnimplemented;
-    return r;
-  }
-  absl::StatusOr<Graph> built = GraphFromProto(*std::move(proto));
+  absl::StatusOr<Graph> built = ImportForInference(model);
   if (!built.ok()) {
     r.import_error = built.status().ToString();
+    r.unimplemented = built.status().code() == absl::StatusCode::kUnimplemented;
     return r;
   }
   Graph& graph = *built;

@@ -18,7 +18,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "graph/graph.h"
 #include "graph/op_registry.h"
 #include "onnx/onnx_pb.h"
 
@@ -79,6 +81,12 @@ struct CompareOptions {
 // the result.
 ModelResult CompareModel(absl::string_view name, const onnx::ModelProto& model,
                          const OpRegistry& ops, const CompareOptions& options = {});
+
+// graphopt's IR of `model` as CompareModel builds it: value_info and the graph outputs' declared
+// types are dropped first, so that every node output's type is inferred from the graph inputs
+// and initializers. The error of GraphFromOnnx (UNIMPLEMENTED for parts graphopt does not
+// carry) or of GraphFromProto otherwise.
+absl::StatusOr<Graph> ImportForInference(const onnx::ModelProto& model);
 
 // Totals over several models.
 struct Summary {

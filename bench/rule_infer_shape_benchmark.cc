@@ -1,0 +1,321 @@
+// The infer_shape pass with the builtin C++ shape functions ("cpp") against the same pass with
+// ten of them (Add, MatMul, Gemm, Conv, Transpose, Concat, Reshape, ReduceMean, Softmax,
+// Gather) replaced by the rule-language shape rules of rules/dogfood/onnx_ops.pbtxt ("rule").
+// Target (issue 4, item 9): rule evaluation adds at most 2x to infer_shape time.
+//
+//   rule_infer_shape_benchmark --ops=rules/dogfood/onnx_ops.pbtxt \
+//       --corpus_dir=.bazel/bin/models/corpus [benchmark flags]
+//
+// Graphs: resnet50, mobilenet_v2, transformer_encoder and mlp from //models:corpus, as exported
+// and with their input dims made symbolic ("@sym"), and a synthetic graph made only of the ten
+// ops (symbolic batch, and "@static" with batch 8). bench/rules_vs_cpp.sh runs it and prints
+// the medians and the rule/cpp ratios.
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "benchmark/benchmark.h"
+#include "graph/builtin_ops.h"
+#include "graph/graph.h"
+#include "graph/inference.h"
+#include "graph/op_registry.h"
+#include "graph/proto_convert.h"
+#include "onnx/onnx_pb.h"
+#include "passes/infer_shape_pass.h"
+#include "passes/pass.h"
+#include "rules/dogfood/onnx_ops.h"
+#include "tools/shape_agreement/agreement.h"
+
+namespace graphopt {
+namespace {
+
+constexpr int64_t kWidth = 64;
+
+v1::Attribute Ints(const char* name, std::vector<int64_t> v) {
+  v1::Attribute a;
+  a.set_name(name);
+  for (int64_t x : v) a.mutable_ints()->add_values(x);
+  return a;
+}
+
+v1::Attribute Int(const char* name, int64_t v) {
+  v1::Attribute a;
+  a.set_name(name);
+  a.set_i(v);
+  return a;
+}
+
+void AddNode(v1::Graph& g, const char* op, std::vector<std::string> inputs, std::string output,
+             std::vector<v1::Attribute> attrs = {}) {
+  v1::Node* n = g.add_nodes();
+  n->set_op_type(op);
+  for (std::string& in : inputs) n->add_inputs(std::move(in));
+  n->add_outputs(std::move(output));
+  for (v1::Attribute& a : attrs) *n->add_attributes() = std::move(a);
+}
+
+void AddFloats(v1::Graph& g, const char* name, std::vector<int64_t> dims) {
+  v1::Tensor* t = g.add_initializers();
+  t->set_name(name);
+  t->set_dtype(v1::DT_FLOAT32);
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    t->add_dims(d);
+    n *= d;
+  }
+  t->set_raw_data(std::string(n * 4, '\0'));
+}
+
+void AddInts(v1::Graph& g, const char* name, std::vector<int64_t> values) {
+  v1::Tensor* t = g.add_initializers();
+  t->set_name(name);
+  t->set_dtype(v1::DT_INT64);
+  t->add_dims(static_cast<int64_t>(values.size()));
+  t->set_raw_data(std::string(reinterpret_cast<const char*>(values.data()), values.size() * 8));
+}
+
+// Blocks of 20 nodes using only the ten ops, over h: float32[batch, 16, 64]:
+//   attention-like: MatMul, Add, Reshape, Transpose x2, MatMul, Softmax, MatMul, Transpose,
+//   Reshape; ReduceMean, Concat, Gather; Reshape to NCHW, Conv, Reshape back; Reshape to 2-D,
+//   Gemm, Reshape to [batch, 1, 64], Add (broadcasting). Every shape stays known (symbolic).
+v1::Graph MakeRuleOpsGraph(int64_t blocks, bool symbolic_batch) {
+  v1::Graph g;
+  g.set_name("rule_ops");
+  v1::OpsetImport* opset = g.add_opset_imports();
+  opset->set_version(17);
+  v1::ValueInfo* x = g.add_inputs();
+  x->set_name("x");
+  x->mutable_type()->set_dtype(v1::DT_FLOAT32);
+  v1::Shape* shape = x->mutable_type()->mutable_shape();
+  if (symbolic_batch) {
+    shape->add_dims()->set_symbol("batch");
+  } else {
+    shape->add_dims()->set_size(8);
+  }
+  shape->add_dims()->set_size(16);
+  shape->add_dims()->set_size(kWidth);
+  AddFloats(g, "w", {kWidth, kWidth});
+  AddFloats(g, "bias", {kWidth});
+  AddFloats(g, "w2", {kWidth, 16 * kWidth});
+  AddFloats(g, "cw", {kWidth, kWidth, 3, 3});
+  std::vector<int64_t> first(kWidth);
+  for (int64_t i = 0; i < kWidth; ++i) first[i] = i;
+  AddInts(g, "first", first);
+  AddInts(g, "heads", {0, 16, 4, 16});
+  AddInts(g, "merge", {0, 0, -1});
+  AddInts(g, "nchw", {0, kWidth, 4, 4});
+  AddInts(g, "back", {0, 16, kWidth});
+  AddInts(g, "flat", {-1, 16 * kWidth});
+  AddInts(g, "row", {0, 1, kWidth});
+  std::string h = "x";
+  for (int64_t i = 0; i < blocks; ++i) {
+    const std::string p = absl::StrCat("b", i, "_");
+    AddNode(g, "MatMul", {h, "w"}, p + "q");
+    AddNode(g, "Add", {p + "q", "bias"}, p + "q1");
+    AddNode(g, "Reshape", {p + "q1", "heads"}, p + "r");
+    AddNode(g, "Transpose", {p + "r"}, p + "qt", {Ints("perm", {0, 2, 1, 3})});
+    AddNode(g, "Transpose", {p + "r"}, p + "kt", {Ints("perm", {0, 2, 3, 1})});
+    AddNode(g, "MatMul", {p + "qt", p + "kt"}, p + "s");
+    AddNode(g, "Softmax", {p + "s"}, p + "sm", {Int("axis", -1)});
+    AddNode(g, "MatMul", {p + "sm", p + "qt"}, p + "o");
+    AddNode(g, "Transpose", {p + "o"}, p + "ot", {Ints("perm", {0, 2, 1, 3})});
+    AddNode(g, "Reshape", {p + "ot", "merge"}, p + "f");
+    AddNode(g, "ReduceMean", {p + "f"}, p + "m", {Ints("axes", {-1})});
+    AddNode(g, "Concat", {p + "f", p + "m"}, p + "c", {Int("axis", -1)});
+    AddNode(g, "Gather", {p + "c", "first"}, p + "g", {Int("axis", 2)});
+    AddNode(g, "Reshape", {p + "g", "nchw"}, p + "x4");
+    AddNode(g, "Conv", {p + "x4", "cw", "bias"}, p + "cv", {Ints("pads", {1, 1, 1, 1})});
+    AddNode(g, "Reshape", {p + "cv", "back"}, p + "y");
+    AddNode(g, "Reshape", {p + "y", "flat"}, p + "y2");
+    AddNode(g, "Gemm", {p + "y2", "w2", "bias"}, p + "gm", {Int("transB", 1)});
+    AddNode(g, "Reshape", {p + "gm", "row"}, p + "gr");
+    AddNode(g, "Add", {p + "y", p + "gr"}, p + "out");
+    h = p + "out";
+  }
+  g.add_outputs()->set_name(h);
+  return g;
+}
+
+struct Fixture {
+  std::string name;
+  Graph graph;
+};
+
+// Types are inferred once (the infer_type pass runs before infer_shape in every pipeline).
+bool InferTypes(Graph& graph, const OpRegistry& ops) {
+  absl::StatusOr<std::vector<NodeId>> order = graph.TopologicalOrder();
+  if (!order.ok()) return false;
+  for (NodeId id : *order) {
+    const Node& n = graph.node(id);
+    const OpDef* op = ops.Find(n.domain, n.op_type);
+    if (op == nullptr || !InferNodeTypes(graph, id, *op).ok()) return false;
+  }
+  return true;
+}
+
+void BM_InferShape(benchmark::State& state, Graph* graph, const OpRegistry* ops) {
+  absl::StatusOr<std::unique_ptr<Pass>> pass = InferShapePassInfo().factory({});
+  if (!pass.ok()) std::abort();
+  PassContext context;
+  context.ops = ops;
+  for (auto _ : state) {
+    absl::StatusOr<bool> r = (*pass)->Run(*graph, context);
+    if (!r.ok()) {
+      state.SkipWithError(std::string(r.status().message()).c_str());
+      break;
+    }
+    benchmark::DoNotOptimize(r);
+  }
+  const double nodes = graph->num_live_nodes();
+  state.counters["nodes"] = nodes;
+  state.counters["per_node"] = benchmark::Counter(
+      nodes, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+
+// InferNodeShapes over the nodes of one op only (their inputs as the C++ functions inferred
+// them): the per-op cost of a rule against its C++ function.
+void BM_InferShapeOfOp(benchmark::State& state, Graph* graph, std::vector<NodeId> nodes,
+                       const OpDef* op, DimsValueTable dims_values) {
+  for (auto _ : state) {
+    for (NodeId id : nodes) {
+      absl::Status s = InferNodeShapes(*graph, id, *op, &dims_values);
+      if (!s.ok()) {
+        state.SkipWithError(std::string(s.message()).c_str());
+        return;
+      }
+    }
+  }
+  state.counters["per_node"] = benchmark::Counter(
+      static_cast<double>(nodes.size()),
+      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+
+// Registers BM_InferShapeOfOp for every op of `ops_of_interest` occurring in `graph`.
+bool RegisterPerOp(const std::string& name, Graph* graph, const OpRegistry& cpp,
+                   const OpRegistry& rule, const std::vector<std::string>& ops_of_interest) {
+  absl::StatusOr<std::vector<NodeId>> order = graph->TopologicalOrder();
+  if (!order.ok()) return false;
+  DimsValueTable dims_values = InitialDimsValues(*graph);
+  for (NodeId id : *order) {
+    const Node& n = graph->node(id);
+    if (!InferNodeShapes(*graph, id, *cpp.Find(n.domain, n.op_type), &dims_values).ok()) {
+      return false;
+    }
+  }
+  for (const std::string& op : ops_of_interest) {
+    std::vector<NodeId> nodes;
+    for (NodeId id : *order) {
+      if (graph->node(id).domain.empty() && graph->node(id).op_type == op) nodes.push_back(id);
+    }
+    if (nodes.empty()) continue;
+    for (const auto& [label, ops] : {std::pair<const char*, const OpRegistry*>{"cpp", &cpp},
+                                     std::pair<const char*, const OpRegistry*>{"rule", &rule}}) {
+      benchmark::RegisterBenchmark(absl::StrCat("InferShapeOfOp/", name, "/", op, "/", label)
+                                       .c_str(),
+                                   BM_InferShapeOfOp, graph, nodes, ops->Find("", op),
+                                   dims_values)
+          ->Unit(benchmark::kMicrosecond)
+          ->UseRealTime();
+    }
+  }
+  return true;
+}
+
+int Main(int argc, char** argv) {
+  std::string ops_path = "rules/dogfood/onnx_ops.pbtxt";
+  std::string corpus_dir = ".bazel/bin/models/corpus";
+  std::vector<char*> rest;
+  for (int i = 0; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a.rfind("--ops=", 0) == 0) {
+      ops_path = a.substr(6);
+    } else if (a.rfind("--corpus_dir=", 0) == 0) {
+      corpus_dir = a.substr(13);
+    } else {
+      rest.push_back(argv[i]);
+    }
+  }
+  int rest_argc = static_cast<int>(rest.size());
+  benchmark::Initialize(&rest_argc, rest.data());
+  if (benchmark::ReportUnrecognizedArguments(rest_argc, rest.data())) return 1;
+
+  OpRegistry cpp;
+  if (!RegisterBuiltinOps(&cpp).ok()) std::abort();
+  absl::StatusOr<v1::OpDescriptorList> list = dogfood::ReadOpDescriptorList(ops_path);
+  if (!list.ok()) {
+    std::fprintf(stderr, "error: %s (pass --ops=PATH)\n", list.status().ToString().c_str());
+    return 1;
+  }
+  OpRegistry rule;
+  if (absl::Status s = dogfood::RegisterWithRuleOps(cpp, *list, &rule); !s.ok()) {
+    std::fprintf(stderr, "error: %s\n", s.ToString().c_str());
+    return 1;
+  }
+
+  std::vector<std::unique_ptr<Fixture>> fixtures;
+  for (const char* model : {"resnet50", "mobilenet_v2", "transformer_encoder", "mlp"}) {
+    const std::string path = absl::StrCat(corpus_dir, "/", model, "/model.onnx");
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream bytes;
+    bytes << in.rdbuf();
+    onnx::ModelProto proto;
+    if (!in || !proto.ParseFromString(bytes.str())) {
+      std::fprintf(stderr, "error: cannot read %s (build //models:corpus; pass --corpus_dir)\n",
+                   path.c_str());
+      return 1;
+    }
+    for (bool symbolic : {false, true}) {
+      absl::StatusOr<Graph> g = shape_agreement::ImportForInference(
+          symbolic ? shape_agreement::SymbolizeInputs(proto) : proto);
+      if (!g.ok()) {
+        std::fprintf(stderr, "error: %s: %s\n", model, g.status().ToString().c_str());
+        return 1;
+      }
+      fixtures.push_back(std::make_unique<Fixture>(
+          Fixture{absl::StrCat(model, symbolic ? "@sym" : ""), *std::move(g)}));
+    }
+  }
+  for (bool symbolic : {true, false}) {
+    absl::StatusOr<Graph> g = GraphFromProto(MakeRuleOpsGraph(50, symbolic));
+    if (!g.ok()) {
+      std::fprintf(stderr, "error: synthetic graph: %s\n", g.status().ToString().c_str());
+      return 1;
+    }
+    fixtures.push_back(std::make_unique<Fixture>(
+        Fixture{symbolic ? "rule_ops_synthetic" : "rule_ops_synthetic@static", *std::move(g)}));
+  }
+  for (auto& f : fixtures) {
+    if (!InferTypes(f->graph, cpp)) {
+      std::fprintf(stderr, "error: %s: type inference failed\n", f->name.c_str());
+      return 1;
+    }
+    for (const auto& [label, ops] : {std::pair<const char*, const OpRegistry*>{"cpp", &cpp},
+                                     std::pair<const char*, const OpRegistry*>{"rule", &rule}}) {
+      benchmark::RegisterBenchmark(absl::StrCat("InferShape/", f->name, "/", label).c_str(),
+                                   BM_InferShape, &f->graph, ops)
+          ->Unit(benchmark::kMicrosecond)
+          ->UseRealTime();
+    }
+  }
+  for (auto& f : fixtures) {
+    if (f->name.rfind("rule_ops_synthetic", 0) != 0) continue;
+    if (!RegisterPerOp(f->name, &f->graph, cpp, rule, dogfood::DogfoodOps())) {
+      std::fprintf(stderr, "error: %s: shape inference failed\n", f->name.c_str());
+      return 1;
+    }
+  }
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
+
+}  // namespace
+}  // namespace graphopt
+
+int main(int argc, char** argv) { return graphopt::Main(argc, argv); }

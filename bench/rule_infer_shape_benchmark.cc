@@ -3,19 +3,21 @@
 // Gather) replaced by the rule-language shape rules of rules/dogfood/onnx_ops.pbtxt ("rule").
 // Target (issue 4, item 9): rule evaluation adds at most 2x to infer_shape time.
 //
-//   rule_infer_shape_benchmark --ops=rules/dogfood/onnx_ops.pbtxt \
-//       --corpus_dir=.bazel/bin/models/corpus [benchmark flags]
+//   rule_infer_shape_benchmark [--ops=rules/dogfood/onnx_ops.pbtxt]
+//       [--corpus_dir=.bazel/bin/models/corpus] [benchmark flags]
 //
 // Graphs: resnet50, mobilenet_v2, transformer_encoder and mlp from //models:corpus, as exported
-// and with their input dims made symbolic ("@sym"), and a synthetic graph made only of the ten
-// ops (symbolic batch, and "@static" with batch 8). bench/rules_vs_cpp.sh runs it and prints
-// the medians and the rule/cpp ratios.
+// and with their input dims made symbolic ("@sym"), and a synthetic graph made of the ten ops
+// (24 of every 25 nodes; symbolic batch, and "@static" with batch 8); and, on the synthetic
+// graph, the nodes of each op alone ("InferShapeOfOp"). bench/rules_vs_cpp.sh runs it and
+// prints the medians and the rule/cpp ratios.
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -80,37 +82,44 @@ void AddInts(v1::Graph& g, const char* name, std::vector<int64_t> values) {
   t->set_raw_data(std::string(reinterpret_cast<const char*>(values.data()), values.size() * 8));
 }
 
-// Blocks of 20 nodes using only the ten ops, over h: float32[batch, 16, 64]:
+// Blocks of 25 nodes, all but one (Shape) of the ten ops, over h: float32[batch, 16, 64] and
+// tokens: int64[batch, 16]:
 //   attention-like: MatMul, Add, Reshape, Transpose x2, MatMul, Softmax, MatMul, Transpose,
-//   Reshape; ReduceMean, Concat, Gather; Reshape to NCHW, Conv, Reshape back; Reshape to 2-D,
-//   Gemm, Reshape to [batch, 1, 64], Add (broadcasting). Every shape stays known (symbolic).
+//   Reshape (0, 0, -1); ReduceMean, Concat, MatMul; an embedding Gather and Add; Reshape to
+//   NCHW, Conv; Shape -> Gather -> Concat -> Reshape back (shape-tensor contents); Reshape to
+//   [batch, 1024], Gemm, Reshape to [batch, 1, 64], Add (broadcasting). Every dim stays known
+//   (or the symbol batch).
 v1::Graph MakeRuleOpsGraph(int64_t blocks, bool symbolic_batch) {
   v1::Graph g;
   g.set_name("rule_ops");
   v1::OpsetImport* opset = g.add_opset_imports();
   opset->set_version(17);
-  v1::ValueInfo* x = g.add_inputs();
-  x->set_name("x");
-  x->mutable_type()->set_dtype(v1::DT_FLOAT32);
-  v1::Shape* shape = x->mutable_type()->mutable_shape();
-  if (symbolic_batch) {
-    shape->add_dims()->set_symbol("batch");
-  } else {
-    shape->add_dims()->set_size(8);
+  for (const auto& [name, dtype, width] :
+       {std::tuple<const char*, v1::DataType, int64_t>{"x", v1::DT_FLOAT32, kWidth},
+        std::tuple<const char*, v1::DataType, int64_t>{"tokens", v1::DT_INT64, 0}}) {
+    v1::ValueInfo* in = g.add_inputs();
+    in->set_name(name);
+    in->mutable_type()->set_dtype(dtype);
+    v1::Shape* shape = in->mutable_type()->mutable_shape();
+    if (symbolic_batch) {
+      shape->add_dims()->set_symbol("batch");
+    } else {
+      shape->add_dims()->set_size(8);
+    }
+    shape->add_dims()->set_size(16);
+    if (width > 0) shape->add_dims()->set_size(width);
   }
-  shape->add_dims()->set_size(16);
-  shape->add_dims()->set_size(kWidth);
   AddFloats(g, "w", {kWidth, kWidth});
-  AddFloats(g, "bias", {kWidth});
+  AddFloats(g, "w65", {kWidth + 1, kWidth});
   AddFloats(g, "w2", {kWidth, 16 * kWidth});
+  AddFloats(g, "bias", {kWidth});
+  AddFloats(g, "table", {100, kWidth});
   AddFloats(g, "cw", {kWidth, kWidth, 3, 3});
-  std::vector<int64_t> first(kWidth);
-  for (int64_t i = 0; i < kWidth; ++i) first[i] = i;
-  AddInts(g, "first", first);
+  AddInts(g, "zero", {0});
   AddInts(g, "heads", {0, 16, 4, 16});
   AddInts(g, "merge", {0, 0, -1});
   AddInts(g, "nchw", {0, kWidth, 4, 4});
-  AddInts(g, "back", {0, 16, kWidth});
+  AddInts(g, "rest", {16, kWidth});
   AddInts(g, "flat", {-1, 16 * kWidth});
   AddInts(g, "row", {0, 1, kWidth});
   std::string h = "x";
@@ -128,10 +137,15 @@ v1::Graph MakeRuleOpsGraph(int64_t blocks, bool symbolic_batch) {
     AddNode(g, "Reshape", {p + "ot", "merge"}, p + "f");
     AddNode(g, "ReduceMean", {p + "f"}, p + "m", {Ints("axes", {-1})});
     AddNode(g, "Concat", {p + "f", p + "m"}, p + "c", {Int("axis", -1)});
-    AddNode(g, "Gather", {p + "c", "first"}, p + "g", {Int("axis", 2)});
+    AddNode(g, "MatMul", {p + "c", "w65"}, p + "c2");
+    AddNode(g, "Gather", {"table", "tokens"}, p + "e");
+    AddNode(g, "Add", {p + "c2", p + "e"}, p + "g");
     AddNode(g, "Reshape", {p + "g", "nchw"}, p + "x4");
     AddNode(g, "Conv", {p + "x4", "cw", "bias"}, p + "cv", {Ints("pads", {1, 1, 1, 1})});
-    AddNode(g, "Reshape", {p + "cv", "back"}, p + "y");
+    AddNode(g, "Shape", {h}, p + "sh");
+    AddNode(g, "Gather", {p + "sh", "zero"}, p + "bd");
+    AddNode(g, "Concat", {p + "bd", "rest"}, p + "tgt", {Int("axis", 0)});
+    AddNode(g, "Reshape", {p + "cv", p + "tgt"}, p + "y");
     AddNode(g, "Reshape", {p + "y", "flat"}, p + "y2");
     AddNode(g, "Gemm", {p + "y2", "w2", "bias"}, p + "gm", {Int("transB", 1)});
     AddNode(g, "Reshape", {p + "gm", "row"}, p + "gr");
@@ -282,7 +296,7 @@ int Main(int argc, char** argv) {
     }
   }
   for (bool symbolic : {true, false}) {
-    absl::StatusOr<Graph> g = GraphFromProto(MakeRuleOpsGraph(50, symbolic));
+    absl::StatusOr<Graph> g = GraphFromProto(MakeRuleOpsGraph(40, symbolic));
     if (!g.ok()) {
       std::fprintf(stderr, "error: synthetic graph: %s\n", g.status().ToString().c_str());
       return 1;

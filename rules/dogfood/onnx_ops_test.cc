@@ -36,6 +36,8 @@ std::string ReadFile(const std::string& path) {
 
 // --- A small ONNX model builder ----------------------------------------------------------------
 
+using Attrs = std::vector<onnx::AttributeProto>;
+
 onnx::AttributeProto I(const std::string& name, int64_t v) {
   onnx::AttributeProto a;
   a.set_name(name);
@@ -116,7 +118,7 @@ class Model {
 
   Model& Node(const std::string& op, const std::vector<std::string>& inputs,
               const std::vector<std::string>& outputs,
-              const std::vector<onnx::AttributeProto>& attrs = {}) {
+              const Attrs& attrs = {}) {
     onnx::NodeProto* n = proto_.mutable_graph()->add_node();
     n->set_op_type(op);
     for (const std::string& s : inputs) n->add_input(s);
@@ -273,10 +275,10 @@ TEST_F(OnnxOpsTest, Add) {
                   .Node("Add", {"a", "e"}, {"y3"}, {I("broadcast", 1)})
                   .Node("Add", {"a", "c"}, {"y4"}, {I("broadcast", 1), I("axis", 1)})
                   .Node("Add", {"a", "f"}, {"y5"}, {I("broadcast", 1), I("axis", -2)}));
-  for (const auto& [b, attrs] : std::vector<std::pair<std::string, std::vector<onnx::AttributeProto>>>{
+  for (const auto& [b, attrs] : std::vector<std::pair<std::string, Attrs>>{
            {"f[3]", {}},                                       // broadcast=0: shapes differ
            {"f[3]", {I("broadcast", 1)}},                      // trailing dims do not match
-           {"f[3]", {I("broadcast", 1), I("axis", 2)}},        // does not fit from axis 2
+           {"f[3]", {I("broadcast", 1), I("axis", 2)}},        // no match from axis 2
            {"f[3]", {I("broadcast", 1), I("axis", 5)}},        // axis out of range
            {"f[2,3,4,5]", {I("broadcast", 1)}}}) {             // higher rank
     ExpectAgree(Model(6).In("a", "f[2,3,4]").In("b", b).Node("Add", {"a", "b"}, {"y"}, attrs), 1);
@@ -334,9 +336,12 @@ TEST_F(OnnxOpsTest, Gemm) {
   ExpectAgree(Model(13).In("a", "f[2,3]").In("b", "f[4,5]").Node("Gemm", {"a", "b"}, {"y"}), 1);
   ExpectAgree(Model(13).In("a", "f[2,3,1]").In("b", "f[3,5]").Node("Gemm", {"a", "b"}, {"y"}),
               1);
-  ExpectAgree(
-      Model(13).In("a", "f[2,3]").In("b", "f[3,5]").In("c", "f[4]").Node("Gemm", {"a", "b", "c"}, {"y"}),
-      1);
+  ExpectAgree(Model(13)
+                  .In("a", "f[2,3]")
+                  .In("b", "f[3,5]")
+                  .In("c", "f[4]")
+                  .Node("Gemm", {"a", "b", "c"}, {"y"}),
+              1);
   ExpectAgree(Model(13)
                   .In("a", "f[2,3]")
                   .In("b", "f[3,5]")
@@ -368,7 +373,7 @@ TEST_F(OnnxOpsTest, Conv) {
                   .Node("Conv", {"u", "u"}, {"y11"})
                   .Node("Conv", {"u", "u"}, {"y12"}, {Is("kernel_shape", {3})})
                   .Node("Conv", {"x", "u"}, {"y13"}, {Is("pads", {0, 1, 2, 1})}));
-  const std::vector<std::pair<std::string, std::vector<onnx::AttributeProto>>> bad = {
+  const std::vector<std::pair<std::string, Attrs>> bad = {
       {"f[8,3,3,3]", {}},                                 // channels differ
       {"f[8,4,3]", {}},                                   // ranks differ
       {"f[7,2,3,3]", {I("group", 2)}},                    // M not divisible by group
@@ -490,6 +495,27 @@ TEST_F(OnnxOpsTest, Reshape) {
                     .Node("Reshape", {"x", "s"}, {"y"}, {I("allowzero", allowzero)}),
                 1);
   }
+  // Empty tensors: 0 times an unknown dim is not a known count.
+  ExpectAgree(Model(13)
+                  .In("a", "f[0,?,4]")
+                  .In("b", "f[0,N]")
+                  .In("c", "f[0,3]")
+                  .Ints("s1", {-1, 4})
+                  .Ints("s2", {-1})
+                  .Ints("s3", {-1, 3})
+                  .Node("Reshape", {"a", "s1"}, {"y1"})
+                  .Node("Reshape", {"b", "s2"}, {"y2"})
+                  .Node("Reshape", {"c", "s3"}, {"y3"}));
+  // Symbolic target entries: [N, 6] -> [N, 4] has the same symbols but not the same count.
+  ExpectAgree(Model(13)
+                  .In("x", "f[N,6]")
+                  .Ints("i0", {0})
+                  .Ints("k4", {4})
+                  .Node("Shape", {"x"}, {"s"})
+                  .Node("Gather", {"s", "i0"}, {"n"})
+                  .Node("Concat", {"n", "k4"}, {"t"}, {I("axis", 0)})
+                  .Node("Reshape", {"x", "t"}, {"y"}),
+              1);
   // Opset < 5: the target is an attribute.
   ExpectAgree(Model(4).In("x", "f[2,3,4]").Node("Reshape", {"x"}, {"y"}, {Is("shape", {6, -1})}));
   ExpectAgree(Model(13).In("x", "f[2,3,4]").Node("Reshape", {"x"}, {"y"}), 1);
@@ -602,6 +628,16 @@ TEST_F(OnnxOpsTest, NegativeShapeTensorContents) {
                   .Node("Add", {"k", "k"}, {"k2"})
                   .Node("Gather", {"k", "i0"}, {"k3"})
                   .Node("Reshape", {"k", "two"}, {"k4"}));
+  // [N, 6] -> [N, 4, -1]: the symbols cancel, the sizes do not divide.
+  ExpectAgree(Model(13)
+                  .In("x", "f[N,6]")
+                  .Ints("i0", {0})
+                  .Ints("k", {4, -1})
+                  .Node("Shape", {"x"}, {"s"})
+                  .Node("Gather", {"s", "i0"}, {"n"})
+                  .Node("Concat", {"n", "k"}, {"t"}, {I("axis", 0)})
+                  .Node("Reshape", {"x", "t"}, {"y"}),
+              1);
   // Symbolic contents in the target: [N, 3*4] -> -1 is N when the known factors cancel.
   ExpectAgree(Model(13)
                   .In("x", "f[N,3,4]")

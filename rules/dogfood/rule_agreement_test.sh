@@ -14,7 +14,7 @@ testdata=/usr/share/libonnx-testdata/data
 suites=()
 for suite in node pytorch-converted pytorch-operator simple; do
   if [[ ! -d "$testdata/$suite" ]]; then
-    echo "error: $testdata/$suite is missing: install libonnx-testdata (scripts/install_deps.sh)" >&2
+    echo "error: $testdata/$suite is missing (scripts/install_deps.sh installs it)" >&2
     exit 1
   fi
   suites+=("$testdata/$suite")

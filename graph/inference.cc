@@ -10,8 +10,6 @@ namespace graphopt {
 
 // --- InferenceContext typed attribute access ------------------------------------------------
 
-namespace {
-
 const char* AttributeKindName(const v1::Attribute& a) {
   switch (a.value_case()) {
     case v1::Attribute::kI:
@@ -45,8 +43,6 @@ const char* AttributeKindName(const v1::Attribute& a) {
   }
   return "empty";
 }
-
-}  // namespace
 
 absl::StatusOr<int64_t> InferenceContext::GetInt(absl::string_view name) const {
   const v1::Attribute* a = attr(name);

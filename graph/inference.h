@@ -16,6 +16,9 @@
 
 namespace graphopt {
 
+// "int", "floats", "tensor", ... for an attribute's value kind; "empty" when none is set.
+const char* AttributeKindName(const v1::Attribute& a);
+
 // What a shape or type rule sees of one node: its inputs' types, shapes and (when known)
 // contents, and its attributes with the descriptor's defaults applied. Rules write output
 // dtypes, shapes and, for small integer tensors that describe shapes, their contents.

@@ -156,40 +156,6 @@ const char* ArithSymbol(Arith op) {
   return "?";
 }
 
-const char* AttributeKindName(const v1::Attribute& a) {
-  switch (a.value_case()) {
-    case v1::Attribute::kI:
-      return "int";
-    case v1::Attribute::kF:
-      return "float";
-    case v1::Attribute::kS:
-      return "string";
-    case v1::Attribute::kT:
-      return "tensor";
-    case v1::Attribute::kG:
-      return "graph";
-    case v1::Attribute::kInts:
-      return "ints";
-    case v1::Attribute::kFloats:
-      return "floats";
-    case v1::Attribute::kStrings:
-      return "strings";
-    case v1::Attribute::kTensors:
-      return "tensors";
-    case v1::Attribute::kGraphs:
-      return "graphs";
-    case v1::Attribute::kDtype:
-      return "dtype";
-    case v1::Attribute::kShape:
-      return "shape";
-    case v1::Attribute::kOpaque:
-      return "opaque";
-    case v1::Attribute::VALUE_NOT_SET:
-      break;
-  }
-  return "empty";
-}
-
 class Evaluator {
  public:
   Evaluator(const Program& p, const RuleLimits& limits, const InferenceContext& ctx)

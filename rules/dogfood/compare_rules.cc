@@ -56,35 +56,6 @@ std::string ModelName(const fs::path& path) {
   return path.string();
 }
 
-bool CollectModels(const std::vector<std::string>& args, std::vector<fs::path>* out) {
-  for (const std::string& arg : args) {
-    std::error_code ec;
-    if (fs::is_directory(arg, ec)) {
-      std::vector<fs::path> found;
-      for (auto it = fs::recursive_directory_iterator(
-               arg, fs::directory_options::follow_directory_symlink, ec);
-           !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-        if (it->path().filename() == "model.onnx" && it->is_regular_file()) {
-          found.push_back(it->path());
-        }
-      }
-      if (ec) {
-        std::fprintf(stderr, "error: cannot read directory %s: %s\n", arg.c_str(),
-                     ec.message().c_str());
-        return false;
-      }
-      std::sort(found.begin(), found.end());
-      out->insert(out->end(), found.begin(), found.end());
-    } else if (fs::is_regular_file(arg, ec)) {
-      out->push_back(arg);
-    } else {
-      std::fprintf(stderr, "error: %s is neither a file nor a directory\n", arg.c_str());
-      return false;
-    }
-  }
-  return true;
-}
-
 int Run(const std::vector<std::string>& args) {
   const size_t max_print = static_cast<size_t>(std::max(0, absl::GetFlag(FLAGS_max_print)));
   const bool verbose = absl::GetFlag(FLAGS_verbose);
@@ -111,7 +82,7 @@ int Run(const std::vector<std::string>& args) {
   for (const v1::OpDescriptor& d : list->ops()) ops.insert(OpLabel(d.domain(), d.name()));
 
   std::vector<fs::path> models;
-  if (!CollectModels(args, &models)) return 2;
+  if (!CollectModelFiles(args, &models)) return 2;
   if (models.empty()) {
     std::fprintf(stderr, "error: no models given or found\n");
     return 2;

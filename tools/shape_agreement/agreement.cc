@@ -1,6 +1,9 @@
 #include "tools/shape_agreement/agreement.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -355,4 +358,35 @@ void Summary::Add(const ModelResult& r) {
 }
 
 }  // namespace shape_agreement
+bool CollectModelFiles(const std::vector<std::string>& args,
+                       std::vector<std::filesystem::path>* out) {
+  namespace fs = std::filesystem;
+  for (const std::string& arg : args) {
+    std::error_code ec;
+    if (fs::is_directory(arg, ec)) {
+      std::vector<fs::path> found;
+      for (auto it = fs::recursive_directory_iterator(
+               arg, fs::directory_options::follow_directory_symlink, ec);
+           !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+        if (it->path().filename() == "model.onnx" && it->is_regular_file()) {
+          found.push_back(it->path());
+        }
+      }
+      if (ec) {
+        std::fprintf(stderr, "error: cannot read directory %s: %s\n", arg.c_str(),
+                     ec.message().c_str());
+        return false;
+      }
+      std::sort(found.begin(), found.end());
+      out->insert(out->end(), found.begin(), found.end());
+    } else if (fs::is_regular_file(arg, ec)) {
+      out->push_back(arg);
+    } else {
+      std::fprintf(stderr, "error: %s is neither a file nor a directory\n", arg.c_str());
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace graphopt

@@ -14,6 +14,7 @@
 // bodies) are not.
 
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -113,6 +114,12 @@ onnx::ModelProto SymbolizeInputs(const onnx::ModelProto& model);
 std::string OnnxTypeToString(const onnx::TypeProto& type);
 
 }  // namespace shape_agreement
+// The model files named by command-line arguments: a file as is, a directory searched
+// recursively for */model.onnx (sorted). Prints an error to stderr and returns false for an
+// argument that is neither, or a directory that cannot be read.
+bool CollectModelFiles(const std::vector<std::string>& args,
+                       std::vector<std::filesystem::path>* out);
+
 }  // namespace graphopt
 
 #endif  // GRAPHOPT_TOOLS_SHAPE_AGREEMENT_AGREEMENT_H_

@@ -1,0 +1,112 @@
+#include "runtime/executor.h"
+
+#include "google/protobuf/text_format.h"
+#include "graph/proto_convert.h"
+#include "gtest/gtest.h"
+#include "runtime/kernels/cpu_kernels.h"
+
+namespace graphopt::runtime {
+namespace {
+
+Graph ParseGraph(const std::string& text) {
+  v1::Graph proto;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &proto));
+  absl::StatusOr<Graph> g = GraphFromProto(proto);
+  EXPECT_TRUE(g.ok()) << g.status();
+  return *std::move(g);
+}
+
+KernelRegistry& Registry() {
+  static KernelRegistry* registry = [] {
+    auto* r = new KernelRegistry();
+    EXPECT_TRUE(RegisterCpuKernels(*r).ok());
+    return r;
+  }();
+  return *registry;
+}
+
+TEST(ExecutorTest, RunsIdentityChainAndReleasesNothingItReturns) {
+  Graph g = ParseGraph(R"pb(
+    nodes { op_type: "Identity" inputs: "x" outputs: "a" }
+    nodes { op_type: "Identity" inputs: "a" outputs: "y" }
+    inputs { name: "x" type { dtype: DT_FLOAT32 shape { dims { size: 2 } } } }
+    outputs { name: "y" }
+  )pb");
+  absl::StatusOr<std::unique_ptr<Executor>> ex = Executor::Create(std::move(g), Registry(), {});
+  ASSERT_TRUE(ex.ok()) << ex.status();
+  Tensor x = Tensor::FromVector<float>(v1::DT_FLOAT32, {1.5f, -2}, {2});
+  absl::StatusOr<RunResult> r = (*ex)->Run({{"x", x}}, {.profile = true});
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->outputs.size(), 1u);
+  EXPECT_EQ(r->outputs[0].data<float>()[1], -2);
+  EXPECT_EQ(r->timings.size(), 2u);
+}
+
+TEST(ExecutorTest, UnknownOpIsUnimplementedNamingNodeAndOp) {
+  Graph g = ParseGraph(R"pb(
+    nodes { name: "n1" op_type: "NoSuchOp" inputs: "x" outputs: "y" }
+    inputs { name: "x" }
+    outputs { name: "y" }
+  )pb");
+  absl::StatusOr<std::unique_ptr<Executor>> ex = Executor::Create(std::move(g), Registry(), {});
+  ASSERT_FALSE(ex.ok());
+  EXPECT_EQ(ex.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(ex.status().message().find("n1"), absl::string_view::npos);
+  EXPECT_NE(ex.status().message().find("NoSuchOp"), absl::string_view::npos);
+}
+
+TEST(ExecutorTest, WrongInputTypeAndMissingInputAreInvalid) {
+  Graph g = ParseGraph(R"pb(
+    nodes { op_type: "Identity" inputs: "x" outputs: "y" }
+    inputs { name: "x" type { dtype: DT_FLOAT32 shape { dims { size: 2 } } } }
+    outputs { name: "y" }
+  )pb");
+  absl::StatusOr<std::unique_ptr<Executor>> ex = Executor::Create(std::move(g), Registry(), {});
+  ASSERT_TRUE(ex.ok());
+  Tensor wrong = Tensor::FromVector<int32_t>(v1::DT_INT32, {1, 2}, {2});
+  absl::StatusOr<RunResult> r = (*ex)->Run({{"x", wrong}});
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("'x'"), absl::string_view::npos);
+  Tensor bad_shape = Tensor::FromVector<float>(v1::DT_FLOAT32, {1, 2, 3}, {3});
+  EXPECT_FALSE((*ex)->Run({{"x", bad_shape}}).ok());
+  EXPECT_FALSE((*ex)->Run({}).ok());
+  EXPECT_FALSE((*ex)->Run({{"nope", bad_shape}}).ok());
+}
+
+TEST(ExecutorTest, InitializerFeedsAndCanBeOverridden) {
+  Graph g = ParseGraph(R"pb(
+    nodes { op_type: "Identity" inputs: "w" outputs: "y" }
+    inputs { name: "w" }
+    initializers { name: "w" dtype: DT_INT64 dims: 1 raw_data: "\x05\0\0\0\0\0\0\0" }
+    outputs { name: "y" }
+  )pb");
+  absl::StatusOr<std::unique_ptr<Executor>> ex = Executor::Create(std::move(g), Registry(), {});
+  ASSERT_TRUE(ex.ok()) << ex.status();
+  EXPECT_TRUE((*ex)->required_inputs().empty());
+  absl::StatusOr<RunResult> r = (*ex)->Run({});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->outputs[0].data<int64_t>()[0], 5);
+  r = (*ex)->Run({{"w", Tensor::FromVector<int64_t>(v1::DT_INT64, {9}, {1})}});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->outputs[0].data<int64_t>()[0], 9);
+}
+
+TEST(FreeNamesTest, NamesReadFromOutsideNestedGraphs) {
+  v1::Graph g;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
+    nodes { op_type: "Identity" inputs: "outer1" outputs: "a" }
+    nodes {
+      op_type: "If" inputs: "a" outputs: "b"
+      attributes { name: "then_branch" g {
+        nodes { op_type: "Identity" inputs: "a" outputs: "c" }
+        nodes { op_type: "Identity" inputs: "outer2" outputs: "d" }
+        outputs { name: "c" }
+      } }
+    }
+    outputs { name: "b" }
+  )pb", &g));
+  EXPECT_EQ(FreeNames(g), (std::vector<std::string>{"outer1", "outer2"}));
+}
+
+}  // namespace
+}  // namespace graphopt::runtime

@@ -1,0 +1,224 @@
+#include "runtime/kernel.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "graph/proto_convert.h"
+#include "runtime/executor.h"
+
+namespace graphopt::runtime {
+
+KernelInfo::KernelInfo(const Node& node, std::string label, int64_t opset,
+                       std::vector<TensorType> input_types, const KernelRegistry& registry,
+                       const ExecutorOptions& options, DeviceKind device)
+    : node_(node),
+      label_(std::move(label)),
+      opset_(opset),
+      input_types_(std::move(input_types)),
+      registry_(registry),
+      options_(options),
+      device_(device) {}
+
+const TensorType& KernelInfo::input_type(int i) const {
+  static const TensorType* const kUnknown = new TensorType();
+  if (i < 0 || i >= static_cast<int>(input_types_.size())) return *kUnknown;
+  return input_types_[i];
+}
+
+const v1::Attribute* KernelInfo::attr(absl::string_view name) const {
+  auto it = node_.attributes.find(name);
+  return it == node_.attributes.end() ? nullptr : &it->second;
+}
+
+int64_t KernelInfo::GetInt(absl::string_view name, int64_t default_value) const {
+  const v1::Attribute* a = attr(name);
+  if (a == nullptr) return default_value;
+  if (a->value_case() == v1::Attribute::kI) return a->i();
+  if (a->value_case() == v1::Attribute::kDtype) return a->dtype();
+  return default_value;
+}
+
+float KernelInfo::GetFloat(absl::string_view name, float default_value) const {
+  const v1::Attribute* a = attr(name);
+  if (a == nullptr) return default_value;
+  if (a->value_case() == v1::Attribute::kF) return a->f();
+  if (a->value_case() == v1::Attribute::kI) return static_cast<float>(a->i());
+  return default_value;
+}
+
+std::string KernelInfo::GetString(absl::string_view name, absl::string_view default_value) const {
+  const v1::Attribute* a = attr(name);
+  if (a == nullptr || a->value_case() != v1::Attribute::kS) return std::string(default_value);
+  return a->s();
+}
+
+std::vector<int64_t> KernelInfo::GetInts(absl::string_view name,
+                                         std::vector<int64_t> default_value) const {
+  const v1::Attribute* a = attr(name);
+  if (a == nullptr || a->value_case() != v1::Attribute::kInts) return default_value;
+  return std::vector<int64_t>(a->ints().values().begin(), a->ints().values().end());
+}
+
+std::vector<float> KernelInfo::GetFloats(absl::string_view name,
+                                         std::vector<float> default_value) const {
+  const v1::Attribute* a = attr(name);
+  if (a == nullptr || a->value_case() != v1::Attribute::kFloats) return default_value;
+  return std::vector<float>(a->floats().values().begin(), a->floats().values().end());
+}
+
+std::vector<std::string> KernelInfo::GetStrings(absl::string_view name) const {
+  const v1::Attribute* a = attr(name);
+  if (a == nullptr || a->value_case() != v1::Attribute::kStrings) return {};
+  return std::vector<std::string>(a->strings().values().begin(), a->strings().values().end());
+}
+
+absl::StatusOr<int64_t> KernelInfo::RequireInt(absl::string_view name) const {
+  const v1::Attribute* a = attr(name);
+  if (a == nullptr || a->value_case() != v1::Attribute::kI) {
+    return Invalid(absl::StrCat("attribute '", name, "' (int) is required"));
+  }
+  return a->i();
+}
+
+absl::StatusOr<std::vector<int64_t>> KernelInfo::RequireInts(absl::string_view name) const {
+  const v1::Attribute* a = attr(name);
+  if (a == nullptr || a->value_case() != v1::Attribute::kInts) {
+    return Invalid(absl::StrCat("attribute '", name, "' (ints) is required"));
+  }
+  return std::vector<int64_t>(a->ints().values().begin(), a->ints().values().end());
+}
+
+absl::StatusOr<Tensor> KernelInfo::GetTensor(absl::string_view name) const {
+  const v1::Attribute* a = attr(name);
+  if (a == nullptr || a->value_case() != v1::Attribute::kT) {
+    return absl::NotFoundError(absl::StrCat(label_, ": no tensor attribute '", name, "'"));
+  }
+  return Tensor::FromProto(a->t(), absl::StrCat(label_, ": attribute '", name, "'"));
+}
+
+absl::StatusOr<std::unique_ptr<Executor>> KernelInfo::CreateSubgraphExecutor(
+    absl::string_view name) const {
+  const v1::Attribute* a = attr(name);
+  if (a == nullptr || a->value_case() != v1::Attribute::kG) {
+    return Invalid(absl::StrCat("graph attribute '", name, "' is required"));
+  }
+  v1::Graph body = a->g();
+  // A body imports the opsets of the graph around it.
+  absl::StatusOr<Graph> graph = GraphFromProto(std::move(body));
+  if (!graph.ok()) {
+    return Invalid(absl::StrCat("attribute '", name, "': ", graph.status().message()));
+  }
+  absl::StatusOr<std::unique_ptr<Executor>> executor =
+      Executor::Create(*std::move(graph), registry_, options_);
+  if (!executor.ok()) {
+    return absl::Status(executor.status().code(),
+                        absl::StrCat(label_, ": attribute '", name, "': ",
+                                     executor.status().message()));
+  }
+  return executor;
+}
+
+absl::Status KernelInfo::Invalid(absl::string_view message) const {
+  return absl::InvalidArgumentError(absl::StrCat(label_, ": ", message));
+}
+
+absl::Status KernelInfo::Unimplemented(absl::string_view message) const {
+  return absl::UnimplementedError(absl::StrCat(label_, ": ", message));
+}
+
+KernelContext::KernelContext(const KernelInfo& info, absl::Span<const Tensor* const> inputs,
+                             absl::Span<Tensor> outputs,
+                             std::function<const Tensor*(absl::string_view)> outer_lookup,
+                             int num_threads)
+    : info_(info),
+      inputs_(inputs),
+      outputs_(outputs),
+      outer_lookup_(std::move(outer_lookup)),
+      num_threads_(num_threads) {}
+
+absl::StatusOr<Tensor*> KernelContext::AllocateOutput(int i, v1::DataType dtype, Shape shape) {
+  if (i < 0 || i >= num_outputs()) {
+    return Invalid(absl::StrCat("output ", i, " does not exist (the node has ", num_outputs(),
+                                " outputs)"));
+  }
+  absl::StatusOr<Tensor> t = Tensor::Allocate(dtype, std::move(shape));
+  if (!t.ok()) return absl::Status(t.status().code(), absl::StrCat(info_.label(), ": output ", i,
+                                                                   ": ", t.status().message()));
+  outputs_[i] = *std::move(t);
+  return &outputs_[i];
+}
+
+void KernelContext::ParallelFor(int64_t n, int64_t grain,
+                                const std::function<void(int64_t, int64_t)>& fn) const {
+  if (n <= 0) return;
+  grain = std::max<int64_t>(grain, 1);
+  const int64_t chunks = std::min<int64_t>(num_threads_, (n + grain - 1) / grain);
+  if (chunks <= 1) {
+    fn(0, n);
+    return;
+  }
+#pragma omp parallel for num_threads(static_cast<int>(chunks)) schedule(static, 1)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t begin = n * c / chunks;
+    const int64_t end = n * (c + 1) / chunks;
+    fn(begin, end);
+  }
+}
+
+absl::Status KernelRegistry::Register(Key key, KernelFactory factory) {
+  MapKey k{key.domain, key.op_type, static_cast<int>(key.device), static_cast<int>(key.dtype)};
+  if (!kernels_.emplace(std::move(k), std::move(factory)).second) {
+    return absl::AlreadyExistsError(absl::StrCat("kernel for op '", key.op_type, "' (domain '",
+                                                 key.domain, "') on ", DeviceKindName(key.device),
+                                                 " is registered twice"));
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+class FunctionKernel : public OpKernel {
+ public:
+  explicit FunctionKernel(KernelFunction fn) : fn_(fn) {}
+  absl::Status Compute(KernelContext& ctx) const override { return fn_(ctx); }
+
+ private:
+  KernelFunction fn_;
+};
+}  // namespace
+
+absl::Status KernelRegistry::Register(absl::string_view op_type, KernelFunction fn) {
+  return Register(Key{"", std::string(op_type)},
+                  [fn](const KernelInfo&) -> absl::StatusOr<std::unique_ptr<OpKernel>> {
+                    return std::make_unique<FunctionKernel>(fn);
+                  });
+}
+
+const KernelFactory* KernelRegistry::Find(absl::string_view domain, absl::string_view op_type,
+                                          DeviceKind device, v1::DataType dtype) const {
+  MapKey k{std::string(domain), std::string(op_type), static_cast<int>(device),
+           static_cast<int>(dtype)};
+  auto it = kernels_.find(k);
+  if (it != kernels_.end()) return &it->second;
+  std::get<3>(k) = static_cast<int>(v1::DT_UNDEFINED);
+  it = kernels_.find(k);
+  return it == kernels_.end() ? nullptr : &it->second;
+}
+
+bool KernelRegistry::Supports(absl::string_view domain, absl::string_view op_type,
+                              DeviceKind device) const {
+  MapKey k{std::string(domain), std::string(op_type), static_cast<int>(device), 0};
+  auto it = kernels_.lower_bound(k);
+  return it != kernels_.end() && std::get<0>(it->first) == domain &&
+         std::get<1>(it->first) == op_type && std::get<2>(it->first) == static_cast<int>(device);
+}
+
+std::vector<KernelRegistry::Key> KernelRegistry::Keys() const {
+  std::vector<Key> keys;
+  for (const auto& [k, f] : kernels_) {
+    keys.push_back(Key{std::get<0>(k), std::get<1>(k), static_cast<DeviceKind>(std::get<2>(k)),
+                       static_cast<v1::DataType>(std::get<3>(k))});
+  }
+  return keys;
+}
+
+}  // namespace graphopt::runtime

@@ -1,0 +1,179 @@
+#ifndef GRAPHOPT_RUNTIME_KERNEL_H_
+#define GRAPHOPT_RUNTIME_KERNEL_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/btree_map.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "graph/graph.h"
+#include "proto/graph.pb.h"
+#include "runtime/tensor.h"
+
+namespace graphopt::runtime {
+
+class Executor;
+class KernelRegistry;
+struct ExecutorOptions;
+
+// What a kernel learns about its node when it is created, once per plan: op, attributes, the
+// opset of the node's domain, the statically known input types, and how to build executors
+// for subgraph attributes (If/Loop/Scan bodies).
+class KernelInfo {
+ public:
+  KernelInfo(const Node& node, std::string label, int64_t opset,
+             std::vector<TensorType> input_types, const KernelRegistry& registry,
+             const ExecutorOptions& options, DeviceKind device);
+
+  const std::string& op_type() const { return node_.op_type; }
+  const std::string& domain() const { return node_.domain; }
+  // "node 'conv1' (Conv)": prefix of every error.
+  const std::string& label() const { return label_; }
+  // Opset version of the node's domain (0 when the graph imports none: newest semantics).
+  int64_t opset() const { return opset_; }
+  DeviceKind device() const { return device_; }
+  const ExecutorOptions& options() const { return options_; }
+
+  int num_inputs() const { return static_cast<int>(node_.inputs.size()); }
+  int num_outputs() const { return static_cast<int>(node_.outputs.size()); }
+  // False for an omitted optional input (or an index past the node's inputs).
+  bool has_input(int i) const { return i < num_inputs() && node_.inputs[i].valid(); }
+  bool has_output(int i) const { return i < num_outputs() && node_.outputs[i].valid(); }
+  // The statically known type of input i (dtype DT_UNDEFINED and no shape when unknown).
+  const TensorType& input_type(int i) const;
+
+  // --- Attributes ---------------------------------------------------------------------------
+  const AttributeMap& attributes() const { return node_.attributes; }
+  const v1::Attribute* attr(absl::string_view name) const;
+  bool has_attr(absl::string_view name) const { return attr(name) != nullptr; }
+  int64_t GetInt(absl::string_view name, int64_t default_value) const;
+  float GetFloat(absl::string_view name, float default_value) const;
+  std::string GetString(absl::string_view name, absl::string_view default_value) const;
+  std::vector<int64_t> GetInts(absl::string_view name, std::vector<int64_t> default_value = {}) const;
+  std::vector<float> GetFloats(absl::string_view name, std::vector<float> default_value = {}) const;
+  std::vector<std::string> GetStrings(absl::string_view name) const;
+  // INVALID_ARGUMENT naming the node and attribute when absent or of another kind.
+  absl::StatusOr<int64_t> RequireInt(absl::string_view name) const;
+  absl::StatusOr<std::vector<int64_t>> RequireInts(absl::string_view name) const;
+  // Tensor-valued attribute decoded; NOT_FOUND when absent.
+  absl::StatusOr<Tensor> GetTensor(absl::string_view name) const;
+
+  // An executor for the subgraph attribute `name` (which may read values of the enclosing
+  // graphs by name: they are its captures, see Executor::captures()).
+  absl::StatusOr<std::unique_ptr<Executor>> CreateSubgraphExecutor(absl::string_view name) const;
+
+  // INVALID_ARGUMENT / UNIMPLEMENTED with the node label in front.
+  absl::Status Invalid(absl::string_view message) const;
+  absl::Status Unimplemented(absl::string_view message) const;
+
+ private:
+  const Node& node_;
+  std::string label_;
+  int64_t opset_;
+  std::vector<TensorType> input_types_;
+  const KernelRegistry& registry_;
+  const ExecutorOptions& options_;
+  DeviceKind device_;
+};
+
+// One node's inputs and outputs for one execution.
+class KernelContext {
+ public:
+  KernelContext(const KernelInfo& info, absl::Span<const Tensor* const> inputs,
+                absl::Span<Tensor> outputs,
+                std::function<const Tensor*(absl::string_view)> outer_lookup, int num_threads);
+
+  const KernelInfo& info() const { return info_; }
+  int num_inputs() const { return static_cast<int>(inputs_.size()); }
+  // nullptr when input i is omitted (or i is past the node's inputs).
+  const Tensor* input(int i) const {
+    return i < static_cast<int>(inputs_.size()) ? inputs_[i] : nullptr;
+  }
+  int num_outputs() const { return static_cast<int>(outputs_.size()); }
+  // False when output i is omitted by the node (a kernel may skip computing it).
+  bool output_wanted(int i) const { return info_.has_output(i); }
+  // Allocates output i; an omitted output still gets a tensor (discarded).
+  absl::StatusOr<Tensor*> AllocateOutput(int i, v1::DataType dtype, Shape shape);
+  // Sets output i to an existing tensor (a view of an input, a cached constant).
+  void SetOutput(int i, Tensor tensor) { outputs_[i] = std::move(tensor); }
+  Tensor& output(int i) { return outputs_[i]; }
+
+  // A value of an enclosing graph, for subgraph captures; nullptr when there is none.
+  const Tensor* LookupOuter(absl::string_view name) const {
+    return outer_lookup_ ? outer_lookup_(name) : nullptr;
+  }
+  const std::function<const Tensor*(absl::string_view)>& outer_lookup() const {
+    return outer_lookup_;
+  }
+  int num_threads() const { return num_threads_; }
+
+  // Runs fn(begin, end) over [0, n) split into chunks of at least `grain` items, on up to
+  // num_threads() threads; serial when n is small.
+  void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) const;
+
+  // INVALID_ARGUMENT with the node label in front.
+  absl::Status Invalid(absl::string_view message) const { return info_.Invalid(message); }
+
+ private:
+  const KernelInfo& info_;
+  absl::Span<const Tensor* const> inputs_;
+  absl::Span<Tensor> outputs_;
+  std::function<const Tensor*(absl::string_view)> outer_lookup_;
+  int num_threads_;
+};
+
+// A kernel bound to one node of a plan. Compute must be thread-safe: one plan may execute
+// several requests at once, so per-call state lives in the context, not in the kernel.
+class OpKernel {
+ public:
+  virtual ~OpKernel() = default;
+  virtual absl::Status Compute(KernelContext& ctx) const = 0;
+};
+
+using KernelFactory =
+    std::function<absl::StatusOr<std::unique_ptr<OpKernel>>(const KernelInfo& info)>;
+// A kernel without per-node state: the function is called for every execution.
+using KernelFunction = absl::Status (*)(KernelContext& ctx);
+
+// Kernels keyed by (domain, op, device, dtype). dtype is that of the node's first input (or
+// DT_UNDEFINED: any dtype, the kernel checks itself); lookup prefers the exact dtype.
+// Built explicitly (RegisterCpuKernels) and read-only while plans are being built.
+class KernelRegistry {
+ public:
+  struct Key {
+    std::string domain;
+    std::string op_type;
+    DeviceKind device = DeviceKind::kCpu;
+    v1::DataType dtype = v1::DT_UNDEFINED;
+  };
+
+  // ALREADY_EXISTS when the same key is registered twice.
+  absl::Status Register(Key key, KernelFactory factory);
+  absl::Status Register(absl::string_view op_type, KernelFactory factory) {
+    return Register(Key{"", std::string(op_type)}, std::move(factory));
+  }
+  // A stateless kernel for op_type on the CPU, any dtype.
+  absl::Status Register(absl::string_view op_type, KernelFunction fn);
+
+  // The best factory for the node's key, or nullptr.
+  const KernelFactory* Find(absl::string_view domain, absl::string_view op_type,
+                            DeviceKind device, v1::DataType dtype) const;
+  bool Supports(absl::string_view domain, absl::string_view op_type, DeviceKind device) const;
+  // Every registered key, sorted.
+  std::vector<Key> Keys() const;
+
+ private:
+  using MapKey = std::tuple<std::string, std::string, int, int>;
+  absl::btree_map<MapKey, KernelFactory> kernels_;
+};
+
+}  // namespace graphopt::runtime
+
+#endif  // GRAPHOPT_RUNTIME_KERNEL_H_

@@ -1,0 +1,10 @@
+#include "runtime/kernels/cpu_kernels.h"
+#include "runtime/kernels/kernel_util.h"
+
+namespace graphopt::runtime {
+
+absl::Status RegisterNnKernels(KernelRegistry& registry) {
+  return absl::OkStatus();
+}
+
+}  // namespace graphopt::runtime

@@ -1,0 +1,153 @@
+#ifndef GRAPHOPT_RUNTIME_TENSOR_H_
+#define GRAPHOPT_RUNTIME_TENSOR_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "proto/graph.pb.h"
+#include "runtime/float16.h"
+
+namespace graphopt::runtime {
+
+// Tensor dims; most tensors have rank <= 6, so they are kept inline.
+using Shape = absl::InlinedVector<int64_t, 6>;
+
+// Storage alignment: enough for AVX-512 loads and for oneDNN.
+inline constexpr size_t kTensorAlignment = 64;
+
+// Where a buffer lives. Only the CPU allocates today; a GPU device implements Device (device.h)
+// and hands out buffers of its own kind.
+enum class DeviceKind : uint8_t { kCpu = 0, kGpu = 1 };
+const char* DeviceKindName(DeviceKind kind);
+
+// One allocation: `bytes` of `kTensorAlignment`-aligned memory, or, for DT_STRING tensors, a
+// vector of strings. Shared by every tensor that views it.
+class Buffer {
+ public:
+  // Aligned, uninitialised CPU memory. RESOURCE_EXHAUSTED when it cannot be had.
+  static absl::StatusOr<std::shared_ptr<Buffer>> AllocateCpu(size_t bytes);
+  static std::shared_ptr<Buffer> Strings(size_t count);
+  ~Buffer();
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  void* data() { return data_; }
+  const void* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+  DeviceKind device() const { return device_; }
+  std::vector<std::string>& strings() { return strings_; }
+  const std::vector<std::string>& strings() const { return strings_; }
+
+ private:
+  Buffer() = default;
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
+  DeviceKind device_ = DeviceKind::kCpu;
+  std::vector<std::string> strings_;
+};
+
+// A dense row-major tensor: dtype, shape and a view into a shared Buffer. Copying a Tensor
+// copies the view, not the elements; Reshaped views the same elements under another shape.
+// Elements are little-endian in their natural width (bool as one byte, float16/bfloat16 as
+// their 16 bits); DT_STRING tensors hold std::string elements.
+//
+// A Tensor is immutable once a kernel has produced it: kernels write only into outputs they
+// allocated, so views may be shared freely between values and threads.
+class Tensor {
+ public:
+  Tensor() = default;  // undefined (no dtype, no storage)
+
+  // A new tensor with uninitialised elements (strings: empty). INVALID_ARGUMENT for a negative
+  // dim or an unsupported dtype, RESOURCE_EXHAUSTED when the size overflows or cannot be had.
+  static absl::StatusOr<Tensor> Allocate(v1::DataType dtype, Shape shape);
+  // The same, elements set to zero.
+  static absl::StatusOr<Tensor> Zeros(v1::DataType dtype, Shape shape);
+  // Decodes a wire tensor (raw_data or string_data); INVALID_ARGUMENT naming `what` when the
+  // bytes do not match dtype and dims, FAILED_PRECONDITION for a blob reference.
+  static absl::StatusOr<Tensor> FromProto(const v1::Tensor& proto, const std::string& what = "tensor");
+  // A scalar (rank 0) or 1-D tensor holding a copy of `values`.
+  template <typename T>
+  static Tensor FromVector(v1::DataType dtype, const std::vector<T>& values, Shape shape);
+
+  // Writes dtype, dims and raw_data (string_data for strings); `name` is left as it is.
+  void ToProto(v1::Tensor* out) const;
+
+  bool defined() const { return buffer_ != nullptr; }
+  v1::DataType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  int rank() const { return static_cast<int>(shape_.size()); }
+  int64_t dim(int i) const { return shape_[i]; }
+  int64_t num_elements() const { return num_elements_; }
+  size_t element_size() const;
+  size_t byte_size() const { return static_cast<size_t>(num_elements_) * element_size(); }
+  DeviceKind device() const { return buffer_ ? buffer_->device() : DeviceKind::kCpu; }
+
+  void* raw_data() { return static_cast<char*>(buffer_->data()) + offset_; }
+  const void* raw_data() const { return static_cast<const char*>(buffer_->data()) + offset_; }
+  template <typename T>
+  T* data() {
+    return static_cast<T*>(raw_data());
+  }
+  template <typename T>
+  const T* data() const {
+    return static_cast<const T*>(raw_data());
+  }
+  template <typename T>
+  absl::Span<const T> span() const {
+    return absl::Span<const T>(data<T>(), static_cast<size_t>(num_elements_));
+  }
+  template <typename T>
+  absl::Span<T> mutable_span() {
+    return absl::Span<T>(data<T>(), static_cast<size_t>(num_elements_));
+  }
+  // DT_STRING elements.
+  std::string* strings() { return buffer_->strings().data() + offset_; }
+  const std::string* strings() const { return buffer_->strings().data() + offset_; }
+
+  // The same elements under `shape` (same element count, else INVALID_ARGUMENT). No copy.
+  absl::StatusOr<Tensor> Reshaped(Shape shape) const;
+  // A copy that owns its elements.
+  absl::StatusOr<Tensor> Clone() const;
+
+  // "float32[2,3]".
+  std::string DebugString() const;
+
+  // Element i converted to double / int64 (for small shape-like tensors; any numeric dtype).
+  double ElementAsDouble(int64_t i) const;
+  int64_t ElementAsInt64(int64_t i) const;
+  // All elements as int64 (int32/int64/uint8.. tensors), INVALID_ARGUMENT for others.
+  absl::StatusOr<std::vector<int64_t>> ToInt64Vector() const;
+
+ private:
+  std::shared_ptr<Buffer> buffer_;
+  size_t offset_ = 0;  // bytes, or elements for strings
+  v1::DataType dtype_ = v1::DT_UNDEFINED;
+  Shape shape_;
+  int64_t num_elements_ = 0;
+};
+
+// Product of dims, or nullopt-like -1 on overflow or a negative dim.
+int64_t ShapeNumElements(absl::Span<const int64_t> shape);
+// "[2,3]".
+std::string ShapeString(absl::Span<const int64_t> shape);
+
+template <typename T>
+Tensor Tensor::FromVector(v1::DataType dtype, const std::vector<T>& values, Shape shape) {
+  Tensor t = Allocate(dtype, std::move(shape)).value();
+  T* out = t.data<T>();
+  for (size_t i = 0; i < values.size() && i < static_cast<size_t>(t.num_elements()); ++i) {
+    out[i] = values[i];
+  }
+  return t;
+}
+
+}  // namespace graphopt::runtime
+
+#endif  // GRAPHOPT_RUNTIME_TENSOR_H_

@@ -1,0 +1,82 @@
+#include "runtime/tensor.h"
+
+#include <cmath>
+
+#include "gtest/gtest.h"
+
+namespace graphopt::runtime {
+namespace {
+
+TEST(TensorTest, AllocateIsAlignedAndSized) {
+  absl::StatusOr<Tensor> t = Tensor::Allocate(v1::DT_FLOAT32, {2, 3});
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->num_elements(), 6);
+  EXPECT_EQ(t->byte_size(), 24u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(t->raw_data()) % kTensorAlignment, 0u);
+  EXPECT_EQ(t->DebugString(), "float32[2,3]");
+}
+
+TEST(TensorTest, NegativeDimIsInvalid) {
+  absl::StatusOr<Tensor> t = Tensor::Allocate(v1::DT_FLOAT32, {2, -1});
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(TensorTest, ProtoRoundTrip) {
+  v1::Tensor p;
+  p.set_dtype(v1::DT_INT32);
+  p.add_dims(2);
+  const int32_t v[2] = {7, -3};
+  p.set_raw_data(reinterpret_cast<const char*>(v), sizeof(v));
+  absl::StatusOr<Tensor> t = Tensor::FromProto(p);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->data<int32_t>()[1], -3);
+  v1::Tensor q;
+  t->ToProto(&q);
+  EXPECT_EQ(q.raw_data(), p.raw_data());
+  EXPECT_EQ(q.dims_size(), 1);
+}
+
+TEST(TensorTest, ProtoWithWrongByteCountNamesTheTensor) {
+  v1::Tensor p;
+  p.set_dtype(v1::DT_FLOAT32);
+  p.add_dims(3);
+  p.set_raw_data("abcd");
+  absl::StatusOr<Tensor> t = Tensor::FromProto(p, "initializer 'w'");
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("initializer 'w'"), absl::string_view::npos);
+}
+
+TEST(TensorTest, ReshapedSharesElements) {
+  Tensor t = Tensor::FromVector<float>(v1::DT_FLOAT32, {1, 2, 3, 4}, {4});
+  absl::StatusOr<Tensor> r = t.Reshaped({2, 2});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->raw_data(), t.raw_data());
+  EXPECT_FALSE(t.Reshaped({3}).ok());
+}
+
+TEST(TensorTest, StringsCloneAndProto) {
+  absl::StatusOr<Tensor> t = Tensor::Allocate(v1::DT_STRING, {2});
+  ASSERT_TRUE(t.ok());
+  t->strings()[0] = "a";
+  t->strings()[1] = "bc";
+  absl::StatusOr<Tensor> c = t->Clone();
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->strings()[1], "bc");
+  v1::Tensor p;
+  c->ToProto(&p);
+  EXPECT_EQ(p.string_data_size(), 2);
+}
+
+TEST(Float16Test, RoundTripsAndRounds) {
+  for (float f : {0.0f, 1.0f, -2.5f, 65504.0f, 6.1035156e-05f, 5.9604645e-08f, 0.333251953f}) {
+    EXPECT_EQ(static_cast<float>(Float16(f)), f) << f;
+  }
+  EXPECT_TRUE(std::isinf(static_cast<float>(Float16(70000.0f))));
+  EXPECT_TRUE(std::isnan(static_cast<float>(Float16(NAN))));
+  EXPECT_EQ(Float16(1.0f).bits, 0x3c00);
+  EXPECT_EQ(BFloat16(1.0f).bits, 0x3f80);
+  EXPECT_EQ(static_cast<float>(BFloat16(3.140625f)), 3.140625f);
+}
+
+}  // namespace
+}  // namespace graphopt::runtime

@@ -4,7 +4,9 @@
 // Exit status: 0 on success, 1 when the request fails (the status code name and message are
 // printed to stderr), 2 for usage errors.
 
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
@@ -24,6 +26,8 @@
 #include "client/op_file.h"
 #include "client/progress.h"
 #include "client/report_table.h"
+#include "client/run_model.h"
+#include "graph/proto_convert.h"
 #include "client/weights.h"
 #include "google/protobuf/stubs/common.h"
 #include "graph/proto_util.h"
@@ -31,6 +35,9 @@
 #include "onnx/onnx_pb.h"
 #include "onnx_io/onnx_import.h"
 #include "proto/optimizer.pb.h"
+#include "runtime/executor.h"
+#include "runtime/kernels/cpu_kernels.h"
+#include "runtime/npy.h"
 
 namespace graphopt {
 namespace {
@@ -66,6 +73,17 @@ struct OptimizeArgs {
 
 struct InspectArgs {
   std::string input;
+};
+
+struct RunArgs {
+  std::string model;
+  std::vector<std::string> inputs;
+  std::string output_dir;
+  int threads = 1;
+  bool profile = false;
+  std::vector<std::string> bindings;
+  uint64_t seed = 0;
+  int repeat = 1;
 };
 
 struct OpsArgs {
@@ -298,6 +316,82 @@ int RunInspect(const InspectArgs& args) {
   return kExitOk;
 }
 
+int RunRun(const RunArgs& args) {
+  absl::StatusOr<std::map<std::string, int64_t>> bindings = ParseDimBindings(args.bindings);
+  if (!bindings.ok()) return UsageError(std::string(bindings.status().message()));
+  absl::StatusOr<std::vector<InputSpec>> specs = ParseInputSpecs(args.inputs);
+  if (!specs.ok()) return UsageError(std::string(specs.status().message()));
+  absl::StatusOr<v1::Graph> proto = ReadAnyModel(args.model);
+  if (!proto.ok()) return ReportError(proto.status());
+  absl::StatusOr<Graph> graph = GraphFromProto(*std::move(proto));
+  if (!graph.ok()) return ReportError(graph.status());
+  absl::StatusOr<std::vector<std::pair<std::string, runtime::Tensor>>> inputs =
+      PrepareInputs(*graph, *specs, *bindings, args.seed);
+  if (!inputs.ok()) return ReportError(inputs.status());
+  std::vector<std::string> output_names;
+  for (ValueId v : graph->outputs()) output_names.push_back(graph->value(v).name);
+
+  runtime::KernelRegistry registry;
+  absl::Status registered = runtime::RegisterCpuKernels(registry);
+  if (!registered.ok()) return ReportError(registered);
+  runtime::ExecutorOptions options;
+  options.num_threads = args.threads;
+  const absl::Time plan_start = absl::Now();
+  absl::StatusOr<std::unique_ptr<runtime::Executor>> executor =
+      runtime::Executor::Create(*std::move(graph), registry, options);
+  if (!executor.ok()) return ReportError(executor.status());
+  const double plan_ms = absl::ToDoubleMilliseconds(absl::Now() - plan_start);
+
+  for (const auto& [name, tensor] : *inputs) {
+    std::printf("input  %s\n", FormatTensorSummary(name, tensor).c_str());
+  }
+  std::vector<double> run_ms;
+  absl::StatusOr<runtime::RunResult> result;
+  std::vector<runtime::NodeTiming> profile;
+  for (int i = 0; i < args.repeat; ++i) {
+    const absl::Time start = absl::Now();
+    result = (*executor)->Run(*inputs, {.profile = args.profile});
+    if (!result.ok()) return ReportError(result.status());
+    run_ms.push_back(absl::ToDoubleMilliseconds(absl::Now() - start));
+    // The profile of the last run (warm caches), node by node.
+    if (args.profile) profile = std::move(result->timings);
+  }
+  for (size_t i = 0; i < result->outputs.size(); ++i) {
+    std::printf("output %s\n", FormatTensorSummary(output_names[i], result->outputs[i]).c_str());
+  }
+  std::vector<double> sorted = run_ms;
+  std::sort(sorted.begin(), sorted.end());
+  std::printf("plan %.1f ms; run %.2f ms", plan_ms, run_ms.front());
+  if (args.repeat > 1) {
+    std::printf(" (first), median of %d %.2f ms, min %.2f ms", args.repeat,
+                sorted[sorted.size() / 2], sorted.front());
+  }
+  std::printf(" on %d thread%s\n", args.threads, args.threads == 1 ? "" : "s");
+  if (args.profile) std::printf("\n%s", FormatProfile(profile).c_str());
+  if (!args.output_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(args.output_dir, ec);
+    if (ec) {
+      return ReportError(absl::PermissionDeniedError(
+          absl::StrCat("cannot create '", args.output_dir, "': ", ec.message())));
+    }
+    for (size_t i = 0; i < result->outputs.size(); ++i) {
+      absl::StatusOr<std::string> bytes = runtime::SerializeNpy(result->outputs[i]);
+      if (!bytes.ok()) {
+        return ReportError(absl::Status(bytes.status().code(),
+                                        absl::StrCat("output '", output_names[i], "': ",
+                                                     bytes.status().message())));
+      }
+      const std::string path =
+          (std::filesystem::path(args.output_dir) / NpyFileName(output_names[i])).string();
+      absl::Status written = WriteFileAtomically(path, *bytes);
+      if (!written.ok()) return ReportError(written);
+      std::printf("wrote %s\n", path.c_str());
+    }
+  }
+  return kExitOk;
+}
+
 int RunPasses(const BackendArgs& args) {
   absl::StatusOr<std::unique_ptr<OptimizerBackend>> backend = MakeBackend(args);
   if (!backend.ok()) return ReportError(backend.status());
@@ -443,6 +537,33 @@ int Main(int argc, char** argv) {
   inspect->add_option("model", inspect_args.input, "Model file (.onnx or a graphopt graph)")
       ->required();
 
+  RunArgs run_args;
+  CLI::App* run = app.add_subcommand(
+      "run", "Run a model in this process on the CPU runtime: inputs from .npy files or seeded "
+             "random values of each input's declared type; prints output summaries and, with "
+             "--profile, the time per op");
+  run->add_option("model", run_args.model, "Model file (.onnx or a graphopt graph)")->required();
+  run->add_option("--input", run_args.inputs,
+                  "An input from a .npy file: NAME=FILE.npy (repeatable); inputs not given get "
+                  "random values")
+      ->allow_extra_args(false);
+  run->add_option("-o,--output-dir", run_args.output_dir,
+                  "Write each output to DIR/<output name>.npy");
+  run->add_option("--threads", run_args.threads, "Kernel threads")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
+  run->add_flag("--profile", run_args.profile, "Print the time per op and the slowest nodes");
+  run->add_option("--bind", run_args.bindings,
+                  "Size of a symbolic input dim for random inputs: symbol=N (default 1)")
+      ->delimiter(',')
+      ->allow_extra_args(false);
+  run->add_option("--seed", run_args.seed, "Seed of the random inputs")->capture_default_str();
+  run->add_option("--repeat", run_args.repeat,
+                  "Run this many times and print the median time (the outputs are those of "
+                  "the last run)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+
   BackendArgs passes_args;
   CLI::App* passes =
       app.add_subcommand("passes", "List the passes (what they need and provide, options)");
@@ -504,6 +625,7 @@ int Main(int argc, char** argv) {
     return RunOptimize(optimize_args);
   }
   if (inspect->parsed()) return RunInspect(inspect_args);
+  if (run->parsed()) return RunRun(run_args);
   if (passes->parsed()) return RunPasses(passes_args);
   if (ops_list->parsed()) return RunOps(list_args);
   if (ops_show->parsed()) return RunOps(show_args);

@@ -1,0 +1,222 @@
+#include "client/run_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "client/graph_io.h"
+#include "graph/types.h"
+#include "runtime/npy.h"
+
+namespace graphopt {
+
+using runtime::Tensor;
+
+absl::StatusOr<std::vector<InputSpec>> ParseInputSpecs(const std::vector<std::string>& specs) {
+  std::vector<InputSpec> out;
+  for (const std::string& s : specs) {
+    const size_t eq = s.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == s.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--input '", s, "': expected NAME=FILE.npy"));
+    }
+    InputSpec spec{s.substr(0, eq), s.substr(eq + 1)};
+    for (const InputSpec& o : out) {
+      if (o.name == spec.name) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--input: '", spec.name, "' is given twice"));
+      }
+    }
+    out.push_back(std::move(spec));
+  }
+  return out;
+}
+
+namespace {
+
+absl::StatusOr<Tensor> RandomTensor(const Value& value,
+                                    const std::map<std::string, int64_t>& bindings,
+                                    std::mt19937_64& rng) {
+  const TensorType& type = value.type;
+  if (type.dtype == v1::DT_UNDEFINED || !type.shape.has_value()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "input '", value.name, "' has no declared ", type.dtype == v1::DT_UNDEFINED ? "type" : "rank",
+        ": give it with --input ", value.name, "=FILE.npy"));
+  }
+  runtime::Shape shape;
+  for (const Dim& d : *type.shape) {
+    if (d.is_known()) {
+      shape.push_back(d.size());
+    } else if (d.is_symbol()) {
+      auto it = bindings.find(d.symbol());
+      shape.push_back(it == bindings.end() ? 1 : it->second);
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input '", value.name, "' has an unknown dim (", TensorTypeToString(type),
+          "): give it with --input ", value.name, "=FILE.npy"));
+    }
+  }
+  absl::StatusOr<Tensor> t = Tensor::Allocate(type.dtype, shape);
+  if (!t.ok()) return absl::InvalidArgumentError(absl::StrCat("input '", value.name, "': ", t.status().message()));
+  std::uniform_real_distribution<float> real(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> small(0, 3);
+  const int64_t n = t->num_elements();
+  switch (type.dtype) {
+    case v1::DT_FLOAT32:
+      for (int64_t i = 0; i < n; ++i) t->data<float>()[i] = real(rng);
+      break;
+    case v1::DT_FLOAT64:
+      for (int64_t i = 0; i < n; ++i) t->data<double>()[i] = real(rng);
+      break;
+    case v1::DT_FLOAT16:
+      for (int64_t i = 0; i < n; ++i) t->data<runtime::Float16>()[i] = runtime::Float16(real(rng));
+      break;
+    case v1::DT_BFLOAT16:
+      for (int64_t i = 0; i < n; ++i) t->data<runtime::BFloat16>()[i] = runtime::BFloat16(real(rng));
+      break;
+    case v1::DT_BOOL:
+      for (int64_t i = 0; i < n; ++i) t->data<bool>()[i] = small(rng) >= 2;
+      break;
+    case v1::DT_INT64:
+      for (int64_t i = 0; i < n; ++i) t->data<int64_t>()[i] = small(rng);
+      break;
+    case v1::DT_INT32:
+      for (int64_t i = 0; i < n; ++i) t->data<int32_t>()[i] = small(rng);
+      break;
+    case v1::DT_INT8:
+    case v1::DT_UINT8:
+      for (int64_t i = 0; i < n; ++i) t->data<uint8_t>()[i] = static_cast<uint8_t>(small(rng));
+      break;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat("input '", value.name, "' is ",
+                                                     DataTypeName(type.dtype),
+                                                     ": no random values for it; give a file"));
+  }
+  return t;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::pair<std::string, Tensor>>> PrepareInputs(
+    const Graph& graph, const std::vector<InputSpec>& specs,
+    const std::map<std::string, int64_t>& bindings, uint64_t seed) {
+  absl::flat_hash_map<std::string, const InputSpec*> by_name;
+  for (const InputSpec& s : specs) by_name[s.name] = &s;
+  for (const InputSpec& s : specs) {
+    bool found = false;
+    for (ValueId v : graph.inputs()) found = found || graph.value(v).name == s.name;
+    if (!found) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--input '", s.name, "': the model has no input of that name"));
+    }
+  }
+  std::mt19937_64 rng(seed);
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (ValueId v : graph.inputs()) {
+    const Value& value = graph.value(v);
+    auto it = by_name.find(value.name);
+    if (it != by_name.end()) {
+      absl::StatusOr<std::string> bytes = ReadFileBytes(it->second->npy_path);
+      if (!bytes.ok()) return bytes.status();
+      absl::StatusOr<Tensor> t = runtime::ParseNpy(*bytes, it->second->npy_path);
+      if (!t.ok()) return t.status();
+      out.emplace_back(value.name, *std::move(t));
+      continue;
+    }
+    if (value.initializer >= 0) continue;  // an overridable weight keeps its initializer
+    absl::StatusOr<Tensor> t = RandomTensor(value, bindings, rng);
+    if (!t.ok()) return t.status();
+    out.emplace_back(value.name, *std::move(t));
+  }
+  return out;
+}
+
+std::string FormatTensorSummary(const std::string& name, const Tensor& t) {
+  std::string line = absl::StrFormat("%-16s %-22s", name, t.DebugString());
+  const int64_t n = t.num_elements();
+  if (t.dtype() == v1::DT_STRING) {
+    for (int64_t i = 0; i < std::min<int64_t>(n, 4); ++i) absl::StrAppend(&line, " '", t.strings()[i], "'");
+    return line;
+  }
+  if (n == 0) return line + "  (empty)";
+  double lo = INFINITY, hi = -INFINITY, sum = 0;
+  int64_t nan = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double x = t.ElementAsDouble(i);
+    if (std::isnan(x)) {
+      ++nan;
+      continue;
+    }
+    lo = std::min(lo, x);
+    hi = std::max(hi, x);
+    sum += x;
+  }
+  absl::StrAppendFormat(&line, "  min %.6g max %.6g mean %.6g", lo, hi,
+                        n > nan ? sum / static_cast<double>(n - nan) : NAN);
+  if (nan > 0) absl::StrAppend(&line, "  (", nan, " NaN)");
+  line += "  [";
+  for (int64_t i = 0; i < std::min<int64_t>(n, 4); ++i) {
+    absl::StrAppendFormat(&line, "%s%.6g", i ? ", " : "", t.ElementAsDouble(i));
+  }
+  absl::StrAppend(&line, n > 4 ? ", ...]" : "]");
+  return line;
+}
+
+std::string FormatProfile(const std::vector<runtime::NodeTiming>& timings, int top_nodes) {
+  struct OpRow {
+    std::string op;
+    int nodes = 0;
+    double micros = 0;
+  };
+  std::map<std::string, OpRow> ops;
+  double total = 0;
+  for (const runtime::NodeTiming& t : timings) {
+    OpRow& row = ops[t.op_type];
+    row.op = t.op_type;
+    ++row.nodes;
+    row.micros += t.micros;
+    total += t.micros;
+  }
+  std::vector<OpRow> rows;
+  for (auto& [k, r] : ops) rows.push_back(r);
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const OpRow& a, const OpRow& b) { return a.micros > b.micros; });
+  std::string out = absl::StrFormat("%-24s %6s %10s %7s\n", "op", "nodes", "ms", "share");
+  out += std::string(50, '-') + "\n";
+  for (const OpRow& r : rows) {
+    absl::StrAppendFormat(&out, "%-24s %6d %10.3f %6.1f%%\n", r.op, r.nodes, r.micros / 1000,
+                          total > 0 ? 100 * r.micros / total : 0);
+  }
+  absl::StrAppendFormat(&out, "%-24s %6d %10.3f\n", "total", static_cast<int>(timings.size()),
+                        total / 1000);
+  std::vector<const runtime::NodeTiming*> slow;
+  for (const runtime::NodeTiming& t : timings) slow.push_back(&t);
+  std::stable_sort(slow.begin(), slow.end(), [](const runtime::NodeTiming* a,
+                                                const runtime::NodeTiming* b) {
+    return a->micros > b->micros;
+  });
+  if (top_nodes > 0 && !slow.empty()) {
+    absl::StrAppendFormat(&out, "\nslowest nodes\n%-40s %-16s %10s\n", "node", "op", "ms");
+    for (int i = 0; i < top_nodes && i < static_cast<int>(slow.size()); ++i) {
+      absl::StrAppendFormat(&out, "%-40s %-16s %10.3f\n", slow[i]->node, slow[i]->op_type,
+                            slow[i]->micros / 1000);
+    }
+  }
+  return out;
+}
+
+std::string NpyFileName(const std::string& value_name) {
+  std::string out;
+  for (char c : value_name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '-' || c == '_' || c == '.';
+    out += ok ? c : '_';
+  }
+  if (out.empty() || out[0] == '.') out = "_" + out;
+  return out + ".npy";
+}
+
+}  // namespace graphopt

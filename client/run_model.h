@@ -1,0 +1,49 @@
+#ifndef GRAPHOPT_CLIENT_RUN_MODEL_H_
+#define GRAPHOPT_CLIENT_RUN_MODEL_H_
+
+// What `graphopt run` does in-process: feeds a model (.npy files or seeded random inputs),
+// runs it on the runtime, summarises the outputs and the per-op profile.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "graph/graph.h"
+#include "runtime/executor.h"
+#include "runtime/tensor.h"
+
+namespace graphopt {
+
+struct InputSpec {
+  std::string name;
+  std::string npy_path;
+};
+
+// Parses --input values NAME=FILE.npy. INVALID_ARGUMENT for a malformed entry or a name
+// given twice.
+absl::StatusOr<std::vector<InputSpec>> ParseInputSpecs(const std::vector<std::string>& specs);
+
+// The inputs for one run of `graph`: each required graph input from its .npy file when given,
+// otherwise random values of its declared type (float: uniform in [-1, 1); integers: [0, 4);
+// bool: fair coin) from `seed`, symbolic dims taken from `bindings` (1 when unbound). Unknown
+// dims or an input without a dtype need a file. INVALID_ARGUMENT naming the input for a spec
+// that names no input or a file of the wrong dtype/shape.
+absl::StatusOr<std::vector<std::pair<std::string, runtime::Tensor>>> PrepareInputs(
+    const Graph& graph, const std::vector<InputSpec>& specs,
+    const std::map<std::string, int64_t>& bindings, uint64_t seed);
+
+// "logits  float32[1,1000]  min -3.21 max 4.08 mean 0.0123  [0.12, -0.5, 1.3, ...]".
+std::string FormatTensorSummary(const std::string& name, const runtime::Tensor& tensor);
+
+// The per-op table of a profiled run: op type, nodes, total ms, share, then the slowest nodes.
+std::string FormatProfile(const std::vector<runtime::NodeTiming>& timings, int top_nodes = 10);
+
+// A file name for a value name ("a/b:0" -> "a_b_0.npy").
+std::string NpyFileName(const std::string& value_name);
+
+}  // namespace graphopt
+
+#endif  // GRAPHOPT_CLIENT_RUN_MODEL_H_

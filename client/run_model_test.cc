@@ -1,0 +1,79 @@
+#include "client/run_model.h"
+
+#include <cstdio>
+#include <fstream>
+
+#include "google/protobuf/text_format.h"
+#include "graph/proto_convert.h"
+#include "gtest/gtest.h"
+#include "runtime/npy.h"
+
+namespace graphopt {
+namespace {
+
+Graph TwoInputGraph() {
+  v1::Graph proto;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
+    nodes { op_type: "Identity" inputs: "x" outputs: "y" }
+    inputs { name: "x" type { dtype: DT_FLOAT32 shape { dims { symbol: "batch" } dims { size: 3 } } } }
+    inputs { name: "ids" type { dtype: DT_INT64 shape { dims { size: 2 } } } }
+    outputs { name: "y" }
+  )pb", &proto));
+  return *GraphFromProto(proto);
+}
+
+TEST(ParseInputSpecsTest, ParsesAndRejects) {
+  absl::StatusOr<std::vector<InputSpec>> specs = ParseInputSpecs({"x=a.npy", "y=b/c.npy"});
+  ASSERT_TRUE(specs.ok());
+  EXPECT_EQ((*specs)[1].npy_path, "b/c.npy");
+  EXPECT_FALSE(ParseInputSpecs({"x"}).ok());
+  EXPECT_FALSE(ParseInputSpecs({"=a.npy"}).ok());
+  EXPECT_FALSE(ParseInputSpecs({"x=a", "x=b"}).ok());
+}
+
+TEST(PrepareInputsTest, RandomInputsFollowTypesBindingsAndSeed) {
+  Graph g = TwoInputGraph();
+  auto a = PrepareInputs(g, {}, {{"batch", 4}}, 7);
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_EQ(a->size(), 2u);
+  EXPECT_EQ((*a)[0].second.DebugString(), "float32[4,3]");
+  EXPECT_EQ((*a)[1].second.DebugString(), "int64[2]");
+  for (int64_t i = 0; i < 12; ++i) {
+    const float v = (*a)[0].second.data<float>()[i];
+    EXPECT_GE(v, -1);
+    EXPECT_LT(v, 1);
+  }
+  auto b = PrepareInputs(g, {}, {{"batch", 4}}, 7);
+  EXPECT_EQ((*a)[0].second.data<float>()[5], (*b)[0].second.data<float>()[5]);
+  auto unbound = PrepareInputs(g, {}, {}, 7);
+  EXPECT_EQ((*unbound)[0].second.DebugString(), "float32[1,3]");
+}
+
+TEST(PrepareInputsTest, ReadsNpyAndRejectsUnknownNames) {
+  Graph g = TwoInputGraph();
+  const std::string path = ::testing::TempDir() + "/x.npy";
+  runtime::Tensor t = runtime::Tensor::FromVector<float>(v1::DT_FLOAT32, {1, 2, 3}, {1, 3});
+  std::ofstream(path, std::ios::binary) << *runtime::SerializeNpy(t);
+  auto in = PrepareInputs(g, {{"x", path}}, {}, 0);
+  ASSERT_TRUE(in.ok()) << in.status();
+  EXPECT_EQ((*in)[0].second.data<float>()[2], 3);
+  auto bad = PrepareInputs(g, {{"nope", path}}, {}, 0);
+  EXPECT_NE(bad.status().message().find("nope"), std::string::npos);
+}
+
+TEST(FormatTest, SummaryProfileAndFileNames) {
+  runtime::Tensor t = runtime::Tensor::FromVector<float>(v1::DT_FLOAT32, {1, -2, 3, 4, 5}, {5});
+  const std::string s = FormatTensorSummary("y", t);
+  EXPECT_NE(s.find("float32[5]"), std::string::npos);
+  EXPECT_NE(s.find("min -2 max 5 mean 2.2"), std::string::npos);
+  EXPECT_NE(s.find("..."), std::string::npos);
+  const std::string p = FormatProfile({{"a", "Conv", 300}, {"b", "Relu", 100}, {"c", "Conv", 600}});
+  EXPECT_NE(p.find("Conv"), std::string::npos);
+  EXPECT_LT(p.find("Conv"), p.find("Relu"));
+  EXPECT_NE(p.find("90.0%"), std::string::npos);
+  EXPECT_EQ(NpyFileName("a/b:0"), "a_b_0.npy");
+  EXPECT_EQ(NpyFileName(".."), "_...npy");
+}
+
+}  // namespace
+}  // namespace graphopt

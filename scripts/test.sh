@@ -61,6 +61,13 @@ for label in open(targets_file).read().split():
 if rc not in (0, 3):
     failed += 1
     failures.append(f"bazel exited {rc} (build failure: see above)")
+# The conformance counts (tests/conformance), repeated from their logs.
+for label in ("tests/conformance/conformance_test", "tests/conformance/corpus_models_test"):
+    log = os.path.join(root, label, "test.log")
+    if os.path.exists(log):
+        for l in open(log, errors="replace"):
+            if l.startswith("conformance ") or l.startswith("known failures:"):
+                print(f"{label.rsplit('/', 1)[1]}: {l.rstrip()}")
 for f in failures:
     print("FAILED:", f)
 line = f"{passed} passed, {failed} failed"

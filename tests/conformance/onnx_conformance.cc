@@ -1,4 +1,5 @@
-// Runs the ONNX backend test cases of libonnx-testdata through graphopt's runtime and compares
+// Runs the ONNX backend test cases of libonnx-testdata (or any folder in that layout, such as
+// the real-model corpus of models/) through graphopt's runtime and compares
 // every output with the reference (rtol 1e-3, atol 1e-5, NaN equal to NaN, as ONNX Runtime's
 // backend tests do). Each case runs in a child process, so a crash or a hang is reported for that
 // case and the run goes on.
@@ -51,6 +52,8 @@ ABSL_FLAG(std::string, known_failures, "",
           "file listing the cases expected not to pass; differences fail the run");
 ABSL_FLAG(std::string, write_known_failures, "", "write the cases that did not pass here");
 ABSL_FLAG(bool, verbose, false, "also print passing cases");
+ABSL_FLAG(double, rtol, 1e-3, "relative tolerance of float comparisons");
+ABSL_FLAG(double, atol, 1e-5, "absolute tolerance of float comparisons");
 
 namespace graphopt {
 namespace {
@@ -117,7 +120,7 @@ std::vector<fs::path> Sorted(const fs::path& dir, const std::string& prefix) {
 }
 
 // Compares one output; returns an empty string when equal within tolerance.
-std::string Compare(const Tensor& got, const Tensor& want) {
+std::string Compare(const Tensor& got, const Tensor& want, double rtol, double atol) {
   if (got.dtype() != want.dtype()) {
     return absl::StrCat("dtype ", got.DebugString(), " != expected ", want.DebugString());
   }
@@ -142,7 +145,7 @@ std::string Compare(const Tensor& got, const Tensor& want) {
       if (std::isnan(w) && std::isnan(g)) continue;
       if (std::isinf(w) || std::isinf(g)) {
         if (g == w) continue;
-      } else if (std::fabs(g - w) <= 1e-5 + 1e-3 * std::fabs(w)) {
+      } else if (std::fabs(g - w) <= atol + rtol * std::fabs(w)) {
         continue;
       }
       if (bad++ == 0) first = absl::StrCat("element ", i, ": ", g, " != expected ", w);
@@ -199,7 +202,8 @@ CaseResult RunCase(const fs::path& dir, const runtime::KernelRegistry& registry)
     for (size_t i = 0; i < outputs.size(); ++i) {
       absl::StatusOr<std::pair<std::string, Tensor>> want = ReadTensor(outputs[i]);
       if (!want.ok()) return FromStatus(want.status(), "outputs");
-      std::string diff = Compare(result->outputs[i], want->second);
+      std::string diff = Compare(result->outputs[i], want->second,
+                                 absl::GetFlag(FLAGS_rtol), absl::GetFlag(FLAGS_atol));
       if (!diff.empty()) {
         return {Outcome::kFail, absl::StrCat(set.filename().string(), " output ", i, ": ", diff)};
       }

@@ -1,0 +1,63 @@
+"""Times one model on ONNX Runtime (the peer of bench/runtime_vs_ort.py), in its own process.
+
+Prints one JSON line: {"median_ms": .., "min_ms": .., "runs": ..}. The inputs are those of the
+model's test_data_set_0 (the same the graphopt side reads).
+
+    .venv/bin/python bench/ort_run.py MODEL_DIR --threads N --opt {disable,all} --runs R
+"""
+import argparse
+import glob
+import json
+import os
+import statistics
+import time
+
+import onnx
+import onnx.numpy_helper
+import onnxruntime as ort
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("model_dir", nargs="?")
+    p.add_argument("--baseline", action="store_true",
+                   help="import everything, create no session: the process's RSS floor")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--opt", choices=["disable", "all"], default="disable")
+    p.add_argument("--runs", type=int, default=20)
+    p.add_argument("--warmup", type=int, default=3)
+    args = p.parse_args()
+    if args.baseline:
+        print(json.dumps({"median_ms": 0, "min_ms": 0, "runs": 0}))
+        return
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = args.threads
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.graph_optimization_level = (ort.GraphOptimizationLevel.ORT_DISABLE_ALL if args.opt == "disable"
+                                   else ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
+    sess = ort.InferenceSession(os.path.join(args.model_dir, "model.onnx"), so,
+                                providers=["CPUExecutionProvider"])
+    feeds = {}
+    names = [i.name for i in sess.get_inputs()]
+    files = sorted(glob.glob(os.path.join(args.model_dir, "test_data_set_0", "input_*.pb")),
+                   key=lambda f: int(f.rsplit("_", 1)[1].split(".")[0]))
+    for name, path in zip(names, files):
+        t = onnx.TensorProto()
+        with open(path, "rb") as f:
+            t.ParseFromString(f.read())
+        feeds[name] = onnx.numpy_helper.to_array(t)
+    for _ in range(args.warmup):
+        sess.run(None, feeds)
+    times = []
+    for _ in range(args.runs):
+        start = time.perf_counter()
+        sess.run(None, feeds)
+        times.append((time.perf_counter() - start) * 1000)
+    print(json.dumps({"median_ms": statistics.median(times), "min_ms": min(times),
+                      "runs": args.runs}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,96 @@
+#!/usr/bin/python3
+"""Batch-1 latency and peak RSS of the real-model corpus on graphopt's runtime and on ONNX Runtime,
+side by side in one run, at 1 and 2 threads (issue 5's benchmark).
+
+Every measurement is a process of its own (so that its peak RSS is that model's alone), and the
+three contenders (graphopt, ORT with graph optimizations disabled, ORT with all of them) are
+interleaved and repeated --trials times; the medians are compared. Ratios are graphopt / ORT:
+below 1 means faster or smaller. ORT runs under Python, whose interpreter, numpy and onnx
+account for part of its RSS; the "ORT base" column is that floor (the same script, no session).
+
+    bench/runtime_vs_ort.sh [--trials N] [--runs R] [--models a,b] [--threads 1,2]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+MODELS = ["mlp", "lstm", "transformer_encoder", "mobilenet_v2", "resnet18", "resnet50"]
+
+
+def run(cmd):
+    """Runs cmd; returns (the JSON object of its last stdout line, its peak RSS in MiB)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        if proc.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} failed: {err.read().decode()[-800:]}")
+        return json.loads(out.read().decode().strip().splitlines()[-1]), usage.ru_maxrss / 1024.0
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--corpus", default=".bazel/bin/models/corpus")
+    p.add_argument("--bench", default=".bazel/bin/bench/run_model_bench")
+    p.add_argument("--python", default=".venv/bin/python")
+    p.add_argument("--models", default=",".join(MODELS))
+    p.add_argument("--threads", default="1,2")
+    p.add_argument("--trials", type=int, default=3)
+    p.add_argument("--runs", type=int, default=20)
+    p.add_argument("--target", type=float, default=1.5,
+                   help="latency target vs ORT with optimizations disabled")
+    p.add_argument("--json", help="also write the medians here")
+    args = p.parse_args()
+    here = os.path.dirname(os.path.abspath(__file__))
+    ort_script = os.path.join(here, "ort_run.py")
+
+    rows = []
+    for model in args.models.split(","):
+        d = os.path.join(args.corpus, model)
+        for threads in [int(t) for t in args.threads.split(",")]:
+            m = {"go": [], "ort0": [], "ort3": [], "go_rss": [], "ort0_rss": [], "ort3_rss": []}
+            common = ["--threads", str(threads), "--runs", str(args.runs)]
+            for _ in range(args.trials):
+                r, rss = run([args.bench, d] + common)
+                m["go"].append(r["median_ms"]); m["go_rss"].append(rss)
+                r, rss = run([args.python, ort_script, d, "--opt", "disable"] + common)
+                m["ort0"].append(r["median_ms"]); m["ort0_rss"].append(rss)
+                r, rss = run([args.python, ort_script, d, "--opt", "all"] + common)
+                m["ort3"].append(r["median_ms"]); m["ort3_rss"].append(rss)
+            med = {k: statistics.median(v) for k, v in m.items()}
+            med.update(model=model, threads=threads)
+            rows.append(med)
+            print(f"  measured {model} at {threads} thread(s)", file=sys.stderr, flush=True)
+    _, base_rss = run([args.python, ort_script, "--baseline"])
+
+    print(f"\nmedians of {args.trials} trials x {args.runs} runs, batch 1; "
+          f"ratio = graphopt / ONNX Runtime (ORT base RSS {base_rss:.0f} MiB)\n")
+    hdr = (f"{'model':<20} {'thr':>3} {'graphopt ms':>11} {'ORT-O0 ms':>10} {'ORT-O3 ms':>10} "
+           f"{'vs O0':>6} {'vs O3':>6} {'go MiB':>7} {'O0 MiB':>7} {'O3 MiB':>7} {'rss/O0':>6}")
+    print(hdr)
+    print("-" * len(hdr))
+    worst = 0.0
+    for r in rows:
+        v0 = r["go"] / r["ort0"]
+        v3 = r["go"] / r["ort3"]
+        worst = max(worst, v0)
+        print(f"{r['model']:<20} {r['threads']:>3} {r['go']:>11.2f} {r['ort0']:>10.2f} "
+              f"{r['ort3']:>10.2f} {v0:>5.2f}x {v3:>5.2f}x {r['go_rss']:>7.0f} "
+              f"{r['ort0_rss']:>7.0f} {r['ort3_rss']:>7.0f} {r['go_rss'] / r['ort0_rss']:>5.2f}x")
+    verdict = "met" if worst <= args.target else "NOT met"
+    print(f"\nworst latency ratio vs ORT without optimizations: {worst:.2f}x "
+          f"(target <= {args.target}x: {verdict})")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"rows": rows, "ort_base_rss_mib": base_rss}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

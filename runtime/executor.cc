@@ -103,6 +103,10 @@ absl::Status Executor::Plan(const KernelRegistry& registry) {
     if (!t.ok()) return t.status();
     constants_.emplace_back(i, *std::move(t));
   }
+  // The decoded constants are all the plan needs of the initializers: drop the wire copies.
+  graph_.TakeInitializers();
+  absl::flat_hash_map<int32_t, const Tensor*> constant_by_slot;
+  for (const auto& [slot, t] : constants_) constant_by_slot[slot] = &t;
 
   // Values read but defined nowhere are captures from an enclosing graph.
   absl::flat_hash_set<std::string> captured;
@@ -163,6 +167,15 @@ absl::Status Executor::Plan(const KernelRegistry& registry) {
     step.info = std::make_unique<KernelInfo>(node, graph_.NodeLabel(id),
                                              OpsetOf(graph_, node.domain), std::move(input_types),
                                              registry, options_, options_.device);
+    std::vector<const Tensor*> constants(node.inputs.size(), nullptr);
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const ValueId v = node.inputs[i];
+      if (v.valid() && !graph_.value(v).is_graph_input) {
+        auto c = constant_by_slot.find(v.value());
+        if (c != constant_by_slot.end()) constants[i] = c->second;
+      }
+    }
+    step.info->set_constant_inputs(std::move(constants));
     absl::StatusOr<std::unique_ptr<OpKernel>> kernel = (*factory)(*step.info);
     if (!kernel.ok()) return kernel.status();
     step.kernel = *std::move(kernel);

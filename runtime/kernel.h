@@ -48,6 +48,15 @@ class KernelInfo {
   bool has_output(int i) const { return i < num_outputs() && node_.outputs[i].valid(); }
   // The statically known type of input i (dtype DT_UNDEFINED and no shape when unknown).
   const TensorType& input_type(int i) const;
+  // The value of input i when it is a constant of the plan (an initializer that is not also a
+  // graph input the caller may override), else nullptr: lets a kernel prepare weights (reorder,
+  // pack) once at plan time. The tensor lives as long as the plan.
+  const Tensor* constant_input(int i) const {
+    return i >= 0 && i < static_cast<int>(constant_inputs_.size()) ? constant_inputs_[i] : nullptr;
+  }
+  void set_constant_inputs(std::vector<const Tensor*> constants) {
+    constant_inputs_ = std::move(constants);
+  }
 
   // --- Attributes ---------------------------------------------------------------------------
   const AttributeMap& attributes() const { return node_.attributes; }
@@ -78,6 +87,7 @@ class KernelInfo {
   std::string label_;
   int64_t opset_;
   std::vector<TensorType> input_types_;
+  std::vector<const Tensor*> constant_inputs_;
   const KernelRegistry& registry_;
   const ExecutorOptions& options_;
   DeviceKind device_;

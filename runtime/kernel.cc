@@ -103,7 +103,13 @@ absl::StatusOr<std::unique_ptr<Executor>> KernelInfo::CreateSubgraphExecutor(
     return Invalid(absl::StrCat("graph attribute '", name, "' is required"));
   }
   v1::Graph body = a->g();
-  // A body imports the opsets of the graph around it.
+  // A body imports the opsets of the graph around it: bodies carry no imports of their own, so
+  // the node's domain (that of If/Loop/Scan: the default one) gets the node's opset.
+  if (body.opset_imports_size() == 0 && opset_ > 0) {
+    v1::OpsetImport* o = body.add_opset_imports();
+    o->set_domain(node_.domain);
+    o->set_version(opset_);
+  }
   absl::StatusOr<Graph> graph = GraphFromProto(std::move(body));
   if (!graph.ok()) {
     return Invalid(absl::StrCat("attribute '", name, "': ", graph.status().message()));

@@ -1,0 +1,269 @@
+// Einsum. The equation is parsed into labels per operand dim (letters are labels 0..51,
+// ellipsis dims 52..); repeated labels within an operand take diagonals, ellipsis dims broadcast
+// numpy-style, and an equation without "->" outputs the ellipsis dims and then the letters used
+// once, in alphabetical order. The result is computed directly: for each output position, the
+// sum over the contracted labels of the product of the operands.
+#include <algorithm>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
+#include "runtime/kernels/kernel_util.h"
+#include "runtime/kernels/reduction_util.h"
+
+namespace graphopt::runtime {
+namespace {
+
+constexpr int kLetters = 52;
+
+int LetterLabel(char c) {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return 26 + (c - 'a');
+  return -1;
+}
+
+// One term of the equation: its letter labels, and where "..." sits among them (-1: nowhere).
+struct Term {
+  std::vector<int> letters;
+  int ellipsis = -1;
+};
+
+absl::Status ParseTerm(absl::string_view s, Term* t, const KernelContext& ctx) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c == '.') {
+      if (s.substr(i, 3) != "..." || t->ellipsis >= 0) {
+        return ctx.Invalid(absl::StrCat("bad ellipsis in equation term '", s, "'"));
+      }
+      t->ellipsis = static_cast<int>(t->letters.size());
+      i += 2;
+      continue;
+    }
+    const int l = LetterLabel(c);
+    if (l < 0) return ctx.Invalid(absl::StrCat("bad character '", std::string(1, c),
+                                               "' in equation term '", s, "'"));
+    t->letters.push_back(l);
+  }
+  return absl::OkStatus();
+}
+
+// The parsed, shape-checked equation: per operand the label of each dim, the output labels and
+// every label's size.
+struct EinsumPlan {
+  std::vector<std::vector<int>> operand_labels;
+  std::vector<int> output_labels;
+  std::vector<int64_t> sizes;  // per label; -1 when unused
+};
+
+absl::StatusOr<EinsumPlan> PlanEinsum(const std::string& equation,
+                                      const std::vector<const Tensor*>& inputs,
+                                      const KernelContext& ctx) {
+  std::string eq;
+  for (char c : equation) {
+    if (c != ' ' && c != '\t') eq.push_back(c);
+  }
+  const size_t arrow = eq.find("->");
+  const std::string lhs = eq.substr(0, arrow);
+  std::vector<std::string> parts = absl::StrSplit(lhs, ',');
+  if (parts.size() != inputs.size()) {
+    return ctx.Invalid(absl::StrCat("equation '", equation, "' has ", parts.size(),
+                                    " operands but the node has ", inputs.size(), " inputs"));
+  }
+  std::vector<Term> terms(parts.size());
+  int ell = 0;
+  for (size_t k = 0; k < parts.size(); ++k) {
+    absl::Status s = ParseTerm(parts[k], &terms[k], ctx);
+    if (!s.ok()) return s;
+    const int rank = inputs[k]->rank();
+    const int n = static_cast<int>(terms[k].letters.size());
+    if (terms[k].ellipsis < 0 ? rank != n : rank < n) {
+      return ctx.Invalid(absl::StrCat("equation term '", parts[k], "' does not fit input ", k,
+                                      " of shape ", ShapeString(inputs[k]->shape())));
+    }
+    ell = std::max(ell, rank - n);
+  }
+  EinsumPlan plan;
+  plan.sizes.assign(kLetters + ell, -1);
+  std::vector<int> uses(kLetters, 0);
+  for (size_t k = 0; k < terms.size(); ++k) {
+    const Term& t = terms[k];
+    const Tensor& x = *inputs[k];
+    const int e = x.rank() - static_cast<int>(t.letters.size());
+    std::vector<int>& labels = plan.operand_labels.emplace_back();
+    for (int i = 0; i < static_cast<int>(t.letters.size()); ++i) {
+      if (i == t.ellipsis) {
+        for (int j = 0; j < e; ++j) labels.push_back(kLetters + (ell - e) + j);
+      }
+      labels.push_back(t.letters[i]);
+      ++uses[t.letters[i]];
+    }
+    if (t.ellipsis == static_cast<int>(t.letters.size())) {
+      for (int j = 0; j < e; ++j) labels.push_back(kLetters + (ell - e) + j);
+    }
+    for (int i = 0; i < x.rank(); ++i) {
+      const int l = labels[i];
+      int64_t& size = plan.sizes[l];
+      const int64_t d = x.dim(i);
+      if (size < 0 || size == d) {
+        size = d;
+      } else if (l >= kLetters && (size == 1 || d == 1)) {
+        size = std::max(size, d);
+      } else {
+        return ctx.Invalid(absl::StrCat("label of dim ", i, " of input ", k, " has size ", d,
+                                        " here and ", size, " elsewhere"));
+      }
+    }
+  }
+  if (arrow == std::string::npos) {
+    for (int j = 0; j < ell; ++j) plan.output_labels.push_back(kLetters + j);
+    for (int l = 0; l < kLetters; ++l) {
+      if (uses[l] == 1) plan.output_labels.push_back(l);
+    }
+  } else {
+    Term out;
+    absl::Status s = ParseTerm(absl::string_view(eq).substr(arrow + 2), &out, ctx);
+    if (!s.ok()) return s;
+    std::vector<bool> seen(kLetters, false);
+    for (int i = 0; i <= static_cast<int>(out.letters.size()); ++i) {
+      if (i == out.ellipsis) {
+        for (int j = 0; j < ell; ++j) plan.output_labels.push_back(kLetters + j);
+      }
+      if (i == static_cast<int>(out.letters.size())) break;
+      const int l = out.letters[i];
+      if (uses[l] == 0 || seen[l]) {
+        return ctx.Invalid(absl::StrCat("output label ", i, " of equation '", equation,
+                                        "' is repeated or not in any input"));
+      }
+      seen[l] = true;
+      plan.output_labels.push_back(l);
+    }
+  }
+  return plan;
+}
+
+template <typename T>
+absl::Status EinsumTyped(const EinsumPlan& plan, const std::vector<const Tensor*>& inputs,
+                         Tensor& out, const KernelContext& ctx) {
+  using Acc = std::conditional_t<std::is_integral_v<T>, int64_t, double>;
+  const int K = static_cast<int>(inputs.size());
+  const int L = static_cast<int>(plan.sizes.size());
+  // Per operand, per label: the element stride (summed over repeated labels; 0 when absent or
+  // broadcast).
+  std::vector<std::vector<int64_t>> stride(K, std::vector<int64_t>(L, 0));
+  for (int k = 0; k < K; ++k) {
+    const std::vector<int64_t> st = Strides(inputs[k]->shape());
+    for (int i = 0; i < inputs[k]->rank(); ++i) {
+      const int l = plan.operand_labels[k][i];
+      if (inputs[k]->dim(i) == 1 && plan.sizes[l] != 1) continue;  // broadcast
+      stride[k][l] += st[i];
+    }
+  }
+  std::vector<bool> in_out(L, false);
+  for (int l : plan.output_labels) in_out[l] = true;
+  std::vector<int> sum_labels;
+  for (int l = 0; l < L; ++l) {
+    if (plan.sizes[l] >= 0 && !in_out[l]) sum_labels.push_back(l);
+  }
+  int64_t n_sum = 1;
+  for (int l : sum_labels) n_sum *= plan.sizes[l];
+  const int64_t inner_len = sum_labels.empty() ? 1 : plan.sizes[sum_labels.back()];
+  const int64_t outer_sum = inner_len == 0 ? 0 : n_sum / inner_len;
+  std::vector<int64_t> inner_stride(K, 0);
+  if (!sum_labels.empty()) {
+    for (int k = 0; k < K; ++k) inner_stride[k] = stride[k][sum_labels.back()];
+  }
+  std::vector<const T*> data(K);
+  for (int k = 0; k < K; ++k) data[k] = inputs[k]->data<T>();
+  T* y = out.data<T>();
+  const int n_out_labels = static_cast<int>(plan.output_labels.size());
+  const int n_outer_sum = static_cast<int>(sum_labels.size()) - 1;
+  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(n_sum, 1));
+  ctx.ParallelFor(out.num_elements(), grain, [&](int64_t b, int64_t e) {
+    std::vector<int64_t> base(K), off(K);
+    for (int64_t idx = b; idx < e; ++idx) {
+      std::fill(base.begin(), base.end(), 0);
+      int64_t rem = idx;
+      for (int j = n_out_labels - 1; j >= 0; --j) {
+        const int l = plan.output_labels[j];
+        const int64_t c = rem % plan.sizes[l];
+        rem /= plan.sizes[l];
+        for (int k = 0; k < K; ++k) base[k] += c * stride[k][l];
+      }
+      Acc acc = 0;
+      for (int64_t so = 0; so < outer_sum; ++so) {
+        off = base;
+        int64_t r = so;
+        for (int j = n_outer_sum - 1; j >= 0; --j) {
+          const int l = sum_labels[j];
+          const int64_t c = r % plan.sizes[l];
+          r /= plan.sizes[l];
+          for (int k = 0; k < K; ++k) off[k] += c * stride[k][l];
+        }
+        if (K == 1) {
+          const T* p = data[0] + off[0];
+          const int64_t s0 = inner_stride[0];
+          for (int64_t s = 0; s < inner_len; ++s) acc += static_cast<Acc>(ToCompute(p[s * s0]));
+        } else if (K == 2) {
+          const T* p = data[0] + off[0];
+          const T* q = data[1] + off[1];
+          const int64_t s0 = inner_stride[0], s1 = inner_stride[1];
+          for (int64_t s = 0; s < inner_len; ++s) {
+            acc += static_cast<Acc>(ToCompute(p[s * s0])) * static_cast<Acc>(ToCompute(q[s * s1]));
+          }
+        } else {
+          for (int64_t s = 0; s < inner_len; ++s) {
+            Acc prod = 1;
+            for (int k = 0; k < K; ++k) {
+              prod *= static_cast<Acc>(ToCompute(data[k][off[k] + s * inner_stride[k]]));
+            }
+            acc += prod;
+          }
+        }
+      }
+      y[idx] = FromCompute<T>(acc);
+    }
+  });
+  return absl::OkStatus();
+}
+
+absl::Status EinsumKernel(KernelContext& ctx) {
+  const KernelInfo& info = ctx.info();
+  if (!info.has_attr("equation")) return ctx.Invalid("attribute 'equation' is required");
+  const std::string equation = info.GetString("equation", "");
+  std::vector<const Tensor*> inputs;
+  for (int i = 0; i < ctx.num_inputs(); ++i) {
+    absl::StatusOr<const Tensor*> x = RequireInput(ctx, i);
+    if (!x.ok()) return x.status();
+    if ((*x)->dtype() != ctx.input(0)->dtype()) {
+      return ctx.Invalid(absl::StrCat("input ", i, " is ", DataTypeName((*x)->dtype()),
+                                      " but input 0 is ", DataTypeName(ctx.input(0)->dtype())));
+    }
+    inputs.push_back(*x);
+  }
+  if (inputs.empty()) return ctx.Invalid("Einsum needs at least one input");
+  absl::StatusOr<EinsumPlan> plan = PlanEinsum(equation, inputs, ctx);
+  if (!plan.ok()) return plan.status();
+  Shape out_shape;
+  for (int l : plan->output_labels) out_shape.push_back(plan->sizes[l]);
+  absl::StatusOr<Tensor*> out = ctx.AllocateOutput(0, inputs[0]->dtype(), out_shape);
+  if (!out.ok()) return out.status();
+  absl::Status s = DispatchNumeric(inputs[0]->dtype(), [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    return EinsumTyped<T>(*plan, inputs, **out, ctx);
+  });
+  if (!s.ok() && s.code() == absl::StatusCode::kUnimplemented) {
+    return info.Unimplemented(absl::StrCat(info.op_type(), ": ", s.message()));
+  }
+  return s;
+}
+
+}  // namespace
+
+absl::Status RegisterEinsumKernels(KernelRegistry& registry) {
+  return registry.Register("Einsum", EinsumKernel);
+}
+
+}  // namespace graphopt::runtime

@@ -1,0 +1,597 @@
+// Convolutions: Conv (float32 on oneDNN, 1-3 spatial dims; double and higher ranks on direct
+// loops), ConvTranspose (direct loops), ConvInteger and QLinearConv (direct loops in int32).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "oneapi/dnnl/dnnl.hpp"
+#include "runtime/kernels/cpu_kernels.h"
+#include "runtime/kernels/kernel_util.h"
+#include "runtime/kernels/nn_util.h"
+
+namespace graphopt::runtime {
+namespace {
+
+// The shapes of one convolution: X [N, C, in...], W [M, C/group, k...], Y [N, M, out...].
+struct ConvShape {
+  int64_t n = 0, c = 0, m = 0, group = 1;
+  Window window;
+  Shape out_shape;
+};
+
+// Checks X, W and B of a (forward) convolution and resolves its window.
+absl::StatusOr<ConvShape> CheckConv(const KernelContext& ctx, const WindowAttrs& attrs,
+                                    int64_t group, const Tensor& x, const Tensor& w,
+                                    const Tensor* b) {
+  if (x.rank() < 3) {
+    return ctx.Invalid(absl::StrCat("input X must have rank >= 3 ([N, C, spatial...]), got ",
+                                    ShapeString(x.shape())));
+  }
+  if (w.rank() != x.rank()) {
+    return ctx.Invalid(absl::StrCat("input W ", ShapeString(w.shape()),
+                                    " must have the rank of X ", ShapeString(x.shape())));
+  }
+  ConvShape s;
+  s.n = x.dim(0);
+  s.c = x.dim(1);
+  s.m = w.dim(0);
+  s.group = group;
+  if (group <= 0 || s.c % group != 0 || s.m % group != 0 || w.dim(1) * group != s.c) {
+    return ctx.Invalid(absl::StrCat("W ", ShapeString(w.shape()), " does not fit X ",
+                                    ShapeString(x.shape()), " with group ", group));
+  }
+  absl::Span<const int64_t> kernel(w.shape().data() + 2, w.rank() - 2);
+  if (!attrs.kernel_shape.empty() &&
+      !std::equal(attrs.kernel_shape.begin(), attrs.kernel_shape.end(), kernel.begin(),
+                  kernel.end())) {
+    return ctx.Invalid(absl::StrCat("attribute 'kernel_shape' disagrees with W ",
+                                    ShapeString(w.shape())));
+  }
+  if (b != nullptr && (b->rank() != 1 || b->dim(0) != s.m)) {
+    return ctx.Invalid(absl::StrCat("input B ", ShapeString(b->shape()), " must be [", s.m, "]"));
+  }
+  absl::StatusOr<Window> win = ResolveForwardWindow(
+      ctx.info(), attrs, absl::Span<const int64_t>(x.shape().data() + 2, x.rank() - 2), kernel);
+  if (!win.ok()) return win.status();
+  s.window = *std::move(win);
+  s.out_shape = {s.n, s.m};
+  for (int64_t d : s.window.out) s.out_shape.push_back(d);
+  return s;
+}
+
+// Direct convolution: y[n, m, o] = bias[m] + sum over the group's channels c and the taps of o
+// of (x[n, c, i] - x_zero) * (w[m, c, k] - w_zero[m]); padded taps contribute nothing (the
+// padding is x_zero for quantized inputs). Acc is the accumulator and output type.
+template <typename X, typename W, typename Acc>
+void DirectConv(const ConvShape& s, const X* x, Acc x_zero, const W* w, const Acc* w_zero,
+                const Acc* bias, Acc* y, const KernelContext& ctx) {
+  const WindowTaps taps = ComputeWindowTaps(s.window);
+  const int64_t in_size = s.window.in_size();
+  const int64_t out_size = s.window.out_size();
+  const int64_t k_size = s.window.kernel_size();
+  const int64_t cg = s.c / s.group, mg = s.m / s.group;
+  ctx.ParallelFor(s.n * s.m, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, out_size * k_size * cg)),
+                  [&](int64_t begin, int64_t end) {
+    for (int64_t nm = begin; nm < end; ++nm) {
+      const int64_t n = nm / s.m, m = nm % s.m, g = m / mg;
+      Acc* yp = y + nm * out_size;
+      const Acc b = bias ? bias[m] : Acc(0);
+      const Acc wz = w_zero ? w_zero[m] : Acc(0);
+      for (int64_t o = 0; o < out_size; ++o) yp[o] = b;
+      for (int64_t c = 0; c < cg; ++c) {
+        const X* xp = x + (n * s.c + g * cg + c) * in_size;
+        const W* wp = w + (m * cg + c) * k_size;
+        for (int64_t o = 0; o < out_size; ++o) {
+          Acc acc = 0;
+          for (int64_t t = taps.begin[o]; t < taps.begin[o + 1]; ++t) {
+            acc += (static_cast<Acc>(xp[taps.input_offset[t]]) - x_zero) *
+                   (static_cast<Acc>(wp[taps.kernel_index[t]]) - wz);
+          }
+          yp[o] += acc;
+        }
+      }
+    }
+  });
+}
+
+// A oneDNN convolution for one set of shapes.
+struct DnnlConv {
+  dnnl::convolution_forward prim;
+  dnnl::memory::desc src, wei, bias, dst;
+};
+
+class ConvKernel : public OpKernel {
+ public:
+  static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const KernelInfo& info) {
+    absl::StatusOr<WindowAttrs> attrs = ParseWindowAttrs(info);
+    if (!attrs.ok()) return attrs.status();
+    auto k = std::make_unique<ConvKernel>();
+    k->attrs_ = *std::move(attrs);
+    k->group_ = info.GetInt("group", 1);
+    if (k->group_ <= 0) return info.Invalid("attribute 'group' must be positive");
+    absl::Status st = GuardDnnl(info, "engine creation", [&] {
+      k->engine_ = dnnl::engine(dnnl::engine::kind::cpu, 0);
+      return absl::OkStatus();
+    });
+    if (!st.ok()) return st;
+    return std::unique_ptr<OpKernel>(std::move(k));
+  }
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    absl::StatusOr<const Tensor*> x = RequireInput(ctx, 0);
+    if (!x.ok()) return x.status();
+    absl::StatusOr<const Tensor*> w = RequireInput(ctx, 1);
+    if (!w.ok()) return w.status();
+    const Tensor* b = ctx.input(2);
+    if ((*w)->dtype() != (*x)->dtype() || (b && b->dtype() != (*x)->dtype())) {
+      return ctx.Invalid("inputs X, W and B must have the same element type");
+    }
+    absl::StatusOr<ConvShape> s = CheckConv(ctx, attrs_, group_, **x, **w, b);
+    if (!s.ok()) return s.status();
+    absl::StatusOr<Tensor*> y = ctx.AllocateOutput(0, (*x)->dtype(), s->out_shape);
+    if (!y.ok()) return y.status();
+    if ((*y)->num_elements() == 0) return absl::OkStatus();
+    if ((*x)->num_elements() == 0 || (*w)->num_elements() == 0) {
+      // Empty reduction: the bias alone (or zero).
+      return DispatchFloat((*x)->dtype(), [&](auto tag) -> absl::Status {
+        using T = typename decltype(tag)::type;
+        T* yp = (*y)->data<T>();
+        const int64_t plane = s->window.out_size();
+        for (int64_t i = 0; i < (*y)->num_elements(); ++i) {
+          yp[i] = b ? b->data<T>()[(i / plane) % s->m] : FromCompute<T>(0.0f);
+        }
+        return absl::OkStatus();
+      });
+    }
+    if ((*x)->dtype() == v1::DT_FLOAT32 && s->window.nd <= 3) {
+      return RunDnnl(ctx, *s, **x, **w, b, **y);
+    }
+    if ((*x)->dtype() == v1::DT_FLOAT32) {
+      DirectConv<float, float, float>(*s, (*x)->data<float>(), 0.0f, (*w)->data<float>(), nullptr,
+                                      b ? b->data<float>() : nullptr, (*y)->data<float>(), ctx);
+      return absl::OkStatus();
+    }
+    if ((*x)->dtype() == v1::DT_FLOAT64) {
+      DirectConv<double, double, double>(*s, (*x)->data<double>(), 0.0, (*w)->data<double>(),
+                                         nullptr, b ? b->data<double>() : nullptr,
+                                         (*y)->data<double>(), ctx);
+      return absl::OkStatus();
+    }
+    return absl::UnimplementedError(absl::StrCat(ctx.info().label(), ": Conv of element type ",
+                                                 DataTypeName((*x)->dtype()),
+                                                 " is not supported"));
+  }
+
+ private:
+  absl::StatusOr<std::shared_ptr<const DnnlConv>> GetPrimitive(const KernelContext& ctx,
+                                                               const ConvShape& s, const Tensor& x,
+                                                               const Tensor& w,
+                                                               bool has_bias) const {
+    std::vector<int64_t> key(x.shape().begin(), x.shape().end());
+    key.insert(key.end(), w.shape().begin(), w.shape().end());
+    key.push_back(has_bias);
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = cache_.find(key);
+      if (it != cache_.end()) return it->second;
+    }
+    using dims = dnnl::memory::dims;
+    using tag = dnnl::memory::format_tag;
+    using dt = dnnl::memory::data_type;
+    const int nd = s.window.nd;
+    const tag act_tag = nd == 1 ? tag::ncw : nd == 2 ? tag::nchw : tag::ncdhw;
+    const tag w_tag = s.group > 1 ? (nd == 1 ? tag::goiw : nd == 2 ? tag::goihw : tag::goidhw)
+                                  : (nd == 1 ? tag::oiw : nd == 2 ? tag::oihw : tag::oidhw);
+    dims src_dims(x.shape().begin(), x.shape().end());
+    dims dst_dims(s.out_shape.begin(), s.out_shape.end());
+    dims w_dims;
+    if (s.group > 1) w_dims = {s.group, s.m / s.group, s.c / s.group};
+    else w_dims = {s.m, s.c};
+    for (int i = 0; i < nd; ++i) w_dims.push_back(s.window.kernel[i]);
+    dims strides(s.window.stride.begin(), s.window.stride.end());
+    dims dil;
+    for (int64_t d : s.window.dilation) dil.push_back(d - 1);
+    dims pl(s.window.pad_begin.begin(), s.window.pad_begin.end());
+    dims pr(s.window.pad_end.begin(), s.window.pad_end.end());
+    auto conv = std::make_shared<DnnlConv>();
+    absl::Status st = GuardDnnl(ctx.info(), "convolution setup", [&]() -> absl::Status {
+      conv->src = dnnl::memory::desc(src_dims, dt::f32, act_tag);
+      conv->dst = dnnl::memory::desc(dst_dims, dt::f32, act_tag);
+      conv->wei = dnnl::memory::desc(w_dims, dt::f32, w_tag);
+      conv->bias = dnnl::memory::desc({s.m}, dt::f32, tag::x);
+      std::unique_ptr<dnnl::convolution_forward::desc> d;
+      if (has_bias) {
+        d = std::make_unique<dnnl::convolution_forward::desc>(
+            dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, conv->src,
+            conv->wei, conv->bias, conv->dst, strides, dil, pl, pr);
+      } else {
+        d = std::make_unique<dnnl::convolution_forward::desc>(
+            dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, conv->src,
+            conv->wei, conv->dst, strides, dil, pl, pr);
+      }
+      dnnl::convolution_forward::primitive_desc pd(*d, engine_, /*allow_empty=*/true);
+      if (!pd) return absl::UnimplementedError("no oneDNN convolution for these shapes");
+      conv->prim = dnnl::convolution_forward(pd);
+      return absl::OkStatus();
+    });
+    if (!st.ok()) return st;
+    absl::MutexLock lock(&mu_);
+    // Bounded: a node sees few distinct shapes; start over rather than grow without limit.
+    if (cache_.size() >= 64) cache_.clear();
+    cache_[key] = conv;
+    return std::shared_ptr<const DnnlConv>(conv);
+  }
+
+  absl::Status RunDnnl(KernelContext& ctx, const ConvShape& s, const Tensor& x, const Tensor& w,
+                       const Tensor* b, Tensor& y) const {
+    absl::StatusOr<std::shared_ptr<const DnnlConv>> conv = GetPrimitive(ctx, s, x, w, b != nullptr);
+    if (!conv.ok()) {
+      if (conv.status().code() != absl::StatusCode::kUnimplemented) return conv.status();
+      DirectConv<float, float, float>(s, x.data<float>(), 0.0f, w.data<float>(), nullptr,
+                                      b ? b->data<float>() : nullptr, y.data<float>(), ctx);
+      return absl::OkStatus();
+    }
+    const DnnlConv& c = **conv;
+    return GuardDnnl(ctx.info(), "convolution", [&]() -> absl::Status {
+      dnnl::memory src(c.src, engine_, const_cast<float*>(x.data<float>()));
+      dnnl::memory wei(c.wei, engine_, const_cast<float*>(w.data<float>()));
+      dnnl::memory dst(c.dst, engine_, y.data<float>());
+      dnnl::stream stream(engine_);
+      if (b != nullptr) {
+        dnnl::memory bias(c.bias, engine_, const_cast<float*>(b->data<float>()));
+        c.prim.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei},
+                                {DNNL_ARG_BIAS, bias}, {DNNL_ARG_DST, dst}});
+      } else {
+        c.prim.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}});
+      }
+      stream.wait();
+      return absl::OkStatus();
+    });
+  }
+
+  WindowAttrs attrs_;
+  int64_t group_ = 1;
+  dnnl::engine engine_;
+  mutable absl::Mutex mu_;
+  mutable absl::flat_hash_map<std::vector<int64_t>, std::shared_ptr<const DnnlConv>> cache_
+      ABSL_GUARDED_BY(mu_);
+};
+
+// ConvTranspose: X [N, C, in...], W [C, M/group, k...], Y [N, M, out...];
+// y[n, m, i*s - pad + k*d] += x[n, c, i] * w[c, m % (M/group), k].
+class ConvTransposeKernel : public OpKernel {
+ public:
+  static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const KernelInfo& info) {
+    absl::StatusOr<WindowAttrs> attrs = ParseWindowAttrs(info);
+    if (!attrs.ok()) return attrs.status();
+    auto k = std::make_unique<ConvTransposeKernel>();
+    k->attrs_ = *std::move(attrs);
+    k->group_ = info.GetInt("group", 1);
+    if (k->group_ <= 0) return info.Invalid("attribute 'group' must be positive");
+    k->output_padding_ = info.GetInts("output_padding");
+    k->output_shape_ = info.GetInts("output_shape");
+    return std::unique_ptr<OpKernel>(std::move(k));
+  }
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    absl::StatusOr<const Tensor*> xs = RequireInput(ctx, 0);
+    if (!xs.ok()) return xs.status();
+    absl::StatusOr<const Tensor*> ws = RequireInput(ctx, 1);
+    if (!ws.ok()) return ws.status();
+    const Tensor& x = **xs;
+    const Tensor& w = **ws;
+    const Tensor* b = ctx.input(2);
+    if (w.dtype() != x.dtype() || (b && b->dtype() != x.dtype())) {
+      return ctx.Invalid("inputs X, W and B must have the same element type");
+    }
+    if (x.rank() < 3 || w.rank() != x.rank()) {
+      return ctx.Invalid(absl::StrCat("X ", ShapeString(x.shape()), " and W ",
+                                      ShapeString(w.shape()),
+                                      " must have the same rank >= 3"));
+    }
+    const int nd = x.rank() - 2;
+    const int64_t n = x.dim(0), c = x.dim(1);
+    if (w.dim(0) != c || c % group_ != 0) {
+      return ctx.Invalid(absl::StrCat("W ", ShapeString(w.shape()), " does not fit X ",
+                                      ShapeString(x.shape()), " with group ", group_));
+    }
+    const int64_t mg = w.dim(1), m = mg * group_, cg = c / group_;
+    if (b && (b->rank() != 1 || b->dim(0) != m)) {
+      return ctx.Invalid(absl::StrCat("input B ", ShapeString(b->shape()), " must be [", m, "]"));
+    }
+    auto per_dim = [&](const std::vector<int64_t>& v, int64_t def, const char* name,
+                       std::vector<int64_t>* out) -> absl::Status {
+      if (v.empty()) {
+        out->assign(nd, def);
+        return absl::OkStatus();
+      }
+      if (static_cast<int>(v.size()) != nd) {
+        return ctx.Invalid(absl::StrCat("attribute '", name, "' has ", v.size(), " values for ",
+                                        nd, " spatial dims"));
+      }
+      *out = v;
+      return absl::OkStatus();
+    };
+    std::vector<int64_t> stride, dil, opad, pads;
+    absl::Status st = per_dim(attrs_.strides, 1, "strides", &stride);
+    st.Update(per_dim(attrs_.dilations, 1, "dilations", &dil));
+    st.Update(per_dim(output_padding_, 0, "output_padding", &opad));
+    if (!st.ok()) return st;
+    std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
+    std::vector<int64_t> in(x.shape().begin() + 2, x.shape().end());
+    if (!attrs_.kernel_shape.empty() && attrs_.kernel_shape != kernel) {
+      return ctx.Invalid("attribute 'kernel_shape' disagrees with W");
+    }
+    std::vector<int64_t> pb(nd, 0), pe(nd, 0), out(nd, 0);
+    std::vector<int64_t> target;
+    if (!output_shape_.empty()) {
+      if (static_cast<int>(output_shape_.size()) < nd) {
+        return ctx.Invalid("attribute 'output_shape' has fewer values than spatial dims");
+      }
+      target.assign(output_shape_.end() - nd, output_shape_.end());
+    } else if (attrs_.auto_pad == "SAME_UPPER" || attrs_.auto_pad == "SAME_LOWER") {
+      for (int i = 0; i < nd; ++i) target.push_back(in[i] * stride[i]);
+    }
+    for (int i = 0; i < nd; ++i) {
+      const int64_t full = stride[i] * (in[i] - 1) + opad[i] + (kernel[i] - 1) * dil[i] + 1;
+      if (!target.empty()) {
+        const int64_t total = full - target[i];
+        if (attrs_.auto_pad == "SAME_UPPER") {
+          pb[i] = total / 2;
+          pe[i] = total - total / 2;
+        } else {
+          pb[i] = total - total / 2;
+          pe[i] = total / 2;
+        }
+        out[i] = target[i];
+      } else {
+        if (attrs_.auto_pad == "NOTSET" && !attrs_.pads.empty()) {
+          if (static_cast<int>(attrs_.pads.size()) != 2 * nd) {
+            return ctx.Invalid("attribute 'pads' must have 2 values per spatial dim");
+          }
+          pb[i] = attrs_.pads[i];
+          pe[i] = attrs_.pads[nd + i];
+        }
+        out[i] = full - pb[i] - pe[i];
+      }
+      if (out[i] < 0) return ctx.Invalid("the output would have a negative dim");
+    }
+    Shape out_shape = {n, m};
+    for (int64_t d : out) out_shape.push_back(d);
+    absl::StatusOr<Tensor*> y = ctx.AllocateOutput(0, x.dtype(), out_shape);
+    if (!y.ok()) return y.status();
+    int64_t in_size = 1, out_size = 1, k_size = 1;
+    for (int i = 0; i < nd; ++i) {
+      in_size *= in[i];
+      out_size *= out[i];
+      k_size *= kernel[i];
+    }
+    // Taps per input position: (kernel index, output offset) inside the output.
+    std::vector<int64_t> tap_begin(1, 0), tap_out;
+    std::vector<int32_t> tap_k;
+    std::vector<int64_t> ip(nd, 0), kp(nd, 0);
+    for (int64_t i = 0; i < in_size; ++i) {
+      std::fill(kp.begin(), kp.end(), 0);
+      for (int64_t k = 0; k < k_size; ++k) {
+        int64_t off = 0;
+        bool inside = true;
+        for (int d = 0; d < nd; ++d) {
+          const int64_t o = ip[d] * stride[d] - pb[d] + kp[d] * dil[d];
+          if (o < 0 || o >= out[d]) inside = false;
+          off = off * out[d] + o;
+        }
+        if (inside) {
+          tap_k.push_back(static_cast<int32_t>(k));
+          tap_out.push_back(off);
+        }
+        for (int d = nd - 1; d >= 0; --d) {
+          if (++kp[d] < kernel[d]) break;
+          kp[d] = 0;
+        }
+      }
+      tap_begin.push_back(static_cast<int64_t>(tap_out.size()));
+      for (int d = nd - 1; d >= 0; --d) {
+        if (++ip[d] < in[d]) break;
+        ip[d] = 0;
+      }
+    }
+    return DispatchFloat(x.dtype(), [&](auto tag) -> absl::Status {
+      using T = typename decltype(tag)::type;
+      using C = ComputeType<T>;
+      const T* xp = x.data<T>();
+      const T* wp = w.data<T>();
+      T* yp = (*y)->data<T>();
+      ctx.ParallelFor(n * m, 1, [&](int64_t begin, int64_t end) {
+        std::vector<C> acc(out_size);
+        for (int64_t nm = begin; nm < end; ++nm) {
+          const int64_t ni = nm / m, mi = nm % m, g = mi / mg, mo = mi % mg;
+          std::fill(acc.begin(), acc.end(), b ? ToCompute(b->data<T>()[mi]) : C(0));
+          for (int64_t ci = g * cg; ci < (g + 1) * cg; ++ci) {
+            const T* xc = xp + (ni * c + ci) * in_size;
+            const T* wc = wp + (ci * mg + mo) * k_size;
+            for (int64_t i = 0; i < in_size; ++i) {
+              const C xv = ToCompute(xc[i]);
+              for (int64_t t = tap_begin[i]; t < tap_begin[i + 1]; ++t) {
+                acc[tap_out[t]] += xv * ToCompute(wc[tap_k[t]]);
+              }
+            }
+          }
+          T* yo = yp + nm * out_size;
+          for (int64_t o = 0; o < out_size; ++o) yo[o] = FromCompute<T>(acc[o]);
+        }
+      });
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  WindowAttrs attrs_;
+  int64_t group_ = 1;
+  std::vector<int64_t> output_padding_, output_shape_;
+};
+
+// A scalar or per-channel zero point as int32 values (size 1 or `channels`).
+absl::StatusOr<std::vector<int32_t>> ZeroPoints(const KernelContext& ctx, int input,
+                                                int64_t channels, v1::DataType expected) {
+  const Tensor* t = ctx.input(input);
+  if (t == nullptr) return std::vector<int32_t>(1, 0);
+  if (t->dtype() != expected) {
+    return ctx.Invalid(absl::StrCat("input ", input, " (zero point) must be ",
+                                    DataTypeName(expected), ", got ", DataTypeName(t->dtype())));
+  }
+  if (t->num_elements() != 1 && t->num_elements() != channels) {
+    return ctx.Invalid(absl::StrCat("input ", input, " (zero point) must have 1 or ", channels,
+                                    " elements, got ", ShapeString(t->shape())));
+  }
+  std::vector<int32_t> v(t->num_elements());
+  for (int64_t i = 0; i < t->num_elements(); ++i) {
+    v[i] = static_cast<int32_t>(t->ElementAsInt64(i));
+  }
+  return v;
+}
+
+template <typename F>
+absl::Status Dispatch8Bit(v1::DataType dtype, F&& f) {
+  switch (dtype) {
+    case v1::DT_UINT8: return f(TypeTag<uint8_t>{});
+    case v1::DT_INT8: return f(TypeTag<int8_t>{});
+    default:
+      return absl::UnimplementedError(
+          absl::StrCat("element type ", DataTypeName(dtype), " is not supported (int8/uint8 only)"));
+  }
+}
+
+// Integer convolution into int32 shared by ConvInteger and QLinearConv. Inputs: x at 0, its
+// zero point at xz, w at wi, its zero point at wz; bias (int32) optional.
+absl::Status IntegerConv(KernelContext& ctx, const WindowAttrs& attrs, int64_t group, int wi,
+                         int xz, int wz, const Tensor* bias, ConvShape* shape, Tensor* acc) {
+  absl::StatusOr<const Tensor*> x = RequireInput(ctx, 0);
+  if (!x.ok()) return x.status();
+  absl::StatusOr<const Tensor*> w = RequireInput(ctx, wi);
+  if (!w.ok()) return w.status();
+  absl::StatusOr<ConvShape> s = CheckConv(ctx, attrs, group, **x, **w, nullptr);
+  if (!s.ok()) return s.status();
+  if (bias && (bias->dtype() != v1::DT_INT32 || bias->num_elements() != s->m)) {
+    return ctx.Invalid(absl::StrCat("bias must be int32[", s->m, "]"));
+  }
+  *shape = *s;
+  absl::StatusOr<std::vector<int32_t>> xzp = ZeroPoints(ctx, xz, 1, (*x)->dtype());
+  if (!xzp.ok()) return xzp.status();
+  absl::StatusOr<std::vector<int32_t>> wzp = ZeroPoints(ctx, wz, s->m, (*w)->dtype());
+  if (!wzp.ok()) return wzp.status();
+  std::vector<int32_t> wz_m(s->m);
+  for (int64_t i = 0; i < s->m; ++i) wz_m[i] = (*wzp)[wzp->size() == 1 ? 0 : i];
+  absl::StatusOr<Tensor> a = Tensor::Allocate(v1::DT_INT32, s->out_shape);
+  if (!a.ok()) return a.status();
+  *acc = *std::move(a);
+  return Dispatch8Bit((*x)->dtype(), [&](auto xtag) {
+    using X = typename decltype(xtag)::type;
+    return Dispatch8Bit((*w)->dtype(), [&](auto wtag) {
+      using W = typename decltype(wtag)::type;
+      DirectConv<X, W, int32_t>(*s, (*x)->data<X>(), (*xzp)[0], (*w)->data<W>(), wz_m.data(),
+                                bias ? bias->data<int32_t>() : nullptr, acc->data<int32_t>(), ctx);
+      return absl::OkStatus();
+    });
+  });
+}
+
+class ConvIntegerKernel : public OpKernel {
+ public:
+  static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const KernelInfo& info) {
+    absl::StatusOr<WindowAttrs> attrs = ParseWindowAttrs(info);
+    if (!attrs.ok()) return attrs.status();
+    auto k = std::make_unique<ConvIntegerKernel>();
+    k->attrs_ = *std::move(attrs);
+    k->group_ = info.GetInt("group", 1);
+    return std::unique_ptr<OpKernel>(std::move(k));
+  }
+  absl::Status Compute(KernelContext& ctx) const override {
+    ConvShape s;
+    Tensor acc;
+    absl::Status st = IntegerConv(ctx, attrs_, group_, 1, 2, 3, nullptr, &s, &acc);
+    if (!st.ok()) return st;
+    ctx.SetOutput(0, std::move(acc));
+    return absl::OkStatus();
+  }
+
+ private:
+  WindowAttrs attrs_;
+  int64_t group_ = 1;
+};
+
+// QLinearConv inputs: x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale,
+// y_zero_point, B.
+class QLinearConvKernel : public OpKernel {
+ public:
+  static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const KernelInfo& info) {
+    absl::StatusOr<WindowAttrs> attrs = ParseWindowAttrs(info);
+    if (!attrs.ok()) return attrs.status();
+    auto k = std::make_unique<QLinearConvKernel>();
+    k->attrs_ = *std::move(attrs);
+    k->group_ = info.GetInt("group", 1);
+    return std::unique_ptr<OpKernel>(std::move(k));
+  }
+  absl::Status Compute(KernelContext& ctx) const override {
+    for (int i : {1, 4, 6}) {
+      const Tensor* t = ctx.input(i);
+      if (t == nullptr || t->dtype() != v1::DT_FLOAT32) {
+        return ctx.Invalid(absl::StrCat("input ", i, " (scale) must be a float32 tensor"));
+      }
+    }
+    const Tensor* yz = ctx.input(7);
+    const v1::DataType out_type = yz ? yz->dtype() : v1::DT_UINT8;
+    if (yz && yz->num_elements() != 1) return ctx.Invalid("y_zero_point must be a scalar");
+    ConvShape s;
+    Tensor acc;
+    absl::Status st = IntegerConv(ctx, attrs_, group_, 3, 2, 5, ctx.input(8), &s, &acc);
+    if (!st.ok()) return st;
+    const Tensor& xs = *ctx.input(1);
+    const Tensor& ws = *ctx.input(4);
+    const Tensor& ys = *ctx.input(6);
+    if (xs.num_elements() != 1 || ys.num_elements() != 1 ||
+        (ws.num_elements() != 1 && ws.num_elements() != s.m)) {
+      return ctx.Invalid("scales must be scalars (w_scale: scalar or per output channel)");
+    }
+    absl::StatusOr<Tensor*> y = ctx.AllocateOutput(0, out_type, s.out_shape);
+    if (!y.ok()) return y.status();
+    const int64_t plane = s.window.out_size();
+    const float y_zero = yz ? static_cast<float>(yz->ElementAsInt64(0)) : 0.0f;
+    return Dispatch8Bit(out_type, [&](auto tag) {
+      using Q = typename decltype(tag)::type;
+      const int32_t* a = acc.data<int32_t>();
+      Q* out = (*y)->data<Q>();
+      for (int64_t i = 0; i < acc.num_elements(); ++i) {
+        const int64_t m = (i / plane) % s.m;
+        const float scale = xs.data<float>()[0] *
+                            ws.data<float>()[ws.num_elements() == 1 ? 0 : m] / ys.data<float>()[0];
+        float v = std::nearbyint(static_cast<float>(a[i]) * scale) + y_zero;
+        v = std::min<float>(std::max<float>(v, std::numeric_limits<Q>::min()),
+                            std::numeric_limits<Q>::max());
+        out[i] = static_cast<Q>(v);
+      }
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  WindowAttrs attrs_;
+  int64_t group_ = 1;
+};
+
+}  // namespace
+
+absl::Status RegisterNnConvKernels(KernelRegistry& registry) {
+  absl::Status s;
+  s.Update(registry.Register("Conv", KernelFactory(ConvKernel::Create)));
+  s.Update(registry.Register("ConvTranspose", KernelFactory(ConvTransposeKernel::Create)));
+  s.Update(registry.Register("ConvInteger", KernelFactory(ConvIntegerKernel::Create)));
+  s.Update(registry.Register("QLinearConv", KernelFactory(QLinearConvKernel::Create)));
+  return s;
+}
+
+}  // namespace graphopt::runtime

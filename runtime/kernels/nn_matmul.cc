@@ -1,0 +1,418 @@
+// Matrix products: MatMul and Gemm (float32 on oneDNN's sgemm, other types on loops),
+// MatMulInteger and QLinearMatMul (int32 accumulation on loops).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "oneapi/dnnl/dnnl.h"
+#include "runtime/kernels/cpu_kernels.h"
+#include "runtime/kernels/kernel_util.h"
+#include "runtime/kernels/nn_util.h"
+
+namespace graphopt::runtime {
+namespace {
+
+// A batched [M, K] x [K, N] product with numpy broadcasting of the batch dims; 1-D operands
+// are promoted (A to [1, K], B to [K, 1]) and the promoted dim is dropped from the output.
+struct MatMulPlan {
+  int64_t m = 0, n = 0, k = 0;
+  Shape out_shape;
+  std::vector<int64_t> a_off, b_off;  // element offsets of each batch's matrices
+  bool a_batched = false;             // A has one matrix per output batch, contiguous
+  bool b_single = false;              // B is one matrix shared by every batch
+};
+
+absl::StatusOr<MatMulPlan> PlanMatMul(const KernelContext& ctx, const Shape& a_in,
+                                      const Shape& b_in) {
+  if (a_in.empty() || b_in.empty()) return ctx.Invalid("MatMul operands must not be scalars");
+  Shape a = a_in, b = b_in;
+  const bool a_vec = a.size() == 1, b_vec = b.size() == 1;
+  if (a_vec) a.insert(a.begin(), 1);
+  if (b_vec) b.push_back(1);
+  MatMulPlan p;
+  p.m = a[a.size() - 2];
+  p.k = a[a.size() - 1];
+  p.n = b[b.size() - 1];
+  if (b[b.size() - 2] != p.k) {
+    return ctx.Invalid(absl::StrCat("inner dims of A ", ShapeString(a_in), " and B ",
+                                    ShapeString(b_in), " differ"));
+  }
+  Shape ab(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2);
+  const Shape batches[2] = {ab, bb};
+  absl::StatusOr<Shape> batch = BroadcastShapes(batches);
+  if (!batch.ok()) return ctx.Invalid(absl::StrCat("batch dims: ", batch.status().message()));
+  const int r = static_cast<int>(batch->size());
+  int64_t count = 1;
+  for (int64_t d : *batch) count *= d;
+  // Strides of A's and B's batch dims aligned to the output's (0 where broadcast).
+  std::vector<int64_t> sa(r, 0), sb(r, 0);
+  int64_t st = p.m * p.k;
+  for (int i = static_cast<int>(ab.size()) - 1; i >= 0; --i) {
+    if (ab[i] != 1) sa[r - ab.size() + i] = st;
+    st *= ab[i];
+  }
+  const int64_t a_count = st / std::max<int64_t>(p.m * p.k, 1);
+  st = p.k * p.n;
+  for (int i = static_cast<int>(bb.size()) - 1; i >= 0; --i) {
+    if (bb[i] != 1) sb[r - bb.size() + i] = st;
+    st *= bb[i];
+  }
+  const int64_t b_count = st / std::max<int64_t>(p.k * p.n, 1);
+  p.a_off.resize(count);
+  p.b_off.resize(count);
+  std::vector<int64_t> idx(r, 0);
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t oa = 0, ob = 0;
+    for (int d = 0; d < r; ++d) {
+      oa += idx[d] * sa[d];
+      ob += idx[d] * sb[d];
+    }
+    p.a_off[i] = oa;
+    p.b_off[i] = ob;
+    for (int d = r - 1; d >= 0; --d) {
+      if (++idx[d] < (*batch)[d]) break;
+      idx[d] = 0;
+    }
+  }
+  p.a_batched = a_count == count;
+  p.b_single = b_count == 1;
+  p.out_shape = *batch;
+  if (!a_vec) p.out_shape.push_back(p.m);
+  if (!b_vec) p.out_shape.push_back(p.n);
+  return p;
+}
+
+// c[M, N] (= or +=) a[M, K] x b[K, N] (row-major, leading dims lda, ldb, ldc) in C.
+template <typename A, typename B, typename C, typename Fa, typename Fb>
+void GemmLoop(int64_t m, int64_t n, int64_t k, const A* a, int64_t lda, bool trans_a,
+              const B* b, int64_t ldb, bool trans_b, C* c, Fa fa, Fb fb) {
+  std::vector<C> brow(n);
+  for (int64_t i = 0; i < m; ++i) {
+    C* ci = c + i * n;
+    for (int64_t j = 0; j < n; ++j) ci[j] = C(0);
+    for (int64_t p = 0; p < k; ++p) {
+      const C av = fa(trans_a ? a[p * lda + i] : a[i * lda + p], i);
+      if (trans_b) {
+        for (int64_t j = 0; j < n; ++j) ci[j] += av * fb(b[j * ldb + p], j);
+      } else {
+        const B* bp = b + p * ldb;
+        for (int64_t j = 0; j < n; ++j) ci[j] += av * fb(bp[j], j);
+      }
+    }
+  }
+}
+
+absl::Status Sgemm(const KernelContext& ctx, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                   float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
+                   float beta, float* c, int64_t ldc) {
+  const dnnl_status_t st =
+      dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  if (st != dnnl_success) {
+    return absl::InternalError(absl::StrCat(ctx.info().label(), ": oneDNN sgemm failed (status ",
+                                            static_cast<int>(st), ")"));
+  }
+  return absl::OkStatus();
+}
+
+template <typename F>
+absl::Status DispatchMatMulTypes(v1::DataType dtype, F&& f) {
+  switch (dtype) {
+    case v1::DT_FLOAT32: return f(TypeTag<float>{});
+    case v1::DT_FLOAT64: return f(TypeTag<double>{});
+    case v1::DT_FLOAT16: return f(TypeTag<Float16>{});
+    case v1::DT_BFLOAT16: return f(TypeTag<BFloat16>{});
+    case v1::DT_INT32: return f(TypeTag<int32_t>{});
+    case v1::DT_INT64: return f(TypeTag<int64_t>{});
+    case v1::DT_UINT32: return f(TypeTag<uint32_t>{});
+    case v1::DT_UINT64: return f(TypeTag<uint64_t>{});
+    default:
+      return absl::UnimplementedError(
+          absl::StrCat("element type ", DataTypeName(dtype), " is not supported"));
+  }
+}
+
+absl::Status MatMulKernel(KernelContext& ctx) {
+  absl::StatusOr<const Tensor*> a = RequireInput(ctx, 0);
+  if (!a.ok()) return a.status();
+  absl::StatusOr<const Tensor*> b = RequireInput(ctx, 1);
+  if (!b.ok()) return b.status();
+  if ((*a)->dtype() != (*b)->dtype()) return ctx.Invalid("inputs A and B must have one type");
+  absl::StatusOr<MatMulPlan> p = PlanMatMul(ctx, (*a)->shape(), (*b)->shape());
+  if (!p.ok()) return p.status();
+  absl::StatusOr<Tensor*> y = ctx.AllocateOutput(0, (*a)->dtype(), p->out_shape);
+  if (!y.ok()) return y.status();
+  const int64_t batches = static_cast<int64_t>(p->a_off.size());
+  const int64_t m = p->m, n = p->n, k = p->k;
+  if ((*y)->num_elements() == 0) return absl::OkStatus();
+  if ((*a)->dtype() == v1::DT_FLOAT32) {
+    const float* pa = (*a)->data<float>();
+    const float* pb = (*b)->data<float>();
+    float* py = (*y)->data<float>();
+    if (k == 0) {
+      std::fill(py, py + (*y)->num_elements(), 0.0f);
+      return absl::OkStatus();
+    }
+    if (p->b_single && p->a_batched) {
+      // One product: A's batches stacked along M.
+      return Sgemm(ctx, false, false, batches * m, n, k, 1.0f, pa, k, pb + p->b_off[0], n, 0.0f,
+                   py, n);
+    }
+    const int64_t work = m * n * k;
+    if (batches >= 2 && work < (1 << 18)) {
+      absl::Status status;
+      std::vector<absl::Status> errors(batches);
+      ctx.ParallelFor(batches, std::max<int64_t>(1, (1 << 16) / std::max<int64_t>(work, 1)),
+                      [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+          errors[i] = Sgemm(ctx, false, false, m, n, k, 1.0f, pa + p->a_off[i], k,
+                            pb + p->b_off[i], n, 0.0f, py + i * m * n, n);
+        }
+      });
+      for (const absl::Status& e : errors) status.Update(e);
+      return status;
+    }
+    for (int64_t i = 0; i < batches; ++i) {
+      absl::Status st = Sgemm(ctx, false, false, m, n, k, 1.0f, pa + p->a_off[i], k,
+                              pb + p->b_off[i], n, 0.0f, py + i * m * n, n);
+      if (!st.ok()) return st;
+    }
+    return absl::OkStatus();
+  }
+  return DispatchMatMulTypes((*a)->dtype(), [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    using C = ComputeType<T>;
+    const T* pa = (*a)->data<T>();
+    const T* pb = (*b)->data<T>();
+    T* py = (*y)->data<T>();
+    auto id = [](T v, int64_t) { return ToCompute(v); };
+    ctx.ParallelFor(batches, 1, [&](int64_t begin, int64_t end) {
+      std::vector<C> acc(m * n);
+      for (int64_t i = begin; i < end; ++i) {
+        GemmLoop<T, T, C>(m, n, k, pa + p->a_off[i], k, false, pb + p->b_off[i], n, false,
+                          acc.data(), id, id);
+        for (int64_t j = 0; j < m * n; ++j) py[i * m * n + j] = FromCompute<T>(acc[j]);
+      }
+    });
+    return absl::OkStatus();
+  });
+}
+
+// Gemm: Y = alpha * A' x B' + beta * C, A' = transA ? A^T : A, C broadcast to [M, N].
+absl::Status GemmKernel(KernelContext& ctx) {
+  const KernelInfo& info = ctx.info();
+  const bool ta = info.GetInt("transA", 0) != 0;
+  const bool tb = info.GetInt("transB", 0) != 0;
+  const float alpha = info.GetFloat("alpha", 1.0f);
+  const float beta = info.GetFloat("beta", 1.0f);
+  absl::StatusOr<const Tensor*> as = RequireInput(ctx, 0);
+  if (!as.ok()) return as.status();
+  absl::StatusOr<const Tensor*> bs = RequireInput(ctx, 1);
+  if (!bs.ok()) return bs.status();
+  const Tensor& a = **as;
+  const Tensor& b = **bs;
+  const Tensor* c = ctx.input(2);
+  if (a.rank() != 2 || b.rank() != 2) {
+    return ctx.Invalid(absl::StrCat("A ", ShapeString(a.shape()), " and B ",
+                                    ShapeString(b.shape()), " must be matrices"));
+  }
+  if (a.dtype() != b.dtype() || (c && c->dtype() != a.dtype())) {
+    return ctx.Invalid("inputs A, B and C must have one element type");
+  }
+  const int64_t m = ta ? a.dim(1) : a.dim(0);
+  const int64_t k = ta ? a.dim(0) : a.dim(1);
+  const int64_t n = tb ? b.dim(0) : b.dim(1);
+  if ((tb ? b.dim(1) : b.dim(0)) != k) {
+    return ctx.Invalid(absl::StrCat("inner dims of A ", ShapeString(a.shape()), " and B ",
+                                    ShapeString(b.shape()), " differ (transA ", ta, ", transB ",
+                                    tb, ")"));
+  }
+  // C broadcasts unidirectionally to [M, N].
+  int64_t c_rs = 0, c_cs = 0;
+  if (c) {
+    const Shape& cs = c->shape();
+    if (cs.size() > 2) return ctx.Invalid("input C must have rank <= 2");
+    const int64_t cr = cs.size() == 2 ? cs[0] : 1;
+    const int64_t cc = cs.empty() ? 1 : cs.back();
+    if ((cr != 1 && cr != m) || (cc != 1 && cc != n)) {
+      return ctx.Invalid(absl::StrCat("input C ", ShapeString(cs), " does not broadcast to [", m,
+                                      ",", n, "]"));
+    }
+    c_rs = cr == 1 ? 0 : cc;
+    c_cs = cc == 1 ? 0 : 1;
+  }
+  absl::StatusOr<Tensor*> y = ctx.AllocateOutput(0, a.dtype(), {m, n});
+  if (!y.ok()) return y.status();
+  if (m * n == 0) return absl::OkStatus();
+  return DispatchMatMulTypes(a.dtype(), [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    using Cm = ComputeType<T>;
+    T* py = (*y)->data<T>();
+    const T* pc = c ? c->data<T>() : nullptr;
+    if constexpr (std::is_same_v<T, float>) {
+      const bool use_c = pc != nullptr && beta != 0.0f;
+      if (use_c) {
+        for (int64_t i = 0; i < m; ++i) {
+          for (int64_t j = 0; j < n; ++j) py[i * n + j] = beta * pc[i * c_rs + j * c_cs];
+        }
+      }
+      if (k == 0) {
+        if (!use_c) std::fill(py, py + m * n, 0.0f);
+        return absl::OkStatus();
+      }
+      return Sgemm(ctx, ta, tb, m, n, k, alpha, a.data<float>(), a.dim(1), b.data<float>(),
+                   b.dim(1), use_c ? 1.0f : 0.0f, py, n);
+    } else {
+      std::vector<Cm> acc(m * n);
+      auto id = [](T v, int64_t) { return ToCompute(v); };
+      GemmLoop<T, T, Cm>(m, n, k, a.data<T>(), a.dim(1), ta, b.data<T>(), b.dim(1), tb,
+                         acc.data(), id, id);
+      const Cm al = static_cast<Cm>(alpha), be = static_cast<Cm>(beta);
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < n; ++j) {
+          Cm v = al * acc[i * n + j];
+          if (pc) v += be * ToCompute(pc[i * c_rs + j * c_cs]);
+          py[i * n + j] = FromCompute<T>(v);
+        }
+      }
+      return absl::OkStatus();
+    }
+  });
+}
+
+template <typename F>
+absl::Status Dispatch8Bit(v1::DataType dtype, F&& f) {
+  switch (dtype) {
+    case v1::DT_UINT8: return f(TypeTag<uint8_t>{});
+    case v1::DT_INT8: return f(TypeTag<int8_t>{});
+    default:
+      return absl::UnimplementedError(
+          absl::StrCat("element type ", DataTypeName(dtype), " is not supported (int8/uint8 only)"));
+  }
+}
+
+// Zero point of input `i` for a matrix with `count` rows (A) or columns (B): scalar or one per
+// row/column; int32 values, 0 when omitted.
+absl::StatusOr<std::vector<int32_t>> MatrixZeroPoints(const KernelContext& ctx, int i,
+                                                      int64_t count, v1::DataType expected) {
+  std::vector<int32_t> v(count, 0);
+  const Tensor* t = ctx.input(i);
+  if (t == nullptr) return v;
+  if (t->dtype() != expected) {
+    return ctx.Invalid(absl::StrCat("input ", i, " (zero point) must be ", DataTypeName(expected)));
+  }
+  if (t->num_elements() != 1 && t->num_elements() != count) {
+    return ctx.Invalid(absl::StrCat("input ", i, " (zero point) ", ShapeString(t->shape()),
+                                    " must have 1 or ", count, " elements"));
+  }
+  for (int64_t j = 0; j < count; ++j) {
+    v[j] = static_cast<int32_t>(t->ElementAsInt64(t->num_elements() == 1 ? 0 : j));
+  }
+  return v;
+}
+
+// (A - a_zero) x (B - b_zero) in int32 for MatMulInteger (inputs 0, 1, zero points 2, 3) and
+// QLinearMatMul (inputs 0, 3, zero points 2, 5).
+absl::StatusOr<Tensor> IntegerMatMul(const KernelContext& ctx, int ai, int bi, int azi, int bzi,
+                                     MatMulPlan* plan) {
+  absl::StatusOr<const Tensor*> a = RequireInput(ctx, ai);
+  if (!a.ok()) return a.status();
+  absl::StatusOr<const Tensor*> b = RequireInput(ctx, bi);
+  if (!b.ok()) return b.status();
+  absl::StatusOr<MatMulPlan> p = PlanMatMul(ctx, (*a)->shape(), (*b)->shape());
+  if (!p.ok()) return p.status();
+  absl::StatusOr<std::vector<int32_t>> az = MatrixZeroPoints(ctx, azi, p->m, (*a)->dtype());
+  if (!az.ok()) return az.status();
+  absl::StatusOr<std::vector<int32_t>> bz = MatrixZeroPoints(ctx, bzi, p->n, (*b)->dtype());
+  if (!bz.ok()) return bz.status();
+  absl::StatusOr<Tensor> out = Tensor::Allocate(v1::DT_INT32, p->out_shape);
+  if (!out.ok()) return out.status();
+  const int64_t m = p->m, n = p->n, k = p->k;
+  absl::Status st = Dispatch8Bit((*a)->dtype(), [&](auto atag) {
+    using A = typename decltype(atag)::type;
+    return Dispatch8Bit((*b)->dtype(), [&](auto btag) {
+      using B = typename decltype(btag)::type;
+      const A* pa = (*a)->data<A>();
+      const B* pb = (*b)->data<B>();
+      int32_t* py = out->data<int32_t>();
+      const int32_t* azp = az->data();
+      const int32_t* bzp = bz->data();
+      auto fa = [azp](A v, int64_t row) { return static_cast<int32_t>(v) - azp[row]; };
+      auto fb = [bzp](B v, int64_t col) { return static_cast<int32_t>(v) - bzp[col]; };
+      for (size_t i = 0; i < p->a_off.size(); ++i) {
+        GemmLoop<A, B, int32_t>(m, n, k, pa + p->a_off[i], k, false, pb + p->b_off[i], n, false,
+                                py + i * m * n, fa, fb);
+      }
+      return absl::OkStatus();
+    });
+  });
+  if (!st.ok()) return st;
+  *plan = *std::move(p);
+  return out;
+}
+
+absl::Status MatMulIntegerKernel(KernelContext& ctx) {
+  MatMulPlan plan;
+  absl::StatusOr<Tensor> out = IntegerMatMul(ctx, 0, 1, 2, 3, &plan);
+  if (!out.ok()) return out.status();
+  ctx.SetOutput(0, *std::move(out));
+  return absl::OkStatus();
+}
+
+// QLinearMatMul inputs: a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale,
+// y_zero_point. Scales are per tensor (a_scale may be per row, b_scale per column).
+absl::Status QLinearMatMulKernel(KernelContext& ctx) {
+  for (int i : {1, 4, 6}) {
+    const Tensor* t = ctx.input(i);
+    if (t == nullptr || t->dtype() != v1::DT_FLOAT32) {
+      return ctx.Invalid(absl::StrCat("input ", i, " (scale) must be a float32 tensor"));
+    }
+  }
+  const Tensor* yz = ctx.input(7);
+  if (yz == nullptr || yz->num_elements() != 1) {
+    return ctx.Invalid("input 7 (y_zero_point) must be a scalar");
+  }
+  MatMulPlan plan;
+  absl::StatusOr<Tensor> acc = IntegerMatMul(ctx, 0, 3, 2, 5, &plan);
+  if (!acc.ok()) return acc.status();
+  const Tensor& as = *ctx.input(1);
+  const Tensor& bs = *ctx.input(4);
+  const Tensor& ys = *ctx.input(6);
+  if ((as.num_elements() != 1 && as.num_elements() != plan.m) ||
+      (bs.num_elements() != 1 && bs.num_elements() != plan.n) || ys.num_elements() != 1) {
+    return ctx.Invalid("scales must be scalars (a_scale per row, b_scale per column allowed)");
+  }
+  absl::StatusOr<Tensor*> y = ctx.AllocateOutput(0, yz->dtype(), plan.out_shape);
+  if (!y.ok()) return y.status();
+  const float y_zero = static_cast<float>(yz->ElementAsInt64(0));
+  const int64_t m = plan.m, n = plan.n;
+  return Dispatch8Bit(yz->dtype(), [&](auto tag) {
+    using Q = typename decltype(tag)::type;
+    const int32_t* pa = acc->data<int32_t>();
+    Q* out = (*y)->data<Q>();
+    for (int64_t i = 0; i < acc->num_elements(); ++i) {
+      const int64_t row = (i / n) % m, col = i % n;
+      const float scale = as.data<float>()[as.num_elements() == 1 ? 0 : row] *
+                          bs.data<float>()[bs.num_elements() == 1 ? 0 : col] / ys.data<float>()[0];
+      float v = std::nearbyint(static_cast<float>(pa[i]) * scale) + y_zero;
+      v = std::min<float>(std::max<float>(v, std::numeric_limits<Q>::min()),
+                          std::numeric_limits<Q>::max());
+      out[i] = static_cast<Q>(v);
+    }
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace
+
+absl::Status RegisterNnMatMulKernels(KernelRegistry& registry) {
+  absl::Status s;
+  s.Update(registry.Register("MatMul", MatMulKernel));
+  s.Update(registry.Register("Gemm", GemmKernel));
+  s.Update(registry.Register("MatMulInteger", MatMulIntegerKernel));
+  s.Update(registry.Register("QLinearMatMul", QLinearMatMulKernel));
+  return s;
+}
+
+}  // namespace graphopt::runtime

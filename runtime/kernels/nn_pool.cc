@@ -1,0 +1,297 @@
+// Pooling: MaxPool (with Indices), AveragePool, LpPool, GlobalAveragePool, GlobalMaxPool,
+// GlobalLpPool and MaxUnpool. Plain loops over precomputed window taps (pooling is memory
+// bound; the taps are shared by every [n, c] plane), parallel over planes.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/kernels/cpu_kernels.h"
+#include "runtime/kernels/kernel_util.h"
+#include "runtime/kernels/nn_util.h"
+
+namespace graphopt::runtime {
+namespace {
+
+template <typename F>
+absl::Status DispatchPoolTypes(v1::DataType dtype, bool integers, F&& f) {
+  switch (dtype) {
+    case v1::DT_FLOAT32: return f(TypeTag<float>{});
+    case v1::DT_FLOAT64: return f(TypeTag<double>{});
+    case v1::DT_FLOAT16: return f(TypeTag<Float16>{});
+    case v1::DT_BFLOAT16: return f(TypeTag<BFloat16>{});
+    case v1::DT_INT8:
+      if (integers) return f(TypeTag<int8_t>{});
+      break;
+    case v1::DT_UINT8:
+      if (integers) return f(TypeTag<uint8_t>{});
+      break;
+    default: break;
+  }
+  return absl::UnimplementedError(
+      absl::StrCat("element type ", DataTypeName(dtype), " is not supported"));
+}
+
+absl::Status Unsupported(const KernelContext& ctx, const absl::Status& s) {
+  if (s.code() != absl::StatusCode::kUnimplemented) return s;
+  return absl::UnimplementedError(
+      absl::StrCat(ctx.info().label(), ": ", ctx.info().op_type(), ": ", s.message()));
+}
+
+// X [N, C, spatial...] checked; the plane count N * C.
+absl::StatusOr<const Tensor*> PoolInput(const KernelContext& ctx) {
+  absl::StatusOr<const Tensor*> x = RequireInput(ctx, 0);
+  if (!x.ok()) return x.status();
+  if ((*x)->rank() < 3) {
+    return ctx.Invalid(absl::StrCat("input X must have rank >= 3 ([N, C, spatial...]), got ",
+                                    ShapeString((*x)->shape())));
+  }
+  return x;
+}
+
+enum class PoolKind { kMax, kAverage, kLp };
+
+class PoolKernel : public OpKernel {
+ public:
+  static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const KernelInfo& info,
+                                                          PoolKind kind) {
+    absl::StatusOr<WindowAttrs> attrs = ParseWindowAttrs(info);
+    if (!attrs.ok()) return attrs.status();
+    if (attrs->kernel_shape.empty()) return info.Invalid("attribute 'kernel_shape' is required");
+    auto k = std::make_unique<PoolKernel>();
+    k->kind_ = kind;
+    k->attrs_ = *std::move(attrs);
+    k->count_include_pad_ = info.GetInt("count_include_pad", 0) != 0;
+    k->storage_order_ = info.GetInt("storage_order", 0);
+    k->p_ = info.GetInt("p", 2);
+    if (kind == PoolKind::kLp && info.opset() != 0 && info.opset() < 2) {
+      k->p_ = static_cast<int64_t>(info.GetFloat("p", 2.0f));
+    }
+    return std::unique_ptr<OpKernel>(std::move(k));
+  }
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    absl::StatusOr<const Tensor*> xs = PoolInput(ctx);
+    if (!xs.ok()) return xs.status();
+    const Tensor& x = **xs;
+    absl::StatusOr<Window> w = ResolveForwardWindow(
+        ctx.info(), attrs_, absl::Span<const int64_t>(x.shape().data() + 2, x.rank() - 2),
+        attrs_.kernel_shape);
+    if (!w.ok()) return w.status();
+    Shape out_shape = {x.dim(0), x.dim(1)};
+    for (int64_t d : w->out) out_shape.push_back(d);
+    absl::StatusOr<Tensor*> y = ctx.AllocateOutput(0, x.dtype(), out_shape);
+    if (!y.ok()) return y.status();
+    Tensor* indices = nullptr;
+    if (kind_ == PoolKind::kMax && ctx.output_wanted(1)) {
+      absl::StatusOr<Tensor*> ind = ctx.AllocateOutput(1, v1::DT_INT64, out_shape);
+      if (!ind.ok()) return ind.status();
+      indices = *ind;
+    }
+    const WindowTaps taps = ComputeWindowTaps(*w);
+    const int64_t planes = x.dim(0) * x.dim(1);
+    const int64_t in_size = w->in_size(), out_size = w->out_size();
+    // Column-major spatial offsets for storage_order 1.
+    std::vector<int64_t> col_major;
+    if (indices && storage_order_ == 1) {
+      col_major.resize(in_size);
+      std::vector<int64_t> pos(w->nd, 0);
+      for (int64_t i = 0; i < in_size; ++i) {
+        int64_t off = 0;
+        for (int d = w->nd - 1; d >= 0; --d) off = off * w->in[d] + pos[d];
+        col_major[i] = off;
+        for (int d = w->nd - 1; d >= 0; --d) {
+          if (++pos[d] < w->in[d]) break;
+          pos[d] = 0;
+        }
+      }
+    }
+    const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, out_size));
+    absl::Status st = DispatchPoolTypes(x.dtype(), kind_ == PoolKind::kMax, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using C = ComputeType<T>;
+      const T* xp = x.data<T>();
+      T* yp = (*y)->data<T>();
+      ctx.ParallelFor(planes, grain, [&](int64_t begin, int64_t end) {
+        for (int64_t pl = begin; pl < end; ++pl) {
+          const T* xi = xp + pl * in_size;
+          T* yo = yp + pl * out_size;
+          for (int64_t o = 0; o < out_size; ++o) {
+            const int64_t tb = taps.begin[o], te = taps.begin[o + 1];
+            if (kind_ == PoolKind::kMax) {
+              C best = std::numeric_limits<C>::lowest();
+              if constexpr (std::is_floating_point_v<C>) best = -std::numeric_limits<C>::infinity();
+              int64_t arg = -1;
+              for (int64_t t = tb; t < te; ++t) {
+                const C v = ToCompute(xi[taps.input_offset[t]]);
+                if (v > best || arg < 0) {
+                  best = v;
+                  arg = taps.input_offset[t];
+                }
+              }
+              yo[o] = FromCompute<T>(best);
+              if (indices) {
+                const int64_t sp = arg < 0 ? 0 : (col_major.empty() ? arg : col_major[arg]);
+                indices->data<int64_t>()[pl * out_size + o] = pl * in_size + sp;
+              }
+            } else if (kind_ == PoolKind::kAverage) {
+              C sum = 0;
+              for (int64_t t = tb; t < te; ++t) sum += ToCompute(xi[taps.input_offset[t]]);
+              const int64_t count = count_include_pad_ ? taps.padded_count[o] : te - tb;
+              yo[o] = FromCompute<T>(count > 0 ? sum / static_cast<C>(count) : C(0));
+            } else {
+              C sum = 0;
+              for (int64_t t = tb; t < te; ++t) {
+                const C v = std::abs(ToCompute(xi[taps.input_offset[t]]));
+                sum += p_ == 1 ? v : p_ == 2 ? v * v : static_cast<C>(std::pow(v, p_));
+              }
+              yo[o] = FromCompute<T>(p_ == 1 ? sum : p_ == 2 ? std::sqrt(sum)
+                                             : static_cast<C>(std::pow(sum, 1.0 / p_)));
+            }
+          }
+        }
+      });
+      return absl::OkStatus();
+    });
+    return Unsupported(ctx, st);
+  }
+
+ private:
+  PoolKind kind_ = PoolKind::kMax;
+  WindowAttrs attrs_;
+  bool count_include_pad_ = false;
+  int64_t storage_order_ = 0;
+  int64_t p_ = 2;
+};
+
+template <PoolKind kKind>
+absl::Status GlobalPoolKernel(KernelContext& ctx) {
+  absl::StatusOr<const Tensor*> xs = PoolInput(ctx);
+  if (!xs.ok()) return xs.status();
+  const Tensor& x = **xs;
+  Shape out_shape = {x.dim(0), x.dim(1)};
+  int64_t plane = 1;
+  for (int i = 2; i < x.rank(); ++i) {
+    out_shape.push_back(1);
+    plane *= x.dim(i);
+  }
+  absl::StatusOr<Tensor*> y = ctx.AllocateOutput(0, x.dtype(), out_shape);
+  if (!y.ok()) return y.status();
+  const int64_t p = ctx.info().GetInt("p", 2);
+  const int64_t planes = x.dim(0) * x.dim(1);
+  absl::Status st = DispatchPoolTypes(x.dtype(), false, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = ComputeType<T>;
+    const T* xp = x.data<T>();
+    T* yp = (*y)->data<T>();
+    ctx.ParallelFor(planes, std::max<int64_t>(1, 32768 / std::max<int64_t>(plane, 1)),
+                    [&](int64_t begin, int64_t end) {
+      for (int64_t pl = begin; pl < end; ++pl) {
+        const T* xi = xp + pl * plane;
+        C acc;
+        if constexpr (kKind == PoolKind::kMax) {
+          acc = -std::numeric_limits<C>::infinity();
+          for (int64_t i = 0; i < plane; ++i) acc = std::max<C>(acc, ToCompute(xi[i]));
+        } else if constexpr (kKind == PoolKind::kAverage) {
+          acc = 0;
+          for (int64_t i = 0; i < plane; ++i) acc += ToCompute(xi[i]);
+          acc = plane > 0 ? acc / static_cast<C>(plane) : C(0);
+        } else {
+          acc = 0;
+          for (int64_t i = 0; i < plane; ++i) {
+            acc += static_cast<C>(std::pow(std::abs(ToCompute(xi[i])), p));
+          }
+          acc = static_cast<C>(std::pow(acc, 1.0 / p));
+        }
+        yp[pl] = FromCompute<T>(acc);
+      }
+    });
+    return absl::OkStatus();
+  });
+  return Unsupported(ctx, st);
+}
+
+// MaxUnpool: X, I (flat indices into Y, as MaxPool produces), optional output_shape.
+absl::Status MaxUnpoolKernel(KernelContext& ctx) {
+  const KernelInfo& info = ctx.info();
+  absl::StatusOr<const Tensor*> xs = PoolInput(ctx);
+  if (!xs.ok()) return xs.status();
+  absl::StatusOr<const Tensor*> is = RequireInput(ctx, 1);
+  if (!is.ok()) return is.status();
+  const Tensor& x = **xs;
+  const Tensor& ind = **is;
+  if (ind.dtype() != v1::DT_INT64 || ind.shape() != x.shape()) {
+    return ctx.Invalid(absl::StrCat("input I must be int64 of X's shape ", ShapeString(x.shape())));
+  }
+  const int nd = x.rank() - 2;
+  const std::vector<int64_t> kernel = info.GetInts("kernel_shape");
+  std::vector<int64_t> strides = info.GetInts("strides");
+  std::vector<int64_t> pads = info.GetInts("pads");
+  if (static_cast<int>(kernel.size()) != nd) {
+    return ctx.Invalid("attribute 'kernel_shape' must have one value per spatial dim");
+  }
+  if (strides.empty()) strides.assign(nd, 1);
+  if (pads.empty()) pads.assign(2 * nd, 0);
+  if (static_cast<int>(strides.size()) != nd || static_cast<int>(pads.size()) != 2 * nd) {
+    return ctx.Invalid("attributes 'strides' and 'pads' disagree with the rank of X");
+  }
+  Shape out_shape = {x.dim(0), x.dim(1)};
+  for (int i = 0; i < nd; ++i) {
+    out_shape.push_back((x.dim(2 + i) - 1) * strides[i] + kernel[i] - pads[i] - pads[nd + i]);
+  }
+  if (const Tensor* os = ctx.input(2)) {
+    absl::StatusOr<std::vector<int64_t>> v = InputInts(ctx, 2);
+    if (!v.ok()) return v.status();
+    if (static_cast<int>(v->size()) != x.rank()) {
+      return ctx.Invalid("input output_shape must have one value per dim of X");
+    }
+    out_shape.assign(v->begin(), v->end());
+    (void)os;
+  }
+  for (int64_t d : out_shape) {
+    if (d < 0) return ctx.Invalid("the output would have a negative dim");
+  }
+  absl::StatusOr<Tensor*> y = ctx.AllocateOutput(0, x.dtype(), out_shape);
+  if (!y.ok()) return y.status();
+  const int64_t total = (*y)->num_elements();
+  std::memset((*y)->raw_data(), 0, (*y)->byte_size());
+  const int64_t* ip = ind.data<int64_t>();
+  for (int64_t i = 0; i < ind.num_elements(); ++i) {
+    if (ip[i] < 0 || ip[i] >= total) {
+      return ctx.Invalid(absl::StrCat("index ", ip[i], " in I is out of range for the output ",
+                                      ShapeString(out_shape)));
+    }
+  }
+  absl::Status st = DispatchPoolTypes(x.dtype(), true, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* xp = x.data<T>();
+    T* yp = (*y)->data<T>();
+    for (int64_t i = 0; i < x.num_elements(); ++i) yp[ip[i]] = xp[i];
+    return absl::OkStatus();
+  });
+  return Unsupported(ctx, st);
+}
+
+}  // namespace
+
+absl::Status RegisterNnPoolKernels(KernelRegistry& registry) {
+  absl::Status s;
+  s.Update(registry.Register("MaxPool", KernelFactory([](const KernelInfo& info) {
+                               return PoolKernel::Create(info, PoolKind::kMax);
+                             })));
+  s.Update(registry.Register("AveragePool", KernelFactory([](const KernelInfo& info) {
+                               return PoolKernel::Create(info, PoolKind::kAverage);
+                             })));
+  s.Update(registry.Register("LpPool", KernelFactory([](const KernelInfo& info) {
+                               return PoolKernel::Create(info, PoolKind::kLp);
+                             })));
+  s.Update(registry.Register("GlobalMaxPool", GlobalPoolKernel<PoolKind::kMax>));
+  s.Update(registry.Register("GlobalAveragePool", GlobalPoolKernel<PoolKind::kAverage>));
+  s.Update(registry.Register("GlobalLpPool", GlobalPoolKernel<PoolKind::kLp>));
+  s.Update(registry.Register("MaxUnpool", MaxUnpoolKernel));
+  return s;
+}
+
+}  // namespace graphopt::runtime

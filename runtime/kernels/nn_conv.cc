@@ -341,7 +341,11 @@ class ConvTransposeKernel : public OpKernel {
       const int64_t full = stride[i] * (in[i] - 1) + opad[i] + (kernel[i] - 1) * dil[i] + 1;
       if (!target.empty()) {
         const int64_t total = full - target[i];
-        if (attrs_.auto_pad == "SAME_UPPER") {
+        if (total < 0) {
+          // A larger output than the full one: the extra positions (at the end) stay zero.
+          pb[i] = 0;
+          pe[i] = total;
+        } else if (attrs_.auto_pad == "SAME_UPPER") {
           pb[i] = total / 2;
           pe[i] = total - total / 2;
         } else {

@@ -237,38 +237,56 @@ absl::Status MaxUnpoolKernel(KernelContext& ctx) {
   if (static_cast<int>(strides.size()) != nd || static_cast<int>(pads.size()) != 2 * nd) {
     return ctx.Invalid("attributes 'strides' and 'pads' disagree with the rank of X");
   }
-  Shape out_shape = {x.dim(0), x.dim(1)};
+  // The indices address the unpooled tensor of the inferred shape; an explicit output_shape
+  // (which may be larger) holds it at the same coordinates.
+  Shape inferred = {x.dim(0), x.dim(1)};
   for (int i = 0; i < nd; ++i) {
-    out_shape.push_back((x.dim(2 + i) - 1) * strides[i] + kernel[i] - pads[i] - pads[nd + i]);
+    inferred.push_back((x.dim(2 + i) - 1) * strides[i] + kernel[i] - pads[i] - pads[nd + i]);
   }
-  if (const Tensor* os = ctx.input(2)) {
+  Shape out_shape = inferred;
+  if (ctx.input(2) != nullptr) {
     absl::StatusOr<std::vector<int64_t>> v = InputInts(ctx, 2);
     if (!v.ok()) return v.status();
     if (static_cast<int>(v->size()) != x.rank()) {
       return ctx.Invalid("input output_shape must have one value per dim of X");
     }
     out_shape.assign(v->begin(), v->end());
-    (void)os;
   }
-  for (int64_t d : out_shape) {
-    if (d < 0) return ctx.Invalid("the output would have a negative dim");
+  for (int i = 0; i < x.rank(); ++i) {
+    if (inferred[i] < 0 || out_shape[i] < 0) {
+      return ctx.Invalid("the output would have a negative dim");
+    }
   }
   absl::StatusOr<Tensor*> y = ctx.AllocateOutput(0, x.dtype(), out_shape);
   if (!y.ok()) return y.status();
-  const int64_t total = (*y)->num_elements();
   std::memset((*y)->raw_data(), 0, (*y)->byte_size());
+  const int64_t inferred_total = ShapeNumElements(inferred);
   const int64_t* ip = ind.data<int64_t>();
+  std::vector<int64_t> target(ind.num_elements());
   for (int64_t i = 0; i < ind.num_elements(); ++i) {
-    if (ip[i] < 0 || ip[i] >= total) {
-      return ctx.Invalid(absl::StrCat("index ", ip[i], " in I is out of range for the output ",
-                                      ShapeString(out_shape)));
+    int64_t idx = ip[i];
+    if (idx < 0 || idx >= inferred_total) {
+      return ctx.Invalid(absl::StrCat("index ", idx, " in I is out of range for the unpooled shape ",
+                                      ShapeString(inferred)));
     }
+    int64_t off = 0, scale = 1;
+    for (int d = x.rank() - 1; d >= 0; --d) {
+      const int64_t c = idx % inferred[d];
+      idx /= inferred[d];
+      if (c >= out_shape[d]) {
+        return ctx.Invalid(absl::StrCat("index ", ip[i], " in I falls outside output_shape ",
+                                        ShapeString(out_shape)));
+      }
+      off += c * scale;
+      scale *= out_shape[d];
+    }
+    target[i] = off;
   }
   absl::Status st = DispatchPoolTypes(x.dtype(), true, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* xp = x.data<T>();
     T* yp = (*y)->data<T>();
-    for (int64_t i = 0; i < x.num_elements(); ++i) yp[ip[i]] = xp[i];
+    for (int64_t i = 0; i < x.num_elements(); ++i) yp[target[i]] = xp[i];
     return absl::OkStatus();
   });
   return Unsupported(ctx, st);

@@ -35,6 +35,7 @@
 #include "passes/builtin_passes.h"
 #include "passes/pass.h"
 #include "server/optimizer_service.h"
+#include "server/serving.h"
 #include "service/blob_store.h"
 #include "service/op_persistence.h"
 #include "service/op_store.h"
@@ -100,19 +101,6 @@ struct ServerConfig {
   std::string op_store_dir;
 };
 
-std::optional<spdlog::level::level_enum> ParseLogLevel(absl::string_view name) {
-  static constexpr std::pair<absl::string_view, spdlog::level::level_enum> kLevels[] = {
-      {"trace", spdlog::level::trace}, {"debug", spdlog::level::debug},
-      {"info", spdlog::level::info},   {"warn", spdlog::level::warn},
-      {"error", spdlog::level::err},   {"critical", spdlog::level::critical},
-      {"off", spdlog::level::off},
-  };
-  for (const auto& [level_name, level] : kLevels) {
-    if (name == level_name) return level;
-  }
-  return std::nullopt;
-}
-
 // Reads and checks the flags. INVALID_ARGUMENT naming the flag for a bad value.
 absl::StatusOr<ServerConfig> ConfigFromFlags() {
   ServerConfig config;
@@ -167,53 +155,6 @@ absl::StatusOr<ServerConfig> ConfigFromFlags() {
   }
   config.log_level = *level;
   return config;
-}
-
-// `listen` with its port replaced by `port` ("127.0.0.1:0" -> "127.0.0.1:43121"). Addresses
-// without a trailing ":port" (unix sockets) are returned unchanged.
-std::string ResolvedAddress(const std::string& listen, int port) {
-  if (absl::StartsWith(listen, "unix:") || absl::StartsWith(listen, "unix-abstract:")) {
-    return listen;
-  }
-  const size_t colon = listen.rfind(':');
-  if (colon == std::string::npos) return listen;
-  return absl::StrCat(listen.substr(0, colon + 1), port);
-}
-
-// Writes "<port>\n" to `path` through `path`.tmp and a rename, so a reader never sees a
-// partial file.
-absl::Status WritePortFile(const std::string& path, int port) {
-  const std::string tmp_path = absl::StrCat(path, ".tmp");
-  std::FILE* file = std::fopen(tmp_path.c_str(), "w");
-  if (file == nullptr) {
-    return absl::ErrnoToStatus(errno, absl::StrCat("cannot create '", tmp_path, "'"));
-  }
-  const std::string text = absl::StrCat(port, "\n");
-  const bool wrote = std::fwrite(text.data(), 1, text.size(), file) == text.size();
-  const int write_errno = errno;
-  if (std::fclose(file) != 0 || !wrote) {
-    const int error = wrote ? errno : write_errno;
-    std::remove(tmp_path.c_str());
-    return absl::ErrnoToStatus(error, absl::StrCat("cannot write '", tmp_path, "'"));
-  }
-  if (std::rename(tmp_path.c_str(), path.c_str()) != 0) {
-    const int error = errno;
-    std::remove(tmp_path.c_str());
-    return absl::ErrnoToStatus(error,
-                               absl::StrCat("cannot rename '", tmp_path, "' to '", path, "'"));
-  }
-  return absl::OkStatus();
-}
-
-const char* SignalName(int signal_number) {
-  switch (signal_number) {
-    case SIGTERM:
-      return "SIGTERM";
-    case SIGINT:
-      return "SIGINT";
-    default:
-      return "signal";
-  }
 }
 
 int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
@@ -303,17 +244,9 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
       passes.List().size());
   logger.flush();
 
-  int signal_number = 0;
-  while (true) {
-    const int rc = sigwait(&shutdown_signals, &signal_number);
-    if (rc == 0) break;
-    if (rc != EINTR) {
-      logger.error("sigwait failed: {}; shutting down", std::strerror(rc));
-      break;
-    }
-  }
+  const std::string signal_name = WaitForShutdownSignal(shutdown_signals, logger);
   logger.info("received {}: not serving any more, letting in-flight calls finish (up to {} s)",
-              SignalName(signal_number), config.shutdown_grace_s);
+              signal_name, config.shutdown_grace_s);
   health->SetServingStatus(false);
   server->Shutdown(std::chrono::system_clock::now() +
                    std::chrono::seconds(config.shutdown_grace_s));
@@ -327,11 +260,8 @@ int Main(int argc, char** argv) {
   // Block the shutdown signals before anything can start a thread, so every thread inherits
   // the mask and only the sigwait() in RunServer receives them.
   sigset_t shutdown_signals;
-  sigemptyset(&shutdown_signals);
-  sigaddset(&shutdown_signals, SIGTERM);
-  sigaddset(&shutdown_signals, SIGINT);
-  if (const int rc = pthread_sigmask(SIG_BLOCK, &shutdown_signals, nullptr); rc != 0) {
-    std::fprintf(stderr, "graphopt-server: pthread_sigmask: %s\n", std::strerror(rc));
+  if (absl::Status blocked = BlockShutdownSignals(&shutdown_signals); !blocked.ok()) {
+    std::fprintf(stderr, "graphopt-server: %s\n", blocked.ToString().c_str());
     return kExitFailure;
   }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -99,10 +100,21 @@ void DirectConv(const ConvShape& s, const X* x, Acc x_zero, const W* w, const Ac
   });
 }
 
-// A oneDNN convolution for one set of shapes.
+// A oneDNN convolution for one set of shapes, in the layouts oneDNN prefers (blocked, e.g.
+// nChw8c): the plain (ONNX) activations are reordered in and out around it on every call; the
+// weights are reordered once per weight tensor and kept.
 struct DnnlConv {
   dnnl::convolution_forward prim;
-  dnnl::memory::desc src, wei, bias, dst;
+  dnnl::memory::desc user_src, user_wei, user_dst, bias;  // plain layouts
+  dnnl::memory::desc src, wei, dst;                       // the primitive's layouts
+  dnnl::reorder src_in, dst_out, wei_in;                  // set where the layouts differ
+  bool reorder_src = false, reorder_dst = false, reorder_wei = false;
+
+  // The weights in the primitive's layout, for the weight tensor `weights_ref` (held, so that
+  // its buffer, hence its address, cannot be reused by another tensor while it is cached).
+  mutable absl::Mutex mu;
+  mutable Tensor weights_ref ABSL_GUARDED_BY(mu);
+  mutable dnnl::memory weights ABSL_GUARDED_BY(mu);
 };
 
 class ConvKernel : public OpKernel {
@@ -200,23 +212,44 @@ class ConvKernel : public OpKernel {
     dims pr(s.window.pad_end.begin(), s.window.pad_end.end());
     auto conv = std::make_shared<DnnlConv>();
     absl::Status st = GuardDnnl(ctx.info(), "convolution setup", [&]() -> absl::Status {
-      conv->src = dnnl::memory::desc(src_dims, dt::f32, act_tag);
-      conv->dst = dnnl::memory::desc(dst_dims, dt::f32, act_tag);
-      conv->wei = dnnl::memory::desc(w_dims, dt::f32, w_tag);
+      conv->user_src = dnnl::memory::desc(src_dims, dt::f32, act_tag);
+      conv->user_dst = dnnl::memory::desc(dst_dims, dt::f32, act_tag);
+      conv->user_wei = dnnl::memory::desc(w_dims, dt::f32, w_tag);
       conv->bias = dnnl::memory::desc({s.m}, dt::f32, tag::x);
+      const dnnl::memory::desc any_src(src_dims, dt::f32, tag::any);
+      const dnnl::memory::desc any_dst(dst_dims, dt::f32, tag::any);
+      const dnnl::memory::desc any_wei(w_dims, dt::f32, tag::any);
       std::unique_ptr<dnnl::convolution_forward::desc> d;
       if (has_bias) {
         d = std::make_unique<dnnl::convolution_forward::desc>(
-            dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, conv->src,
-            conv->wei, conv->bias, conv->dst, strides, dil, pl, pr);
+            dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, any_src,
+            any_wei, conv->bias, any_dst, strides, dil, pl, pr);
       } else {
         d = std::make_unique<dnnl::convolution_forward::desc>(
-            dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, conv->src,
-            conv->wei, conv->dst, strides, dil, pl, pr);
+            dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, any_src,
+            any_wei, any_dst, strides, dil, pl, pr);
       }
       dnnl::convolution_forward::primitive_desc pd(*d, engine_, /*allow_empty=*/true);
       if (!pd) return absl::UnimplementedError("no oneDNN convolution for these shapes");
       conv->prim = dnnl::convolution_forward(pd);
+      conv->src = pd.src_desc();
+      conv->dst = pd.dst_desc();
+      conv->wei = pd.weights_desc();
+      conv->reorder_src = conv->src != conv->user_src;
+      conv->reorder_dst = conv->dst != conv->user_dst;
+      conv->reorder_wei = conv->wei != conv->user_wei;
+      if (conv->reorder_src) {
+        conv->src_in = dnnl::reorder(
+            dnnl::reorder::primitive_desc(engine_, conv->user_src, engine_, conv->src));
+      }
+      if (conv->reorder_dst) {
+        conv->dst_out = dnnl::reorder(
+            dnnl::reorder::primitive_desc(engine_, conv->dst, engine_, conv->user_dst));
+      }
+      if (conv->reorder_wei) {
+        conv->wei_in = dnnl::reorder(
+            dnnl::reorder::primitive_desc(engine_, conv->user_wei, engine_, conv->wei));
+      }
       return absl::OkStatus();
     });
     if (!st.ok()) return st;
@@ -238,17 +271,37 @@ class ConvKernel : public OpKernel {
     }
     const DnnlConv& c = **conv;
     return GuardDnnl(ctx.info(), "convolution", [&]() -> absl::Status {
-      dnnl::memory src(c.src, engine_, const_cast<float*>(x.data<float>()));
-      dnnl::memory wei(c.wei, engine_, const_cast<float*>(w.data<float>()));
-      dnnl::memory dst(c.dst, engine_, y.data<float>());
       dnnl::stream stream(engine_);
-      if (b != nullptr) {
-        dnnl::memory bias(c.bias, engine_, const_cast<float*>(b->data<float>()));
-        c.prim.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei},
-                                {DNNL_ARG_BIAS, bias}, {DNNL_ARG_DST, dst}});
+      dnnl::memory user_src(c.user_src, engine_, const_cast<float*>(x.data<float>()));
+      dnnl::memory user_dst(c.user_dst, engine_, y.data<float>());
+      dnnl::memory wei;
+      if (c.reorder_wei) {
+        absl::MutexLock lock(&c.mu);
+        if (!c.weights_ref.defined() || c.weights_ref.raw_data() != w.raw_data()) {
+          dnnl::memory user_wei(c.user_wei, engine_, const_cast<float*>(w.data<float>()));
+          dnnl::memory blocked(c.wei, engine_);
+          c.wei_in.execute(stream, user_wei, blocked);
+          stream.wait();
+          c.weights = blocked;
+          c.weights_ref = w;
+        }
+        wei = c.weights;
       } else {
-        c.prim.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}});
+        wei = dnnl::memory(c.user_wei, engine_, const_cast<float*>(w.data<float>()));
       }
+      dnnl::memory src = user_src;
+      if (c.reorder_src) {
+        src = dnnl::memory(c.src, engine_);
+        c.src_in.execute(stream, user_src, src);
+      }
+      dnnl::memory dst = c.reorder_dst ? dnnl::memory(c.dst, engine_) : user_dst;
+      std::unordered_map<int, dnnl::memory> args = {
+          {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
+      if (b != nullptr) {
+        args[DNNL_ARG_BIAS] = dnnl::memory(c.bias, engine_, const_cast<float*>(b->data<float>()));
+      }
+      c.prim.execute(stream, args);
+      if (c.reorder_dst) c.dst_out.execute(stream, dst, user_dst);
       stream.wait();
       return absl::OkStatus();
     });

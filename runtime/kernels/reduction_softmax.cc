@@ -63,8 +63,9 @@ void SoftmaxOverLayout(const T* x, Out* y, const AxisLayout& l, const KernelCont
           const C inv = static_cast<C>(1.0 / s);
           for (int64_t r = 0; r < R; ++r) yr[r] = Store<Out>(buf[r] * inv);
         } else {
-          const C shift = m + static_cast<C>(std::log(s));
-          for (int64_t r = 0; r < R; ++r) yr[r] = Store<Out>(ToCompute(xr[r]) - shift);
+          // (x - m) - log(s), not x - (m + log(s)): m + log(s) would round at m's scale.
+          const C ls = static_cast<C>(std::log(s));
+          for (int64_t r = 0; r < R; ++r) yr[r] = Store<Out>((ToCompute(xr[r]) - m) - ls);
         }
       }
     });

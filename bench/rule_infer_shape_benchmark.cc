@@ -10,7 +10,7 @@
 // and with their input dims made symbolic ("@sym"), and a synthetic graph made of the ten ops
 // (24 of every 25 nodes; symbolic batch, and "@static" with batch 8); and, on the synthetic
 // graph, the nodes of each op alone ("InferShapeOfOp"). bench/rules_vs_cpp.sh runs it and
-// prints the medians and the rule/cpp ratios.
+// prints the medians and the rule/cpp ratios; --loop (below) is for counting instructions.
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -33,6 +33,7 @@
 #include "passes/pass.h"
 #include "rules/dogfood/onnx_ops.h"
 #include "tools/shape_agreement/agreement.h"
+#include "valgrind/callgrind.h"
 
 namespace graphopt {
 namespace {
@@ -241,9 +242,127 @@ bool RegisterPerOp(const std::string& name, Graph* graph, const OpRegistry& cpp,
   return true;
 }
 
+// The fixture graphs: "resnet50", "resnet50@sym", ... (the corpus models, as exported and with
+// symbolic input dims), "rule_ops_synthetic" (symbolic batch) and "rule_ops_synthetic@static".
+// Only the named ones are built when `only` is non-empty.
+bool MakeFixtures(const std::string& corpus_dir, const std::string& only,
+                  std::vector<std::unique_ptr<Fixture>>* fixtures) {
+  for (const char* model : {"resnet50", "mobilenet_v2", "transformer_encoder", "mlp"}) {
+    if (!only.empty() && only != model && only != absl::StrCat(model, "@sym")) continue;
+    const std::string path = absl::StrCat(corpus_dir, "/", model, "/model.onnx");
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream bytes;
+    bytes << in.rdbuf();
+    onnx::ModelProto proto;
+    if (!in || !proto.ParseFromString(bytes.str())) {
+      std::fprintf(stderr, "error: cannot read %s (build //models:corpus; pass --corpus_dir)\n",
+                   path.c_str());
+      return false;
+    }
+    for (bool symbolic : {false, true}) {
+      const std::string name = absl::StrCat(model, symbolic ? "@sym" : "");
+      if (!only.empty() && only != name) continue;
+      absl::StatusOr<Graph> g = shape_agreement::ImportForInference(
+          symbolic ? shape_agreement::SymbolizeInputs(proto) : proto);
+      if (!g.ok()) {
+        std::fprintf(stderr, "error: %s: %s\n", model, g.status().ToString().c_str());
+        return false;
+      }
+      fixtures->push_back(std::make_unique<Fixture>(Fixture{name, *std::move(g)}));
+    }
+  }
+  for (bool symbolic : {true, false}) {
+    const std::string name = symbolic ? "rule_ops_synthetic" : "rule_ops_synthetic@static";
+    if (!only.empty() && only != name) continue;
+    absl::StatusOr<Graph> g = GraphFromProto(MakeRuleOpsGraph(40, symbolic));
+    if (!g.ok()) {
+      std::fprintf(stderr, "error: synthetic graph: %s\n", g.status().ToString().c_str());
+      return false;
+    }
+    fixtures->push_back(std::make_unique<Fixture>(Fixture{name, *std::move(g)}));
+  }
+  if (fixtures->empty()) {
+    std::fprintf(stderr, "error: no fixture named '%s'\n", only.c_str());
+    return false;
+  }
+  return true;
+}
+
+// `--loop=GRAPH,IMPL,N` (IMPL: cpp or rule) runs the infer_shape pass N times over GRAPH, and
+// `--loop=GRAPH,OP,IMPL,N` InferNodeShapes over GRAPH's OP nodes N times, with callgrind's
+// instrumentation on only around the loop (bench/rule_instructions.sh).
+int Loop(const std::string& spec, const std::string& corpus_dir, const OpRegistry& cpp,
+         const OpRegistry& rule) {
+  std::vector<std::string> parts;
+  for (size_t start = 0;;) {
+    const size_t comma = spec.find(',', start);
+    parts.push_back(spec.substr(start, comma == std::string::npos ? comma : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (parts.size() != 3 && parts.size() != 4) {
+    std::fprintf(stderr, "error: --loop=GRAPH[,OP],cpp|rule,N\n");
+    return 2;
+  }
+  const std::string& impl = parts[parts.size() - 2];
+  const long n = std::atol(parts.back().c_str());
+  const OpRegistry* ops = impl == "rule" ? &rule : &cpp;
+  std::vector<std::unique_ptr<Fixture>> fixtures;
+  if (!MakeFixtures(corpus_dir, parts[0], &fixtures)) return 1;
+  Graph& graph = fixtures[0]->graph;
+  if (!InferTypes(graph, cpp)) return 1;
+  if (parts.size() == 3) {
+    absl::StatusOr<std::unique_ptr<Pass>> pass = InferShapePassInfo().factory({});
+    if (!pass.ok()) return 1;
+    PassContext context;
+    context.ops = ops;
+    CALLGRIND_START_INSTRUMENTATION;
+    for (long i = 0; i < n; ++i) {
+      absl::StatusOr<bool> r = (*pass)->Run(graph, context);
+      if (!r.ok()) {
+        std::fprintf(stderr, "error: %s\n", r.status().ToString().c_str());
+        return 1;
+      }
+      benchmark::DoNotOptimize(r);
+    }
+    CALLGRIND_STOP_INSTRUMENTATION;
+    return 0;
+  }
+  absl::StatusOr<std::vector<NodeId>> order = graph.TopologicalOrder();
+  if (!order.ok()) return 1;
+  DimsValueTable dims_values = InitialDimsValues(graph);
+  std::vector<NodeId> nodes;
+  for (NodeId id : *order) {
+    const Node& node = graph.node(id);
+    if (!InferNodeShapes(graph, id, *cpp.Find(node.domain, node.op_type), &dims_values).ok()) {
+      return 1;
+    }
+    if (node.domain.empty() && node.op_type == parts[1]) nodes.push_back(id);
+  }
+  const OpDef* op = ops->Find("", parts[1]);
+  if (op == nullptr || nodes.empty()) {
+    std::fprintf(stderr, "error: no %s nodes\n", parts[1].c_str());
+    return 1;
+  }
+  CALLGRIND_START_INSTRUMENTATION;
+  for (long i = 0; i < n; ++i) {
+    for (NodeId id : nodes) {
+      absl::Status s = InferNodeShapes(graph, id, *op, &dims_values);
+      if (!s.ok()) {
+        std::fprintf(stderr, "error: %s\n", s.ToString().c_str());
+        return 1;
+      }
+    }
+  }
+  CALLGRIND_STOP_INSTRUMENTATION;
+  std::printf("nodes %zu\n", nodes.size());
+  return 0;
+}
+
 int Main(int argc, char** argv) {
   std::string ops_path = "rules/dogfood/onnx_ops.pbtxt";
   std::string corpus_dir = ".bazel/bin/models/corpus";
+  std::string loop;
   std::vector<char*> rest;
   for (int i = 0; i < argc; ++i) {
     const std::string a = argv[i];
@@ -251,6 +370,8 @@ int Main(int argc, char** argv) {
       ops_path = a.substr(6);
     } else if (a.rfind("--corpus_dir=", 0) == 0) {
       corpus_dir = a.substr(13);
+    } else if (a.rfind("--loop=", 0) == 0) {
+      loop = a.substr(7);
     } else {
       rest.push_back(argv[i]);
     }
@@ -271,39 +392,10 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "error: %s\n", s.ToString().c_str());
     return 1;
   }
+  if (!loop.empty()) return Loop(loop, corpus_dir, cpp, rule);
 
   std::vector<std::unique_ptr<Fixture>> fixtures;
-  for (const char* model : {"resnet50", "mobilenet_v2", "transformer_encoder", "mlp"}) {
-    const std::string path = absl::StrCat(corpus_dir, "/", model, "/model.onnx");
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream bytes;
-    bytes << in.rdbuf();
-    onnx::ModelProto proto;
-    if (!in || !proto.ParseFromString(bytes.str())) {
-      std::fprintf(stderr, "error: cannot read %s (build //models:corpus; pass --corpus_dir)\n",
-                   path.c_str());
-      return 1;
-    }
-    for (bool symbolic : {false, true}) {
-      absl::StatusOr<Graph> g = shape_agreement::ImportForInference(
-          symbolic ? shape_agreement::SymbolizeInputs(proto) : proto);
-      if (!g.ok()) {
-        std::fprintf(stderr, "error: %s: %s\n", model, g.status().ToString().c_str());
-        return 1;
-      }
-      fixtures.push_back(std::make_unique<Fixture>(
-          Fixture{absl::StrCat(model, symbolic ? "@sym" : ""), *std::move(g)}));
-    }
-  }
-  for (bool symbolic : {true, false}) {
-    absl::StatusOr<Graph> g = GraphFromProto(MakeRuleOpsGraph(40, symbolic));
-    if (!g.ok()) {
-      std::fprintf(stderr, "error: synthetic graph: %s\n", g.status().ToString().c_str());
-      return 1;
-    }
-    fixtures.push_back(std::make_unique<Fixture>(
-        Fixture{symbolic ? "rule_ops_synthetic" : "rule_ops_synthetic@static", *std::move(g)}));
-  }
+  if (!MakeFixtures(corpus_dir, "", &fixtures)) return 1;
   for (auto& f : fixtures) {
     if (!InferTypes(f->graph, cpp)) {
       std::fprintf(stderr, "error: %s: type inference failed\n", f->name.c_str());

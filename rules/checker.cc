@@ -53,6 +53,7 @@ constexpr FnInfo kFunctions[] = {
     {"any", Fn::kAnyOf},
     {"flatten", Fn::kFlatten},
     {"dtype_size", Fn::kDTypeSize},
+    {"distinct", Fn::kDistinct},
 };
 
 const char* OpSymbol(Op op) {
@@ -912,6 +913,11 @@ class Checker {
       case Fn::kKnown:
         if (absl::Status s = Arity(id, fname, argc, 1, 1); !s.ok()) return s;
         if (absl::Status s = want_all(Type::Any(), 0); !s.ok()) return s;
+        result = Type::Bool();
+        break;
+      case Fn::kDistinct:
+        if (absl::Status s = Arity(id, fname, argc, 1, 1); !s.ok()) return s;
+        if (absl::Status s = want_all(Type::ListOf(Type::Int()), 0); !s.ok()) return s;
         result = Type::Bool();
         break;
       case Fn::kAll:

@@ -159,7 +159,23 @@ const char* ArithSymbol(Arith op) {
 class Evaluator {
  public:
   Evaluator(const Program& p, const RuleLimits& limits, const InferenceContext& ctx)
-      : p_(p), limits_(limits), ctx_(ctx), slots_(p.num_slots) {}
+      : p_(p),
+        limits_(limits),
+        ctx_(ctx),
+        node_(ctx.node()),
+        nodes_(p.nodes.data()),
+        kids_(p.kids.data()),
+        max_steps_(limits.max_steps),
+        num_inputs_(static_cast<int>(node_.inputs.size())) {
+    // Slots are written (let, comprehension) before they are read: the checker resolves a name
+    // only after its definition.
+    if (p.num_slots > kInlineSlots) {
+      slots_heap_ = std::make_unique<Val[]>(p.num_slots);
+      slots_ = slots_heap_.get();
+    } else {
+      slots_ = reinterpret_cast<Val*>(slots_inline_);
+    }
+  }
 
   absl::Status RunShape(InferenceContext& out);
   absl::Status RunType(InferenceContext& out);
@@ -182,7 +198,7 @@ class Evaluator {
   const Val& HeapAt(const Val& list, int64_t k) const { return heap_[list.i + k]; }
   bool Charge(int32_t pos, int64_t steps) {
     steps_ += steps;
-    if (steps_ > limits_.max_steps) {
+    if (steps_ > max_steps_) {
       return Fail(pos, absl::StrCat("evaluation exceeded the budget of ", limits_.max_steps,
                                     " steps"));
     }
@@ -211,10 +227,17 @@ class Evaluator {
       *atom = v.len;
       return true;
     }
-    if (v.tag != Tag::kSymRef || !IsAtomName(*v.s)) return false;
+    if (v.tag != Tag::kSymRef) return false;
     *coef = 1;
     for (size_t k = 0; k < atoms_.size(); ++k) {
-      if (atoms_[k] == v.s || *atoms_[k] == *v.s) {
+      if (atoms_[k] == v.s) {
+        *atom = static_cast<uint32_t>(k);
+        return true;
+      }
+    }
+    if (!IsAtomName(*v.s)) return false;
+    for (size_t k = 0; k < atoms_.size(); ++k) {
+      if (*atoms_[k] == *v.s) {
         *atom = static_cast<uint32_t>(k);
         return true;
       }
@@ -331,8 +354,8 @@ class Evaluator {
   // Literals and variables are read in place, without a call; other children go straight to
   // their handler.
   ABSL_ATTRIBUTE_ALWAYS_INLINE bool EvalKid(const Node& n, int k, Val* out) {
-    const Node& kid = p_.nodes[p_.kids[n.first_kid + k]];
-    if (ABSL_PREDICT_FALSE(++steps_ > limits_.max_steps)) return BudgetExceeded(kid);
+    const Node& kid = nodes_[kids_[n.first_kid + k]];
+    if (ABSL_PREDICT_FALSE(++steps_ > max_steps_)) return BudgetExceeded(kid);
     switch (kid.op) {
       case Op::kInt:
         *out = Val::Int(kid.imm);
@@ -346,6 +369,8 @@ class Evaluator {
       case Op::kBool:
         *out = Val::Bool(kid.imm != 0);
         return true;
+      case Op::kCall:
+        return kFnHandlers[static_cast<int>(kid.fn)](*this, kid, out);
       default:
         return kHandlers[static_cast<int>(kid.op)](*this, kid, out);
     }
@@ -374,11 +399,20 @@ class Evaluator {
   static bool HComprehension(Evaluator& e, const Node& n, Val* out) {
     return e.EvalComprehension(n, out);
   }
-  static bool HCall(Evaluator& e, const Node& n, Val* out) { return e.EvalCall(n, out); }
+  static bool HCall(Evaluator& e, const Node& n, Val* out) {
+    return kFnHandlers[static_cast<int>(n.fn)](e, n, out);
+  }
   static bool HInvalid(Evaluator& e, const Node& n, Val* out);
 
   bool EvalAttr(const Node& n, Val* out);
+  // One instantiation per builtin (kFnHandlers), so that each call pays only for its own.
+  template <Fn kFn>
   bool EvalCall(const Node& n, Val* out);
+  template <Fn kFn>
+  static bool HFn(Evaluator& e, const Node& n, Val* out) {
+    return e.EvalCall<kFn>(n, out);
+  }
+  static const Handler kFnHandlers[];
   bool EvalList(const Node& n, Val* out);
   bool EvalSlice(const Node& n, Val* out);
   bool EvalComprehension(const Node& n, Val* out);
@@ -388,11 +422,25 @@ class Evaluator {
   ABSL_ATTRIBUTE_NOINLINE bool IndexError(const Node& n, const Val& list, int64_t index);
   // The node input a builtin's input argument names; *index = -1 when the variadic index is
   // not known.
-  bool InputIndex(const Node& n, int* index);
+  bool InputIndex(const Node& n, int* index) {
+    if (ABSL_PREDICT_TRUE(n.ref == Ref::kInput)) {
+      *index = static_cast<int>(n.imm);
+      return true;
+    }
+    return VariadicIndex(n, index);
+  }
+  bool VariadicIndex(const Node& n, int* index);
   bool InputShape(int i, int32_t pos, Val* out);
   bool InputValue(int i, int32_t pos, Val* out);
+  // ctx_.has_input without the virtual node() call.
+  bool HasInput(int i) const {
+    return i >= 0 && i < num_inputs_ && node_.inputs[i].valid();
+  }
   bool RequirePresent(int i, int32_t pos) {
-    if (ctx_.has_input(i)) return true;
+    if (ABSL_PREDICT_TRUE(HasInput(i))) return true;
+    return Absent(i, pos);
+  }
+  ABSL_ATTRIBUTE_NOINLINE bool Absent(int i, int32_t pos) {
     return Fail(pos, absl::StrCat("input '", InputLabel(i), "' is absent",
                                   i < static_cast<int>(p_.input_names.size()) &&
                                           p_.variadic_input != i
@@ -411,24 +459,42 @@ class Evaluator {
 
   using Results = absl::InlinedVector<std::pair<const Stmt*, Val>, 4>;
   bool RunStatements(Results* results);
-  // Output shape from a list value; false (with an error) for a negative known dim.
-  bool ToDims(const Val& v, int32_t pos, const std::string& what, std::optional<Dims>* out);
+  // Output `output`'s shape (or, when `contents`, its dims value) from a list value; false (with
+  // an error) for a negative known dim of a shape. Contents may hold negative entries (a
+  // Reshape target such as [N, -1]).
+  bool ToDims(const Val& v, int32_t pos, int output, bool contents, std::optional<Dims>* out);
+
+  static constexpr int kInlineSlots = 32;
+  // Per-evaluation caches of input shapes and attributes, for the first kCached of each.
+  static constexpr int kCached = 32;
 
   const Program& p_;
   const RuleLimits& limits_;
   const InferenceContext& ctx_;
-  absl::InlinedVector<Val, 16> slots_;
+  const ::graphopt::Node& node_;
+  const Node* const nodes_;
+  const int32_t* const kids_;
+  const int64_t max_steps_;
+  const int num_inputs_;
+  Val* slots_;
+  alignas(Val) unsigned char slots_inline_[kInlineSlots * sizeof(Val)];
+  std::unique_ptr<Val[]> slots_heap_;
   ValBuffer<128> heap_;
   ValBuffer<32> scratch_;
   absl::InlinedVector<Poly, 2> polys_;
   absl::InlinedVector<std::pair<const std::string*, int>, 4> parsed_;
   // Atoms of kMono values: symbol strings of the node's inputs or attributes.
   absl::InlinedVector<const std::string*, 4> atoms_;
-  // Per-evaluation caches of input shapes and attribute values.
-  absl::InlinedVector<Val, 8> shape_cache_;
-  absl::InlinedVector<bool, 8> shape_cached_;
-  absl::InlinedVector<Val, 8> attr_cache_;
-  absl::InlinedVector<bool, 8> attr_cached_;
+  // Bit i set: entry i of the cache beside it holds input i's shape / attribute i's value /
+  // whether the node sets attribute i.
+  uint32_t shape_cached_ = 0;
+  uint32_t attr_cached_ = 0;
+  uint32_t has_attr_cached_ = 0;
+  uint32_t has_attr_ = 0;
+  alignas(Val) unsigned char shape_cache_[kCached * sizeof(Val)];
+  alignas(Val) unsigned char attr_cache_[kCached * sizeof(Val)];
+  Val& ShapeCache(int i) { return reinterpret_cast<Val*>(shape_cache_)[i]; }
+  Val& AttrCache(int i) { return reinterpret_cast<Val*>(attr_cache_)[i]; }
   int64_t opset_ = -1;  // ctx_.opset_version(), read once
   int64_t steps_ = 0;
   int32_t err_pos_ = 0;
@@ -724,8 +790,8 @@ std::string Evaluator::FormatParts(const std::vector<int32_t>& parts, bool* ok) 
 
 bool Evaluator::InputShape(int i, int32_t pos, Val* out) {
   if (!RequirePresent(i, pos)) return false;
-  if (static_cast<size_t>(i) < shape_cached_.size() && shape_cached_[i]) {
-    *out = shape_cache_[i];
+  if (i < kCached && (shape_cached_ >> i & 1) != 0) {
+    *out = ShapeCache(i);
     return true;
   }
   Val v;
@@ -740,12 +806,10 @@ bool Evaluator::InputShape(int i, int32_t pos, Val* out) {
     v = Val::List(off, t->dims_size());
     if (!Charge(pos, t->dims_size())) return false;
   }
-  if (shape_cached_.size() <= static_cast<size_t>(i)) {
-    shape_cached_.resize(i + 1, false);
-    shape_cache_.resize(i + 1);
+  if (i < kCached) {
+    shape_cached_ |= 1u << i;
+    ShapeCache(i) = v;
   }
-  shape_cached_[i] = true;
-  shape_cache_[i] = v;
   *out = v;
   return true;
 }
@@ -769,11 +833,7 @@ bool Evaluator::InputValue(int i, int32_t pos, Val* out) {
   return Charge(pos, static_cast<int64_t>(ints->size()));
 }
 
-bool Evaluator::InputIndex(const Node& n, int* index) {
-  if (n.ref == Ref::kInput) {
-    *index = static_cast<int>(n.imm);
-    return true;
-  }
+bool Evaluator::VariadicIndex(const Node& n, int* index) {
   // Ref::kVariadicItem: kid 0 is the index within the variadic group.
   Val k;
   if (!EvalKid(n, 0, &k)) return false;
@@ -782,7 +842,7 @@ bool Evaluator::InputIndex(const Node& n, int* index) {
     return true;
   }
   const int64_t first = n.imm;
-  const int64_t count = std::max<int64_t>(0, ctx_.num_inputs() - first);
+  const int64_t count = std::max<int64_t>(0, num_inputs_ - first);
   const int64_t j = k.i < 0 ? k.i + count : k.i;
   if (j < 0 || j >= count) {
     return Fail(n.pos, absl::StrCat("index ", k.i, " is out of range for the ", count,
@@ -794,8 +854,8 @@ bool Evaluator::InputIndex(const Node& n, int* index) {
 
 bool Evaluator::EvalAttr(const Node& n, Val* out) {
   const size_t index = static_cast<size_t>(n.imm);
-  if (index < attr_cached_.size() && attr_cached_[index]) {
-    *out = attr_cache_[index];
+  if (index < kCached && (attr_cached_ >> index & 1) != 0) {
+    *out = AttrCache(static_cast<int>(index));
     return true;
   }
   const AttrRef& ref = p_.attrs[index];
@@ -871,12 +931,10 @@ bool Evaluator::EvalAttr(const Node& n, Val* out) {
     default:
       return Fail(n.pos, absl::StrCat("attribute '", ref.name, "' cannot be read"));
   }
-  if (attr_cached_.size() <= index) {
-    attr_cached_.resize(p_.attrs.size(), false);
-    attr_cache_.resize(p_.attrs.size());
+  if (index < kCached) {
+    attr_cached_ |= 1u << index;
+    AttrCache(static_cast<int>(index)) = v;
   }
-  attr_cached_[index] = true;
-  attr_cache_[index] = v;
   *out = v;
   return true;
 }
@@ -989,8 +1047,9 @@ bool Evaluator::Broadcast(const Node& n, Val* out) {
   return true;
 }
 
+template <Fn kFn>
 bool Evaluator::EvalCall(const Node& n, Val* out) {
-  switch (n.fn) {
+  switch (kFn) {
     case Fn::kRank:
     case Fn::kShape:
     case Fn::kDim:
@@ -1001,14 +1060,14 @@ bool Evaluator::EvalCall(const Node& n, Val* out) {
         *out = Val();
         return true;
       }
-      if (n.fn == Fn::kValue) return InputValue(i, n.pos, out);
+      if (kFn == Fn::kValue) return InputValue(i, n.pos, out);
       Val s;
       if (!InputShape(i, n.pos, &s)) return false;
-      if (n.fn == Fn::kShape) {
+      if (kFn == Fn::kShape) {
         *out = s;
         return true;
       }
-      if (n.fn == Fn::kRank) {
+      if (kFn == Fn::kRank) {
         *out = s.unknown() ? Val() : Val::Int(s.len);
         return true;
       }
@@ -1029,7 +1088,7 @@ bool Evaluator::EvalCall(const Node& n, Val* out) {
     }
     case Fn::kHas: {
       if (n.ref == Ref::kInput) {
-        *out = Val::Bool(ctx_.has_input(static_cast<int>(n.imm)));
+        *out = Val::Bool(HasInput(static_cast<int>(n.imm)));
         return true;
       }
       Val k;
@@ -1038,18 +1097,18 @@ bool Evaluator::EvalCall(const Node& n, Val* out) {
         *out = Val();
         return true;
       }
-      const int64_t count = std::max<int64_t>(0, ctx_.num_inputs() - n.imm);
+      const int64_t count = std::max<int64_t>(0, num_inputs_ - n.imm);
       const int64_t j = k.i < 0 ? k.i + count : k.i;
-      *out = Val::Bool(j >= 0 && j < count && ctx_.has_input(static_cast<int>(n.imm + j)));
+      *out = Val::Bool(j >= 0 && j < count && HasInput(static_cast<int>(n.imm + j)));
       return true;
     }
     case Fn::kDTypeOf: {
       if (n.ref == Ref::kConstraint) {
         *out = Val();
         for (int32_t d : p_.constraint_inputs[n.imm]) {
-          const int last = d == p_.variadic_input ? ctx_.num_inputs() - 1 : d;
+          const int last = d == p_.variadic_input ? num_inputs_ - 1 : d;
           for (int i = d; i <= last; ++i) {
-            if (!ctx_.has_input(i)) continue;
+            if (!HasInput(i)) continue;
             const v1::DataType dt = ctx_.input_type(i).dtype;
             if (dt != v1::DT_UNDEFINED) {
               *out = Val::DType(dt);
@@ -1071,16 +1130,16 @@ bool Evaluator::EvalCall(const Node& n, Val* out) {
       return true;
     }
     case Fn::kCount: {
-      const int total = n.ref == Ref::kVariadicOutput ? ctx_.num_outputs() : ctx_.num_inputs();
+      const int total = n.ref == Ref::kVariadicOutput ? ctx_.num_outputs() : num_inputs_;
       *out = Val::Int(std::max<int64_t>(0, total - n.imm));
       return true;
     }
     case Fn::kShapes: {
-      const int count = std::max(0, ctx_.num_inputs() - static_cast<int>(n.imm));
+      const int count = std::max(0, num_inputs_ - static_cast<int>(n.imm));
       if (!CheckLength(n.pos, count)) return false;
       const size_t base = scratch_.size();
-      for (int i = static_cast<int>(n.imm); i < ctx_.num_inputs(); ++i) {
-        if (!ctx_.has_input(i)) continue;
+      for (int i = static_cast<int>(n.imm); i < num_inputs_; ++i) {
+        if (!HasInput(i)) continue;
         Val s;
         if (!InputShape(i, n.pos, &s)) return false;
         scratch_.push_back(s);
@@ -1089,7 +1148,17 @@ bool Evaluator::EvalCall(const Node& n, Val* out) {
       return true;
     }
     case Fn::kHasAttr: {
-      *out = Val::Bool(ctx_.node().attributes.contains(p_.attrs[n.imm].name));
+      const int64_t index = n.imm;
+      if (index < kCached && (has_attr_cached_ >> index & 1) != 0) {
+        *out = Val::Bool((has_attr_ >> index & 1) != 0);
+        return true;
+      }
+      const bool has = node_.attributes.contains(p_.attrs[index].name);
+      if (index < kCached) {
+        has_attr_cached_ |= 1u << index;
+        if (has) has_attr_ |= 1u << index;
+      }
+      *out = Val::Bool(has);
       return true;
     }
     case Fn::kAttrDType: {
@@ -1118,7 +1187,7 @@ bool Evaluator::EvalCall(const Node& n, Val* out) {
       *out = Val::Int(opset_);
       return true;
     case Fn::kNumInputs:
-      *out = Val::Int(ctx_.num_inputs());
+      *out = Val::Int(num_inputs_);
       return true;
     case Fn::kNumOutputs:
       *out = Val::Int(ctx_.num_outputs());
@@ -1150,18 +1219,18 @@ bool Evaluator::EvalCall(const Node& n, Val* out) {
         return true;
       }
       if (vals.empty()) {
-        return Fail(n.pos, absl::StrCat(n.fn == Fn::kMerge ? "merge" : n.fn == Fn::kMin ? "min"
+        return Fail(n.pos, absl::StrCat(kFn == Fn::kMerge ? "merge" : kFn == Fn::kMin ? "min"
                                                                                         : "max",
                                         "() of an empty list"));
       }
       Val r = vals[0];
       for (size_t k = 1; k < vals.size(); ++k) {
-        if (n.fn == Fn::kMerge) {
+        if (kFn == Fn::kMerge) {
           if (!Merge(n.pos, r, vals[k], &r)) return false;
         } else if (r.unknown() || vals[k].unknown()) {
           r = Val();
         } else {
-          r = MinMax(n.fn == Fn::kMax, r, vals[k]);
+          r = MinMax(kFn == Fn::kMax, r, vals[k]);
         }
       }
       *out = r;
@@ -1205,10 +1274,10 @@ bool Evaluator::EvalCall(const Node& n, Val* out) {
         *out = Val();
         return true;
       }
-      Val r = Val::Int(n.fn == Fn::kSum ? 0 : 1);
+      Val r = Val::Int(kFn == Fn::kSum ? 0 : 1);
       for (uint32_t k = 0; k < l.len; ++k) {
         const Val x = HeapAt(l, k);
-        if (!IntOp(n.fn == Fn::kSum ? Arith::kAdd : Arith::kMul, n.pos, r, x, &r)) return false;
+        if (!IntOp(kFn == Fn::kSum ? Arith::kAdd : Arith::kMul, n.pos, r, x, &r)) return false;
       }
       if (!Charge(n.pos, l.len)) return false;
       *out = r;
@@ -1264,7 +1333,7 @@ bool Evaluator::EvalCall(const Node& n, Val* out) {
         *out = Val();
         return true;
       }
-      const bool all = n.fn == Fn::kAll;
+      const bool all = kFn == Fn::kAll;
       bool maybe = false;
       for (uint32_t k = 0; k < l.len; ++k) {
         const Val x = HeapAt(l, k);
@@ -1302,6 +1371,33 @@ bool Evaluator::EvalCall(const Node& n, Val* out) {
         for (uint32_t e = 0; e < x.len; ++e) heap_[w++] = HeapAt(x, e);
       }
       *out = Val::List(off, static_cast<size_t>(total));
+      return true;
+    }
+    case Fn::kDistinct: {
+      // Kleene: false when two elements are provably equal, true when every pair provably
+      // differs, else unknown.
+      Val l;
+      if (!EvalKid(n, 0, &l)) return false;
+      if (l.unknown()) {
+        *out = Val();
+        return true;
+      }
+      if (!Charge(n.pos, static_cast<int64_t>(l.len) * l.len / 2)) return false;
+      bool maybe = false;
+      for (uint32_t a = 0; a < l.len; ++a) {
+        const Val x = HeapAt(l, a);
+        for (uint32_t b = a + 1; b < l.len; ++b) {
+          const Val y = HeapAt(l, b);
+          const Tri eq = x.tag == Tag::kInt && y.tag == Tag::kInt ? (x.i == y.i ? kTrue : kFalse)
+                                                                  : CompareInts(Op::kEq, x, y);
+          if (eq == kTrue) {
+            *out = Val::Bool(false);
+            return true;
+          }
+          maybe |= eq == kMaybe;
+        }
+      }
+      *out = maybe ? Val() : Val::Bool(true);
       return true;
     }
     case Fn::kDTypeSize: {
@@ -1527,6 +1623,25 @@ bool Evaluator::HEquality(Evaluator& e, const Node& n, Val* out) {
 bool Evaluator::HOrder(Evaluator& e, const Node& n, Val* out) {
   Val a, b;
   if (!e.EvalKid(n, 0, &a) || !e.EvalKid(n, 1, &b)) return false;
+  if (a.tag == Tag::kInt && b.tag == Tag::kInt) {
+    bool r;
+    switch (n.op) {
+      case Op::kLt:
+        r = a.i < b.i;
+        break;
+      case Op::kLe:
+        r = a.i <= b.i;
+        break;
+      case Op::kGt:
+        r = a.i > b.i;
+        break;
+      default:
+        r = a.i >= b.i;
+        break;
+    }
+    *out = Val::Bool(r);
+    return true;
+  }
   *out = FromTri(e.CompareInts(n.op, a, b));
   return true;
 }
@@ -1622,11 +1737,49 @@ const Evaluator::Handler Evaluator::kHandlers[] = {
     &Evaluator::HComprehension,               // kComprehension
     &Evaluator::HCall,                        // kCall
 };
+// Indexed by Fn; see the enum's order.
+const Evaluator::Handler Evaluator::kFnHandlers[] = {
+    &Evaluator::HFn<Fn::kRank>,
+    &Evaluator::HFn<Fn::kShape>,
+    &Evaluator::HFn<Fn::kDim>,
+    &Evaluator::HFn<Fn::kHas>,
+    &Evaluator::HFn<Fn::kValue>,
+    &Evaluator::HFn<Fn::kDTypeOf>,
+    &Evaluator::HFn<Fn::kCount>,
+    &Evaluator::HFn<Fn::kShapes>,
+    &Evaluator::HFn<Fn::kHasAttr>,
+    &Evaluator::HFn<Fn::kAttrDType>,
+    &Evaluator::HFn<Fn::kOpset>,
+    &Evaluator::HFn<Fn::kNumInputs>,
+    &Evaluator::HFn<Fn::kNumOutputs>,
+    &Evaluator::HFn<Fn::kBroadcast>,
+    &Evaluator::HFn<Fn::kNormalizeAxis>,
+    &Evaluator::HFn<Fn::kMerge>,
+    &Evaluator::HFn<Fn::kFail>,
+    &Evaluator::HFn<Fn::kMin>,
+    &Evaluator::HFn<Fn::kMax>,
+    &Evaluator::HFn<Fn::kAbs>,
+    &Evaluator::HFn<Fn::kCdiv>,
+    &Evaluator::HFn<Fn::kLen>,
+    &Evaluator::HFn<Fn::kSum>,
+    &Evaluator::HFn<Fn::kProd>,
+    &Evaluator::HFn<Fn::kRange>,
+    &Evaluator::HFn<Fn::kKnown>,
+    &Evaluator::HFn<Fn::kAll>,
+    &Evaluator::HFn<Fn::kAnyOf>,
+    &Evaluator::HFn<Fn::kFlatten>,
+    &Evaluator::HFn<Fn::kDTypeSize>,
+    &Evaluator::HFn<Fn::kDistinct>,
+};
+
 bool Evaluator::Eval(int32_t id, Val* out) {
+  static_assert(sizeof(kFnHandlers) / sizeof(kFnHandlers[0]) ==
+                    static_cast<size_t>(Fn::kDistinct) + 1,
+                "one handler per Fn");
   static_assert(sizeof(kHandlers) / sizeof(kHandlers[0]) == static_cast<size_t>(Op::kCall) + 1,
                 "one handler per Op");
   const Node& n = p_.nodes[id];
-  if (ABSL_PREDICT_FALSE(++steps_ > limits_.max_steps)) return BudgetExceeded(n);
+  if (ABSL_PREDICT_FALSE(++steps_ > max_steps_)) return BudgetExceeded(n);
   return kHandlers[static_cast<int>(n.op)](*this, n, out);
 }
 
@@ -1658,9 +1811,9 @@ bool Evaluator::RunStatements(Results* results) {
           if (d.tag == Tag::kDType) allowed.push_back(d.i);
         }
         for (int32_t declared : st.inputs) {
-          const int last = declared == p_.variadic_input ? ctx_.num_inputs() - 1 : declared;
+          const int last = declared == p_.variadic_input ? num_inputs_ - 1 : declared;
           for (int i = declared; i <= last; ++i) {
-            if (!ctx_.has_input(i)) continue;
+            if (!HasInput(i)) continue;
             const v1::DataType dt = ctx_.input_type(i).dtype;
             if (dt == v1::DT_UNDEFINED) continue;
             if (std::find(allowed.begin(), allowed.end(), dt) != allowed.end()) continue;
@@ -1690,7 +1843,7 @@ bool Evaluator::RunStatements(Results* results) {
   return true;
 }
 
-bool Evaluator::ToDims(const Val& v, int32_t pos, const std::string& what,
+bool Evaluator::ToDims(const Val& v, int32_t pos, int output, bool contents,
                        std::optional<Dims>* out) {
   if (v.unknown()) {
     out->reset();
@@ -1702,8 +1855,9 @@ bool Evaluator::ToDims(const Val& v, int32_t pos, const std::string& what,
     const Val d = HeapAt(v, k);
     switch (d.tag) {
       case Tag::kInt:
-        if (d.i < 0) {
-          return Fail(pos, absl::StrCat(what, " has a negative dim ", d.i, " at index ", k, ": ",
+        if (ABSL_PREDICT_FALSE(d.i < 0) && !contents) {
+          return Fail(pos, absl::StrCat("output[", output, "] has a negative dim ", d.i,
+                                        " at index ", k, ": ",
                                         Format(v, Type::ListOf(Type::Int()))));
         }
         dims.push_back(Dim::Known(d.i));
@@ -1748,7 +1902,7 @@ absl::Status Evaluator::RunShape(InferenceContext& ctx) {
       for (int i = 0; i < ctx.num_outputs(); ++i) {
         Write w{i, false, std::nullopt};
         if (!v.unknown() &&
-            !ToDims(HeapAt(v, i), st->pos, absl::StrCat("output[", i, "]"), &w.dims)) {
+            !ToDims(HeapAt(v, i), st->pos, i, false, &w.dims)) {
           return Status();
         }
         writes.push_back(std::move(w));
@@ -1756,9 +1910,7 @@ absl::Status Evaluator::RunShape(InferenceContext& ctx) {
       continue;
     }
     Write w{st->output, st->kind == StmtKind::kOutputValue, std::nullopt};
-    const std::string what = absl::StrCat("output[", st->output, "]",
-                                          w.value ? ".value" : "");
-    if (!ToDims(v, st->pos, what, &w.dims)) return Status();
+    if (!ToDims(v, st->pos, st->output, w.value, &w.dims)) return Status();
     writes.push_back(std::move(w));
   }
   // Outputs the rule leaves alone get an unknown rank.

@@ -181,6 +181,12 @@ TEST_F(EvalTest, Logic) {
   EXPECT_EQ(List("[dim(X, 0) * 0]", x), "[0]");
   EXPECT_EQ(List("[min(dim(X, 0), 3)]", x), "[?]");
   EXPECT_EQ(List("[if known(dim(X, 0)) then dim(X, 0) else 7]", x), "[7]");
+  EXPECT_EQ(Bool("distinct([2, 0, 1])"), "true");
+  EXPECT_EQ(Bool("distinct([])"), "true");
+  EXPECT_EQ(Bool("distinct([1, 0, 1])"), "false");
+  EXPECT_EQ(Bool("distinct([dim(X, 0), 3])", x), "unknown");
+  EXPECT_EQ(Bool("distinct([dim(X, 0), 3, 3])", x), "false");
+  EXPECT_EQ(Bool("distinct([dim(X, 1), 2])", x), "true");
 }
 
 TEST_F(EvalTest, UnknownRankPropagates) {

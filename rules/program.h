@@ -140,6 +140,7 @@ enum class Fn : uint8_t {
   kAnyOf,
   kFlatten,
   kDTypeSize,
+  kDistinct,
 };
 
 // What the first argument of an input-reading builtin refers to.

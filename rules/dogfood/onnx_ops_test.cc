@@ -604,17 +604,8 @@ TEST_F(OnnxOpsTest, Gather) {
 
 
 // Shape tensors holding -1 (Shape -> Gather -> Concat(-1) -> Reshape, the usual "keep the batch,
-// flatten the rest" of exported models) need output[I].value to take negative entries.
-// rules/evaluator.cc currently rejects them ("output[0].value has a negative dim -1"), which
-// is right for shapes but not for contents; until it accepts them these cases are skipped.
+// flatten the rest" of exported models): output[I].value takes negative entries.
 TEST_F(OnnxOpsTest, NegativeShapeTensorContents) {
-  Model probe(13);
-  probe.Ints("a", {2}).Ints("b", {-1}).Node("Concat", {"a", "b"}, {"t"}, {I("axis", 0)});
-  if (!CompareRuleOps("probe", probe.proto(), builtins_, rules_, ops_).differences.empty()) {
-    GTEST_SKIP() << "rules/evaluator.cc rejects negative entries in output[I].value; the "
-                    "Concat, Add, Gather and Reshape rules cannot yet produce contents such as "
-                    "[N, -1]";
-  }
   ExpectAgree(Model(13)
                   .In("x", "f[N,3,4]")
                   .Ints("i0", {0})

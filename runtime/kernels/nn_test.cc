@@ -1,3 +1,8 @@
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "runtime/kernels/kernel_test_util.h"
@@ -6,6 +11,346 @@ namespace graphopt::runtime {
 namespace {
 
 using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
+using ::testing::FloatNear;
+using ::testing::HasSubstr;
+using ::testing::Pointwise;
+
+std::vector<float> Random(int n, int seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(gen);
+  return v;
+}
+
+std::vector<float> Iota(int n) {
+  std::vector<float> v(n);
+  for (int i = 0; i < n; ++i) v[i] = static_cast<float>(i);
+  return v;
+}
+
+Tensor U8(std::vector<uint8_t> values, Shape shape) {
+  return Tensor::FromVector(v1::DT_UINT8, values, std::move(shape));
+}
+
+// --- Conv -----------------------------------------------------------------------------------
+
+// A 2-D grouped convolution computed naively.
+std::vector<float> NaiveConv2d(const std::vector<float>& x, int n, int c, int h, int w,
+                               const std::vector<float>& wt, int m, int kh, int kw, int group,
+                               const std::vector<float>& bias, int sh, int sw, int dh, int dw,
+                               int pt, int pl, int oh, int ow) {
+  std::vector<float> y(n * m * oh * ow, 0.0f);
+  const int cg = c / group, mg = m / group;
+  for (int ni = 0; ni < n; ++ni) {
+    for (int mi = 0; mi < m; ++mi) {
+      const int g = mi / mg;
+      for (int oy = 0; oy < oh; ++oy) {
+        for (int ox = 0; ox < ow; ++ox) {
+          float acc = bias.empty() ? 0.0f : bias[mi];
+          for (int ci = 0; ci < cg; ++ci) {
+            for (int ky = 0; ky < kh; ++ky) {
+              for (int kx = 0; kx < kw; ++kx) {
+                const int iy = oy * sh - pt + ky * dh, ix = ox * sw - pl + kx * dw;
+                if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
+                acc += x[((ni * c + g * cg + ci) * h + iy) * w + ix] *
+                       wt[((mi * cg + ci) * kh + ky) * kw + kx];
+              }
+            }
+          }
+          y[((ni * m + mi) * oh + oy) * ow + ox] = acc;
+        }
+      }
+    }
+  }
+  return y;
+}
+
+TEST(ConvTest, GroupedStridedDilatedPaddedMatchesNaive) {
+  // X [2, 4, 7, 6], W [6, 2, 3, 2], group 2, strides (2, 1), dilations (1, 2),
+  // pads (1, 0, 2, 1): out h = (7 + 3 - 3) / 2 + 1 = 4, w = (6 + 1 - 3) / 1 + 1 = 5.
+  const std::vector<float> x = Random(2 * 4 * 7 * 6, 1);
+  const std::vector<float> w = Random(6 * 2 * 3 * 2, 2);
+  const std::vector<float> b = Random(6, 3);
+  const std::vector<std::string> attrs = {
+      "name: \"group\" i: 2", "name: \"strides\" ints { values: [2, 1] }",
+      "name: \"dilations\" ints { values: [1, 2] }",
+      "name: \"pads\" ints { values: [1, 0, 2, 1] }"};
+  for (int threads : {1, 2}) {
+    absl::StatusOr<std::vector<Tensor>> out =
+        RunNode("Conv", attrs, {F32(x, {2, 4, 7, 6}), F32(w, {6, 2, 3, 2}), F32(b, {6})}, 1, 0,
+                threads);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_THAT((*out)[0].shape(), ElementsAre(2, 6, 4, 5));
+    const std::vector<float> want =
+        NaiveConv2d(x, 2, 4, 7, 6, w, 6, 3, 2, 2, b, 2, 1, 1, 2, 1, 0, 4, 5);
+    EXPECT_THAT(ToFloats((*out)[0]), Pointwise(FloatNear(1e-4), want));
+  }
+}
+
+TEST(ConvTest, SameUpperAutoPadAndNoBias) {
+  const std::vector<float> x = Random(1 * 3 * 5 * 5, 4);
+  const std::vector<float> w = Random(2 * 3 * 3 * 3, 5);
+  absl::StatusOr<std::vector<Tensor>> out =
+      RunNode("Conv", {"name: \"auto_pad\" s: \"SAME_UPPER\"", "name: \"strides\" ints { values: [2, 2] }"},
+              {F32(x, {1, 3, 5, 5}), F32(w, {2, 3, 3, 3})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  // ceil(5 / 2) = 3; total pad (3 - 1) * 2 + 3 - 5 = 2: one each side.
+  EXPECT_THAT((*out)[0].shape(), ElementsAre(1, 2, 3, 3));
+  EXPECT_THAT(ToFloats((*out)[0]),
+              Pointwise(FloatNear(1e-4), NaiveConv2d(x, 1, 3, 5, 5, w, 2, 3, 3, 1, {}, 2, 2, 1, 1,
+                                                     1, 1, 3, 3)));
+}
+
+TEST(ConvTest, OneDimensionalAndDouble) {
+  Tensor x = Tensor::FromVector(v1::DT_FLOAT64, std::vector<double>{1, 2, 3, 4}, {1, 1, 4});
+  Tensor w = Tensor::FromVector(v1::DT_FLOAT64, std::vector<double>{1, -1}, {1, 1, 2});
+  absl::StatusOr<std::vector<Tensor>> out = RunNode("Conv", {}, {x, w});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT((*out)[0].shape(), ElementsAre(1, 1, 3));
+  EXPECT_THAT((*out)[0].span<double>(), ElementsAre(-1, -1, -1));
+}
+
+TEST(ConvTest, BadInputs) {
+  // W's channels (2) do not match X's (3).
+  absl::StatusOr<std::vector<Tensor>> out =
+      RunNode("Conv", {}, {F32(Iota(27), {1, 3, 3, 3}), F32(Iota(8), {2, 2, 1, 2})});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(out.status().message(), HasSubstr("group"));
+  // X of rank 2.
+  out = RunNode("Conv", {}, {F32(Iota(4), {2, 2}), F32(Iota(4), {2, 2})});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  // A kernel larger than the input.
+  out = RunNode("Conv", {}, {F32(Iota(4), {1, 1, 2, 2}), F32(Iota(9), {1, 1, 3, 3})});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  // Bias of the wrong length.
+  out = RunNode("Conv", {}, {F32(Iota(9), {1, 1, 3, 3}), F32(Iota(4), {1, 1, 2, 2}),
+                             F32({1, 2}, {2})});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  // Unknown auto_pad.
+  out = RunNode("Conv", {"name: \"auto_pad\" s: \"SAME\""},
+                {F32(Iota(9), {1, 1, 3, 3}), F32(Iota(4), {1, 1, 2, 2})});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ConvTransposeTest, StridedWithOutputPaddingAndBias) {
+  // x [1, 1, 3] = 1 2 3, w [1, 1, 2] = 1 1, stride 2, output_padding 1: full length
+  // 2 * 2 + 1 + 2 = 7: 1 1 2 2 3 3 0, plus bias 10.
+  absl::StatusOr<std::vector<Tensor>> out =
+      RunNode("ConvTranspose",
+              {"name: \"strides\" ints { values: [2] }",
+               "name: \"output_padding\" ints { values: [1] }"},
+              {F32({1, 2, 3}, {1, 1, 3}), F32({1, 1}, {1, 1, 2}), F32({10}, {1})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT((*out)[0].shape(), ElementsAre(1, 1, 7));
+  EXPECT_THAT(ToFloats((*out)[0]), ElementsAre(11, 11, 12, 12, 13, 13, 10));
+}
+
+TEST(ConvTransposeTest, BadWeights) {
+  absl::StatusOr<std::vector<Tensor>> out =
+      RunNode("ConvTranspose", {}, {F32(Iota(6), {1, 2, 3}), F32({1, 1}, {1, 1, 2})});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ConvIntegerTest, ZeroPointsAndPadding) {
+  // x - 1 = [[0, 1], [2, 3]], w = 1 (1x1 kernel), pads 1: the padded border is 0.
+  absl::StatusOr<std::vector<Tensor>> out =
+      RunNode("ConvInteger", {"name: \"pads\" ints { values: [1, 0, 0, 0] }"},
+              {U8({1, 2, 3, 4}, {1, 1, 2, 2}), U8({3}, {1, 1, 1, 1}), U8({1}, {}), U8({1}, {})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].dtype(), v1::DT_INT32);
+  EXPECT_THAT((*out)[0].shape(), ElementsAre(1, 1, 3, 2));
+  EXPECT_THAT((*out)[0].span<int32_t>(), ElementsAre(0, 0, 0, 2, 4, 6));
+}
+
+// --- MatMul / Gemm --------------------------------------------------------------------------
+
+TEST(MatMulTest, BroadcastBatchesMatchNaive) {
+  // A [2, 1, 2, 3] x B [3, 3, 4] -> [2, 3, 2, 4].
+  const std::vector<float> a = Random(12, 6), b = Random(36, 7);
+  for (int threads : {1, 2}) {
+    absl::StatusOr<std::vector<Tensor>> out =
+        RunNode("MatMul", {}, {F32(a, {2, 1, 2, 3}), F32(b, {3, 3, 4})}, 1, 0, threads);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_THAT((*out)[0].shape(), ElementsAre(2, 3, 2, 4));
+    std::vector<float> want;
+    for (int i = 0; i < 2; ++i) {
+      for (int j = 0; j < 3; ++j) {
+        for (int r = 0; r < 2; ++r) {
+          for (int c = 0; c < 4; ++c) {
+            float s = 0;
+            for (int k = 0; k < 3; ++k) s += a[i * 6 + r * 3 + k] * b[j * 12 + k * 4 + c];
+            want.push_back(s);
+          }
+        }
+      }
+    }
+    EXPECT_THAT(ToFloats((*out)[0]), Pointwise(FloatNear(1e-5), want));
+  }
+}
+
+TEST(MatMulTest, VectorOperandsAndInt) {
+  absl::StatusOr<std::vector<Tensor>> out =
+      RunNode("MatMul", {}, {F32({1, 2}, {2}), F32({1, 2, 3, 4, 5, 6}, {2, 3})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT((*out)[0].shape(), ElementsAre(3));
+  EXPECT_THAT(ToFloats((*out)[0]), ElementsAre(9, 12, 15));
+  out = RunNode("MatMul", {}, {I64({1, 2, 3, 4}, {2, 2}), I64({1, 1}, {2})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT((*out)[0].shape(), ElementsAre(2));
+  EXPECT_THAT(ToInts((*out)[0]), ElementsAre(3, 7));
+}
+
+TEST(MatMulTest, BadInnerDims) {
+  absl::StatusOr<std::vector<Tensor>> out =
+      RunNode("MatMul", {}, {F32(Iota(6), {2, 3}), F32(Iota(6), {2, 3})});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  out = RunNode("MatMul", {}, {F32(Iota(12), {2, 2, 3}), F32(Iota(18), {3, 3, 2})});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(GemmTest, TransposesAlphaBetaAndRowBias) {
+  // A^T with A [3, 2] = rows (1 2) (3 4) (5 6); B^T with B [2, 3] = I-ish.
+  absl::StatusOr<std::vector<Tensor>> out =
+      RunNode("Gemm",
+              {"name: \"transA\" i: 1", "name: \"transB\" i: 1", "name: \"alpha\" f: 2",
+               "name: \"beta\" f: 0.5"},
+              {F32({1, 2, 3, 4, 5, 6}, {3, 2}), F32({1, 0, 0, 0, 1, 0}, {2, 3}),
+               F32({10, 20}, {2})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  // A^T = [[1 3 5] [2 4 6]], B^T = [[1 0] [0 1] [0 0]] -> [[1 3] [2 4]] * 2 + [5 10].
+  EXPECT_THAT((*out)[0].shape(), ElementsAre(2, 2));
+  EXPECT_THAT(ToFloats((*out)[0]), ElementsAre(7, 16, 9, 18));
+}
+
+TEST(GemmTest, BadBias) {
+  absl::StatusOr<std::vector<Tensor>> out =
+      RunNode("Gemm", {}, {F32(Iota(4), {2, 2}), F32(Iota(4), {2, 2}), F32(Iota(3), {3})});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(MatMulIntegerTest, ZeroPoints) {
+  absl::StatusOr<std::vector<Tensor>> out =
+      RunNode("MatMulInteger", {},
+              {U8({11, 12, 13, 14}, {2, 2}), U8({1, 2, 3, 4}, {2, 2}), U8({10}, {}), U8({1}, {})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  // [[1 2] [3 4]] x [[0 1] [2 3]].
+  EXPECT_THAT((*out)[0].span<int32_t>(), ElementsAre(4, 7, 8, 15));
+}
+
+// --- Pools ----------------------------------------------------------------------------------
+
+TEST(PoolTest, MaxPoolWithIndicesBothStorageOrders) {
+  const std::vector<std::string> attrs = {"name: \"kernel_shape\" ints { values: [2, 2] }",
+                                          "name: \"strides\" ints { values: [2, 2] }"};
+  absl::StatusOr<std::vector<Tensor>> out = RunNode("MaxPool", attrs, {F32(Iota(16), {1, 1, 4, 4})}, 2);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(ToFloats((*out)[0]), ElementsAre(5, 7, 13, 15));
+  EXPECT_THAT(ToInts((*out)[1]), ElementsAre(5, 7, 13, 15));
+  std::vector<std::string> col = attrs;
+  col.push_back("name: \"storage_order\" i: 1");
+  out = RunNode("MaxPool", col, {F32(Iota(16), {1, 1, 4, 4})}, 2);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(ToInts((*out)[1]), ElementsAre(5, 13, 7, 15));
+}
+
+TEST(PoolTest, AveragePoolCountIncludePad) {
+  const std::vector<std::string> base = {"name: \"kernel_shape\" ints { values: [2] }",
+                                         "name: \"pads\" ints { values: [1, 1] }",
+                                         "name: \"strides\" ints { values: [2] }"};
+  absl::StatusOr<std::vector<Tensor>> out = RunNode("AveragePool", base, {F32({2, 4}, {1, 1, 2})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(ToFloats((*out)[0]), ElementsAre(2, 4));
+  std::vector<std::string> inc = base;
+  inc.push_back("name: \"count_include_pad\" i: 1");
+  out = RunNode("AveragePool", inc, {F32({2, 4}, {1, 1, 2})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(ToFloats((*out)[0]), ElementsAre(1, 2));
+}
+
+TEST(PoolTest, GlobalPools) {
+  absl::StatusOr<std::vector<Tensor>> out =
+      RunNode("GlobalAveragePool", {}, {F32(Iota(8), {1, 2, 2, 2})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT((*out)[0].shape(), ElementsAre(1, 2, 1, 1));
+  EXPECT_THAT(ToFloats((*out)[0]), ElementsAre(1.5, 5.5));
+  out = RunNode("GlobalMaxPool", {}, {F32(Iota(8), {1, 2, 4})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(ToFloats((*out)[0]), ElementsAre(3, 7));
+}
+
+TEST(PoolTest, BadInputs) {
+  // kernel_shape is required.
+  absl::StatusOr<std::vector<Tensor>> out = RunNode("MaxPool", {}, {F32(Iota(4), {1, 1, 4})});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  // Rank 2 input.
+  out = RunNode("GlobalAveragePool", {}, {F32(Iota(4), {2, 2})});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  // MaxUnpool index out of range.
+  out = RunNode("MaxUnpool", {"name: \"kernel_shape\" ints { values: [2] }",
+                              "name: \"strides\" ints { values: [2] }"},
+                {F32({1, 2}, {1, 1, 2}), I64({0, 9}, {1, 1, 2})});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// --- Normalisation --------------------------------------------------------------------------
+
+TEST(NormTest, BatchNormalizationInference) {
+  absl::StatusOr<std::vector<Tensor>> out = RunNode(
+      "BatchNormalization", {"name: \"epsilon\" f: 0"},
+      {F32({1, 2, 3, 4}, {1, 2, 2}), F32({1, 2}, {2}), F32({0, 1}, {2}), F32({1, 3}, {2}),
+       F32({1, 4}, {2})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  // Channel 0: (x - 1) / 1; channel 1: 2 * (x - 3) / 2 + 1.
+  EXPECT_THAT(ToFloats((*out)[0]), Pointwise(FloatNear(1e-6), std::vector<float>{0, 1, 1, 2}));
+}
+
+TEST(NormTest, BatchNormalizationBadParams) {
+  absl::StatusOr<std::vector<Tensor>> out = RunNode(
+      "BatchNormalization", {},
+      {F32(Iota(4), {1, 2, 2}), F32({1, 2, 3}, {3}), F32({0, 1}, {2}), F32({1, 3}, {2}),
+       F32({1, 4}, {2})});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(NormTest, LayerNormalizationWithStatistics) {
+  absl::StatusOr<std::vector<Tensor>> out =
+      RunNode("LayerNormalization", {"name: \"epsilon\" f: 0"},
+              {F32({1, 3, 1, 5}, {2, 2}), F32({1, 2}, {2}), F32({0, 1}, {2})}, 3, 17);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(ToFloats((*out)[0]), Pointwise(FloatNear(1e-6), std::vector<float>{-1, 3, -1, 3}));
+  EXPECT_THAT((*out)[1].shape(), ElementsAre(2, 1));
+  EXPECT_THAT(ToFloats((*out)[1]), ElementsAre(2, 3));
+  EXPECT_THAT(ToFloats((*out)[2]), Pointwise(FloatNear(1e-5), std::vector<float>{1, 0.5}));
+}
+
+TEST(NormTest, LayerNormalizationBadAxisAndScale) {
+  absl::StatusOr<std::vector<Tensor>> out = RunNode(
+      "LayerNormalization", {"name: \"axis\" i: 2"}, {F32(Iota(4), {2, 2}), F32({1, 1}, {2})}, 1,
+      17);
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  out = RunNode("LayerNormalization", {}, {F32(Iota(4), {2, 2}), F32({1, 1, 1}, {3})}, 1, 17);
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(NormTest, InstanceNormalizationAndLrn) {
+  absl::StatusOr<std::vector<Tensor>> out =
+      RunNode("InstanceNormalization", {"name: \"epsilon\" f: 0"},
+              {F32({1, 3, 4, 6}, {1, 2, 2}), F32({1, 2}, {2}), F32({0, 1}, {2})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(ToFloats((*out)[0]), Pointwise(FloatNear(1e-5), std::vector<float>{-1, 1, -1, 3}));
+  // size 1, alpha 1, beta 1, bias 0: y = x / x^2 = 1 / x.
+  out = RunNode("LRN",
+                {"name: \"size\" i: 1", "name: \"alpha\" f: 1", "name: \"beta\" f: 1",
+                 "name: \"bias\" f: 0"},
+                {F32({1, 2, 4, 5}, {1, 2, 2})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(ToFloats((*out)[0]), Pointwise(FloatNear(1e-6), std::vector<float>{1, 0.5, 0.25, 0.2}));
+  out = RunNode("LRN", {}, {F32(Iota(4), {1, 2, 2})});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);  // size is required
+}
 
 }  // namespace
 }  // namespace graphopt::runtime

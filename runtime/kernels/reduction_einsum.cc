@@ -1,8 +1,9 @@
 // Einsum. The equation is parsed into labels per operand dim (letters are labels 0..51,
 // ellipsis dims 52..); repeated labels within an operand take diagonals, ellipsis dims broadcast
 // numpy-style, and an equation without "->" outputs the ellipsis dims and then the letters used
-// once, in alphabetical order. The result is computed directly: for each output position, the
-// sum over the contracted labels of the product of the operands.
+// once, in alphabetical order. Two operands of the matrix-product form are packed and
+// multiplied; anything else is computed directly: for each output position, the sum over the
+// contracted labels of the product of the operands.
 #include <algorithm>
 #include <string>
 #include <type_traits>
@@ -144,10 +145,152 @@ absl::StatusOr<EinsumPlan> PlanEinsum(const std::string& equation,
   return plan;
 }
 
+// Copies the elements of a label space (dims `sizes`, row-major) from src (element strides
+// `src_strides`) to dst (strides `dst_strides`), converting S to D.
+template <typename S, typename D>
+void StridedCopy(const S* src, D* dst, const std::vector<int64_t>& sizes,
+                 const std::vector<int64_t>& src_strides, const std::vector<int64_t>& dst_strides) {
+  int64_t total = 1;
+  for (int64_t d : sizes) total *= d;
+  if (total == 0) return;
+  const int n = static_cast<int>(sizes.size());
+  std::vector<int64_t> c(n, 0);
+  int64_t so = 0, dof = 0;
+  for (int64_t e = 0; e < total; ++e) {
+    dst[dof] = static_cast<D>(ToCompute(src[so]));
+    for (int j = n - 1; j >= 0; --j) {
+      if (++c[j] < sizes[j]) {
+        so += src_strides[j];
+        dof += dst_strides[j];
+        break;
+      }
+      so -= (sizes[j] - 1) * src_strides[j];
+      dof -= (sizes[j] - 1) * dst_strides[j];
+      c[j] = 0;
+    }
+  }
+}
+
+// Two operands whose labels are each batch (both operands and the output), rows (first operand
+// and output), columns (second operand and output) or contracted (both operands, not the
+// output), without diagonals or broadcasting: packed into [batch, rows, k] and
+// [batch, k, cols], multiplied with contiguous inner loops and scattered into the output.
+// False (nothing written) when the equation is not of that form.
+template <typename T>
+bool EinsumAsMatmul(const EinsumPlan& plan, const std::vector<const Tensor*>& inputs, Tensor& out,
+                    const KernelContext& ctx) {
+  using Acc = std::conditional_t<std::is_integral_v<T>, int64_t, ComputeType<T>>;
+  if (inputs.size() != 2) return false;
+  const int L = static_cast<int>(plan.sizes.size());
+  std::vector<int> pos_a(L, -1), pos_b(L, -1), pos_o(L, -1);
+  for (int k = 0; k < 2; ++k) {
+    std::vector<int>& pos = k == 0 ? pos_a : pos_b;
+    for (int i = 0; i < inputs[k]->rank(); ++i) {
+      const int l = plan.operand_labels[k][i];
+      if (pos[l] >= 0 || inputs[k]->dim(i) != plan.sizes[l]) return false;  // diagonal, broadcast
+      pos[l] = i;
+    }
+  }
+  for (size_t j = 0; j < plan.output_labels.size(); ++j) {
+    pos_o[plan.output_labels[j]] = static_cast<int>(j);
+  }
+  std::vector<int> batch, rows, cols, red;
+  for (int l : plan.output_labels) {
+    if (pos_a[l] >= 0 && pos_b[l] >= 0) {
+      batch.push_back(l);
+    } else if (pos_a[l] >= 0) {
+      rows.push_back(l);
+    } else {
+      cols.push_back(l);
+    }
+  }
+  for (int l : plan.operand_labels[0]) {
+    if (pos_o[l] < 0) {
+      if (pos_b[l] < 0) return false;  // summed within the first operand only
+      red.push_back(l);
+    }
+  }
+  for (int l : plan.operand_labels[1]) {
+    if (pos_o[l] < 0 && pos_a[l] < 0) return false;
+  }
+  auto product = [&](const std::vector<int>& ls) {
+    int64_t p = 1;
+    for (int l : ls) p *= plan.sizes[l];
+    return p;
+  };
+  const int64_t nb = product(batch), nm = product(rows), nn = product(cols), nk = product(red);
+  // Packs operand k in the label order `order` (contiguous).
+  auto pack = [&](int k, const std::vector<int>& order, std::vector<Acc>* dst) {
+    const std::vector<int64_t> st = Strides(inputs[k]->shape());
+    const std::vector<int>& pos = k == 0 ? pos_a : pos_b;
+    std::vector<int64_t> sizes, src, dstride;
+    for (int l : order) {
+      sizes.push_back(plan.sizes[l]);
+      src.push_back(st[pos[l]]);
+    }
+    dstride = Strides(sizes);
+    dst->assign(product(order), Acc(0));
+    StridedCopy(inputs[k]->data<T>(), dst->data(), sizes, src, dstride);
+  };
+  std::vector<int> order_a = batch, order_b = batch;
+  order_a.insert(order_a.end(), rows.begin(), rows.end());
+  order_a.insert(order_a.end(), red.begin(), red.end());
+  order_b.insert(order_b.end(), red.begin(), red.end());
+  order_b.insert(order_b.end(), cols.begin(), cols.end());
+  std::vector<Acc> a, b;
+  pack(0, order_a, &a);
+  pack(1, order_b, &b);
+  std::vector<Acc> c(nb * nm * nn, Acc(0));
+  ctx.ParallelFor(nb * nm, std::max<int64_t>(1, 16384 / std::max<int64_t>(nk * nn, 1)),
+                  [&](int64_t begin, int64_t end) {
+                    for (int64_t r = begin; r < end; ++r) {
+                      const int64_t bi = r / std::max<int64_t>(nm, 1);
+                      Acc* crow = c.data() + r * nn;
+                      const Acc* arow = a.data() + r * nk;
+                      for (int64_t p = 0; p < nk; ++p) {
+                        const Acc av = arow[p];
+                        const Acc* brow = b.data() + (bi * nk + p) * nn;
+                        for (int64_t j = 0; j < nn; ++j) crow[j] += av * brow[j];
+                      }
+                    }
+                  });
+  // Scatter [batch, rows, cols] into the output's label order.
+  std::vector<int> order_c = batch;
+  order_c.insert(order_c.end(), rows.begin(), rows.end());
+  order_c.insert(order_c.end(), cols.begin(), cols.end());
+  const std::vector<int64_t> ost = Strides(out.shape());
+  std::vector<int64_t> sizes, dst;
+  for (int l : order_c) {
+    sizes.push_back(plan.sizes[l]);
+    dst.push_back(ost[pos_o[l]]);
+  }
+  T* y = out.data<T>();
+  const Acc* cs = c.data();
+  int64_t total = c.size();
+  if (total == 0) return true;
+  std::vector<int64_t> idx(sizes.size(), 0);
+  int64_t so = 0, dof = 0;
+  const int n = static_cast<int>(sizes.size());
+  for (int64_t e = 0; e < total; ++e) {
+    y[dof] = FromCompute<T>(cs[so]);
+    ++so;
+    for (int j = n - 1; j >= 0; --j) {
+      if (++idx[j] < sizes[j]) {
+        dof += dst[j];
+        break;
+      }
+      dof -= (sizes[j] - 1) * dst[j];
+      idx[j] = 0;
+    }
+  }
+  return true;
+}
+
 template <typename T>
 absl::Status EinsumTyped(const EinsumPlan& plan, const std::vector<const Tensor*>& inputs,
                          Tensor& out, const KernelContext& ctx) {
   using Acc = std::conditional_t<std::is_integral_v<T>, int64_t, double>;
+  if (EinsumAsMatmul<T>(plan, inputs, out, ctx)) return absl::OkStatus();
   const int K = static_cast<int>(inputs.size());
   const int L = static_cast<int>(plan.sizes.size());
   // Per operand, per label: the element stride (summed over repeated labels; 0 when absent or

@@ -308,6 +308,46 @@ TEST(EinsumTest, EllipsisBroadcasts) {
   EXPECT_THAT(ToFloats(out->at(0)), ElementsAre(2, 3, 8, 9, 14, 15, 20, 21));
 }
 
+TEST(EinsumTest, PackedMatmulMatchesNaiveLoops) {
+  // "bqd,bkd->bkq": batch b, rows q, cols k, contracted d; the output transposes rows and cols.
+  const int B = 2, Q = 3, K = 4, D = 5;
+  std::vector<float> a(B * Q * D), b(B * K * D);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 7) % 11) - 5;
+  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>((i * 5) % 13) - 6;
+  absl::StatusOr<std::vector<Tensor>> out =
+      RunNode("Einsum", {"name: \"equation\" s: \"bqd,bkd->bkq\""},
+              {F32(a, {B, Q, D}), F32(b, {B, K, D})}, 1, 12);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_THAT(out->at(0).shape(), ElementsAre(B, K, Q));
+  std::vector<float> got = ToFloats(out->at(0));
+  for (int bi = 0; bi < B; ++bi) {
+    for (int k = 0; k < K; ++k) {
+      for (int q = 0; q < Q; ++q) {
+        float e = 0;
+        for (int d = 0; d < D; ++d) e += a[(bi * Q + q) * D + d] * b[(bi * K + k) * D + d];
+        EXPECT_EQ(got[(bi * K + k) * Q + q], e) << bi << " " << k << " " << q;
+      }
+    }
+  }
+  // Full contraction, and an outer product.
+  absl::StatusOr<std::vector<Tensor>> dot =
+      RunNode("Einsum", {"name: \"equation\" s: \"ij,ij->\""},
+              {F32({1, 2, 3, 4}, {2, 2}), F32({5, 6, 7, 8}, {2, 2})}, 1, 12);
+  ASSERT_TRUE(dot.ok()) << dot.status();
+  EXPECT_THAT(ToFloats(dot->at(0)), ElementsAre(70));
+  absl::StatusOr<std::vector<Tensor>> outer = RunNode(
+      "Einsum", {"name: \"equation\" s: \"i,j->ji\""}, {F32({1, 2}, {2}), F32({3, 4, 5}, {3})}, 1,
+      12);
+  ASSERT_TRUE(outer.ok()) << outer.status();
+  EXPECT_THAT(ToFloats(outer->at(0)), ElementsAre(3, 6, 4, 8, 5, 10));
+  // Summed within one operand only (not the packed form): "ij,k->k" = sum(a) * b.
+  absl::StatusOr<std::vector<Tensor>> partial =
+      RunNode("Einsum", {"name: \"equation\" s: \"ij,k->k\""},
+              {F32({1, 2, 3, 4}, {2, 2}), F32({1, 2}, {2})}, 1, 12);
+  ASSERT_TRUE(partial.ok()) << partial.status();
+  EXPECT_THAT(ToFloats(partial->at(0)), ElementsAre(10, 20));
+}
+
 TEST(EinsumTest, BadEquationIsInvalid) {
   const Tensor a = F32(Iota(6), {2, 3});
   EXPECT_EQ(RunNode("Einsum", {"name: \"equation\" s: \"ij,jk\""}, {a}, 1, 12).status().code(),

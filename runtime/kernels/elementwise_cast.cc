@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <string>
@@ -62,23 +63,42 @@ inline To ConvertElement(From v) {
   }
 }
 
-// Shortest text that reads back as the same value (numpy's str for floats).
+// Shortest text that reads back as the same value, laid out as numpy's str: fixed notation
+// for 1e-4 <= |v| < 1e16 (with ".0" when integral), scientific otherwise.
+template <typename F>
+std::string FormatFloat(F v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "INF" : "-INF";
+  const F a = std::fabs(v);
+  const bool fixed = a == 0 || (a >= F(1e-4) && a < F(1e16));
+  char buf[400];
+  const std::to_chars_result r = std::to_chars(
+      buf, buf + sizeof(buf), v, fixed ? std::chars_format::fixed : std::chars_format::scientific);
+  std::string s(buf, r.ptr);
+  if (fixed && s.find('.') == std::string::npos) s += ".0";
+  return s;
+}
+
 template <typename T>
 std::string FormatElement(T v) {
   if constexpr (std::is_same_v<T, bool>) {
     return v ? "1" : "0";
   } else if constexpr (std::is_integral_v<T>) {
     return absl::StrCat(v);
+  } else if constexpr (kIsHalf<T>) {
+    // The fewest significant digits that read back as the same 16 bits, then laid out as a
+    // float (which has digits to spare, so the layout keeps exactly those digits).
+    const float f = static_cast<float>(v);
+    if (!std::isfinite(f)) return FormatFloat(f);
+    for (int digits = 1; digits <= 9; ++digits) {
+      char buf[64];
+      std::snprintf(buf, sizeof(buf), "%.*e", digits - 1, static_cast<double>(f));
+      const float back = std::strtof(buf, nullptr);
+      if (T(back).bits == v.bits) return FormatFloat(back);
+    }
+    return FormatFloat(f);
   } else {
-    using C = ComputeType<T>;
-    const C c = ToCompute(v);
-    if (std::isnan(c)) return "NaN";
-    if (std::isinf(c)) return c > 0 ? "INF" : "-INF";
-    char buf[64];
-    const std::to_chars_result r = std::to_chars(buf, buf + sizeof(buf), c);
-    std::string s(buf, r.ptr);
-    if (s.find_first_of(".e") == std::string::npos) s += ".0";
-    return s;
+    return FormatFloat(v);
   }
 }
 

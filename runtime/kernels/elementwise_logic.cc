@@ -156,6 +156,13 @@ absl::Status WhereKernel(KernelContext& ctx) {
         }
       }
     };
+    if (idx.num_runs() == 1) {
+      // One run (no broadcasting, or only a scalar): split the run itself.
+      ctx.ParallelFor(len, kElementwiseGrain, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) po[i] = pc[i * sc] ? px[i * sx] : py[i * sy];
+      });
+      return absl::OkStatus();
+    }
     const int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(len, 1));
     ctx.ParallelFor(idx.num_runs(), grain, body);
     return absl::OkStatus();

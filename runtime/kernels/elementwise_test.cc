@@ -349,6 +349,16 @@ TEST(CastTest, StringsBothWays) {
   EXPECT_EQ((*s)[0].strings()[0], "0.1");
   EXPECT_EQ((*s)[0].strings()[1], "2.0");
   EXPECT_EQ((*s)[0].strings()[2], "-1.5");
+  auto big = RunNode("Cast", {"name: \"to\" i: 8"}, {F32({1e7f, 1e-5f, 1e20f}, {3})});
+  ASSERT_TRUE(big.ok()) << big.status();
+  EXPECT_EQ((*big)[0].strings()[0], "10000000.0");
+  EXPECT_EQ((*big)[0].strings()[1], "1e-05");
+  EXPECT_EQ((*big)[0].strings()[2], "1e+20");
+  Tensor half = Tensor::Allocate(v1::DT_FLOAT16, {1}).value();
+  half.data<Float16>()[0] = Float16(0.1f);
+  auto hs = RunNode("Cast", {"name: \"to\" i: 8"}, {half});
+  ASSERT_TRUE(hs.ok()) << hs.status();
+  EXPECT_EQ((*hs)[0].strings()[0], "0.1");
   auto f = RunNode("Cast", {"name: \"to\" i: 1"}, {Strings({"0.25", "NaN", "-INF", "+INF"}, {4})});
   ASSERT_TRUE(f.ok()) << f.status();
   std::vector<float> v = ToFloats((*f)[0]);

@@ -31,8 +31,17 @@ const char* CellName(Cell c) { return c == Cell::kRnn ? "RNN" : c == Cell::kGru 
 // One activation function of the recurrence with its parameters.
 struct Activation {
   enum Kind {
-    kRelu, kTanh, kSigmoid, kAffine, kLeakyRelu, kThresholdedRelu, kScaledTanh, kHardSigmoid,
-    kElu, kSoftsign, kSoftplus
+    kRelu,
+    kTanh,
+    kSigmoid,
+    kAffine,
+    kLeakyRelu,
+    kThresholdedRelu,
+    kScaledTanh,
+    kHardSigmoid,
+    kElu,
+    kSoftsign,
+    kSoftplus
   };
   Kind kind = kTanh;
   float alpha = 0;
@@ -41,17 +50,28 @@ struct Activation {
   template <typename T>
   T operator()(T x) const {
     switch (kind) {
-      case kRelu: return x > 0 ? x : T(0);
-      case kTanh: return std::tanh(x);
-      case kSigmoid: return T(1) / (T(1) + std::exp(-x));
-      case kAffine: return T(alpha) * x + T(beta);
-      case kLeakyRelu: return x >= 0 ? x : T(alpha) * x;
-      case kThresholdedRelu: return x > T(alpha) ? x : T(0);
-      case kScaledTanh: return T(alpha) * std::tanh(T(beta) * x);
-      case kHardSigmoid: return std::max(T(0), std::min(T(1), T(alpha) * x + T(beta)));
-      case kElu: return x >= 0 ? x : T(alpha) * (std::exp(x) - T(1));
-      case kSoftsign: return x / (T(1) + std::fabs(x));
-      case kSoftplus: return std::log1p(std::exp(x));
+      case kRelu:
+        return x > 0 ? x : T(0);
+      case kTanh:
+        return std::tanh(x);
+      case kSigmoid:
+        return T(1) / (T(1) + std::exp(-x));
+      case kAffine:
+        return T(alpha) * x + T(beta);
+      case kLeakyRelu:
+        return x >= 0 ? x : T(alpha) * x;
+      case kThresholdedRelu:
+        return x > T(alpha) ? x : T(0);
+      case kScaledTanh:
+        return T(alpha) * std::tanh(T(beta) * x);
+      case kHardSigmoid:
+        return std::max(T(0), std::min(T(1), T(alpha) * x + T(beta)));
+      case kElu:
+        return x >= 0 ? x : T(alpha) * (std::exp(x) - T(1));
+      case kSoftsign:
+        return x / (T(1) + std::fabs(x));
+      case kSoftplus:
+        return std::log1p(std::exp(x));
     }
     return x;
   }
@@ -148,8 +168,8 @@ class RecurrentKernel : public OpKernel {
       names = twice;
     }
     if (static_cast<int>(names.size()) != per_dir * k->num_directions_) {
-      return info.Invalid(absl::StrCat("attribute 'activations' has ", names.size(),
-                                       " entries, ", per_dir * k->num_directions_, " expected"));
+      return info.Invalid(absl::StrCat("attribute 'activations' has ", names.size(), " entries, ",
+                                       per_dir * k->num_directions_, " expected"));
     }
     const std::vector<float> alphas = info.GetFloats("activation_alpha");
     const std::vector<float> betas = info.GetFloats("activation_beta");
@@ -168,8 +188,10 @@ class RecurrentKernel : public OpKernel {
     absl::StatusOr<const Tensor*> x = RequireInput(ctx, 0);
     if (!x.ok()) return x.status();
     switch ((*x)->dtype()) {
-      case v1::DT_FLOAT32: return ComputeT<float>(ctx);
-      case v1::DT_FLOAT64: return ComputeT<double>(ctx);
+      case v1::DT_FLOAT32:
+        return ComputeT<float>(ctx);
+      case v1::DT_FLOAT64:
+        return ComputeT<double>(ctx);
       default:
         return absl::UnimplementedError(absl::StrCat(CellName(cell_), ": element type ",
                                                      DataTypeName((*x)->dtype()),
@@ -181,9 +203,8 @@ class RecurrentKernel : public OpKernel {
   RecurrentKernel() = default;
 
   // Checks that optional input i, when present, has dtype `dtype` and shape `want`.
-  static absl::StatusOr<const Tensor*> Optional(const KernelContext& ctx, int i,
-                                                const char* name, v1::DataType dtype,
-                                                const Shape& want) {
+  static absl::StatusOr<const Tensor*> Optional(const KernelContext& ctx, int i, const char* name,
+                                                v1::DataType dtype, const Shape& want) {
     const Tensor* t = ctx.input(i);
     if (t == nullptr) return t;
     if (t->dtype() != dtype || t->shape() != want) {
@@ -210,17 +231,17 @@ class RecurrentKernel : public OpKernel {
     const int64_t D = num_directions_;
     const int64_t G = NumGates(cell_);
     if (R.dtype() != dt || R.rank() != 3 || R.dim(0) != D) {
-      return ctx.Invalid(absl::StrCat("R is ", R.DebugString(), "; [", D,
-                                      ", gates*hidden, hidden] expected"));
+      return ctx.Invalid(
+          absl::StrCat("R is ", R.DebugString(), "; [", D, ", gates*hidden, hidden] expected"));
     }
     const int64_t H = hidden_ >= 0 ? hidden_ : R.dim(2);
     if (R.shape() != Shape{D, G * H, H}) {
-      return ctx.Invalid(absl::StrCat("R is ", R.DebugString(), ", ", ShapeString({D, G * H, H}),
-                                      " expected"));
+      return ctx.Invalid(
+          absl::StrCat("R is ", R.DebugString(), ", ", ShapeString({D, G * H, H}), " expected"));
     }
     if (W.dtype() != dt || W.shape() != Shape{D, G * H, in}) {
-      return ctx.Invalid(absl::StrCat("W is ", W.DebugString(), ", ",
-                                      ShapeString({D, G * H, in}), " expected"));
+      return ctx.Invalid(
+          absl::StrCat("W is ", W.DebugString(), ", ", ShapeString({D, G * H, in}), " expected"));
     }
     absl::StatusOr<const Tensor*> b = Optional(ctx, 3, "B", dt, {D, 2 * G * H});
     if (!b.ok()) return b.status();
@@ -234,8 +255,8 @@ class RecurrentKernel : public OpKernel {
       }
       for (int64_t i = 0; i < batch; ++i) {
         if ((*v)[i] < 0 || (*v)[i] > seq) {
-          return ctx.Invalid(absl::StrCat("sequence_lens[", i, "] = ", (*v)[i],
-                                          " is outside [0, ", seq, "]"));
+          return ctx.Invalid(
+              absl::StrCat("sequence_lens[", i, "] = ", (*v)[i], " is outside [0, ", seq, "]"));
         }
         lens[i] = (*v)[i];
       }
@@ -284,7 +305,7 @@ class RecurrentKernel : public OpKernel {
     const int64_t GH = G * H;
     std::vector<T> xw(static_cast<size_t>(seq * batch * GH));
     std::vector<T> bias(GH), rbh(H, T(0));
-    std::vector<T> h(batch * H), c(batch * H), gates(GH), tmp(H);
+    std::vector<T> h(batch * H), c(batch * H);
     const T clip = static_cast<T>(clip_);
     auto clamp = [&](T v) { return clip_ > 0 ? std::max(-clip, std::min(clip, v)) : v; };
 
@@ -322,63 +343,69 @@ class RecurrentKernel : public OpKernel {
           c[bb * H + j] = *c0 != nullptr ? (*c0)->data<T>()[state_off(d, bb) + j] : T(0);
         }
       }
-      for (int64_t bb = 0; bb < batch; ++bb) {
-        T* hb = h.data() + bb * H;
-        T* cb = c.data() + bb * H;
-        for (int64_t s = 0; s < lens[bb]; ++s) {
-          const int64_t t = reverse ? lens[bb] - 1 - s : s;
-          const T* xg = xw.data() + (t * batch + bb) * GH;
-          switch (cell_) {
-            case Cell::kRnn:
-              for (int64_t j = 0; j < H; ++j) gates[j] = xg[j] + Dot(hb, Rd + j * H, H);
-              for (int64_t j = 0; j < H; ++j) hb[j] = act[0](clamp(gates[j]));
-              break;
-            case Cell::kGru: {
-              // z and r.
-              for (int64_t j = 0; j < 2 * H; ++j) {
-                gates[j] = act[0](clamp(xg[j] + Dot(hb, Rd + j * H, H)));
-              }
-              const T* z = gates.data();
-              const T* rg = gates.data() + H;
-              const T* Rh = Rd + 2 * H * H;
-              T* hh = gates.data() + 2 * H;
-              if (linear_before_reset_) {
-                for (int64_t j = 0; j < H; ++j) {
-                  hh[j] = act[1](clamp(xg[2 * H + j] + rg[j] * (Dot(hb, Rh + j * H, H) + rbh[j])));
+      // Batch entries recur independently: one chunk of them per thread.
+      ctx.ParallelFor(batch, 1, [&](int64_t b_begin, int64_t b_end) {
+        std::vector<T> gates(GH), tmp(H);
+        for (int64_t bb = b_begin; bb < b_end; ++bb) {
+          T* hb = h.data() + bb * H;
+          T* cb = c.data() + bb * H;
+          for (int64_t s = 0; s < lens[bb]; ++s) {
+            const int64_t t = reverse ? lens[bb] - 1 - s : s;
+            const T* xg = xw.data() + (t * batch + bb) * GH;
+            switch (cell_) {
+              case Cell::kRnn:
+                for (int64_t j = 0; j < H; ++j) gates[j] = xg[j] + Dot(hb, Rd + j * H, H);
+                for (int64_t j = 0; j < H; ++j) hb[j] = act[0](clamp(gates[j]));
+                break;
+              case Cell::kGru: {
+                // z and r.
+                for (int64_t j = 0; j < 2 * H; ++j) {
+                  gates[j] = act[0](clamp(xg[j] + Dot(hb, Rd + j * H, H)));
                 }
-              } else {
-                for (int64_t j = 0; j < H; ++j) tmp[j] = rg[j] * hb[j];
-                for (int64_t j = 0; j < H; ++j) {
-                  hh[j] = act[1](clamp(xg[2 * H + j] + Dot(tmp.data(), Rh + j * H, H)));
+                const T* z = gates.data();
+                const T* rg = gates.data() + H;
+                const T* Rh = Rd + 2 * H * H;
+                T* hh = gates.data() + 2 * H;
+                if (linear_before_reset_) {
+                  for (int64_t j = 0; j < H; ++j) {
+                    hh[j] =
+                        act[1](clamp(xg[2 * H + j] + rg[j] * (Dot(hb, Rh + j * H, H) + rbh[j])));
+                  }
+                } else {
+                  for (int64_t j = 0; j < H; ++j) tmp[j] = rg[j] * hb[j];
+                  for (int64_t j = 0; j < H; ++j) {
+                    hh[j] = act[1](clamp(xg[2 * H + j] + Dot(tmp.data(), Rh + j * H, H)));
+                  }
                 }
+                for (int64_t j = 0; j < H; ++j) hb[j] = (T(1) - z[j]) * hh[j] + z[j] * hb[j];
+                break;
               }
-              for (int64_t j = 0; j < H; ++j) hb[j] = (T(1) - z[j]) * hh[j] + z[j] * hb[j];
-              break;
-            }
-            case Cell::kLstm: {
-              for (int64_t j = 0; j < GH; ++j) gates[j] = xg[j] + Dot(hb, Rd + j * H, H);
-              T* gi = gates.data();
-              T* go = gates.data() + H;
-              T* gf = gates.data() + 2 * H;
-              T* gc = gates.data() + 3 * H;
-              for (int64_t j = 0; j < H; ++j) {
-                const T i = act[0](clamp(gi[j] + (P ? P[j] * cb[j] : T(0))));
-                const T f = input_forget_ ? T(1) - i
-                                          : act[0](clamp(gf[j] + (P ? P[2 * H + j] * cb[j] : T(0))));
-                const T cc = act[1](clamp(gc[j]));
-                const T cn = f * cb[j] + i * cc;
-                const T o = act[0](clamp(go[j] + (P ? P[H + j] * cn : T(0))));
-                cb[j] = cn;
-                hb[j] = o * act[2](cn);
+              case Cell::kLstm: {
+                for (int64_t j = 0; j < GH; ++j) gates[j] = xg[j] + Dot(hb, Rd + j * H, H);
+                T* gi = gates.data();
+                T* go = gates.data() + H;
+                T* gf = gates.data() + 2 * H;
+                T* gc = gates.data() + 3 * H;
+                for (int64_t j = 0; j < H; ++j) {
+                  const T i = act[0](clamp(gi[j] + (P ? P[j] * cb[j] : T(0))));
+                  const T f = input_forget_
+                                  ? T(1) - i
+                                  : act[0](clamp(gf[j] + (P ? P[2 * H + j] * cb[j] : T(0))));
+                  const T cc = act[1](clamp(gc[j]));
+                  const T cn = f * cb[j] + i * cc;
+                  const T o = act[0](clamp(go[j] + (P ? P[H + j] * cn : T(0))));
+                  cb[j] = cn;
+                  hb[j] = o * act[2](cn);
+                }
+                break;
               }
-              break;
             }
+            std::copy(hb, hb + H, Y + y_off(t, d, bb));
           }
-          std::copy(hb, hb + H, Y + y_off(t, d, bb));
+          if (yh != nullptr) std::copy(hb, hb + H, yh->data<T>() + state_off(d, bb));
+          if (yc != nullptr) std::copy(cb, cb + H, yc->data<T>() + state_off(d, bb));
         }
-        if (yh != nullptr) std::copy(hb, hb + H, yh->data<T>() + state_off(d, bb));
-        if (yc != nullptr) std::copy(cb, cb + H, yc->data<T>() + state_off(d, bb));
-      }
+      });
     }
     return absl::OkStatus();
   }

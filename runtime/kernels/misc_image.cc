@@ -176,6 +176,11 @@ absl::Status RoiAlignKernel(KernelContext& ctx) {
       return ctx.Invalid(absl::StrCat("batch index ", b, " is outside [0, ", x.dim(0), ")"));
     }
   }
+  for (int64_t i = 0; i < rois.num_elements(); ++i) {
+    if (!std::isfinite(rois.ElementAsDouble(i))) {
+      return ctx.Invalid(absl::StrCat("rois element ", i, " is not finite"));
+    }
+  }
   const KernelInfo& info = ctx.info();
   const std::string mode = info.GetString("mode", "avg");
   if (mode != "avg" && mode != "max") {

@@ -15,6 +15,8 @@ absl::Status RegisterMiscSignalKernels(KernelRegistry& registry);
 namespace {
 
 constexpr double kPi = 3.14159265358979323846;
+// Largest transform length (the direct sum is quadratic) and mel matrix size accepted.
+constexpr int64_t kMaxTransform = int64_t{1} << 22;
 
 // A scalar integer input; INVALID_ARGUMENT naming `what` otherwise.
 absl::StatusOr<int64_t> ScalarInt(const KernelContext& ctx, int i, const char* what) {
@@ -79,7 +81,9 @@ absl::Status DftKernel(KernelContext& ctx) {
     if (!len.ok()) return len.status();
     N = *len;
   }
-  if (N < 1) return ctx.Invalid(absl::StrCat("dft_length must be positive, got ", N));
+  if (N < 1 || N > kMaxTransform) {
+    return ctx.Invalid(absl::StrCat("dft_length must be in [1, ", kMaxTransform, "], got ", N));
+  }
   const int64_t out_len = onesided ? N / 2 + 1 : N;
   const int64_t comp = x.dim(r - 1);
   Shape out_shape = x.shape();
@@ -244,6 +248,11 @@ absl::Status MelWeightMatrixKernel(KernelContext& ctx) {
   if (*mel_bins < 1 || *dft_length < 1 || *rate < 1 || lower < 0 || upper < lower) {
     return ctx.Invalid("num_mel_bins, dft_length and sample_rate must be positive and "
                        "0 <= lower_edge_hertz <= upper_edge_hertz");
+  }
+  if (*dft_length > kMaxTransform || *mel_bins > kMaxTransform ||
+      (*dft_length / 2 + 1) * *mel_bins > kMaxTransform) {
+    return ctx.Invalid(absl::StrCat("a ", *dft_length / 2 + 1, " x ", *mel_bins,
+                                    " mel weight matrix is too large"));
   }
   const int64_t spec_bins = *dft_length / 2 + 1;
   const int64_t nb = *mel_bins;

@@ -1612,6 +1612,10 @@ bool Evaluator::HEquality(Evaluator& e, const Node& n, Val* out) {
   Tri t;
   if (a.tag == Tag::kInt && b.tag == Tag::kInt) {
     t = a.i == b.i ? kTrue : kFalse;
+  } else if (a.tag == b.tag && a.tag != Tag::kUnknown && a.tag != Tag::kList && a.len == b.len &&
+             a.i == b.i) {
+    // The same representation (the same symbol string, polynomial or c * atom; `v == v`).
+    t = kTrue;
   } else {
     t = e.Equal(a, b);
   }

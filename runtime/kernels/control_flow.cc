@@ -183,6 +183,8 @@ class LoopKernel : public OpKernel {
       max_trips = std::max<int64_t>(0, m->ElementAsInt64(0));
     }
     bool cond = true;
+    // Without a cond input the body's cond output is ignored (a plain for loop).
+    const bool has_cond = ctx.input(1) != nullptr;
     if (const Tensor* c = ctx.input(1)) {
       if (c->num_elements() != 1 || c->dtype() == v1::DT_STRING) {
         return ctx.Invalid(absl::StrCat("cond must hold one boolean, got ", c->DebugString()));
@@ -206,7 +208,7 @@ class LoopKernel : public OpKernel {
         return ctx.Invalid(absl::StrCat("body's cond output must hold one boolean, got ",
                                         c.DebugString()));
       }
-      cond = TruthOf(c);
+      if (has_cond) cond = TruthOf(c);
       for (int k = 0; k < num_carried_; ++k) feed[2 + k] = std::move(r->outputs[1 + k]);
       for (int k = 0; k < num_scans_; ++k) {
         scans[k].push_back(std::move(r->outputs[1 + num_carried_ + k]));

@@ -48,6 +48,21 @@ TEST(LoopTest, ZeroTripCount) {
   EXPECT_EQ((*out)[1].num_elements(), 0);
 }
 
+TEST(LoopTest, CondOutputIgnoredWithoutCondInput) {
+  // The body flips cond every iteration; without a cond input only M counts.
+  const std::string body = R"(name: "body" g {
+    inputs { name: "i" } inputs { name: "c" }
+    nodes { op_type: "Not" inputs: "c" outputs: "c_out" }
+    nodes { op_type: "Identity" inputs: "i" outputs: "iter" }
+    outputs { name: "c_out" } outputs { name: "iter" } })";
+  absl::StatusOr<std::vector<Tensor>> out = RunNode("Loop", {body}, {I64({3}, {}), Tensor()}, 1);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(ToInts((*out)[0]), ElementsAre(0, 1, 2));
+  out = RunNode("Loop", {body}, {I64({3}, {}), Bool(true)}, 1);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(ToInts((*out)[0]), ElementsAre(0));
+}
+
 TEST(LoopTest, RejectsBadTripCount) {
   absl::StatusOr<std::vector<Tensor>> out =
       RunNode("Loop", {kLoopBody}, {F32({3}, {}), Tensor(), F32({1, 2}, {2})}, 3);

@@ -296,7 +296,7 @@ absl::Status QuantizeLinearKernel(KernelContext& ctx) {
           const int64_t base = (o * l.channels + c) * l.inner;
           for (int64_t i = 0; i < l.inner; ++i) {
             float v = std::nearbyint(static_cast<float>(ToCompute(px[base + i])) / s) + z;
-            v = v < kLo ? kLo : (v > kHi ? kHi : v);
+            v = !(v >= kLo) ? kLo : (v > kHi ? kHi : v);  // NaN -> kLo
             py[base + i] = static_cast<Q>(v);
           }
         }
@@ -387,7 +387,7 @@ absl::Status DynamicQuantizeLinearKernel(KernelContext& ctx) {
   const float inv = scale != 0 ? scale : 1.0f;
   MapElements(ctx, px, py, n, [inv, zero](float v) {
     const float q = std::nearbyint(v / inv) + zero;
-    return static_cast<uint8_t>(q < 0 ? 0.0f : (q > 255 ? 255.0f : q));
+    return static_cast<uint8_t>(!(q >= 0) ? 0.0f : (q > 255 ? 255.0f : q));  // NaN -> 0
   });
   return absl::OkStatus();
 }

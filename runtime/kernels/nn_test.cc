@@ -1,10 +1,14 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "gmock/gmock.h"
+#include "google/protobuf/text_format.h"
+#include "graph/proto_convert.h"
 #include "gtest/gtest.h"
+#include "runtime/executor.h"
 #include "runtime/kernels/kernel_test_util.h"
 
 namespace graphopt::runtime {
@@ -133,6 +137,50 @@ TEST(ConvTest, BadInputs) {
   out = RunNode("Conv", {"name: \"auto_pad\" s: \"SAME\""},
                 {F32(Iota(9), {1, 1, 3, 3}), F32(Iota(4), {1, 1, 2, 2})});
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ConvTest, OnePlanRunsConcurrentlyWithChangingShapesAndWeights) {
+  // The primitive cache (per input shape) and the reordered-weights cache (per weight tensor)
+  // are shared by concurrent runs of one plan.
+  v1::Graph proto;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
+    nodes { op_type: "Conv" inputs: "x" inputs: "w" outputs: "y"
+            attributes { name: "pads" ints { values: [1, 1, 1, 1] } } }
+    inputs { name: "x" } inputs { name: "w" } outputs { name: "y" }
+  )pb", &proto));
+  absl::StatusOr<Graph> graph = GraphFromProto(proto);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  absl::StatusOr<std::unique_ptr<Executor>> ex =
+      Executor::Create(*std::move(graph), TestRegistry(), ExecutorOptions{});
+  ASSERT_TRUE(ex.ok()) << ex.status();
+  std::vector<int> failures(4, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int it = 0; it < 10; ++it) {
+        const int h = 6 + (t + it) % 3;
+        const std::vector<float> x = Random(1 * 8 * h * 5, 100 * t + it);
+        const std::vector<float> w = Random(8 * 8 * 3 * 3, 1000 + (it % 2));
+        absl::StatusOr<RunResult> r =
+            (*ex)->RunPositional({F32(x, {1, 8, h, 5}), F32(w, {8, 8, 3, 3})});
+        if (!r.ok()) {
+          ++failures[t];
+          continue;
+        }
+        const std::vector<float> want =
+            NaiveConv2d(x, 1, 8, h, 5, w, 8, 3, 3, 1, {}, 1, 1, 1, 1, 1, 1, h, 5);
+        const std::vector<float> got = ToFloats(r->outputs[0]);
+        for (size_t i = 0; i < want.size(); ++i) {
+          if (std::abs(got[i] - want[i]) > 1e-4) {
+            ++failures[t];
+            break;
+          }
+        }
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  EXPECT_THAT(failures, ElementsAre(0, 0, 0, 0));
 }
 
 TEST(ConvTransposeTest, StridedWithOutputPaddingAndBias) {

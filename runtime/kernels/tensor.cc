@@ -1,6 +1,7 @@
 // Data-movement and shape kernels.
 #include "runtime/kernels/cpu_kernels.h"
 #include "runtime/kernels/kernel_util.h"
+#include "runtime/kernels/tensor_util.h"
 
 namespace graphopt::runtime {
 namespace {
@@ -18,6 +19,9 @@ absl::Status IdentityKernel(KernelContext& ctx) {
 absl::Status RegisterTensorKernels(KernelRegistry& registry) {
   absl::Status s;
   s.Update(registry.Register("Identity", IdentityKernel));
+  s.Update(RegisterTensorShapeKernels(registry));
+  s.Update(RegisterTensorLayoutKernels(registry));
+  s.Update(RegisterTensorIndexKernels(registry));
   return s;
 }
 

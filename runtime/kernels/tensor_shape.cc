@@ -64,6 +64,7 @@ class ConstantKernel : public OpKernel {
     };
     Tensor t;
     if (form == "value") {
+      if (a.value_case() != v1::Attribute::kT) return wrong_kind();
       absl::StatusOr<Tensor> v = info.GetTensor("value");
       if (!v.ok()) return LabelStatus(info, v.status());
       t = *std::move(v);

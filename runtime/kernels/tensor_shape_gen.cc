@@ -80,9 +80,15 @@ absl::Status RangeKernel(KernelContext& ctx) {
     absl::StatusOr<Tensor*> out = ctx.AllocateOutput(0, dtype, {*n});
     if (!out.ok()) return out.status();
     T* o = (*out)->data<T>();
-    using C = ComputeType<T>;
-    const C a = ToCompute(start), s = ToCompute(delta);
-    for (int64_t i = 0; i < *n; ++i) o[i] = FromCompute<T>(a + static_cast<C>(i) * s);
+    if constexpr (std::is_integral_v<T>) {
+      // Wrapping 64-bit arithmetic: every element fits in T, intermediate products may not.
+      const uint64_t a = static_cast<uint64_t>(start), s = static_cast<uint64_t>(delta);
+      for (int64_t i = 0; i < *n; ++i) o[i] = static_cast<T>(a + static_cast<uint64_t>(i) * s);
+    } else {
+      using C = ComputeType<T>;
+      const C a = ToCompute(start), s = ToCompute(delta);
+      for (int64_t i = 0; i < *n; ++i) o[i] = FromCompute<T>(a + static_cast<C>(i) * s);
+    }
     return absl::OkStatus();
   }));
 }

@@ -1,3 +1,4 @@
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,14 @@ TEST(ConstantTest, RejectsNoneOrSeveralValues) {
       RunNode("Constant", {R"(name: "value_int" i: 1)", R"(name: "value_float" f: 1)"}, {});
   ASSERT_FALSE(two.ok());
   EXPECT_THAT(two.status().message(), HasSubstr("value_float"));
+  absl::StatusOr<std::vector<Tensor>> kind = RunNode("Constant", {R"(name: "value" i: 1)"}, {});
+  ASSERT_FALSE(kind.ok());
+  EXPECT_EQ(kind.status().code(), absl::StatusCode::kInvalidArgument);
+  absl::StatusOr<std::vector<Tensor>> sparse = RunNode(
+      "Constant", {R"(name: "sparse_value" opaque { kind: "onnx.SparseTensorProto" })"}, {});
+  ASSERT_FALSE(sparse.ok());
+  EXPECT_EQ(sparse.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(sparse.status().message(), HasSubstr("Constant"));
 }
 
 // --- Shape, Size ----------------------------------------------------------------------------
@@ -259,6 +268,10 @@ TEST(RangeTest, IntAndFloat) {
       RunNode("Range", {}, {I64({5}, {}), I64({1}, {}), I64({1}, {})});
   ASSERT_TRUE(empty.ok()) << empty.status();
   EXPECT_EQ((*empty)[0].num_elements(), 0);
+  absl::StatusOr<std::vector<Tensor>> wide = RunNode(
+      "Range", {}, {I32({INT32_MIN}, {}), I32({INT32_MAX}, {}), I32({1 << 30}, {})});
+  ASSERT_TRUE(wide.ok()) << wide.status();
+  EXPECT_THAT(ToInts((*wide)[0]), ElementsAre(INT32_MIN, -(1 << 30), 0, 1 << 30));
   EXPECT_FALSE(RunNode("Range", {}, {I64({0}, {}), I64({1}, {}), I64({0}, {})}).ok());
   EXPECT_FALSE(RunNode("Range", {}, {I64({0}, {}), I32({1}, {}), I64({1}, {})}).ok());
 }

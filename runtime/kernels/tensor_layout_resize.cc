@@ -235,30 +235,30 @@ struct ResizeParams {
   double cubic_a = -0.75;
   bool exclude_outside = false;
   double extrapolation = 0;
+  bool antialias = false;  // opset 18: stretch linear/cubic filters when downsampling
 };
 
 // The source coordinate of output index x along one axis, or NaN when it falls outside the
-// crop (tf_crop_and_resize). `out_len` is scale * in_len (not rounded: the ONNX reference
-// uses it so for align_corners).
-double SourceCoordinate(int64_t x, int64_t in_len, double out_len, double scale, double roi_start,
-                        double roi_end, Coord coord) {
+// crop (tf_crop_and_resize). `out_len_f` is scale * in_len, not rounded (the ONNX reference
+// uses it so, e.g. for align_corners); `out_len` is the output length.
+double SourceCoordinate(int64_t x, int64_t in_len, int64_t out_len, double out_len_f,
+                        double scale, double roi_start, double roi_end, Coord coord) {
   const double xd = static_cast<double>(x);
   switch (coord) {
     case Coord::kHalfPixel: return (xd + 0.5) / scale - 0.5;
     case Coord::kHalfPixelSymmetric: {
-      const double adjust = out_len / (scale * in_len);
-      const double center = in_len / 2.0;
-      const double offset = center * (1 - adjust);
+      const double adjust = static_cast<double>(out_len) / out_len_f;
+      const double offset = in_len / 2.0 * (1 - adjust);
       return offset + (xd + 0.5) / scale - 0.5;
     }
-    case Coord::kPytorchHalfPixel: return out_len > 1 ? (xd + 0.5) / scale - 0.5 : 0.0;
+    case Coord::kPytorchHalfPixel: return out_len_f > 1 ? (xd + 0.5) / scale - 0.5 : 0.0;
     case Coord::kAlignCorners:
-      return out_len == 1 ? 0.0 : xd * (in_len - 1) / (out_len - 1);
+      return out_len_f == 1 ? 0.0 : xd * (in_len - 1) / (out_len_f - 1);
     case Coord::kAsymmetric: return xd / scale;
     case Coord::kTfHalfPixelForNn: return (xd + 0.5) / scale;
     case Coord::kTfCropAndResize: {
-      double v = out_len == 1 ? (roi_end - roi_start) * (in_len - 1) / 2
-                              : xd * (roi_end - roi_start) * (in_len - 1) / (out_len - 1);
+      double v = out_len_f == 1 ? (roi_end - roi_start) * (in_len - 1) / 2
+                                : xd * (roi_end - roi_start) * (in_len - 1) / (out_len_f - 1);
       v += roi_start * (in_len - 1);
       if (v < 0 || v > in_len - 1) return std::nan("");
       return v;
@@ -267,31 +267,42 @@ double SourceCoordinate(int64_t x, int64_t in_len, double out_len, double scale,
   return 0;
 }
 
-// The interpolation taps of one output index along one axis.
-struct Taps {
-  int64_t index[4];  // clamped source indices
-  double weight[4];
-  int count = 0;     // 0: extrapolation value
+// The interpolation taps of one axis: output index o reads `count` consecutive source
+// positions starting at first[o] (indices clamped to the axis, weights in weight[o * count]);
+// extrapolate[o] marks outputs that take the extrapolation value instead.
+struct AxisTaps {
+  int count = 1;
+  std::vector<int64_t> index;  // [out_len * count], clamped
+  std::vector<double> weight;  // [out_len * count]
+  std::vector<bool> extrapolate;
 };
 
-void CubicWeights(double r, double a, double* w) {
-  auto far = [a](double t) { return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a; };
-  auto near = [a](double t) { return ((a + 2) * t - (a + 3)) * t * t + 1; };
-  w[0] = far(r + 1);
-  w[1] = near(r);
-  w[2] = near(1 - r);
-  w[3] = far(2 - r);
+double CubicKernel(double x, double a) {
+  x = std::fabs(x);
+  if (x <= 1) return ((a + 2) * x - (a + 3)) * x * x + 1;
+  if (x < 2) return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
+  return 0;
 }
 
-// Taps for every output index along one axis.
-std::vector<Taps> AxisTaps(int64_t in_len, int64_t out_len, double out_len_f, double scale,
-                           double roi_start, double roi_end, const ResizeParams& p) {
-  std::vector<Taps> taps(out_len);
+AxisTaps ComputeTaps(int64_t in_len, int64_t out_len, double out_len_f, double scale,
+                     double roi_start, double roi_end, const ResizeParams& p) {
+  AxisTaps t;
+  // Half-width m of the filter: taps at offsets 1-m..m from the left neighbour. Antialiasing
+  // stretches linear and cubic filters by 1/scale when downsampling.
+  const double s = p.antialias ? std::min(scale, 1.0) : 1.0;
+  int64_t m = 1;
+  if (p.mode == Interp::kLinear) m = 1 - static_cast<int64_t>(std::floor(-1 / s) + 1);
+  if (p.mode == Interp::kCubic) m = 1 - static_cast<int64_t>(std::floor(-2 / s) + 1);
+  t.count = p.mode == Interp::kNearest ? 1 : static_cast<int>(2 * m);
+  t.index.assign(out_len * t.count, 0);
+  t.weight.assign(out_len * t.count, 0.0);
+  t.extrapolate.assign(out_len, false);
+  auto clamp = [in_len](int64_t i) { return std::clamp<int64_t>(i, 0, in_len - 1); };
   for (int64_t o = 0; o < out_len; ++o) {
-    Taps& t = taps[o];
-    const double xo = SourceCoordinate(o, in_len, out_len_f, scale, roi_start, roi_end, p.coord);
+    const double xo =
+        SourceCoordinate(o, in_len, out_len, out_len_f, scale, roi_start, roi_end, p.coord);
     if (std::isnan(xo)) {
-      t.count = 0;
+      t.extrapolate[o] = true;
       continue;
     }
     // The left neighbour and the ratio in (0, 1]; an integer coordinate sits at ratio 1.
@@ -299,12 +310,11 @@ std::vector<Taps> AxisTaps(int64_t in_len, int64_t out_len, double out_len_f, do
     if (base == xo) base -= 1;
     const double r = xo - base;
     const int64_t b = static_cast<int64_t>(base);
-    auto clamp = [in_len](int64_t i) { return std::clamp<int64_t>(i, 0, in_len - 1); };
+    int64_t* idx = t.index.data() + o * t.count;
+    double* w = t.weight.data() + o * t.count;
     if (p.mode == Interp::kNearest) {
-      int64_t i;
-      if (r == 1) {
-        i = b + 1;
-      } else {
+      int64_t i = b + 1;
+      if (r != 1) {
         switch (p.nearest) {
           case Nearest::kRoundPreferFloor: i = r <= 0.5 ? b : b + 1; break;
           case Nearest::kRoundPreferCeil: i = r < 0.5 ? b : b + 1; break;
@@ -312,47 +322,46 @@ std::vector<Taps> AxisTaps(int64_t in_len, int64_t out_len, double out_len_f, do
           case Nearest::kCeil: i = b + 1; break;
         }
       }
-      t.count = 1;
-      t.index[0] = clamp(i);
-      t.weight[0] = 1;
+      idx[0] = clamp(i);
+      w[0] = 1;
       continue;
-    }
-    int64_t first;
-    if (p.mode == Interp::kLinear) {
-      t.count = 2;
-      first = b;
-      t.weight[0] = 1 - r;
-      t.weight[1] = r;
-    } else {
-      t.count = 4;
-      first = b - 1;
-      CubicWeights(r, p.cubic_a, t.weight);
     }
     double sum = 0;
     for (int k = 0; k < t.count; ++k) {
-      const int64_t i = first + k;
-      if (p.exclude_outside && (i < 0 || i >= in_len)) t.weight[k] = 0;
-      sum += t.weight[k];
-      t.index[k] = clamp(i);
+      const int64_t off = 1 - m + k;
+      const double d = (static_cast<double>(off) - r) * s;
+      w[k] = p.mode == Interp::kLinear ? std::clamp(1 - std::fabs(d), 0.0, 1.0)
+                                       : CubicKernel(d, p.cubic_a);
+      sum += w[k];
+    }
+    if (p.antialias && sum != 0) {
+      for (int k = 0; k < t.count; ++k) w[k] /= sum;
+    }
+    sum = 0;
+    for (int k = 0; k < t.count; ++k) {
+      const int64_t i = b + 1 - m + k;
+      if (p.exclude_outside && (i < 0 || i >= in_len)) w[k] = 0;
+      sum += w[k];
+      idx[k] = clamp(i);
     }
     if (p.exclude_outside && sum != 0) {
-      for (int k = 0; k < t.count; ++k) t.weight[k] /= sum;
+      for (int k = 0; k < t.count; ++k) w[k] /= sum;
     }
   }
-  return taps;
+  return t;
 }
 
 // True when the taps copy the axis unchanged (same length, each output reads its own index).
-bool IsIdentity(const std::vector<Taps>& taps, int64_t in_len) {
-  if (static_cast<int64_t>(taps.size()) != in_len) return false;
+bool IsIdentity(const AxisTaps& t, int64_t in_len) {
+  if (static_cast<int64_t>(t.extrapolate.size()) != in_len) return false;
   for (int64_t o = 0; o < in_len; ++o) {
-    const Taps& t = taps[o];
-    if (t.count == 0) return false;
+    if (t.extrapolate[o]) return false;
     double w = 0;
     for (int k = 0; k < t.count; ++k) {
-      if (t.index[k] == o) {
-        w += t.weight[k];
-      } else if (t.weight[k] != 0) {
+      const double wk = t.weight[o * t.count + k];
+      if (t.index[o * t.count + k] == o) {
+        w += wk;
+      } else if (wk != 0) {
         return false;
       }
     }
@@ -375,14 +384,14 @@ absl::Status ResizeInto(KernelContext& ctx, const Tensor& x, const std::vector<d
     return ctx.Invalid(absl::StrCat("cannot resize empty input ", x.DebugString(), " to ",
                                     ShapeString(out_shape)));
   }
-  std::vector<std::vector<Taps>> taps(rank);
+  std::vector<AxisTaps> taps(rank);
   std::vector<bool> identity(rank);
   for (int k = 0; k < rank; ++k) {
     const double out_len_f =
         exact_sizes ? static_cast<double>(out_shape[k]) : scales[k] * x.dim(k);
     const double rs = roi.empty() ? 0 : roi[k];
     const double re = roi.empty() ? 1 : roi[k + rank];
-    taps[k] = AxisTaps(x.dim(k), out_shape[k], out_len_f, scales[k], rs, re, p);
+    taps[k] = ComputeTaps(x.dim(k), out_shape[k], out_len_f, scales[k], rs, re, p);
     identity[k] = IsIdentity(taps[k], x.dim(k));
   }
   if (p.mode == Interp::kNearest) {
@@ -398,8 +407,7 @@ absl::Status ResizeInto(KernelContext& ctx, const Tensor& x, const std::vector<d
       for (int k = 0; k < rank; ++k) {
         offs[k].resize(out_shape[k]);
         for (int64_t o = 0; o < out_shape[k]; ++o) {
-          const Taps& t = taps[k][o];
-          offs[k][o] = t.count == 0 ? -1 : t.index[0] * in_strides[k];
+          offs[k][o] = taps[k].extrapolate[o] ? -1 : taps[k].index[o] * in_strides[k];
         }
       }
       const int64_t len = rank == 0 ? 1 : out_shape[rank - 1];
@@ -448,7 +456,7 @@ absl::Status ResizeInto(KernelContext& ctx, const Tensor& x, const std::vector<d
       for (int j = k + 1; j < rank; ++j) inner *= shape[j];
       const int64_t in_len = shape[k], out_len = out_shape[k];
       next.assign(outer * out_len * inner, 0.0);
-      const std::vector<Taps>& tk = taps[k];
+      const AxisTaps& tk = taps[k];
       const double extra = p.extrapolation;
       const double* c = cur.data();
       double* nx = next.data();
@@ -456,17 +464,18 @@ absl::Status ResizeInto(KernelContext& ctx, const Tensor& x, const std::vector<d
                       [&](int64_t begin, int64_t end) {
                         for (int64_t row = begin; row < end; ++row) {
                           const int64_t o = row % out_len, po = row / out_len;
-                          const Taps& t = tk[o];
                           double* d = nx + row * inner;
-                          if (t.count == 0) {
+                          if (tk.extrapolate[o]) {
                             std::fill_n(d, inner, extra);
                             continue;
                           }
                           const double* base = c + po * in_len * inner;
-                          for (int j = 0; j < t.count; ++j) {
-                            const double w = t.weight[j];
+                          const int64_t* ti = tk.index.data() + o * tk.count;
+                          const double* tw = tk.weight.data() + o * tk.count;
+                          for (int j = 0; j < tk.count; ++j) {
+                            const double w = tw[j];
                             if (w == 0) continue;
-                            const double* s = base + t.index[j] * inner;
+                            const double* s = base + ti[j] * inner;
                             for (int64_t i = 0; i < inner; ++i) d[i] += w * s[i];
                           }
                         }
@@ -541,6 +550,7 @@ absl::StatusOr<ResizeParams> ParseResizeParams(const KernelContext& ctx, bool up
   p.cubic_a = info.GetFloat("cubic_coeff_a", -0.75f);
   p.exclude_outside = info.GetInt("exclude_outside", 0) != 0;
   p.extrapolation = info.GetFloat("extrapolation_value", 0);
+  p.antialias = info.GetInt("antialias", 0) != 0;
   return p;
 }
 
@@ -596,9 +606,6 @@ absl::Status ResizeKernel(KernelContext& ctx) {
   if (sizes_t != nullptr && sizes_t->num_elements() == 0) sizes_t = nullptr;
   if ((scales_t == nullptr) == (sizes_t == nullptr)) {
     return ctx.Invalid("exactly one of scales and sizes must be given");
-  }
-  if (info.GetInt("antialias", 0) != 0 && p->mode != Interp::kNearest) {
-    return info.Unimplemented("attribute 'antialias' = 1 is not supported");
   }
   // Axes the scales/sizes/roi refer to (opset 18), all by default.
   std::vector<int64_t> axes = info.GetInts("axes");

@@ -267,6 +267,30 @@ TEST(ResizeTest, NearestAndLinearUpsample) {
   EXPECT_THAT(ToFloats((*out)[0]), ElementsAre(1, 1.5, 2, 2, 2.5, 3, 3, 3.5, 4));
 }
 
+TEST(ResizeTest, AntialiasAxesAndAspectRatio) {
+  Tensor x = F32({1, 2, 3, 4}, {1, 1, 4});
+  absl::StatusOr<std::vector<Tensor>> out =
+      RunNode("Resize", {"name: \"mode\" s: \"linear\"", "name: \"antialias\" i: 1"},
+              {x, Tensor(), F32({1, 1, 0.5}, {3})}, 1, 18);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(ToFloats((*out)[0]), ElementsAre(1.625, 3.375));
+  // Sizes for the last two axes only, scaled uniformly so that neither is exceeded.
+  out = RunNode("Resize", {IntsAttr("axes", {2, 3}),
+                           "name: \"keep_aspect_ratio_policy\" s: \"not_larger\""},
+                {Iota({1, 1, 2, 4}), Tensor(), Tensor(), I64({4, 4}, {2})}, 1, 18);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT((*out)[0].shape(), ElementsAre(1, 1, 2, 4));
+  EXPECT_THAT(ToFloats((*out)[0]), ElementsAre(0, 1, 2, 3, 4, 5, 6, 7));
+  // tf_crop_and_resize outside the input takes the extrapolation value.
+  out = RunNode("Resize",
+                {"name: \"mode\" s: \"linear\"",
+                 "name: \"coordinate_transformation_mode\" s: \"tf_crop_and_resize\"",
+                 "name: \"extrapolation_value\" f: 9"},
+                {F32({1, 2}, {2}), F32({0.5, 1.5}, {2}), Tensor(), I64({3}, {1})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(ToFloats((*out)[0]), ElementsAre(1.5, 2, 9));
+}
+
 TEST(ResizeTest, UpsampleAndErrors) {
   Tensor x = F32({1, 2}, {1, 2});
   absl::StatusOr<std::vector<Tensor>> out =

@@ -381,7 +381,9 @@ absl::Status SplitKernel(KernelContext& ctx) {
   }
   int64_t sum = 0;
   for (int64_t s : split) {
-    if (s < 0) return ctx.Invalid(absl::StrCat("split has a negative size ", s));
+    if (s < 0 || s > dim) {
+      return ctx.Invalid(absl::StrCat("split size ", s, " is outside [0, ", dim, "]"));
+    }
     sum += s;
   }
   if (static_cast<int>(split.size()) != n || sum != dim) {
@@ -521,7 +523,9 @@ absl::Status DepthSpaceKernel(KernelContext& ctx, bool to_space) {
   absl::StatusOr<int64_t> b_or = ctx.info().RequireInt("blocksize");
   if (!b_or.ok()) return b_or.status();
   const int64_t b = *b_or;
-  if (b < 1) return ctx.Invalid(absl::StrCat("attribute 'blocksize' is ", b));
+  if (b < 1 || b > (int64_t{1} << 20)) {
+    return ctx.Invalid(absl::StrCat("attribute 'blocksize' is ", b));
+  }
   if (x.rank() != 4) {
     return ctx.Invalid(absl::StrCat("input must be [N, C, H, W], got ", x.DebugString()));
   }

@@ -53,6 +53,12 @@ const T* Elements(const Tensor& t) {
   }
 }
 
+// An UNIMPLEMENTED status from a dtype dispatch, with the node label in front.
+absl::Status Labeled(const KernelContext& ctx, absl::Status status) {
+  if (status.code() != absl::StatusCode::kUnimplemented) return status;
+  return ctx.info().Unimplemented(status.message());
+}
+
 // --- Pad ------------------------------------------------------------------------------------
 
 enum class PadMode { kConstant, kReflect, kEdge, kWrap };
@@ -135,6 +141,11 @@ absl::Status PadKernel(KernelContext& ctx) {
     return ctx.Invalid(absl::StrCat("pads has ", pads.size(), " values, expected ", 2 * na,
                                     " for input ", x.DebugString()));
   }
+  for (int64_t v : pads) {
+    if (v > (int64_t{1} << 40) || v < -(int64_t{1} << 40)) {
+      return ctx.Invalid(absl::StrCat("pads value ", v, " is out of range"));
+    }
+  }
   std::vector<int64_t> before(rank, 0), after(rank, 0);
   for (size_t i = 0; i < na; ++i) {
     int64_t a = axes[i];
@@ -162,7 +173,7 @@ absl::Status PadKernel(KernelContext& ctx) {
   if (!out_or.ok()) return out_or.status();
   Tensor& out = **out_or;
   if (out.num_elements() == 0) return absl::OkStatus();
-  return DispatchAll(x.dtype(), [&](auto tag) -> absl::Status {
+  return Labeled(ctx, DispatchAll(x.dtype(), [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;
     const T fill = value_tensor != nullptr ? Elements<T>(*value_tensor)[0] : FromDouble<T>(value);
     const T* src = Elements<T>(x);
@@ -211,7 +222,7 @@ absl::Status PadKernel(KernelContext& ctx) {
       }
     });
     return absl::OkStatus();
-  });
+  }));
 }
 
 // --- Resize ---------------------------------------------------------------------------------
@@ -396,7 +407,7 @@ absl::Status ResizeInto(KernelContext& ctx, const Tensor& x, const std::vector<d
   }
   if (p.mode == Interp::kNearest) {
     // A gather: output element = source at the per-axis nearest indices.
-    return DispatchNumeric(x.dtype(), [&](auto tag) -> absl::Status {
+    return Labeled(ctx, DispatchNumeric(x.dtype(), [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
       const T fill = FromDouble<T>(p.extrapolation);
       const T* src = x.data<T>();
@@ -436,10 +447,32 @@ absl::Status ResizeInto(KernelContext& ctx, const Tensor& x, const std::vector<d
         }
       });
       return absl::OkStatus();
-    });
+    }));
   }
-  // Linear / cubic: one separable pass per axis that changes, in double.
-  return DispatchNumeric(x.dtype(), [&](auto tag) -> absl::Status {
+  // Linear / cubic: one separable pass per axis that changes, in double; shrinking axes
+  // first keeps the intermediates small.
+  std::vector<int> order;
+  for (int k = rank - 1; k >= 0; --k) {
+    if (!identity[k]) order.push_back(k);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return static_cast<double>(out_shape[a]) / x.dim(a) <
+           static_cast<double>(out_shape[b]) / x.dim(b);
+  });
+  {
+    Shape shape = x.shape();
+    int64_t largest = x.num_elements();
+    for (int k : order) {
+      shape[k] = out_shape[k];
+      largest = std::max(largest, ShapeNumElements(shape));
+    }
+    if (largest > (int64_t{1} << 31)) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          ctx.info().label(), ": resizing ", x.DebugString(), " to ", ShapeString(out_shape),
+          " needs an intermediate of ", largest, " elements"));
+    }
+  }
+  return Labeled(ctx, DispatchNumeric(x.dtype(), [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;
     const int64_t n_in = x.num_elements();
     std::vector<double> cur(n_in);
@@ -449,8 +482,7 @@ absl::Status ResizeInto(KernelContext& ctx, const Tensor& x, const std::vector<d
     }
     Shape shape = x.shape();
     std::vector<double> next;
-    for (int k = rank - 1; k >= 0; --k) {
-      if (identity[k]) continue;
+    for (int k : order) {
       int64_t outer = 1, inner = 1;
       for (int j = 0; j < k; ++j) outer *= shape[j];
       for (int j = k + 1; j < rank; ++j) inner *= shape[j];
@@ -493,7 +525,7 @@ absl::Status ResizeInto(KernelContext& ctx, const Tensor& x, const std::vector<d
       }
     }
     return absl::OkStatus();
-  });
+  }));
 }
 
 absl::StatusOr<ResizeParams> ParseResizeParams(const KernelContext& ctx, bool upsample) {

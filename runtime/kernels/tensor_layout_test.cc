@@ -307,6 +307,11 @@ TEST(ResizeTest, UpsampleAndErrors) {
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
   out = RunNode("Resize", {"name: \"mode\" s: \"area\""}, {x, Tensor(), F32({1, 2}, {2})});
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  // Strings cannot be interpolated: UNIMPLEMENTED naming the node.
+  Tensor s = Tensor::Allocate(v1::DT_STRING, {2}).value();
+  out = RunNode("Resize", {}, {s, Tensor(), F32({2}, {1})});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(out.status().message(), HasSubstr("Resize"));
 }
 
 }  // namespace

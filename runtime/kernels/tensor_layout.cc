@@ -22,22 +22,6 @@ absl::Status RegisterTensorLayoutResizeKernels(KernelRegistry& registry);  // te
 
 namespace {
 
-// Calls f(TypeTag<U>) with U an unsigned integer of the element width of `t`, or
-// std::string for DT_STRING; UNIMPLEMENTED naming the node otherwise.
-template <typename F>
-absl::Status DispatchByWidth(const KernelContext& ctx, const Tensor& t, F&& f) {
-  if (t.dtype() == v1::DT_STRING) return f(TypeTag<std::string>{});
-  switch (t.element_size()) {
-    case 1: return f(TypeTag<uint8_t>{});
-    case 2: return f(TypeTag<uint16_t>{});
-    case 4: return f(TypeTag<uint32_t>{});
-    case 8: return f(TypeTag<uint64_t>{});
-    default: break;
-  }
-  return ctx.info().Unimplemented(
-      absl::StrCat("element type ", DataTypeName(t.dtype()), " is not supported"));
-}
-
 // Elements per parallel chunk for plain copies.
 constexpr int64_t kCopyGrain = 1 << 15;
 
@@ -248,23 +232,6 @@ void CopyRows(const T* src, int64_t src_pitch, T* dst, int64_t dst_pitch, int64_
   });
 }
 
-template <typename T>
-T* MutableElements(Tensor& t) {
-  if constexpr (std::is_same_v<T, std::string>) {
-    return t.strings();
-  } else {
-    return t.data<T>();
-  }
-}
-template <typename T>
-const T* Elements(const Tensor& t) {
-  if constexpr (std::is_same_v<T, std::string>) {
-    return t.strings();
-  } else {
-    return t.data<T>();
-  }
-}
-
 absl::Status ConcatKernel(KernelContext& ctx) {
   std::vector<const Tensor*> inputs;
   for (int i = 0; i < ctx.num_inputs(); ++i) {
@@ -321,11 +288,11 @@ absl::Status ConcatKernel(KernelContext& ctx) {
   const int64_t out_pitch = out_shape[axis] * inner;
   return DispatchByWidth(ctx, out, [&](auto tag) -> absl::Status {
     using U = typename decltype(tag)::type;
-    U* dst = MutableElements<U>(out);
+    U* dst = TypedData<U>(out);
     int64_t col = 0;
     for (const Tensor* t : used) {
       const int64_t len = t->dim(axis) * inner;
-      if (len > 0) CopyRows<U>(Elements<U>(*t), len, dst + col, out_pitch, outer, len, ctx);
+      if (len > 0) CopyRows<U>(TypedData<U>(*t), len, dst + col, out_pitch, outer, len, ctx);
       col += len;
     }
     return absl::OkStatus();
@@ -409,7 +376,7 @@ absl::Status SplitKernel(KernelContext& ctx) {
       absl::StatusOr<Tensor*> out = ctx.AllocateOutput(i, x.dtype(), shape);
       if (!out.ok()) return out.status();
       if (len > 0 && outer > 0) {
-        CopyRows<U>(Elements<U>(x) + col, in_pitch, MutableElements<U>(**out), len, outer, len,
+        CopyRows<U>(TypedData<U>(x) + col, in_pitch, TypedData<U>(**out), len, outer, len,
                     ctx);
       }
       col += len;
@@ -509,7 +476,7 @@ absl::Status SliceKernel(KernelContext& ctx) {
   }
   return DispatchByWidth(ctx, x, [&](auto tag) -> absl::Status {
     using U = typename decltype(tag)::type;
-    StridedCopy<U>(Elements<U>(x) + base, dims, strides, MutableElements<U>(out), ctx);
+    StridedCopy<U>(TypedData<U>(x) + base, dims, strides, TypedData<U>(out), ctx);
     return absl::OkStatus();
   });
 }
@@ -600,8 +567,8 @@ absl::Status ReverseSequenceKernel(KernelContext& ctx) {
   if (out.num_elements() == 0) return absl::OkStatus();
   return DispatchByWidth(ctx, x, [&](auto tag) -> absl::Status {
     using U = typename decltype(tag)::type;
-    const U* src = Elements<U>(x);
-    U* dst = MutableElements<U>(out);
+    const U* src = TypedData<U>(x);
+    U* dst = TypedData<U>(out);
     ctx.ParallelFor(B, 1, [&](int64_t begin, int64_t end) {
       for (int64_t b = begin; b < end; ++b) {
         const int64_t len = (*lens)[b];

@@ -36,23 +36,6 @@ T FromDouble(double v) {
   }
 }
 
-template <typename T>
-T* MutableElements(Tensor& t) {
-  if constexpr (std::is_same_v<T, std::string>) {
-    return t.strings();
-  } else {
-    return t.data<T>();
-  }
-}
-template <typename T>
-const T* Elements(const Tensor& t) {
-  if constexpr (std::is_same_v<T, std::string>) {
-    return t.strings();
-  } else {
-    return t.data<T>();
-  }
-}
-
 // An UNIMPLEMENTED status from a dtype dispatch, with the node label in front.
 absl::Status Labeled(const KernelContext& ctx, absl::Status status) {
   if (status.code() != absl::StatusCode::kUnimplemented) return status;
@@ -175,9 +158,9 @@ absl::Status PadKernel(KernelContext& ctx) {
   if (out.num_elements() == 0) return absl::OkStatus();
   return Labeled(ctx, DispatchAll(x.dtype(), [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;
-    const T fill = value_tensor != nullptr ? Elements<T>(*value_tensor)[0] : FromDouble<T>(value);
-    const T* src = Elements<T>(x);
-    T* dst = MutableElements<T>(out);
+    const T fill = value_tensor != nullptr ? TypedData<T>(*value_tensor)[0] : FromDouble<T>(value);
+    const T* src = TypedData<T>(x);
+    T* dst = TypedData<T>(out);
     if (rank == 0) {
       dst[0] = src[0];
       return absl::OkStatus();

@@ -9,29 +9,14 @@
 #include "absl/status/status.h"
 #include "runtime/kernel.h"
 #include "runtime/tensor.h"
+#include "runtime/kernels/tensor_util.h"
 
 namespace graphopt::runtime::shape_internal {
 
 // `s` with the node label in front (unchanged when OK or already labelled).
 absl::Status LabelStatus(const KernelInfo& info, const absl::Status& s);
 
-// The elements of `t` as T (std::string for DT_STRING tensors).
-template <typename T>
-T* TypedData(Tensor& t) {
-  if constexpr (std::is_same_v<T, std::string>) {
-    return t.strings();
-  } else {
-    return t.data<T>();
-  }
-}
-template <typename T>
-const T* TypedData(const Tensor& t) {
-  if constexpr (std::is_same_v<T, std::string>) {
-    return t.strings();
-  } else {
-    return t.data<T>();
-  }
-}
+using ::graphopt::runtime::TypedData;
 
 // Copies x broadcast to out's shape (which must be a broadcast of x's) into out, of x's dtype.
 absl::Status BroadcastCopy(const KernelContext& ctx, const Tensor& x, Tensor& out);

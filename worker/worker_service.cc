@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "graph/proto_convert.h"
 #include "graph/proto_util.h"
 #include "server/grpc_status.h"
@@ -13,7 +14,10 @@
 namespace graphopt {
 
 WorkerCore::WorkerCore(const runtime::KernelRegistry* kernels, WorkerOptions options)
-    : kernels_(kernels), options_(std::move(options)), cache_(options_.plan_cache_bytes) {}
+    : kernels_(kernels),
+      options_(std::move(options)),
+      instance_(absl::StrCat(getpid(), "@", absl::ToUnixMicros(absl::Now()))),
+      cache_(options_.plan_cache_bytes) {}
 
 absl::StatusOr<v1::LoadPlanResponse> WorkerCore::LoadPlan(v1::LoadPlanRequest request) {
   const std::string id = Sha256Digest(SerializeDeterministic(request.graph()));
@@ -102,6 +106,7 @@ v1::DescribeResponse WorkerCore::Describe() const {
   v1::DescribeResponse response;
   response.set_worker_id(options_.worker_id);
   response.set_version("0.1.0");
+  response.set_instance(instance_);
   v1::DeviceInfo* cpu = response.add_devices();
   cpu->set_name("cpu:0");
   cpu->set_kind("cpu");

@@ -36,6 +36,8 @@ class WorkerCore {
  private:
   const runtime::KernelRegistry* kernels_;
   const WorkerOptions options_;
+  // DescribeResponse.instance: this process and its start time.
+  const std::string instance_;
   PlanCache cache_;
   std::atomic<int> executing_{0};
   std::atomic<int64_t> executed_{0};

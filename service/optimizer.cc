@@ -8,59 +8,10 @@
 #include "onnx_io/onnx_export.h"
 #include "onnx_io/onnx_import.h"
 #include "passes/pipeline.h"
+#include "service/blob_refs.h"
 #include "service/digest.h"
 
 namespace graphopt {
-namespace {
-
-// Checks every tensor of `graph` (initializers and top-level attribute tensors) that refers to
-// a blob: the digest is well formed, `blobs` holds it, and its size matches the tensor's dims
-// and type. The blobs found are appended to `pins`, which keeps them from eviction while the
-// request runs.
-absl::Status CheckBlobReferences(const v1::Graph& graph, BlobStore* blobs,
-                                 std::vector<std::shared_ptr<const std::string>>* pins) {
-  auto check = [&](const v1::Tensor& t, absl::string_view what) -> absl::Status {
-    if (t.blob().empty()) return absl::OkStatus();
-    if (!IsBlobDigest(t.blob())) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, " refers to blob '", t.blob(), "', which is not a \"sha256:<64 hex>\" digest"));
-    }
-    if (blobs == nullptr) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          what, " refers to blob ", t.blob(), " but this optimizer has no blob store"));
-    }
-    std::shared_ptr<const std::string> data = blobs->Lookup(t.blob());
-    if (data == nullptr) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          what, " refers to blob ", t.blob(),
-          ", which this server does not hold: upload it with PutBlobs first"));
-    }
-    int64_t count = 1;
-    for (int64_t d : t.dims()) count *= d;
-    const int64_t want = count * DataTypeSize(t.dtype());
-    if (static_cast<int64_t>(data->size()) != want) {
-      return absl::InvalidArgumentError(absl::StrCat(what, " refers to blob ", t.blob(), " of ",
-                                                     data->size(), " bytes; its dims and type ",
-                                                     DataTypeName(t.dtype()), " need ", want));
-    }
-    pins->push_back(std::move(data));
-    return absl::OkStatus();
-  };
-  for (const v1::Tensor& t : graph.initializers()) {
-    if (absl::Status s = check(t, absl::StrCat("initializer '", t.name(), "'")); !s.ok()) return s;
-  }
-  for (const v1::Node& n : graph.nodes()) {
-    for (const v1::Attribute& a : n.attributes()) {
-      if (!a.has_t()) continue;
-      absl::Status s =
-          check(a.t(), absl::StrCat("attribute '", a.name(), "' of node '", n.name(), "'"));
-      if (!s.ok()) return s;
-    }
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
 
 Optimizer::Optimizer(OpStore* ops, const PassRegistry* passes, BlobStore* blobs)
     : ops_(ops), passes_(passes), blobs_(blobs) {}

@@ -1,0 +1,96 @@
+#include "service/blob_refs.h"
+
+#include <cstdint>
+#include <utility>
+
+#include "absl/functional/function_ref.h"
+#include "absl/strings/str_cat.h"
+#include "graph/types.h"
+#include "service/digest.h"
+
+namespace graphopt {
+namespace {
+
+// Calls `visit` with each initializer and top-level attribute tensor of `graph` and a name for
+// messages; stops at the first error.
+absl::Status ForEachTensor(v1::Graph& graph,
+                           absl::FunctionRef<absl::Status(v1::Tensor&, absl::string_view)> visit) {
+  for (v1::Tensor& t : *graph.mutable_initializers()) {
+    if (absl::Status s = visit(t, absl::StrCat("initializer '", t.name(), "'")); !s.ok()) return s;
+  }
+  for (v1::Node& n : *graph.mutable_nodes()) {
+    for (v1::Attribute& a : *n.mutable_attributes()) {
+      if (!a.has_t()) continue;
+      absl::Status s = visit(*a.mutable_t(),
+                             absl::StrCat("attribute '", a.name(), "' of node '", n.name(), "'"));
+      if (!s.ok()) return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The bytes of the blob `t` refers to, checked against `t`.
+absl::StatusOr<std::shared_ptr<const std::string>> Resolve(const v1::Tensor& t,
+                                                           absl::string_view what,
+                                                           BlobStore* blobs) {
+  if (!IsBlobDigest(t.blob())) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " refers to blob '", t.blob(),
+                                                   "', which is not a \"sha256:<64 hex>\" digest"));
+  }
+  if (blobs == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(what, " refers to blob ", t.blob(), " but this server has no blob store"));
+  }
+  std::shared_ptr<const std::string> data = blobs->Lookup(t.blob());
+  if (data == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(what, " refers to blob ", t.blob(),
+                     ", which this server does not hold: upload it with PutBlobs first"));
+  }
+  int64_t count = 1;
+  for (int64_t d : t.dims()) count *= d;
+  const int64_t want = count * DataTypeSize(t.dtype());
+  if (static_cast<int64_t>(data->size()) != want) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " refers to blob ", t.blob(), " of ",
+                                                   data->size(), " bytes; its dims and type ",
+                                                   DataTypeName(t.dtype()), " need ", want));
+  }
+  return data;
+}
+
+}  // namespace
+
+absl::Status CheckBlobReferences(const v1::Graph& graph, BlobStore* blobs,
+                                 std::vector<std::shared_ptr<const std::string>>* pins) {
+  // ForEachTensor visits mutably; nothing is changed here.
+  return ForEachTensor(
+      const_cast<v1::Graph&>(graph), [&](v1::Tensor& t, absl::string_view what) -> absl::Status {
+        if (t.blob().empty()) return absl::OkStatus();
+        absl::StatusOr<std::shared_ptr<const std::string>> data = Resolve(t, what, blobs);
+        if (!data.ok()) return data.status();
+        pins->push_back(*std::move(data));
+        return absl::OkStatus();
+      });
+}
+
+absl::Status InlineBlobReferences(v1::Graph* graph, BlobStore* blobs) {
+  return ForEachTensor(*graph, [&](v1::Tensor& t, absl::string_view what) -> absl::Status {
+    if (t.blob().empty()) return absl::OkStatus();
+    absl::StatusOr<std::shared_ptr<const std::string>> data = Resolve(t, what, blobs);
+    if (!data.ok()) return data.status();
+    t.set_raw_data(**data);
+    t.clear_blob();
+    return absl::OkStatus();
+  });
+}
+
+bool HasBlobReferences(const v1::Graph& graph) {
+  bool found = false;
+  (void)ForEachTensor(const_cast<v1::Graph&>(graph), [&](v1::Tensor& t, absl::string_view) {
+    found = found || !t.blob().empty();
+    return absl::OkStatus();
+  });
+  return found;
+}
+
+}  // namespace graphopt

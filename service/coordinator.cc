@@ -1,0 +1,714 @@
+#include "service/coordinator.h"
+
+#include <netdb.h>
+#include <sys/socket.h>
+
+#include <chrono>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/blocking_counter.h"
+#include "absl/synchronization/notification.h"
+#include "graph/proto_util.h"
+#include "service/blob_refs.h"
+#include "service/digest.h"
+
+namespace graphopt {
+namespace {
+
+constexpr size_t kMaxRequestIdBytes = 256;
+constexpr size_t kMaxWorkerIdBytes = 256;
+
+std::chrono::system_clock::time_point DeadlineIn(absl::Duration d) {
+  return std::chrono::system_clock::now() + absl::ToChronoMicroseconds(d);
+}
+
+double MicrosSince(absl::Time start) { return absl::ToDoubleMicroseconds(absl::Now() - start); }
+
+// The default ONNX domain has two spellings; workers list its ops under "".
+absl::string_view Domain(absl::string_view domain) {
+  return domain == "ai.onnx" ? absl::string_view() : domain;
+}
+
+// Calls that failed because of the worker (dead, stalled, cancelled when marked down), not
+// because of the request: the worker is marked down and the request tried elsewhere.
+bool WorkerFailed(grpc::StatusCode code) {
+  return code == grpc::StatusCode::UNAVAILABLE || code == grpc::StatusCode::DEADLINE_EXCEEDED ||
+         code == grpc::StatusCode::CANCELLED;
+}
+
+std::string GrpcError(const grpc::Status& s) {
+  return absl::StrCat(absl::StatusCodeToString(static_cast<absl::StatusCode>(s.error_code())), ": ",
+                      s.error_message());
+}
+
+}  // namespace
+
+absl::Status CheckHostPort(absl::string_view address, absl::string_view what) {
+  auto bad = [&] {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": '", address, "' is not host:port (a host name or address, a port in 1..65535)"));
+  };
+  const size_t colon = address.rfind(':');
+  if (colon == absl::string_view::npos || colon == 0) return bad();
+  const absl::string_view host = address.substr(0, colon);
+  const bool bracketed = host.front() == '[';
+  if (bracketed ? (host.size() < 3 || host.back() != ']')
+                : host.find_first_of(":[]/ ") != absl::string_view::npos) {
+    return bad();
+  }
+  int port = 0;
+  if (!absl::SimpleAtoi(address.substr(colon + 1), &port) || port < 1 || port > 65535 ||
+      address.substr(colon + 1).find_first_not_of("0123456789") != absl::string_view::npos) {
+    return bad();
+  }
+  return absl::OkStatus();
+}
+
+struct Coordinator::Pending {
+  // Digest of what was asked (graph, inputs, options), to refuse an id reused for another request.
+  std::string fingerprint;
+  absl::Notification done;
+  // Set before `done` is notified, never changed after.
+  absl::StatusOr<v1::RunResponse> result = absl::UnknownError("not finished");
+  int64_t bytes = 0;
+};
+
+// A call to a worker: its context, registered with the worker so that marking the worker down
+// cancels the call. A worker already down (or forgotten) gets a call cancelled at once.
+class Coordinator::CallScope {
+ public:
+  CallScope(Coordinator* coordinator, const std::string& address)
+      : c_(coordinator), address_(address) {
+    context_.set_deadline(DeadlineIn(c_->options_.call_timeout));
+    absl::MutexLock lock(&c_->mu_);
+    auto it = c_->workers_.find(address_);
+    if (it == c_->workers_.end() || it->second.health == Health::kDown) {
+      context_.TryCancel();
+      return;
+    }
+    it->second.calls.insert(&context_);
+  }
+  ~CallScope() {
+    absl::MutexLock lock(&c_->mu_);
+    auto it = c_->workers_.find(address_);
+    if (it != c_->workers_.end()) it->second.calls.erase(&context_);
+  }
+  CallScope(const CallScope&) = delete;
+  CallScope& operator=(const CallScope&) = delete;
+
+  grpc::ClientContext* context() { return &context_; }
+
+ private:
+  Coordinator* const c_;
+  const std::string address_;
+  grpc::ClientContext context_;
+};
+
+Coordinator::Coordinator(CoordinatorOptions options, const Optimizer* optimizer, BlobStore* blobs,
+                         std::shared_ptr<spdlog::logger> logger)
+    : options_(std::move(options)),
+      optimizer_(optimizer),
+      blobs_(blobs),
+      logger_(std::move(logger)) {}
+
+Coordinator::~Coordinator() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  if (prober_.joinable()) prober_.join();
+  if (resolver_.joinable()) resolver_.join();
+}
+
+absl::Status Coordinator::AddWorker(const std::string& address, const std::string& source) {
+  if (absl::Status s = CheckHostPort(address, "worker"); !s.ok()) return s;
+  absl::MutexLock lock(&mu_);
+  AddWorkerLocked(address, source);
+  return absl::OkStatus();
+}
+
+void Coordinator::AddWorkerLocked(const std::string& address, const std::string& source) {
+  auto [it, inserted] = workers_.try_emplace(address);
+  Worker& w = it->second;
+  if (source != "flag") w.last_heartbeat = absl::Now();
+  if (!inserted) return;
+  w.address = address;
+  w.source = source;
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(options_.max_message_bytes);
+  args.SetMaxSendMessageSize(options_.max_message_bytes);
+  // A worker that comes back is reconnected to within a second.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  w.stub = v1::Worker::NewStub(
+      grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+  logger_->info("coordinator: worker {} added ({})", address, source);
+}
+
+absl::Status Coordinator::AddDnsName(const std::string& name_and_port) {
+  if (absl::Status s = CheckHostPort(name_and_port, "dns name"); !s.ok()) return s;
+  {
+    absl::MutexLock lock(&mu_);
+    dns_names_.push_back(name_and_port);
+  }
+  ResolveDns();
+  return absl::OkStatus();
+}
+
+absl::Status Coordinator::Register(const v1::RegisterWorkerRequest& request) {
+  if (absl::Status s = CheckHostPort(request.address(), "address"); !s.ok()) return s;
+  if (request.worker_id().size() > kMaxWorkerIdBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("worker_id: ", request.worker_id().size(),
+                                                   " bytes, at most ", kMaxWorkerIdBytes));
+  }
+  absl::MutexLock lock(&mu_);
+  AddWorkerLocked(request.address(), "registered");
+  Worker& w = workers_.find(request.address())->second;
+  if (!request.worker_id().empty() && w.worker_id != request.worker_id()) {
+    if (!w.worker_id.empty()) {
+      logger_->info("coordinator: worker {} is now {} (was {})", w.address, request.worker_id(),
+                    w.worker_id);
+    }
+    w.worker_id = request.worker_id();
+  }
+  return absl::OkStatus();
+}
+
+void Coordinator::Start() {
+  prober_ = std::thread([this] { ProbeLoop(); });
+  resolver_ = std::thread([this] { DnsLoop(); });
+}
+
+void Coordinator::ProbeLoop() {
+  while (true) {
+    ProbeNow();
+    absl::MutexLock lock(&mu_);
+    auto stop = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stopping_; };
+    mu_.AwaitWithTimeout(absl::Condition(&stop), options_.probe_interval);
+    if (stopping_) return;
+  }
+}
+
+void Coordinator::DnsLoop() {
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      auto stop = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stopping_; };
+      mu_.AwaitWithTimeout(absl::Condition(&stop), options_.dns_interval);
+      if (stopping_) return;
+    }
+    ResolveDns();
+  }
+}
+
+void Coordinator::ResolveDns() {
+  std::vector<std::string> names;
+  {
+    absl::MutexLock lock(&mu_);
+    names = dns_names_;
+  }
+  for (const std::string& name : names) {
+    const size_t colon = name.rfind(':');
+    std::string host = name.substr(0, colon);
+    const std::string port = name.substr(colon + 1);
+    if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* result = nullptr;
+    if (int error = getaddrinfo(host.c_str(), port.c_str(), &hints, &result); error != 0) {
+      logger_->warn("coordinator: cannot resolve {}: {}", name, gai_strerror(error));
+      continue;
+    }
+    std::vector<std::string> addresses;
+    for (addrinfo* a = result; a != nullptr; a = a->ai_next) {
+      char ip[NI_MAXHOST];
+      if (getnameinfo(a->ai_addr, a->ai_addrlen, ip, sizeof(ip), nullptr, 0, NI_NUMERICHOST) != 0) {
+        continue;
+      }
+      addresses.push_back(a->ai_family == AF_INET6 ? absl::StrCat("[", ip, "]:", port)
+                                                   : absl::StrCat(ip, ":", port));
+    }
+    freeaddrinfo(result);
+    absl::MutexLock lock(&mu_);
+    for (const std::string& address : addresses) AddWorkerLocked(address, "dns");
+  }
+}
+
+void Coordinator::MarkDown(Worker& w, const std::string& why) {
+  if (w.health != Health::kDown) {
+    logger_->warn("coordinator: worker {} ({}) is down: {}", w.address, w.worker_id, why);
+    ++w.failures;
+  }
+  w.health = Health::kDown;
+  w.last_error = why;
+  // It may come back restarted, with an empty plan cache.
+  w.loaded_plans.clear();
+  for (grpc::ClientContext* call : w.calls) call->TryCancel();
+}
+
+void Coordinator::ProbeNow() {
+  struct Probe {
+    std::string address;
+    std::shared_ptr<v1::Worker::Stub> stub;
+    grpc::ClientContext context;
+    v1::DescribeResponse response;
+    grpc::Status status;
+  };
+  std::vector<std::unique_ptr<Probe>> probes;
+  {
+    absl::MutexLock lock(&mu_);
+    const absl::Time now = absl::Now();
+    for (auto it = workers_.begin(); it != workers_.end();) {
+      const Worker& w = it->second;
+      if (w.source != "flag" && w.health != Health::kUp &&
+          now - w.last_heartbeat > options_.forget_after) {
+        logger_->info("coordinator: forgetting worker {} (not up, not announced for {})", w.address,
+                      absl::FormatDuration(now - w.last_heartbeat));
+        it = workers_.erase(it);
+        continue;
+      }
+      auto probe = std::make_unique<Probe>();
+      probe->address = w.address;
+      probe->stub = w.stub;
+      probes.push_back(std::move(probe));
+      ++it;
+    }
+  }
+  if (probes.empty()) return;
+  // All at once, so that a stalled worker does not delay the others' probes.
+  const v1::DescribeRequest request;
+  absl::BlockingCounter outstanding(static_cast<int>(probes.size()));
+  for (const std::unique_ptr<Probe>& p : probes) {
+    p->context.set_deadline(DeadlineIn(options_.probe_timeout));
+    Probe* raw = p.get();
+    p->stub->async()->Describe(&p->context, &request, &p->response,
+                               [raw, &outstanding](grpc::Status status) {
+                                 raw->status = std::move(status);
+                                 outstanding.DecrementCount();
+                               });
+  }
+  outstanding.Wait();
+  absl::MutexLock lock(&mu_);
+  const absl::Time now = absl::Now();
+  for (const std::unique_ptr<Probe>& p : probes) {
+    auto it = workers_.find(p->address);
+    if (it == workers_.end()) continue;
+    Worker& w = it->second;
+    if (!p->status.ok()) {
+      MarkDown(w, absl::StrCat("probe: ", GrpcError(p->status)));
+      continue;
+    }
+    v1::DescribeResponse& d = p->response;
+    // A worker that restarted since the last probe has lost its plans.
+    if (d.instance() != w.description.instance()) w.loaded_plans.clear();
+    if (w.health != Health::kUp) {
+      logger_->info("coordinator: worker {} ({}) is up: {} ops, {} plans loaded", w.address,
+                    d.worker_id(), d.supported_ops_size(), d.plans_loaded());
+    }
+    w.health = Health::kUp;
+    w.last_seen = now;
+    w.worker_id = d.worker_id();
+    w.supported_ops.clear();
+    for (const std::string& op : d.supported_ops()) w.supported_ops.insert(op);
+    w.devices.clear();
+    for (const v1::DeviceInfo& device : d.devices()) {
+      w.devices.insert(device.name());
+      w.devices.insert(device.kind());
+    }
+    w.description = std::move(d);
+  }
+}
+
+absl::StatusOr<Coordinator::Target> Coordinator::PickWorker(
+    const Requirements& needs, const std::string& plan_id,
+    const absl::flat_hash_set<std::string>& tried, int attempts, const std::string& last_error) {
+  // What `w` lacks of `needs`, for a message; empty when it has everything.
+  auto lacks = [&needs](const Worker& w) -> std::string {
+    for (const auto& [op, node] : needs.ops) {
+      if (!w.supported_ops.contains(op)) {
+        return absl::StrCat("a kernel for op '", op, "' (node '", node, "')");
+      }
+    }
+    for (const auto& [device, node] : needs.devices) {
+      if (!w.devices.contains(device)) {
+        return absl::StrCat("device '", device, "' (node '", node, "')");
+      }
+    }
+    return "";
+  };
+  absl::MutexLock lock(&mu_);
+  Worker* best = nullptr;
+  bool best_has_plan = false;
+  int live = 0;
+  bool any_capable = false;
+  std::string missing;
+  for (auto& [address, w] : workers_) {
+    if (w.health == Health::kUnknown) continue;
+    const std::string lack = lacks(w);
+    any_capable = any_capable || lack.empty();
+    if (w.health != Health::kUp || tried.contains(address)) continue;
+    ++live;
+    if (!lack.empty()) {
+      if (missing.empty()) missing = lack;
+      continue;
+    }
+    // Fewest runs in flight; then one that has the plan; then the fewest runs so far.
+    const bool has_plan = w.loaded_plans.contains(plan_id);
+    if (best == nullptr || w.in_flight < best->in_flight ||
+        (w.in_flight == best->in_flight &&
+         (has_plan > best_has_plan ||
+          (has_plan == best_has_plan && w.dispatched < best->dispatched)))) {
+      best = &w;
+      best_has_plan = has_plan;
+    }
+  }
+  if (best == nullptr) {
+    if (workers_.empty()) {
+      return absl::UnavailableError(absl::StrCat(
+          "plan ", plan_id,
+          ": no workers known (start graphopt-worker with --register_with, or name workers "
+          "with the server's --workers)"));
+    }
+    if (attempts == 0 && live > 0 && !any_capable) {
+      return absl::UnimplementedError(
+          absl::StrCat("plan ", plan_id, ": no worker can run it: none has ", missing));
+    }
+    if (attempts == 0) {
+      return absl::UnavailableError(absl::StrCat("plan ", plan_id, ": no live worker can run it (",
+                                                 workers_.size(), " known, ", live, " up)"));
+    }
+    return absl::UnavailableError(absl::StrCat("plan ", plan_id, ": no worker could run it in ",
+                                               attempts, " attempt(s); last: ", last_error));
+  }
+  ++best->in_flight;
+  ++best->dispatched;
+  Target target;
+  target.address = best->address;
+  target.stub = best->stub;
+  if (auto it = best->loaded_plans.find(plan_id); it != best->loaded_plans.end()) {
+    target.loaded_plan_id = it->second;
+  }
+  return target;
+}
+
+Coordinator::Attempt Coordinator::TryWorker(const Target& target, const v1::Graph& plan,
+                                            const std::string& plan_id,
+                                            const v1::RunRequest& request,
+                                            v1::RunResponse* response) {
+  const std::string& address = target.address;
+  auto retry = [&](const std::string& rpc, const grpc::Status& s, bool mark_down) {
+    Attempt a;
+    a.outcome = Attempt::Outcome::kRetry;
+    a.error = absl::StrCat("worker ", address, ": ", rpc, ": ", GrpcError(s));
+    absl::MutexLock lock(&mu_);
+    auto it = workers_.find(address);
+    if (mark_down && it != workers_.end()) MarkDown(it->second, a.error);
+    return a;
+  };
+  auto failed = [&](const std::string& rpc, const grpc::Status& s) {
+    Attempt a;
+    a.status = absl::Status(
+        static_cast<absl::StatusCode>(s.error_code()),
+        absl::StrCat(rpc, " of plan ", plan_id, " on worker ", address, ": ", s.error_message()));
+    return a;
+  };
+  auto remember = [&](const std::string& worker_plan_id) {
+    absl::MutexLock lock(&mu_);
+    auto it = workers_.find(address);
+    if (it == workers_.end()) return;
+    if (worker_plan_id.empty()) {
+      it->second.loaded_plans.erase(plan_id);
+    } else {
+      it->second.loaded_plans[plan_id] = worker_plan_id;
+    }
+  };
+
+  std::string worker_plan_id = target.loaded_plan_id;
+  for (int round = 0; round < 2; ++round) {  // the second round reloads a plan the worker lost
+    if (worker_plan_id.empty()) {
+      v1::LoadPlanRequest load;
+      *load.mutable_graph() = plan;
+      if (absl::Status s = InlineBlobReferences(load.mutable_graph(), blobs_); !s.ok()) {
+        Attempt a;
+        a.status = absl::Status(s.code(), absl::StrCat("graph: ", s.message()));
+        return a;
+      }
+      v1::LoadPlanResponse loaded;
+      const absl::Time start = absl::Now();
+      grpc::Status s;
+      {
+        CallScope call(this, address);
+        s = target.stub->LoadPlan(call.context(), load, &loaded);
+      }
+      response->set_load_micros(response->load_micros() + MicrosSince(start));
+      if (!s.ok()) {
+        // A plan too large for this worker's cache may fit another's.
+        if (s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED)
+          return retry("LoadPlan", s, false);
+        if (WorkerFailed(s.error_code())) return retry("LoadPlan", s, true);
+        return failed("LoadPlan", s);
+      }
+      worker_plan_id = loaded.plan_id();
+      remember(worker_plan_id);
+      response->set_loaded_plan(true);
+    }
+    v1::ExecuteRequest execute;
+    execute.set_plan_id(worker_plan_id);
+    *execute.mutable_inputs() = request.inputs();
+    execute.set_profile(request.profile());
+    execute.set_request_id(request.request_id());
+    v1::ExecuteResponse executed;
+    const absl::Time start = absl::Now();
+    grpc::Status s;
+    {
+      CallScope call(this, address);
+      s = target.stub->Execute(call.context(), execute, &executed);
+    }
+    if (s.error_code() == grpc::StatusCode::NOT_FOUND) {
+      // Evicted, or the worker restarted: load it again (once).
+      remember("");
+      worker_plan_id.clear();
+      if (round == 0) continue;
+      return retry("Execute", s, false);
+    }
+    if (!s.ok()) {
+      if (WorkerFailed(s.error_code())) return retry("Execute", s, true);
+      return failed("Execute", s);
+    }
+    response->set_execute_micros(MicrosSince(start));
+    *response->mutable_outputs() = std::move(*executed.mutable_outputs());
+    *response->mutable_timings() = std::move(*executed.mutable_timings());
+    response->set_worker_id(executed.worker_id());
+    response->set_worker_address(address);
+    response->set_worker_run_micros(executed.run_micros());
+    Attempt a;
+    a.outcome = Attempt::Outcome::kDone;
+    return a;
+  }
+  Attempt unreachable;  // the second round always returns
+  unreachable.status = absl::InternalError("plan load loop ended without an answer");
+  return unreachable;
+}
+
+absl::StatusOr<v1::RunResponse> Coordinator::Run(v1::RunRequest request, absl::string_view tenant,
+                                                 absl::Time deadline) {
+  if (!request.has_graph()) {
+    return absl::InvalidArgumentError("graph: missing (the plan to run)");
+  }
+  if (request.request_id().size() > kMaxRequestIdBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("request_id: ", request.request_id().size(),
+                                                   " bytes, at most ", kMaxRequestIdBytes));
+  }
+  if (!request.has_optimize() && !request.dim_bindings().empty()) {
+    return absl::InvalidArgumentError("dim_bindings: given without optimize");
+  }
+  absl::flat_hash_set<absl::string_view> names;
+  for (int i = 0; i < request.inputs_size(); ++i) {
+    const v1::NamedTensor& in = request.inputs(i);
+    if (in.name().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("inputs[", i, "].name: empty"));
+    }
+    if (!in.has_tensor()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("inputs[", i, "].tensor: missing (input '", in.name(), "')"));
+    }
+    if (!names.insert(in.name()).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("inputs[", i, "]: input '", in.name(), "' is given twice"));
+    }
+  }
+  std::string input_digest = Sha256Digest(SerializeDeterministic(request.graph()));
+  if (request.request_id().empty())
+    return RunOnce(std::move(request), tenant, std::move(input_digest));
+
+  // What was asked, without the graph (its digest stands for it) and the id.
+  v1::RunRequest asked;
+  *asked.mutable_inputs() = request.inputs();
+  asked.set_profile(request.profile());
+  if (request.has_optimize()) *asked.mutable_optimize() = request.optimize();
+  *asked.mutable_dim_bindings() = request.dim_bindings();
+  const std::string fingerprint =
+      Sha256Digest(absl::StrCat(input_digest, SerializeDeterministic(asked)));
+  const std::string key = absl::StrCat(tenant, "\n", request.request_id());
+  std::shared_ptr<Pending> pending;
+  bool first = false;
+  {
+    absl::MutexLock lock(&mu_);
+    auto [it, inserted] = requests_.try_emplace(key);
+    if (inserted) {
+      it->second = std::make_shared<Pending>();
+      it->second->fingerprint = fingerprint;
+      first = true;
+    } else if (it->second->fingerprint != fingerprint) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("request_id: '", request.request_id(),
+                       "' was already used for a different request (graph, inputs or options)"));
+    }
+    pending = it->second;
+  }
+  if (!first) {
+    // The same request again: the first one's answer, never a second execution.
+    if (!pending->done.WaitForNotificationWithDeadline(deadline)) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("request_id '", request.request_id(),
+                       "': the first request with this id is still running"));
+    }
+    absl::StatusOr<v1::RunResponse> answer = pending->result;
+    if (answer.ok()) answer->set_replayed(true);
+    return answer;
+  }
+  const std::string request_id = request.request_id();
+  absl::StatusOr<v1::RunResponse> result =
+      RunOnce(std::move(request), tenant, std::move(input_digest));
+  if (result.ok()) result->set_request_id(request_id);
+  Finish(key, pending, result);
+  return result;
+}
+
+void Coordinator::Finish(const std::string& key, const std::shared_ptr<Pending>& pending,
+                         absl::StatusOr<v1::RunResponse> result) {
+  pending->bytes = result.ok() ? static_cast<int64_t>(result->ByteSizeLong()) : 0;
+  const bool ok = result.ok();
+  pending->result = std::move(result);
+  pending->done.Notify();
+  absl::MutexLock lock(&mu_);
+  if (!ok) {
+    // Failures are not kept: the caller may try again with the same id.
+    auto it = requests_.find(key);
+    if (it != requests_.end() && it->second == pending) requests_.erase(it);
+    return;
+  }
+  completed_.push_back(key);
+  completed_bytes_ += pending->bytes;
+  while (!completed_.empty() && (static_cast<int>(completed_.size()) > options_.dedup_entries ||
+                                 completed_bytes_ > options_.dedup_bytes)) {
+    auto old = requests_.find(completed_.front());
+    if (old != requests_.end()) {
+      completed_bytes_ -= old->second->bytes;
+      requests_.erase(old);
+    }
+    completed_.pop_front();
+  }
+}
+
+absl::StatusOr<v1::RunResponse> Coordinator::RunOnce(v1::RunRequest request,
+                                                     absl::string_view tenant,
+                                                     std::string input_digest) {
+  const absl::Time start = absl::Now();
+  v1::RunResponse response;
+  v1::Graph plan;
+  std::string plan_id;
+  if (request.has_optimize()) {
+    if (optimizer_ == nullptr) {
+      return absl::UnimplementedError("optimize: this coordinator has no optimizer");
+    }
+    v1::OptimizeRequest optimize;
+    *optimize.mutable_graph() = std::move(*request.mutable_graph());
+    *optimize.mutable_pipeline() = request.optimize();
+    *optimize.mutable_dim_bindings() = request.dim_bindings();
+    optimize.set_result_format(v1::MODEL_FORMAT_GRAPH);
+    const absl::Time optimize_start = absl::Now();
+    absl::StatusOr<v1::OptimizeResponse> optimized =
+        optimizer_->Optimize(std::move(optimize), tenant);
+    if (!optimized.ok()) {
+      return absl::Status(optimized.status().code(),
+                          absl::StrCat("optimize: ", optimized.status().message()));
+    }
+    response.set_optimize_micros(MicrosSince(optimize_start));
+    *response.mutable_reports() = std::move(*optimized->mutable_reports());
+    plan = std::move(*optimized->mutable_graph());
+    plan_id = Sha256Digest(SerializeDeterministic(plan));
+  } else {
+    plan = std::move(*request.mutable_graph());
+    plan_id = std::move(input_digest);
+  }
+  request.clear_graph();
+  // Weights sent as blob references stay pinned in the store until the plan is loaded.
+  std::vector<std::shared_ptr<const std::string>> pins;
+  if (absl::Status s = CheckBlobReferences(plan, blobs_, &pins); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("graph: ", s.message()));
+  }
+  Requirements needs;
+  std::vector<const v1::Graph*> stack = {&plan};
+  while (!stack.empty()) {
+    const v1::Graph* g = stack.back();
+    stack.pop_back();
+    for (const v1::Node& n : g->nodes()) {
+      needs.ops.try_emplace(absl::StrCat(Domain(n.domain()), "::", n.op_type()), n.name());
+      if (!n.device().empty()) needs.devices.try_emplace(n.device(), n.name());
+      for (const v1::Attribute& a : n.attributes()) {
+        if (a.has_g()) stack.push_back(&a.g());
+        if (a.has_graphs()) {
+          for (const v1::Graph& sub : a.graphs().values()) stack.push_back(&sub);
+        }
+      }
+    }
+  }
+
+  absl::flat_hash_set<std::string> tried;
+  std::string last_error;
+  int attempts = 0;
+  while (true) {
+    if (attempts >= options_.max_attempts) {
+      return absl::UnavailableError(absl::StrCat("plan ", plan_id, ": no worker could run it in ",
+                                                 attempts, " attempt(s); last: ", last_error));
+    }
+    absl::StatusOr<Target> target = PickWorker(needs, plan_id, tried, attempts, last_error);
+    if (!target.ok()) return target.status();
+    ++attempts;
+    Attempt attempt = TryWorker(*target, plan, plan_id, request, &response);
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = workers_.find(target->address);
+      if (it != workers_.end()) --it->second.in_flight;
+    }
+    switch (attempt.outcome) {
+      case Attempt::Outcome::kDone:
+        response.set_plan_id(plan_id);
+        response.set_attempts(attempts);
+        response.set_total_micros(MicrosSince(start));
+        return response;
+      case Attempt::Outcome::kFailed:
+        return attempt.status;
+      case Attempt::Outcome::kRetry:
+        logger_->warn("coordinator: request '{}' (plan {}): {}; {}", request.request_id(), plan_id,
+                      attempt.error,
+                      attempts < options_.max_attempts ? "trying another worker" : "giving up");
+        tried.insert(target->address);
+        last_error = std::move(attempt.error);
+        response.clear_loaded_plan();
+        break;
+    }
+  }
+}
+
+v1::ListWorkersResponse Coordinator::ListWorkers() const {
+  absl::MutexLock lock(&mu_);
+  v1::ListWorkersResponse response;
+  const absl::Time now = absl::Now();
+  for (const auto& [address, w] : workers_) {
+    v1::WorkerStatus* s = response.add_workers();
+    s->set_address(address);
+    s->set_worker_id(w.worker_id);
+    s->set_health(w.health == Health::kUp ? "up" : w.health == Health::kDown ? "down" : "unknown");
+    s->set_source(w.source);
+    *s->mutable_devices() = w.description.devices();
+    s->set_executing(w.in_flight);
+    s->set_executed(w.description.executed());
+    s->set_plans_loaded(w.description.plans_loaded());
+    s->set_plan_cache_bytes(w.description.plan_cache_bytes());
+    s->set_last_seen_ms_ago(
+        w.last_seen == absl::InfinitePast() ? -1 : absl::ToInt64Milliseconds(now - w.last_seen));
+    s->set_failures(w.failures);
+    s->set_supported_ops(static_cast<int32_t>(w.supported_ops.size()));
+    s->set_dispatched(w.dispatched);
+    s->set_last_error(w.last_error);
+  }
+  return response;
+}
+
+}  // namespace graphopt

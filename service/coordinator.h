@@ -1,0 +1,199 @@
+#ifndef GRAPHOPT_SERVICE_COORDINATOR_H_
+#define GRAPHOPT_SERVICE_COORDINATOR_H_
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/btree_map.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "grpcpp/grpcpp.h"
+#include "proto/coordinator.pb.h"
+#include "proto/worker.grpc.pb.h"
+#include "service/blob_store.h"
+#include "service/optimizer.h"
+#include "service/tenant.h"
+#include "spdlog/logger.h"
+
+namespace graphopt {
+
+struct CoordinatorOptions {
+  // Workers one Run tries before UNAVAILABLE.
+  int max_attempts = 3;
+  // Deadline of one LoadPlan or Execute call on a worker; a call past it counts as a stalled
+  // worker (marked down, the request retried elsewhere).
+  absl::Duration call_timeout = absl::Seconds(120);
+  // Every this often each worker is probed with Describe...
+  absl::Duration probe_interval = absl::Milliseconds(500);
+  // ...and marked down when it does not answer within this (a dead or stalled worker: the calls
+  // in flight on it are cancelled and their requests retried elsewhere).
+  absl::Duration probe_timeout = absl::Milliseconds(1000);
+  // What RegisterWorker tells a worker about its next heartbeat.
+  absl::Duration heartbeat_interval = absl::Seconds(2);
+  // A registered worker that is not up and has sent no heartbeat for this long is forgotten;
+  // so is a worker found by DNS that is not up and no longer resolves.
+  absl::Duration forget_after = absl::Seconds(60);
+  // DNS names are resolved again this often.
+  absl::Duration dns_interval = absl::Seconds(10);
+  // Largest message to and from a worker.
+  int max_message_bytes = 1024 << 20;
+  // Successful answers kept for request-id deduplication, by count and by bytes (oldest
+  // forgotten first).
+  int dedup_entries = 1024;
+  int64_t dedup_bytes = int64_t{256} << 20;
+};
+
+// "host:port" with a non-empty host (a name, an IPv4 address or a bracketed IPv6 address) and a
+// port in 1..65535. INVALID_ARGUMENT naming `what` otherwise.
+absl::Status CheckHostPort(absl::string_view address, absl::string_view what);
+
+// The worker nodes as the server sees them, and Run: plans executed on them.
+//
+// Workers are known by address ("host:port"), from three sources: AddWorker (the server's
+// --workers flag), AddDnsName (every address a name resolves to, re-resolved periodically: a
+// Kubernetes headless service), and Register (a worker's own announcement, repeated as its
+// heartbeat). Every worker is probed with Describe every probe_interval; one that does not answer
+// within probe_timeout is marked down, and the calls in flight on it are cancelled, so their
+// requests move on to another worker. A worker that answers again is up again.
+//
+// Thread-safe. Start() begins probing on threads of its own; the destructor stops them.
+class Coordinator {
+ public:
+  // `optimizer` serves RunRequest.optimize and `blobs` resolves blob references; either may be
+  // null (such requests are then refused). Both must outlive the Coordinator.
+  Coordinator(CoordinatorOptions options, const Optimizer* optimizer, BlobStore* blobs,
+              std::shared_ptr<spdlog::logger> logger);
+  ~Coordinator();
+  Coordinator(const Coordinator&) = delete;
+  Coordinator& operator=(const Coordinator&) = delete;
+
+  // A worker at `address` (host:port); `source` is "flag", "dns" or "registered". Adding a
+  // known address again changes nothing (a registration refreshes its heartbeat).
+  // INVALID_ARGUMENT for a malformed address.
+  absl::Status AddWorker(const std::string& address, const std::string& source);
+  // A DNS name, as "NAME:PORT", whose addresses are all workers. Resolved now and every
+  // dns_interval. INVALID_ARGUMENT for a malformed name; a name that does not resolve (yet) is
+  // only logged.
+  absl::Status AddDnsName(const std::string& name_and_port);
+  // A registration or heartbeat. INVALID_ARGUMENT naming the field for an address that is not
+  // host:port or a worker_id over 256 bytes.
+  absl::Status Register(const v1::RegisterWorkerRequest& request);
+
+  // Probes every worker once, then keeps probing every probe_interval (and resolving DNS names
+  // every dns_interval) until destruction. Call once.
+  void Start();
+  // Probes every worker once and waits for the answers (or probe_timeout).
+  void ProbeNow();
+
+  // Runs `request` on behalf of `tenant` (see coordinator.proto for the errors). `deadline` is
+  // the caller's: it bounds only the wait for an earlier request with the same request_id
+  // (the work itself is bounded by the attempts and call_timeout, and its answer is kept for a
+  // retry).
+  absl::StatusOr<v1::RunResponse> Run(v1::RunRequest request,
+                                      absl::string_view tenant = kDefaultTenant,
+                                      absl::Time deadline = absl::InfiniteFuture());
+
+  // Every worker known, by address.
+  v1::ListWorkersResponse ListWorkers() const;
+
+  const CoordinatorOptions& options() const { return options_; }
+
+ private:
+  enum class Health { kUnknown, kUp, kDown };
+  struct Worker {
+    std::string address;
+    std::string source;
+    std::string worker_id;
+    std::shared_ptr<v1::Worker::Stub> stub;
+    Health health = Health::kUnknown;
+    absl::Time last_seen = absl::InfinitePast();
+    absl::Time last_heartbeat = absl::InfinitePast();
+    v1::DescribeResponse description;
+    absl::flat_hash_set<std::string> supported_ops;
+    // Device names and kinds ("cpu:0", "cpu").
+    absl::flat_hash_set<std::string> devices;
+    // Plans loaded there: the coordinator's plan id -> the worker's plan id.
+    absl::flat_hash_map<std::string, std::string> loaded_plans;
+    // Runs on it now.
+    int in_flight = 0;
+    // Runs sent to it, ever (the tie-break among equally busy workers).
+    int64_t dispatched = 0;
+    int64_t failures = 0;
+    std::string last_error;
+    // Calls in flight, cancelled when the worker is marked down.
+    absl::flat_hash_set<grpc::ClientContext*> calls;
+  };
+  // What a plan needs of a worker: ops ("domain::op") and devices, each with the first node
+  // that needs it (for messages).
+  struct Requirements {
+    absl::btree_map<std::string, std::string> ops;
+    absl::btree_map<std::string, std::string> devices;
+  };
+  // The worker picked for one attempt.
+  struct Target {
+    std::string address;
+    std::shared_ptr<v1::Worker::Stub> stub;
+    // The worker's id for the plan when it has it loaded; empty when it must be loaded.
+    std::string loaded_plan_id;
+  };
+  // One attempt's end: done (`response` filled), or the next worker is to be tried (`error`
+  // says why), or the request failed (`status`).
+  struct Attempt {
+    enum class Outcome { kDone, kRetry, kFailed } outcome = Outcome::kFailed;
+    absl::Status status;
+    std::string error;
+  };
+  // A request id's first request: running, or finished and kept for replays.
+  struct Pending;
+  class CallScope;
+
+  absl::StatusOr<v1::RunResponse> RunOnce(v1::RunRequest request, absl::string_view tenant,
+                                          std::string input_digest);
+  Attempt TryWorker(const Target& target, const v1::Graph& plan, const std::string& plan_id,
+                    const v1::RunRequest& request, v1::RunResponse* response);
+  // The least loaded live worker meeting `needs` and not in `tried`, or the error to answer
+  // with when there is none (`attempts` made so far, `last_error` the last failure).
+  absl::StatusOr<Target> PickWorker(const Requirements& needs, const std::string& plan_id,
+                                    const absl::flat_hash_set<std::string>& tried, int attempts,
+                                    const std::string& last_error);
+  void ProbeLoop();
+  void DnsLoop();
+  void ResolveDns();
+  void MarkDown(Worker& worker, const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AddWorkerLocked(const std::string& address, const std::string& source)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Stores a finished request's answer for replays (successes only) and evicts the oldest.
+  void Finish(const std::string& key, const std::shared_ptr<Pending>& pending,
+              absl::StatusOr<v1::RunResponse> result);
+
+  const CoordinatorOptions options_;
+  const Optimizer* const optimizer_;
+  BlobStore* const blobs_;
+  std::shared_ptr<spdlog::logger> logger_;
+
+  mutable absl::Mutex mu_;
+  absl::btree_map<std::string, Worker> workers_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> dns_names_ ABSL_GUARDED_BY(mu_);
+  // By tenant and request id.
+  absl::flat_hash_map<std::string, std::shared_ptr<Pending>> requests_ ABSL_GUARDED_BY(mu_);
+  // Keys of finished requests kept in requests_, oldest first, and their answers' bytes.
+  std::deque<std::string> completed_ ABSL_GUARDED_BY(mu_);
+  int64_t completed_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread prober_;
+  std::thread resolver_;
+};
+
+}  // namespace graphopt
+
+#endif  // GRAPHOPT_SERVICE_COORDINATOR_H_

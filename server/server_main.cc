@@ -1,5 +1,5 @@
-// graphopt-server: serves graphopt.v1.GraphOptimizer (plus grpc.health.v1 and server
-// reflection) over insecure gRPC.
+// graphopt-server: serves graphopt.v1.GraphOptimizer and graphopt.v1.Coordinator (plans run on
+// graphopt-worker nodes), plus grpc.health.v1 and server reflection, over insecure gRPC.
 //
 // Lifecycle: SIGINT/SIGTERM are blocked before any thread starts and received with sigwait()
 // on the main thread. On either signal the health status turns NOT_SERVING, in-flight calls
@@ -24,8 +24,10 @@
 #include "absl/flags/usage.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "graph/builtin_ops.h"
 #include "graph/op_registry.h"
@@ -34,9 +36,11 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "passes/builtin_passes.h"
 #include "passes/pass.h"
+#include "server/coordinator_service.h"
 #include "server/optimizer_service.h"
 #include "server/serving.h"
 #include "service/blob_store.h"
+#include "service/coordinator.h"
 #include "service/op_persistence.h"
 #include "service/op_store.h"
 #include "service/optimizer.h"
@@ -74,6 +78,20 @@ ABSL_FLAG(std::string, op_store_dir, "graphopt-state/ops",
           "created if missing. Empty: registered ops live in memory only and are lost on exit. "
           "One server per directory.");
 
+ABSL_FLAG(std::string, workers, "",
+          "Workers the coordinator runs plans on (Run), comma-separated host:port; "
+          "dns:NAME:PORT for every address NAME resolves to (a Kubernetes headless service). "
+          "Workers may also announce themselves (graphopt-worker --register_with).");
+ABSL_FLAG(int, probe_interval_ms, 500,
+          "How often the coordinator probes each worker (Describe), 10..60000.");
+ABSL_FLAG(int, probe_timeout_ms, 1000,
+          "A worker not answering a probe within this is marked down and its in-flight calls "
+          "are retried elsewhere, 10..60000.");
+ABSL_FLAG(int, max_run_attempts, 3, "Workers one Run tries before UNAVAILABLE, 1..100.");
+ABSL_FLAG(int, worker_call_timeout_s, 120,
+          "Deadline of one LoadPlan or Execute call on a worker; a worker past it is taken as "
+          "stalled (marked down, the request retried elsewhere), 1..86400.");
+
 namespace graphopt {
 namespace {
 
@@ -99,6 +117,8 @@ struct ServerConfig {
   int64_t blob_store_mb = 0;
   BlobRpcLimits blob_limits;
   std::string op_store_dir;
+  std::vector<std::string> workers;
+  CoordinatorOptions coordinator;
 };
 
 // Reads and checks the flags. INVALID_ARGUMENT naming the flag for a bad value.
@@ -146,6 +166,37 @@ absl::StatusOr<ServerConfig> ConfigFromFlags() {
                      config.blob_limits.max_blobs_per_upload));
   }
   config.op_store_dir = absl::GetFlag(FLAGS_op_store_dir);
+  for (absl::string_view w :
+       absl::StrSplit(absl::GetFlag(FLAGS_workers), ',', absl::SkipWhitespace())) {
+    const std::string worker(absl::StripAsciiWhitespace(w));
+    const bool dns = absl::StartsWith(worker, "dns:");
+    if (absl::Status s = CheckHostPort(dns ? worker.substr(4) : worker, "--workers"); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          s.message(), "; give host:port or dns:NAME:PORT, comma-separated"));
+    }
+    config.workers.push_back(worker);
+  }
+  struct RangeFlag {
+    const char* name;
+    int value;
+    int low, high;
+  };
+  const RangeFlag coordinator_flags[] = {
+      {"--probe_interval_ms", absl::GetFlag(FLAGS_probe_interval_ms), 10, 60000},
+      {"--probe_timeout_ms", absl::GetFlag(FLAGS_probe_timeout_ms), 10, 60000},
+      {"--max_run_attempts", absl::GetFlag(FLAGS_max_run_attempts), 1, 100},
+      {"--worker_call_timeout_s", absl::GetFlag(FLAGS_worker_call_timeout_s), 1, 86400},
+  };
+  for (const RangeFlag& f : coordinator_flags) {
+    if (f.value < f.low || f.value > f.high) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(f.name, " must be in ", f.low, "..", f.high, ", got ", f.value));
+    }
+  }
+  config.coordinator.probe_interval = absl::Milliseconds(absl::GetFlag(FLAGS_probe_interval_ms));
+  config.coordinator.probe_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_probe_timeout_ms));
+  config.coordinator.max_attempts = absl::GetFlag(FLAGS_max_run_attempts);
+  config.coordinator.call_timeout = absl::Seconds(absl::GetFlag(FLAGS_worker_call_timeout_s));
   const std::string level_name = absl::GetFlag(FLAGS_log_level);
   std::optional<spdlog::level::level_enum> level = ParseLogLevel(level_name);
   if (!level.has_value()) {
@@ -200,6 +251,17 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
               loaded->errors.size());
   const Optimizer optimizer(&op_store, &passes, blobs.get());
   OptimizerService service(&optimizer, logger_ptr, blobs.get(), config.blob_limits);
+  CoordinatorOptions coordinator_options = config.coordinator;
+  coordinator_options.max_message_bytes = config.max_message_mb * 1024 * 1024;
+  Coordinator coordinator(coordinator_options, &optimizer, blobs.get(), logger_ptr);
+  for (const std::string& worker : config.workers) {
+    // Checked with the flags already.
+    absl::Status added = absl::StartsWith(worker, "dns:") ? coordinator.AddDnsName(worker.substr(4))
+                                                          : coordinator.AddWorker(worker, "flag");
+    if (!added.ok()) logger.error("--workers: {}", added.ToString());
+  }
+  coordinator.Start();
+  CoordinatorService coordinator_service(&coordinator, logger_ptr);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -212,6 +274,7 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
   int selected_port = 0;
   builder.AddListeningPort(config.listen, grpc::InsecureServerCredentials(), &selected_port);
   builder.RegisterService(&service);
+  builder.RegisterService(&coordinator_service);
   builder.SetMaxReceiveMessageSize(max_message_bytes);
   builder.SetMaxSendMessageSize(max_message_bytes);
   builder.SetResourceQuota(quota);
@@ -239,9 +302,9 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
   }
   logger.info(
       "graphopt-server listening on {} (threads={}, max_message_mb={}, blob_store_mb={}, "
-      "ops={}, passes={})",
+      "ops={}, passes={}, workers named={})",
       address, config.threads, config.max_message_mb, config.blob_store_mb, ops.size(),
-      passes.List().size());
+      passes.List().size(), config.workers.size());
   logger.flush();
 
   const std::string signal_name = WaitForShutdownSignal(shutdown_signals, logger);
@@ -269,7 +332,10 @@ int Main(int argc, char** argv) {
       "graphopt-server [--listen=HOST:PORT] [--port_file=FILE] [--threads=N] "
       "[--max_message_mb=N] [--blob_store_mb=N] [--max_blob_digests=N] "
       "[--max_blobs_per_upload=N] [--op_store_dir=DIR] [--log_level=LEVEL]\n"
-      "Serves graphopt.v1.GraphOptimizer, grpc.health.v1.Health and server reflection.");
+      "  [--workers=HOST:PORT,dns:NAME:PORT,...] [--probe_interval_ms=N] [--probe_timeout_ms=N]\n"
+      "  [--max_run_attempts=N] [--worker_call_timeout_s=N]\n"
+      "Serves graphopt.v1.GraphOptimizer, graphopt.v1.Coordinator, grpc.health.v1.Health and "
+      "server reflection.");
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   if (positional.size() > 1) {
     std::fprintf(stderr, "graphopt-server: unexpected argument '%s' (see --help)\n",

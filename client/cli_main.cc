@@ -1,5 +1,7 @@
 // graphopt: command-line client. Optimizes graph files in-process (the embedded default) or
-// through a graphopt-server (--server), and lists the passes and ops either one knows.
+// through a graphopt-server (--server), and lists the passes and ops either one knows. Runs
+// models in-process or, with --server, through the server's coordinator on a worker node
+// (`run`), and lists a server's workers (`workers`).
 //
 // Exit status: 0 on success, 1 when the request fails (the status code name and message are
 // printed to stderr), 2 for usage errors.
@@ -9,6 +11,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,9 +21,11 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "client/backend.h"
 #include "client/cli_options.h"
+#include "client/coordinator_client.h"
 #include "client/graph_io.h"
 #include "client/model_summary.h"
 #include "client/op_file.h"
@@ -84,6 +89,11 @@ struct RunArgs {
   std::vector<std::string> bindings;
   uint64_t seed = 0;
   int repeat = 1;
+  // --server: run through its coordinator; --tenant; --timeout.
+  BackendArgs backend;
+  std::string request_id;
+  int opt_level = 1;
+  bool has_opt_level = false;  // -O given
 };
 
 struct OpsArgs {
@@ -316,13 +326,149 @@ int RunInspect(const InspectArgs& args) {
   return kExitOk;
 }
 
+// A model's inputs by name.
+using NamedInputs = std::vector<std::pair<std::string, runtime::Tensor>>;
+
+// What a run produced, locally or on a worker.
+struct RunOutcome {
+  std::vector<runtime::Tensor> outputs;
+  std::vector<runtime::NodeTiming> profile;
+  // The line after the output summaries: where and how long.
+  std::string summary;
+};
+
+std::string RepeatSummary(std::vector<double> run_ms) {
+  if (run_ms.size() < 2) return "";
+  std::sort(run_ms.begin(), run_ms.end());
+  return absl::StrFormat(" (first), median of %d %.2f ms, min %.2f ms", run_ms.size(),
+                         run_ms[run_ms.size() / 2], run_ms.front());
+}
+
+// Runs `model` on the CPU runtime in this process.
+absl::StatusOr<RunOutcome> RunInProcess(const RunArgs& args, Graph model,
+                                        const NamedInputs& inputs) {
+  runtime::KernelRegistry registry;
+  if (absl::Status s = runtime::RegisterCpuKernels(registry); !s.ok()) return s;
+  runtime::ExecutorOptions options;
+  options.num_threads = args.threads;
+  const absl::Time plan_start = absl::Now();
+  absl::StatusOr<std::unique_ptr<runtime::Executor>> executor =
+      runtime::Executor::Create(std::move(model), registry, options);
+  if (!executor.ok()) return executor.status();
+  const double plan_ms = absl::ToDoubleMilliseconds(absl::Now() - plan_start);
+  RunOutcome outcome;
+  std::vector<double> run_ms;
+  for (int i = 0; i < args.repeat; ++i) {
+    const absl::Time start = absl::Now();
+    absl::StatusOr<runtime::RunResult> result =
+        (*executor)->Run(inputs, {.profile = args.profile});
+    if (!result.ok()) return result.status();
+    run_ms.push_back(absl::ToDoubleMilliseconds(absl::Now() - start));
+    outcome.outputs = std::move(result->outputs);
+    // The profile of the last run (warm caches), node by node.
+    outcome.profile = std::move(result->timings);
+  }
+  outcome.summary = absl::StrFormat("plan %.1f ms; run %.2f ms%s on %d thread%s", plan_ms,
+                                    run_ms.front(), RepeatSummary(run_ms), args.threads,
+                                    args.threads == 1 ? "" : "s");
+  return outcome;
+}
+
+// Runs `model` through the coordinator of --server, on one of its workers. A model with
+// kAutoUploadBytes of weights or more sends them ahead as blobs (once per server).
+absl::StatusOr<RunOutcome> RunOnServer(const RunArgs& args, v1::Graph model,
+                                       const NamedInputs& inputs) {
+  const absl::Duration timeout = absl::Seconds(args.backend.timeout_s);
+  WeightStash stash;
+  std::unique_ptr<OptimizerBackend> blob_backend;
+  if (InitializerBytes(model) >= kAutoUploadBytes) {
+    stash.Externalize(&model);
+    blob_backend = CreateRemoteBackend(args.backend.server, timeout, args.backend.tenant);
+    if (absl::Status s = UploadWeights(*blob_backend, stash, /*quiet=*/true); !s.ok()) return s;
+  }
+  v1::RunRequest request;
+  *request.mutable_graph() = std::move(model);
+  for (const auto& [name, tensor] : inputs) {
+    v1::NamedTensor* in = request.add_inputs();
+    in->set_name(name);
+    tensor.ToProto(in->mutable_tensor());
+  }
+  request.set_profile(args.profile);
+  if (args.has_opt_level) request.mutable_optimize()->set_opt_level(args.opt_level);
+  std::vector<double> run_ms;
+  absl::StatusOr<v1::RunResponse> response;
+  for (int i = 0; i < args.repeat; ++i) {
+    // Each repetition is a request of its own.
+    request.set_request_id(args.request_id.empty() || i == 0
+                               ? args.request_id
+                               : absl::StrCat(args.request_id, "#", i + 1));
+    const absl::Time start = absl::Now();
+    response = RemoteRun(args.backend.server, timeout, args.backend.tenant, request);
+    if (!response.ok() && stash.blob_count() > 0 &&
+        response.status().code() == absl::StatusCode::kFailedPrecondition &&
+        absl::StrContains(response.status().message(), "does not hold")) {
+      // The server dropped weights since the upload: send them again, once.
+      if (absl::Status s = UploadWeights(*blob_backend, stash, /*quiet=*/true); !s.ok()) return s;
+      response = RemoteRun(args.backend.server, timeout, args.backend.tenant, request);
+    }
+    if (!response.ok()) return response.status();
+    run_ms.push_back(absl::ToDoubleMilliseconds(absl::Now() - start));
+  }
+  RunOutcome outcome;
+  for (const v1::NamedTensor& out : response->outputs()) {
+    absl::StatusOr<runtime::Tensor> t =
+        runtime::Tensor::FromProto(out.tensor(), absl::StrCat("output '", out.name(), "'"));
+    if (!t.ok()) return t.status();
+    outcome.outputs.push_back(*std::move(t));
+  }
+  for (const v1::NodeTiming& t : response->timings()) {
+    outcome.profile.push_back({t.node(), t.op_type(), t.micros()});
+  }
+  outcome.summary = absl::StrFormat(
+      "ran on worker %s (%s), attempt %d%s%s; load %.1f ms, execute %.2f ms, round trip %.2f "
+      "ms%s",
+      response->worker_id(), response->worker_address(), response->attempts(),
+      response->loaded_plan() ? ", plan loaded" : "", response->replayed() ? ", replayed" : "",
+      response->load_micros() / 1000, response->execute_micros() / 1000, run_ms.front(),
+      RepeatSummary(run_ms));
+  if (response->reports_size() > 0) {
+    const v1::PassReport& first = response->reports(0);
+    const v1::PassReport& last = response->reports(response->reports_size() - 1);
+    outcome.summary = absl::StrFormat(
+        "optimized on the server: %d passes, %d -> %d nodes, %.1f ms\n%s",
+        response->reports_size(), first.nodes_before(), last.nodes_after(),
+        response->optimize_micros() / 1000, outcome.summary);
+  }
+  return outcome;
+}
+
 int RunRun(const RunArgs& args) {
   absl::StatusOr<std::map<std::string, int64_t>> bindings = ParseDimBindings(args.bindings);
   if (!bindings.ok()) return UsageError(std::string(bindings.status().message()));
   absl::StatusOr<std::vector<InputSpec>> specs = ParseInputSpecs(args.inputs);
   if (!specs.ok()) return UsageError(std::string(specs.status().message()));
+  if (args.backend.server.empty() && !args.request_id.empty()) {
+    return UsageError("--request-id needs --server");
+  }
   absl::StatusOr<v1::Graph> proto = ReadAnyModel(args.model);
   if (!proto.ok()) return ReportError(proto.status());
+  const bool remote = !args.backend.server.empty();
+  std::string optimized_line;
+  if (args.has_opt_level && !remote) {
+    // Optimized here first, as the server's coordinator would (-O with --server).
+    absl::StatusOr<std::unique_ptr<OptimizerBackend>> backend = CreateEmbeddedBackend();
+    if (!backend.ok()) return ReportError(backend.status());
+    v1::OptimizeRequest request;
+    *request.mutable_graph() = *std::move(proto);
+    request.mutable_pipeline()->set_opt_level(args.opt_level);
+    request.set_result_format(v1::MODEL_FORMAT_GRAPH);
+    absl::StatusOr<v1::OptimizeResponse> optimized = (*backend)->Optimize(std::move(request));
+    if (!optimized.ok()) return ReportError(optimized.status());
+    proto = std::move(*optimized->mutable_graph());
+  }
+  // The model as read goes to the server; the IR here gives the inputs and output names.
+  std::optional<v1::Graph> plan;
+  if (remote) plan = *proto;
   absl::StatusOr<Graph> graph = GraphFromProto(*std::move(proto));
   if (!graph.ok()) return ReportError(graph.status());
   absl::StatusOr<std::vector<std::pair<std::string, runtime::Tensor>>> inputs =
@@ -330,44 +476,22 @@ int RunRun(const RunArgs& args) {
   if (!inputs.ok()) return ReportError(inputs.status());
   std::vector<std::string> output_names;
   for (ValueId v : graph->outputs()) output_names.push_back(graph->value(v).name);
-
-  runtime::KernelRegistry registry;
-  absl::Status registered = runtime::RegisterCpuKernels(registry);
-  if (!registered.ok()) return ReportError(registered);
-  runtime::ExecutorOptions options;
-  options.num_threads = args.threads;
-  const absl::Time plan_start = absl::Now();
-  absl::StatusOr<std::unique_ptr<runtime::Executor>> executor =
-      runtime::Executor::Create(*std::move(graph), registry, options);
-  if (!executor.ok()) return ReportError(executor.status());
-  const double plan_ms = absl::ToDoubleMilliseconds(absl::Now() - plan_start);
-
   for (const auto& [name, tensor] : *inputs) {
     std::printf("input  %s\n", FormatTensorSummary(name, tensor).c_str());
   }
-  std::vector<double> run_ms;
-  absl::StatusOr<runtime::RunResult> result;
-  std::vector<runtime::NodeTiming> profile;
-  for (int i = 0; i < args.repeat; ++i) {
-    const absl::Time start = absl::Now();
-    result = (*executor)->Run(*inputs, {.profile = args.profile});
-    if (!result.ok()) return ReportError(result.status());
-    run_ms.push_back(absl::ToDoubleMilliseconds(absl::Now() - start));
-    // The profile of the last run (warm caches), node by node.
-    if (args.profile) profile = std::move(result->timings);
+  absl::StatusOr<RunOutcome> outcome = remote ? RunOnServer(args, *std::move(plan), *inputs)
+                                              : RunInProcess(args, *std::move(graph), *inputs);
+  if (!outcome.ok()) return ReportError(outcome.status());
+  if (outcome->outputs.size() != output_names.size()) {
+    return ReportError(absl::InternalError(absl::StrCat("the model has ", output_names.size(),
+                                                        " outputs; the run returned ",
+                                                        outcome->outputs.size())));
   }
-  for (size_t i = 0; i < result->outputs.size(); ++i) {
-    std::printf("output %s\n", FormatTensorSummary(output_names[i], result->outputs[i]).c_str());
+  for (size_t i = 0; i < outcome->outputs.size(); ++i) {
+    std::printf("output %s\n", FormatTensorSummary(output_names[i], outcome->outputs[i]).c_str());
   }
-  std::vector<double> sorted = run_ms;
-  std::sort(sorted.begin(), sorted.end());
-  std::printf("plan %.1f ms; run %.2f ms", plan_ms, run_ms.front());
-  if (args.repeat > 1) {
-    std::printf(" (first), median of %d %.2f ms, min %.2f ms", args.repeat,
-                sorted[sorted.size() / 2], sorted.front());
-  }
-  std::printf(" on %d thread%s\n", args.threads, args.threads == 1 ? "" : "s");
-  if (args.profile) std::printf("\n%s", FormatProfile(profile).c_str());
+  std::printf("%s\n", outcome->summary.c_str());
+  if (args.profile) std::printf("\n%s", FormatProfile(outcome->profile).c_str());
   if (!args.output_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(args.output_dir, ec);
@@ -375,8 +499,8 @@ int RunRun(const RunArgs& args) {
       return ReportError(absl::PermissionDeniedError(
           absl::StrCat("cannot create '", args.output_dir, "': ", ec.message())));
     }
-    for (size_t i = 0; i < result->outputs.size(); ++i) {
-      absl::StatusOr<std::string> bytes = runtime::SerializeNpy(result->outputs[i]);
+    for (size_t i = 0; i < outcome->outputs.size(); ++i) {
+      absl::StatusOr<std::string> bytes = runtime::SerializeNpy(outcome->outputs[i]);
       if (!bytes.ok()) {
         return ReportError(absl::Status(bytes.status().code(),
                                         absl::StrCat("output '", output_names[i], "': ",
@@ -389,6 +513,14 @@ int RunRun(const RunArgs& args) {
       std::printf("wrote %s\n", path.c_str());
     }
   }
+  return kExitOk;
+}
+
+int RunWorkers(const BackendArgs& args) {
+  absl::StatusOr<v1::ListWorkersResponse> workers =
+      RemoteListWorkers(args.server, absl::Seconds(args.timeout_s));
+  if (!workers.ok()) return ReportError(workers.status());
+  std::fputs(FormatWorkers(*workers).c_str(), stdout);
   return kExitOk;
 }
 
@@ -539,9 +671,10 @@ int Main(int argc, char** argv) {
 
   RunArgs run_args;
   CLI::App* run = app.add_subcommand(
-      "run", "Run a model in this process on the CPU runtime: inputs from .npy files or seeded "
-             "random values of each input's declared type; prints output summaries and, with "
-             "--profile, the time per op");
+      "run", "Run a model on the CPU runtime, in this process or (--server) on a worker node "
+             "through the server's coordinator: inputs from .npy files or seeded random values "
+             "of each input's declared type; prints output summaries and, with --profile, the "
+             "time per op");
   run->add_option("model", run_args.model, "Model file (.onnx or a graphopt graph)")->required();
   run->add_option("--input", run_args.inputs,
                   "An input from a .npy file: NAME=FILE.npy (repeatable); inputs not given get "
@@ -563,6 +696,31 @@ int Main(int argc, char** argv) {
                   "the last run)")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));
+  CLI::Option* run_level_option =
+      run->add_option("-O,--opt-level", run_args.opt_level,
+                      "Optimize at this level first (with --server, on the server)");
+  run->add_option("--server", run_args.backend.server,
+                  "graphopt-server address (host:port): run through its coordinator on one of "
+                  "its workers; without it the model runs in this process");
+  run->add_option("--timeout", run_args.backend.timeout_s,
+                  "With --server: deadline in seconds for each call")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  run->add_option("--tenant", run_args.backend.tenant,
+                  "With --server: the tenant the run is for (its registered ops, with -O)");
+  run->add_option("--request-id", run_args.request_id,
+                  "With --server: the request's id; sent again with the same id, it runs at "
+                  "most once and gets the first answer (--repeat appends #2, #3, ...)");
+
+  BackendArgs workers_args;
+  CLI::App* workers = app.add_subcommand(
+      "workers", "List the workers of a server's coordinator: address, id, health, devices, "
+                 "load, plans, last probe");
+  workers->add_option("--server", workers_args.server, "graphopt-server address (host:port)")
+      ->required();
+  workers->add_option("--timeout", workers_args.timeout_s, "Deadline in seconds")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
 
   BackendArgs passes_args;
   CLI::App* passes =
@@ -625,7 +783,11 @@ int Main(int argc, char** argv) {
     return RunOptimize(optimize_args);
   }
   if (inspect->parsed()) return RunInspect(inspect_args);
-  if (run->parsed()) return RunRun(run_args);
+  if (run->parsed()) {
+    run_args.has_opt_level = run_level_option->count() > 0;
+    return RunRun(run_args);
+  }
+  if (workers->parsed()) return RunWorkers(workers_args);
   if (passes->parsed()) return RunPasses(passes_args);
   if (ops_list->parsed()) return RunOps(list_args);
   if (ops_show->parsed()) return RunOps(show_args);

@@ -104,18 +104,6 @@ void GemmLoop(int64_t m, int64_t n, int64_t k, const A* a, int64_t lda, bool tra
   }
 }
 
-absl::Status Sgemm(const KernelContext& ctx, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
-                   float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
-                   float beta, float* c, int64_t ldc) {
-  const dnnl_status_t st =
-      dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  if (st != dnnl_success) {
-    return absl::InternalError(absl::StrCat(ctx.info().label(), ": oneDNN sgemm failed (status ",
-                                            static_cast<int>(st), ")"));
-  }
-  return absl::OkStatus();
-}
-
 template <typename F>
 absl::Status DispatchMatMulTypes(v1::DataType dtype, F&& f) {
   switch (dtype) {
@@ -405,6 +393,18 @@ absl::Status QLinearMatMulKernel(KernelContext& ctx) {
 }
 
 }  // namespace
+
+absl::Status Sgemm(const KernelContext& ctx, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                   float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
+                   float beta, float* c, int64_t ldc) {
+  const dnnl_status_t st =
+      dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  if (st != dnnl_success) {
+    return absl::InternalError(absl::StrCat(ctx.info().label(), ": oneDNN sgemm failed (status ",
+                                            static_cast<int>(st), ")"));
+  }
+  return absl::OkStatus();
+}
 
 absl::Status RegisterNnMatMulKernels(KernelRegistry& registry) {
   absl::Status s;

@@ -79,6 +79,12 @@ inline int64_t SpatialOffset(absl::Span<const int64_t> pos, absl::Span<const int
 absl::Status GuardDnnl(const KernelInfo& info, const char* what,
                        const std::function<absl::Status()>& fn);
 
+// C = alpha * op(A) * op(B) + beta * C, row-major, on oneDNN's sgemm; INTERNAL naming the node
+// when oneDNN fails. Defined in nn_matmul.cc.
+absl::Status Sgemm(const KernelContext& ctx, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                   float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
+                   float beta, float* c, int64_t ldc);
+
 }  // namespace graphopt::runtime
 
 #endif  // GRAPHOPT_RUNTIME_KERNELS_NN_UTIL_H_

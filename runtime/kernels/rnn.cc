@@ -3,18 +3,23 @@
 // LSTM's input_forget, layout 0/1). Float and double.
 //
 // The input projection X*W^T + biases is one pass over all time steps up front; each step then
-// adds H_{t-1}*R^T per batch entry (dot products over contiguous rows).
+// adds H_{t-1}*R^T per batch entry, as row-vector products over the transposed weights (contiguous, vectorised),
+// and applies the activations to whole gate vectors (sigmoid and tanh vectorised for float).
 #include <algorithm>
 #include <cmath>
 #include <memory>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "runtime/kernels/cpu_kernels.h"
+#include "runtime/kernels/fast_math.h"
 #include "runtime/kernels/kernel_util.h"
+#include "runtime/kernels/nn_util.h"
 
 namespace graphopt::runtime {
 
@@ -113,12 +118,31 @@ bool ParseActivation(const std::string& name, const std::vector<float>& alphas,
   return false;
 }
 
-// dot(a, b) over n contiguous elements.
+// y[0, n) += a[0, k) * b, b a row-major [k, n] block with leading dimension ldb.
 template <typename T>
-inline T Dot(const T* a, const T* b, int64_t n) {
-  T s = 0;
-  for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
-  return s;
+inline void Gemv(int64_t k, int64_t n, const T* a, const T* b, int64_t ldb, T* y) {
+  if constexpr (std::is_same_v<T, float>) {
+    GemvAccumulateF32(k, n, a, b, ldb, y);
+  } else {
+    for (int64_t p = 0; p < k; ++p) {
+      for (int64_t j = 0; j < n; ++j) y[j] += a[p] * b[p * ldb + j];
+    }
+  }
+}
+
+// A weight tensor [D, rows, cols] transposed to [D, cols, rows].
+template <typename T>
+void TransposeWeights(const Tensor& w, std::vector<T>* out) {
+  const int64_t D = w.dim(0), rows = w.dim(1), cols = w.dim(2);
+  out->resize(static_cast<size_t>(D * rows * cols));
+  const T* src = w.data<T>();
+  for (int64_t d = 0; d < D; ++d) {
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t k = 0; k < cols; ++k) {
+        (*out)[(d * cols + k) * rows + r] = src[(d * rows + r) * cols + k];
+      }
+    }
+  }
 }
 
 class RecurrentKernel : public OpKernel {
@@ -181,6 +205,12 @@ class RecurrentKernel : public OpKernel {
       }
       k->activations_.push_back(a);
     }
+    // R transposed once per plan when it is a constant of it (float only; W goes to sgemm as
+    // it is).
+    const Tensor* r = info.constant_input(2);
+    if (r != nullptr && r->dtype() == v1::DT_FLOAT32 && r->rank() == 3) {
+      TransposeWeights<float>(*r, &k->rt_);
+    }
     return std::unique_ptr<OpKernel>(std::move(k));
   }
 
@@ -212,6 +242,31 @@ class RecurrentKernel : public OpKernel {
                                       DataTypeName(dtype), ShapeString(want), " expected"));
     }
     return t;
+  }
+
+  // The transposed weights of `w`: those prepared at plan time, or a transposition in `local`.
+  template <typename T>
+  static const T* Prepared(const std::vector<float>& prepared, const Tensor& w,
+                           std::vector<T>* local) {
+    if constexpr (std::is_same_v<T, float>) {
+      if (static_cast<int64_t>(prepared.size()) == w.num_elements()) return prepared.data();
+    }
+    TransposeWeights<T>(w, local);
+    return local->data();
+  }
+
+  // x[0, n) = a(clip(x)) (no clipping with clip = false: LSTM's output activation).
+  template <typename T>
+  void Activate(const Activation& a, T* x, int64_t n, bool clip = true) const {
+    if (clip && clip_ > 0) {
+      const T lim = static_cast<T>(clip_);
+      for (int64_t i = 0; i < n; ++i) x[i] = std::max(-lim, std::min(lim, x[i]));
+    }
+    if constexpr (std::is_same_v<T, float>) {
+      if (a.kind == Activation::kSigmoid) return SigmoidF32(x, n);
+      if (a.kind == Activation::kTanh) return TanhF32(x, n);
+    }
+    for (int64_t i = 0; i < n; ++i) x[i] = a(x[i]);
   }
 
   template <typename T>
@@ -293,8 +348,9 @@ class RecurrentKernel : public OpKernel {
     }
 
     const T* xp = X.data<T>();
-    auto x_row = [&](int64_t t, int64_t bb) {
-      return xp + (layout_ == 0 ? (t * batch + bb) : (bb * seq + t)) * in;
+    // The row of X (and of the projections xw) holding time step t of batch entry bb.
+    auto xw_row = [&](int64_t t, int64_t bb) {
+      return layout_ == 0 ? t * batch + bb : bb * seq + t;
     };
     auto state_off = [&](int64_t d, int64_t bb) {
       return (layout_ == 0 ? (d * batch + bb) : (bb * D + d)) * H;
@@ -303,16 +359,23 @@ class RecurrentKernel : public OpKernel {
       return (layout_ == 0 ? ((t * D + d) * batch + bb) : ((bb * seq + t) * D + d)) * H;
     };
     const int64_t GH = G * H;
+    // W^T as [D, in, GH] (double only) and R^T as [D, H, GH] (prepared at plan time when R is a
+    // float constant of the plan): the products below read contiguous rows.
+    std::vector<T> wt_local, rt_local;
+    const T* WT = nullptr;  // float: sgemm reads W as it is
+    if constexpr (!std::is_same_v<T, float>) {
+      TransposeWeights<T>(W, &wt_local);
+      WT = wt_local.data();
+    }
+    const T* RT = Prepared<T>(rt_, R, &rt_local);
     std::vector<T> xw(static_cast<size_t>(seq * batch * GH));
     std::vector<T> bias(GH), rbh(H, T(0));
     std::vector<T> h(batch * H), c(batch * H);
-    const T clip = static_cast<T>(clip_);
-    auto clamp = [&](T v) { return clip_ > 0 ? std::max(-clip, std::min(clip, v)) : v; };
 
     for (int64_t d = 0; d < D; ++d) {
       const bool reverse = reverse_only_ || d == 1;
-      const T* Wd = W.data<T>() + d * GH * in;
-      const T* Rd = R.data<T>() + d * GH * H;
+      const T* WTd = WT != nullptr ? WT + d * in * GH : nullptr;
+      const T* RTd = RT + d * H * GH;
       const Activation* act = &activations_[d * NumActivations(cell_)];
       // Biases: Wb + Rb, except GRU's Rbh under linear_before_reset, applied inside.
       std::fill(bias.begin(), bias.end(), T(0));
@@ -328,15 +391,21 @@ class RecurrentKernel : public OpKernel {
         }
       }
       const T* P = *p != nullptr ? (*p)->data<T>() + d * 3 * H : nullptr;
-      // Input projection for every (t, batch) row.
-      ctx.ParallelFor(seq * batch, 16, [&](int64_t begin, int64_t end) {
-        for (int64_t row = begin; row < end; ++row) {
-          const int64_t t = row / batch, bb = row % batch;
-          const T* xr = x_row(t, bb);
-          T* o = xw.data() + row * GH;
-          for (int64_t j = 0; j < GH; ++j) o[j] = Dot(xr, Wd + j * in, in) + bias[j];
-        }
-      });
+      // Input projection bias + x * W^T for every row of X, in X's own row order (xw_row).
+      for (int64_t row = 0; row < seq * batch; ++row) {
+        std::copy(bias.begin(), bias.end(), xw.begin() + row * GH);
+      }
+      if constexpr (std::is_same_v<T, float>) {
+        absl::Status st = Sgemm(ctx, false, true, seq * batch, GH, in, 1.0f, xp, in,
+                                W.data<float>() + d * GH * in, in, 1.0f, xw.data(), GH);
+        if (!st.ok()) return st;
+      } else {
+        ctx.ParallelFor(seq * batch, 16, [&](int64_t begin, int64_t end) {
+          for (int64_t row = begin; row < end; ++row) {
+            Gemv<T>(in, GH, xp + row * in, WTd, GH, xw.data() + row * GH);
+          }
+        });
+      }
       for (int64_t bb = 0; bb < batch; ++bb) {
         for (int64_t j = 0; j < H; ++j) {
           h[bb * H + j] = *h0 != nullptr ? (*h0)->data<T>()[state_off(d, bb) + j] : T(0);
@@ -351,52 +420,60 @@ class RecurrentKernel : public OpKernel {
           T* cb = c.data() + bb * H;
           for (int64_t s = 0; s < lens[bb]; ++s) {
             const int64_t t = reverse ? lens[bb] - 1 - s : s;
-            const T* xg = xw.data() + (t * batch + bb) * GH;
+            const T* xg = xw.data() + xw_row(t, bb) * GH;
+            std::copy(xg, xg + GH, gates.begin());
             switch (cell_) {
               case Cell::kRnn:
-                for (int64_t j = 0; j < H; ++j) gates[j] = xg[j] + Dot(hb, Rd + j * H, H);
-                for (int64_t j = 0; j < H; ++j) hb[j] = act[0](clamp(gates[j]));
+                Gemv<T>(H, H, hb, RTd, GH, gates.data());
+                Activate(act[0], gates.data(), H);
+                std::copy(gates.begin(), gates.begin() + H, hb);
                 break;
               case Cell::kGru: {
-                // z and r.
-                for (int64_t j = 0; j < 2 * H; ++j) {
-                  gates[j] = act[0](clamp(xg[j] + Dot(hb, Rd + j * H, H)));
-                }
+                // z and r from h; the candidate from r*h (or r*(h*Rh + Rbh)).
+                Gemv<T>(H, 2 * H, hb, RTd, GH, gates.data());
+                Activate(act[0], gates.data(), 2 * H);
                 const T* z = gates.data();
                 const T* rg = gates.data() + H;
-                const T* Rh = Rd + 2 * H * H;
                 T* hh = gates.data() + 2 * H;
                 if (linear_before_reset_) {
-                  for (int64_t j = 0; j < H; ++j) {
-                    hh[j] =
-                        act[1](clamp(xg[2 * H + j] + rg[j] * (Dot(hb, Rh + j * H, H) + rbh[j])));
-                  }
+                  std::copy(rbh.begin(), rbh.end(), tmp.begin());
+                  Gemv<T>(H, H, hb, RTd + 2 * H, GH, tmp.data());
+                  for (int64_t j = 0; j < H; ++j) hh[j] += rg[j] * tmp[j];
                 } else {
                   for (int64_t j = 0; j < H; ++j) tmp[j] = rg[j] * hb[j];
-                  for (int64_t j = 0; j < H; ++j) {
-                    hh[j] = act[1](clamp(xg[2 * H + j] + Dot(tmp.data(), Rh + j * H, H)));
-                  }
+                  Gemv<T>(H, H, tmp.data(), RTd + 2 * H, GH, hh);
                 }
+                Activate(act[1], hh, H);
                 for (int64_t j = 0; j < H; ++j) hb[j] = (T(1) - z[j]) * hh[j] + z[j] * hb[j];
                 break;
               }
               case Cell::kLstm: {
-                for (int64_t j = 0; j < GH; ++j) gates[j] = xg[j] + Dot(hb, Rd + j * H, H);
+                Gemv<T>(H, GH, hb, RTd, GH, gates.data());
                 T* gi = gates.data();
                 T* go = gates.data() + H;
                 T* gf = gates.data() + 2 * H;
                 T* gc = gates.data() + 3 * H;
-                for (int64_t j = 0; j < H; ++j) {
-                  const T i = act[0](clamp(gi[j] + (P ? P[j] * cb[j] : T(0))));
-                  const T f = input_forget_
-                                  ? T(1) - i
-                                  : act[0](clamp(gf[j] + (P ? P[2 * H + j] * cb[j] : T(0))));
-                  const T cc = act[1](clamp(gc[j]));
-                  const T cn = f * cb[j] + i * cc;
-                  const T o = act[0](clamp(go[j] + (P ? P[H + j] * cn : T(0))));
-                  cb[j] = cn;
-                  hb[j] = o * act[2](cn);
+                if (P != nullptr) {
+                  for (int64_t j = 0; j < H; ++j) {
+                    gi[j] += P[j] * cb[j];
+                    gf[j] += P[2 * H + j] * cb[j];
+                  }
                 }
+                Activate(act[0], gi, H);
+                if (input_forget_) {
+                  for (int64_t j = 0; j < H; ++j) gf[j] = T(1) - gi[j];
+                } else {
+                  Activate(act[0], gf, H);
+                }
+                Activate(act[1], gc, H);
+                for (int64_t j = 0; j < H; ++j) cb[j] = gf[j] * cb[j] + gi[j] * gc[j];
+                if (P != nullptr) {
+                  for (int64_t j = 0; j < H; ++j) go[j] += P[H + j] * cb[j];
+                }
+                Activate(act[0], go, H);
+                std::copy(cb, cb + H, tmp.begin());
+                Activate(act[2], tmp.data(), H, /*clip=*/false);
+                for (int64_t j = 0; j < H; ++j) hb[j] = go[j] * tmp[j];
                 break;
               }
             }
@@ -419,6 +496,8 @@ class RecurrentKernel : public OpKernel {
   bool linear_before_reset_ = false;
   bool input_forget_ = false;
   std::vector<Activation> activations_;  // per direction, NumActivations each
+  // R as [D, H, GH] when it is a float constant of the plan.
+  std::vector<float> rt_;
 };
 
 }  // namespace

@@ -1,52 +1,70 @@
 #!/usr/bin/env bash
-# README command (a): installs what is missing, builds, starts a local optimizer server,
-# optimizes the bundled example graph and an ONNX model exported from torch through it with the
-# CLI, prints the pass reports and stops the server.
+# README command (a): installs what is missing, builds, starts a local optimizer server and one
+# graphopt-worker registered with it, optimizes the bundled example graph and an ONNX model
+# (an MLP exported from torch) through the server with the CLI, prints the pass reports, runs
+# the optimized model through the service on the worker (Coordinator.Run), lists the workers,
+# and stops both processes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install_deps.sh
 BAZEL_FLAGS=()
 if [[ "${CI:-}" == "true" ]]; then BAZEL_FLAGS+=(--config=ci); fi
-bazel build "${BAZEL_FLAGS[@]}" //server:graphopt-server //client:graphopt //models:mlp
+bazel build "${BAZEL_FLAGS[@]}" //server:graphopt-server //worker:graphopt-worker \
+  //client:graphopt //models:mlp
 
 bin=.bazel/bin
+graphopt="$bin/client/graphopt"
 work=$(mktemp -d)
 server_pid=""
-cleanup() {
-  if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
-    echo
-onnx_model=.bazel/bin/models/corpus/mlp/model.onnx
-echo "\$ graphopt inspect $onnx_model   (an MLP exported from torch at build time)"
-"$bin/client/graphopt" inspect "$onnx_model"
-echo
-echo "\$ graphopt optimize $onnx_model -o out/mlp.opt.onnx -O1 --server $addr"
-"$bin/client/graphopt" optimize "$onnx_model" -o out/mlp.opt.onnx -O1 --server "$addr"
-
-kill -TERM "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
+worker_pid=""
+# Stops a process started here with SIGTERM (a graceful stop) and waits for it.
+stop() {
+  if [[ -n "$1" ]] && kill -0 "$1" 2>/dev/null; then
+    kill -TERM "$1" 2>/dev/null || true
+    wait "$1" 2>/dev/null || true
   fi
+}
+cleanup() {
+  stop "$worker_pid"
+  stop "$server_pid"
   rm -rf "$work"
-  bazel shutdown >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
 
-"$bin/server/graphopt-server" --listen=127.0.0.1:0 --port_file="$work/port" \
+# Waits for a port file written by a process started here; prints the port.
+wait_port() {
+  local file=$1 pid=$2 log=$3
+  for _ in $(seq 1 100); do
+    [[ -s "$file" ]] && break
+    kill -0 "$pid" 2>/dev/null || { cat "$log" >&2; exit 1; }
+    sleep 0.1
+  done
+  [[ -s "$file" ]] || { echo "no port in $file after 10 s" >&2; cat "$log" >&2; exit 1; }
+  cat "$file"
+}
+
+"$bin/server/graphopt-server" --listen=127.0.0.1:0 --port_file="$work/server.port" \
   >"$work/server.log" 2>&1 &
 server_pid=$!
+addr="127.0.0.1:$(wait_port "$work/server.port" "$server_pid" "$work/server.log")"
+echo "graphopt-server listening on $addr"
+
+"$bin/worker/graphopt-worker" --listen=127.0.0.1:0 --port_file="$work/worker.port" \
+  --worker_id=demo-worker --register_with="$addr" >"$work/worker.log" 2>&1 &
+worker_pid=$!
+worker_addr="127.0.0.1:$(wait_port "$work/worker.port" "$worker_pid" "$work/worker.log")"
+echo "graphopt-worker demo-worker listening on $worker_addr, registering with $addr"
+# The coordinator probes new workers within half a second.
 for _ in $(seq 1 100); do
-  [[ -s "$work/port" ]] && break
-  kill -0 "$server_pid" 2>/dev/null || { cat "$work/server.log"; exit 1; }
+  "$graphopt" workers --server "$addr" | grep -q "^$worker_addr .* up " && break
   sleep 0.1
 done
-[[ -s "$work/port" ]] || { echo "server did not start"; cat "$work/server.log"; exit 1; }
-addr="127.0.0.1:$(cat "$work/port")"
-echo "graphopt-server listening on $addr"
 echo
 
 mkdir -p out
 echo "\$ graphopt optimize examples/mlp.pbtxt -o out/mlp.opt.pbtxt -O1 --server $addr"
-"$bin/client/graphopt" optimize examples/mlp.pbtxt -o out/mlp.opt.pbtxt -O1 --server "$addr"
+"$graphopt" optimize examples/mlp.pbtxt -o out/mlp.opt.pbtxt -O1 --server "$addr"
 echo
 echo "nodes of the optimized graph (out/mlp.opt.pbtxt):"
 grep -E '^\s*op_type:' out/mlp.opt.pbtxt | sed 's/^\s*/  /'
@@ -54,13 +72,33 @@ grep -E '^\s*op_type:' out/mlp.opt.pbtxt | sed 's/^\s*/  /'
 echo
 onnx_model=.bazel/bin/models/corpus/mlp/model.onnx
 echo "\$ graphopt inspect $onnx_model   (an MLP exported from torch at build time)"
-"$bin/client/graphopt" inspect "$onnx_model"
+"$graphopt" inspect "$onnx_model"
 echo
 echo "\$ graphopt optimize $onnx_model -o out/mlp.opt.onnx -O1 --server $addr"
-"$bin/client/graphopt" optimize "$onnx_model" -o out/mlp.opt.onnx -O1 --server "$addr"
+"$graphopt" optimize "$onnx_model" -o out/mlp.opt.onnx -O1 --server "$addr"
 
-kill -TERM "$server_pid"
-wait "$server_pid"
 echo
-echo "server stopped (exit $?)"
+echo "\$ graphopt workers --server $addr"
+"$graphopt" workers --server "$addr"
+echo
+echo "\$ graphopt run out/mlp.opt.onnx --server $addr -o out/run.remote   (on the worker)"
+"$graphopt" run out/mlp.opt.onnx --server "$addr" -o out/run.remote
+echo
+echo "\$ graphopt run out/mlp.opt.onnx -o out/run.local   (in this process, for comparison)"
+"$graphopt" run out/mlp.opt.onnx -o out/run.local
+for f in out/run.remote/*.npy; do
+  cmp -s "$f" "out/run.local/$(basename "$f")" ||
+    { echo "outputs differ: $f" >&2; exit 1; }
+done
+echo "the worker's outputs are byte-identical to the in-process run"
+sleep 1  # the coordinator's next probe collects the worker's counts
+echo
+echo "\$ graphopt workers --server $addr"
+"$graphopt" workers --server "$addr"
+
+stop "$worker_pid"
+worker_pid=""
+stop "$server_pid"
 server_pid=""
+echo
+echo "worker and server stopped"

@@ -118,6 +118,14 @@ TEST(ArithmeticTest, PowTakesAnExponentOfAnotherType) {
   EXPECT_THAT(ToInts((*i)[0]), ElementsAre(1024, 1));
 }
 
+TEST(ArithmeticTest, PowSquareMatchesPowf) {
+  const std::vector<float> x = {-3.5f, 0.0f, 1e-20f, 1.7e19f, 1e20f, 2.25f};
+  auto r = RunNode("Pow", {}, {F32(x, {6}), F32({2.0f}, {})});
+  ASSERT_TRUE(r.ok()) << r.status();
+  const std::vector<float> got = ToFloats((*r)[0]);
+  for (size_t i = 0; i < x.size(); ++i) EXPECT_EQ(got[i], std::pow(x[i], 2.0f)) << x[i];
+}
+
 TEST(ArithmeticTest, BitShift) {
   const Tensor x = Make<uint8_t>(v1::DT_UINT8, {16, 4, 1}, {3});
   const Tensor s = Make<uint8_t>(v1::DT_UINT8, {1, 2, 9}, {3});

@@ -7,18 +7,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
-#include "absl/strings/str_cat.h"
+#include "bench/corpus_model.h"
 #include "graph/proto_convert.h"
-#include "onnx/onnx_pb.h"
-#include "onnx_io/onnx_import.h"
 #include "runtime/executor.h"
 #include "runtime/kernels/cpu_kernels.h"
 
@@ -29,37 +24,18 @@ ABSL_FLAG(int, warmup, 3, "untimed runs first");
 namespace graphopt {
 namespace {
 
-namespace fs = std::filesystem;
-
-std::string Read(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 int Fail(const absl::Status& s) {
   std::fprintf(stderr, "error: %s\n", s.ToString().c_str());
   return 1;
 }
 
 int Main(const std::string& dir) {
-  absl::StatusOr<v1::Graph> proto = GraphFromOnnxBytes(Read(fs::path(dir) / "model.onnx"));
-  if (!proto.ok()) return Fail(proto.status());
-  absl::StatusOr<Graph> graph = GraphFromProto(*std::move(proto));
+  absl::StatusOr<CorpusModel> model = LoadCorpusModel(dir);
+  if (!model.ok()) return Fail(model.status());
+  absl::StatusOr<Graph> graph = GraphFromProto(std::move(model->graph));
   if (!graph.ok()) return Fail(graph.status());
   std::vector<runtime::Tensor> inputs;
-  for (size_t i = 0; i < graph->inputs().size(); ++i) {
-    const fs::path p = fs::path(dir) / "test_data_set_0" / absl::StrCat("input_", i, ".pb");
-    if (!fs::exists(p)) break;
-    onnx::TensorProto t;
-    if (!t.ParseFromString(Read(p))) return Fail(absl::InvalidArgumentError(p.string()));
-    absl::StatusOr<v1::Tensor> v = TensorFromOnnx(std::move(t), p.string());
-    if (!v.ok()) return Fail(v.status());
-    absl::StatusOr<runtime::Tensor> rt = runtime::Tensor::FromProto(*v);
-    if (!rt.ok()) return Fail(rt.status());
-    inputs.push_back(*std::move(rt));
-  }
+  for (auto& [name, tensor] : model->inputs) inputs.push_back(std::move(tensor));
   runtime::KernelRegistry registry;
   absl::Status s = runtime::RegisterCpuKernels(registry);
   if (!s.ok()) return Fail(s);

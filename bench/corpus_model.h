@@ -1,0 +1,26 @@
+#ifndef GRAPHOPT_BENCH_CORPUS_MODEL_H_
+#define GRAPHOPT_BENCH_CORPUS_MODEL_H_
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "proto/graph.pb.h"
+#include "runtime/tensor.h"
+
+namespace graphopt {
+
+// A model of the real-model corpus (models/BUILD): DIR/model.onnx as a graph, and the inputs of
+// DIR/test_data_set_0 (input_<i>.pb, ONNX TensorProtos) named after the graph's inputs, in
+// order, for as many as there are files.
+struct CorpusModel {
+  v1::Graph graph;
+  std::vector<std::pair<std::string, runtime::Tensor>> inputs;
+};
+
+absl::StatusOr<CorpusModel> LoadCorpusModel(const std::string& dir);
+
+}  // namespace graphopt
+
+#endif  // GRAPHOPT_BENCH_CORPUS_MODEL_H_

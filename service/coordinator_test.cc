@@ -188,7 +188,8 @@ constexpr char kPlan[] = R"pb(
   outputs { name: "y" }
 )pb";
 
-v1::RunRequest Request(float value, const std::string& request_id = "", const char* plan = kPlan) {
+v1::RunRequest Request(float value, const std::string& request_id = "",
+                       const std::string& plan = kPlan) {
   v1::RunRequest r;
   EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(plan, r.mutable_graph()));
   v1::NamedTensor* x = r.add_inputs();
@@ -199,6 +200,12 @@ v1::RunRequest Request(float value, const std::string& request_id = "", const ch
   x->mutable_tensor()->set_raw_data(std::string(reinterpret_cast<const char*>(data), sizeof(data)));
   r.set_request_id(request_id);
   return r;
+}
+
+// A plan of one node (its name, op and placement given) reading "x" and writing "y".
+std::string OneNode(const std::string& node) {
+  return absl::StrCat(R"pb(inputs { name: "x" type { dtype: DT_FLOAT32 } } nodes { )pb", node,
+                      R"pb( inputs: "x" outputs: "y" } outputs { name: "y" })pb");
 }
 
 float FirstOutput(const v1::RunResponse& r) {
@@ -296,31 +303,14 @@ TEST_F(CoordinatorTest, OnlyWorkersWithTheOpsAndDevices) {
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_EQ(r->worker_id(), "both");
   }
-  absl::StatusOr<v1::RunResponse> r = c->Run(Request(1, "", R"pb(
-    inputs {
-      name: "x"
-      type { dtype: DT_FLOAT32 }
-    }
-    nodes { name: "odd" op_type: "Swish" domain: "com.example" inputs: "x" outputs: "y" }
-    outputs { name: "y" })pb"));
+  absl::StatusOr<v1::RunResponse> r = c->Run(Request(
+      1, "", OneNode(R"pb(name: "odd" op_type: "Swish" domain: "com.example")pb")));
   EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(r.status().message(), HasSubstr("op 'com.example::Swish' (node 'odd')"));
-  r = c->Run(Request(1, "", R"pb(
-    inputs {
-      name: "x"
-      type { dtype: DT_FLOAT32 }
-    }
-    nodes { name: "on_gpu" op_type: "Relu" inputs: "x" outputs: "y" device: "gpu:0" }
-    outputs { name: "y" })pb"));
+  r = c->Run(Request(1, "", OneNode(R"pb(name: "on_gpu" op_type: "Relu" device: "gpu:0")pb")));
   EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(r.status().message(), HasSubstr("device 'gpu:0' (node 'on_gpu')"));
-  r = c->Run(Request(1, "", R"pb(
-    inputs {
-      name: "x"
-      type { dtype: DT_FLOAT32 }
-    }
-    nodes { name: "on_cpu" op_type: "Relu" inputs: "x" outputs: "y" device: "cpu:0" }
-    outputs { name: "y" })pb"));
+  r = c->Run(Request(1, "", OneNode(R"pb(name: "on_cpu" op_type: "Relu" device: "cpu:0")pb")));
   EXPECT_TRUE(r.ok()) << r.status();
 }
 
@@ -579,7 +569,7 @@ TEST_F(CoordinatorTest, BlobReferencesAreInlinedForTheWorker) {
     outputs { name: "y" })pb";
   std::string text = kWeighted;
   text.replace(text.find("BLOB"), 4, *digest);
-  absl::StatusOr<v1::RunResponse> r = c->Run(Request(1, "", text.c_str()));
+  absl::StatusOr<v1::RunResponse> r = c->Run(Request(1, "", text));
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_EQ(a.last_loaded().initializers_size(), 1);
   EXPECT_EQ(a.last_loaded().initializers(0).raw_data(), bytes);
@@ -587,7 +577,7 @@ TEST_F(CoordinatorTest, BlobReferencesAreInlinedForTheWorker) {
 
   text = kWeighted;
   text.replace(text.find("BLOB"), 4, Sha256Digest("not stored"));
-  r = c->Run(Request(1, "", text.c_str()));
+  r = c->Run(Request(1, "", text));
   EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(r.status().message(), HasSubstr("initializer 'w' refers to blob"));
 }

@@ -682,7 +682,8 @@ int Main(int argc, char** argv) {
       ->allow_extra_args(false);
   run->add_option("-o,--output-dir", run_args.output_dir,
                   "Write each output to DIR/<output name>.npy");
-  run->add_option("--threads", run_args.threads, "Kernel threads")
+  run->add_option("--threads", run_args.threads,
+                  "Kernel threads (in this process; a worker uses its own --threads)")
       ->capture_default_str()
       ->check(CLI::Range(1, 256));
   run->add_flag("--profile", run_args.profile, "Print the time per op and the slowest nodes");

@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -29,6 +30,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
 #include "graph/builtin_ops.h"
 #include "graph/op_registry.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
@@ -311,9 +314,19 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
   logger.info("received {}: not serving any more, letting in-flight calls finish (up to {} s)",
               signal_name, config.shutdown_grace_s);
   health->SetServingStatus(false);
+  // Runs still waiting on workers when the grace period ends are cancelled too (gRPC cancels
+  // the calls, but a synchronous handler blocked on a worker would hold the shutdown).
+  absl::Notification stopped;
+  std::thread canceller([&] {
+    if (!stopped.WaitForNotificationWithTimeout(absl::Seconds(config.shutdown_grace_s))) {
+      coordinator.CancelAll();
+    }
+  });
   server->Shutdown(std::chrono::system_clock::now() +
                    std::chrono::seconds(config.shutdown_grace_s));
   server->Wait();
+  stopped.Notify();
+  canceller.join();
   logger.info("graphopt-server on {} stopped", address);
   logger.flush();
   return kExitOk;

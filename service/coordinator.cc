@@ -84,7 +84,7 @@ class Coordinator::CallScope {
     context_.set_deadline(DeadlineIn(c_->options_.call_timeout));
     absl::MutexLock lock(&c_->mu_);
     auto it = c_->workers_.find(address_);
-    if (it == c_->workers_.end() || it->second.health == Health::kDown) {
+    if (it == c_->workers_.end() || it->second.health == Health::kDown || c_->cancelled_) {
       context_.TryCancel();
       return;
     }
@@ -238,6 +238,14 @@ void Coordinator::ResolveDns() {
   }
 }
 
+void Coordinator::CancelAll() {
+  absl::MutexLock lock(&mu_);
+  cancelled_ = true;
+  for (auto& [address, w] : workers_) {
+    for (grpc::ClientContext* call : w.calls) call->TryCancel();
+  }
+}
+
 void Coordinator::MarkDown(Worker& w, const std::string& why) {
   if (w.health != Health::kDown) {
     logger_->warn("coordinator: worker {} ({}) is down: {}", w.address, w.worker_id, why);
@@ -341,6 +349,10 @@ absl::StatusOr<Coordinator::Target> Coordinator::PickWorker(
     return "";
   };
   absl::MutexLock lock(&mu_);
+  if (cancelled_) {
+    return absl::UnavailableError(
+        absl::StrCat("plan ", plan_id, ": the server is shutting down (Run cancelled)"));
+  }
   Worker* best = nullptr;
   bool best_has_plan = false;
   int live = 0;
@@ -406,7 +418,7 @@ Coordinator::Attempt Coordinator::TryWorker(const Target& target, const v1::Grap
     a.error = absl::StrCat("worker ", address, ": ", rpc, ": ", GrpcError(s));
     absl::MutexLock lock(&mu_);
     auto it = workers_.find(address);
-    if (mark_down && it != workers_.end()) MarkDown(it->second, a.error);
+    if (mark_down && it != workers_.end() && !cancelled_) MarkDown(it->second, a.error);
     return a;
   };
   auto failed = [&](const std::string& rpc, const grpc::Status& s) {

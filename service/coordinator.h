@@ -94,6 +94,10 @@ class Coordinator {
   void Start();
   // Probes every worker once and waits for the answers (or probe_timeout).
   void ProbeNow();
+  // For a server shutting down after its grace period: cancels every call in flight on a
+  // worker; those Runs, and every later one, end with UNAVAILABLE ("shutting down"), and no
+  // worker is marked down for it.
+  void CancelAll();
 
   // Runs `request` on behalf of `tenant` (see coordinator.proto for the errors). `deadline` is
   // the caller's: it bounds only the wait for an earlier request with the same request_id
@@ -190,6 +194,7 @@ class Coordinator {
   std::deque<std::string> completed_ ABSL_GUARDED_BY(mu_);
   int64_t completed_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
   std::thread prober_;
   std::thread resolver_;
 };

@@ -416,6 +416,22 @@ TEST_F(CoordinatorTest, StalledWorkerIsDetectedAndItsRequestMovesOn) {
   EXPECT_EQ(Find(c->ListWorkers(), ran.address())->health(), "up");
 }
 
+TEST_F(CoordinatorTest, CancelAllEndsRunsWithoutBlamingWorkers) {
+  FakeWorker a("a");
+  auto c = Make({&a});
+  a.set_hold(true);
+  absl::StatusOr<v1::RunResponse> held;
+  std::thread run([&] { held = c->Run(Request(1)); });
+  while (a.waiting() < 1) absl::SleepFor(absl::Milliseconds(1));
+  c->CancelAll();
+  run.join();
+  EXPECT_EQ(held.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(held.status().message(), HasSubstr("shutting down"));
+  EXPECT_EQ(c->Run(Request(1)).status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(Find(c->ListWorkers(), a.address())->health(), "up");
+  a.Release();
+}
+
 TEST_F(CoordinatorTest, RequestIdRunsOnceAndReplaysTheAnswer) {
   FakeWorker a("a");
   auto c = Make({&a});

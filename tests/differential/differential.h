@@ -29,6 +29,8 @@ class Env {
   static absl::StatusOr<std::unique_ptr<Env>> Create();
   const OpRegistry& ops() const { return ops_; }
   const PassRegistry& passes() const { return passes_; }
+  // For tests of the harness itself (registering a deliberately wrong pass).
+  PassRegistry& mutable_passes() { return passes_; }
   const runtime::KernelRegistry& kernels() const { return kernels_; }
 
  private:

@@ -99,5 +99,39 @@ TEST(RandomDifferentialTest, ComparisonCatchesADifference) {
   EXPECT_NE(CompareTensors(a, b, /*exact=*/false, 1e-4, 1e-5), "");
 }
 
+// A pass that turns the first Add into a Sub: the harness must catch it on the graphs that have
+// an Add whose second operand is not zero.
+class AddToSubPass : public Pass {
+ public:
+  absl::StatusOr<bool> Run(Graph& graph, const PassContext&) override {
+    for (int i = 0; i < graph.num_node_slots(); ++i) {
+      Node& n = graph.mutable_node(NodeId(i));
+      if (n.alive && n.op_type == "Add") {
+        n.op_type = "Sub";
+        return true;
+      }
+    }
+    return false;
+  }
+};
+
+TEST(RandomDifferentialTest, AWrongPassIsCaught) {
+  absl::StatusOr<std::unique_ptr<Env>> env = Env::Create();
+  ASSERT_TRUE(env.ok()) << env.status();
+  PassInfo info;
+  info.name = "add_to_sub";
+  info.description = "deliberately wrong";
+  info.factory = OptionlessFactory<AddToSubPass>();
+  ASSERT_TRUE((*env)->mutable_passes().Register(std::move(info)).ok());
+  Check check;
+  check.name = "pass add_to_sub";
+  check.pipeline = {{"add_to_sub", {}}};
+  int caught = 0;
+  for (uint64_t seed = 0; seed < 50; ++seed) {
+    if (!CheckSteps(**env, seed, StepsFor(seed), check).ok()) ++caught;
+  }
+  EXPECT_GT(caught, 10) << "the harness misses a pass that changes Add into Sub";
+}
+
 }  // namespace
 }  // namespace graphopt::differential

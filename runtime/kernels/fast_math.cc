@@ -3,9 +3,6 @@
 #include <cstdint>
 #include <cstring>
 
-// The 8-lane helpers pass vectors by value: all of them are inlined, so no ABI is involved.
-#pragma GCC diagnostic ignored "-Wpsabi"
-
 namespace graphopt::runtime {
 namespace {
 

@@ -270,10 +270,56 @@ absl::StatusOr<std::vector<NodeId>> Graph::TopologicalOrder() const {
   return order;
 }
 
+std::string Graph::ScheduleProblem(const std::vector<NodeId>& order) const {
+  std::vector<int32_t> position(nodes_.size(), -1);
+  int32_t live = 0;
+  for (NodeId id : order) {
+    if (!id.valid() || id.value() >= static_cast<int>(nodes_.size())) {
+      return absl::StrCat("node id ", id.value(), " does not exist");
+    }
+    if (!nodes_[id.value()].alive) continue;
+    if (position[id.value()] >= 0) return absl::StrCat(NodeLabel(id), " is listed twice");
+    position[id.value()] = live++;
+  }
+  if (live != num_live_nodes_) {
+    return absl::StrCat("it lists ", live, " of the ", num_live_nodes_, " live nodes");
+  }
+  for (NodeId id : order) {
+    if (!nodes_[id.value()].alive) continue;
+    for (ValueId in : nodes_[id.value()].inputs) {
+      if (!in.valid()) continue;
+      NodeId p = values_[in.value()].producer;
+      if (p.valid() && position[p.value()] >= position[id.value()]) {
+        return absl::StrCat(NodeLabel(id), " comes before ", NodeLabel(p),
+                            ", which produces its input '", values_[in.value()].name, "'");
+      }
+    }
+  }
+  return "";
+}
+
+absl::Status Graph::SetSchedule(std::vector<NodeId> order) {
+  std::string problem = ScheduleProblem(order);
+  if (!problem.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("not a schedule of the graph: ", problem));
+  }
+  schedule_ = std::move(order);
+  topo_valid_ = false;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<NodeId>> Graph::ComputeTopologicalOrder() const {
   const int n = static_cast<int>(nodes_.size());
   std::vector<NodeId> order;
   order.reserve(num_live_nodes_);
+
+  // A recorded schedule wins while edits have kept it valid.
+  if (!schedule_.empty() && ScheduleProblem(schedule_).empty()) {
+    for (NodeId id : schedule_) {
+      if (nodes_[id.value()].alive) order.push_back(id);
+    }
+    return order;
+  }
 
   // Fast path: node-id order is already topological when every input is produced by a node
   // with a smaller id.

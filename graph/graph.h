@@ -149,13 +149,20 @@ class Graph {
   // True when `value` is defined: produced by a node, a graph input, or an initializer.
   bool IsDefined(ValueId value) const;
 
-  // Live nodes in a deterministic topological order: the node-id order whenever it already is
-  // topological, otherwise the order that always picks the smallest ready node id. O(n) in the
-  // first case, O(n log n) in the second. INVALID_ARGUMENT naming nodes on a cycle.
+  // Live nodes in a deterministic topological order: the recorded schedule (SetSchedule) while
+  // it still is a topological order of exactly the live nodes; otherwise the node-id order
+  // whenever it already is topological, otherwise the order that always picks the smallest
+  // ready node id. O(n) in the first cases, O(n log n) in the last. INVALID_ARGUMENT naming
+  // nodes on a cycle.
   // The order is cached until an edit that can change it (AddNode, SetInput,
   // ReplaceAllUsesWith with a value defined later than the one replaced; removing nodes keeps
   // it), so a Graph must not be read from two threads.
   absl::StatusOr<std::vector<NodeId>> TopologicalOrder() const;
+
+  // Records `order` as the execution schedule that TopologicalOrder() returns (dead nodes left
+  // out) until an edit adds a node or an edge it does not respect. INVALID_ARGUMENT unless
+  // `order` lists every live node once, producers before readers. O(n).
+  absl::Status SetSchedule(std::vector<NodeId> order);
 
   // "node 'conv1' (Conv)" or "node #12 (Conv)" for unnamed nodes; used in every error message.
   std::string NodeLabel(NodeId id) const;
@@ -166,9 +173,13 @@ class Graph {
   std::vector<v1::OpsetImport> opset_imports;
   // Model-level metadata of an imported model (absent for native graphs).
   std::optional<v1::ModelMetadata> model;
+  // Memory plan annotation (the plan_memory pass); absent when the graph is unplanned.
+  std::optional<v1::MemoryPlan> memory_plan;
 
  private:
   absl::StatusOr<std::vector<NodeId>> ComputeTopologicalOrder() const;
+  // Why `order` is not a topological order of exactly the live nodes ("" when it is).
+  std::string ScheduleProblem(const std::vector<NodeId>& order) const;
   void AddUse(NodeId node, int index);
   void RemoveUse(NodeId node, int index);
 
@@ -184,6 +195,8 @@ class Graph {
   mutable std::vector<NodeId> topo_cache_;
   mutable std::vector<int32_t> topo_position_;
   mutable bool topo_valid_ = false;
+  // Set by SetSchedule; may hold dead nodes.
+  std::vector<NodeId> schedule_;
 };
 
 }  // namespace graphopt

@@ -22,6 +22,7 @@ absl::StatusOr<Graph> GraphFromProto(v1::Graph proto) {
   g.doc_string = std::move(*proto.mutable_doc_string());
   g.opset_imports.assign(proto.opset_imports().begin(), proto.opset_imports().end());
   if (proto.has_model()) g.model = std::move(*proto.mutable_model());
+  if (proto.has_memory_plan()) g.memory_plan = std::move(*proto.mutable_memory_plan());
   // Roughly one value per node output plus inputs and initializers.
   g.Reserve(proto.nodes_size(),
             proto.nodes_size() + proto.inputs_size() + proto.initializers_size());
@@ -183,6 +184,7 @@ v1::Graph WriteProto(const Graph& graph, const ToProtoOptions& options,
   out.set_doc_string(graph.doc_string);
   for (const v1::OpsetImport& o : graph.opset_imports) *out.add_opset_imports() = o;
   if (graph.model) *out.mutable_model() = *graph.model;
+  if (graph.memory_plan) *out.mutable_memory_plan() = *graph.memory_plan;
 
   auto write_info = [&](ValueId id, v1::ValueInfo* info) {
     const Value& v = graph.value(id);

@@ -1,18 +1,25 @@
 #include "passes/builtin_passes.h"
 
+#include <memory>
+
 #include "passes/common_subexpression_elimination_pass.h"
+#include "passes/constant_fold_pass.h"
 #include "passes/dead_code_elimination_pass.h"
 #include "passes/eliminate_identity_pass.h"
 #include "passes/infer_shape_pass.h"
 #include "passes/infer_type_pass.h"
 #include "passes/inline_functions_pass.h"
+#include "runtime/kernels/cpu_kernels.h"
 
 namespace graphopt {
 
 absl::Status RegisterBuiltinPasses(PassRegistry* registry) {
+  // The CPU kernels constant folding evaluates with, owned by the constant_fold entry.
+  auto kernels = std::make_shared<runtime::KernelRegistry>();
+  if (absl::Status s = runtime::RegisterCpuKernels(*kernels); !s.ok()) return s;
   for (PassInfo info : {InferTypePassInfo(), InferShapePassInfo(), DeadCodeEliminationPassInfo(),
                         CommonSubexpressionEliminationPassInfo(), EliminateIdentityPassInfo(),
-                        InlineFunctionsPassInfo()}) {
+                        InlineFunctionsPassInfo(), ConstantFoldPassInfo(std::move(kernels))}) {
     if (absl::Status s = registry->Register(std::move(info)); !s.ok()) return s;
   }
   return absl::OkStatus();

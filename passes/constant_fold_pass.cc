@@ -1,0 +1,445 @@
+#include "passes/constant_fold_pass.h"
+
+#include <algorithm>
+#include <limits>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/btree_map.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "graph/inference.h"
+#include "passes/effects.h"
+#include "passes/rewrite_util.h"
+#include "runtime/executor.h"
+
+namespace graphopt {
+namespace {
+
+struct Options {
+  int64_t max_folded_bytes = kDefaultMaxFoldedBytes;
+  int64_t max_growth_bytes = kDefaultMaxFoldGrowthBytes;
+};
+
+// ONNX ops that draw random numbers: never folded, whatever a tenant's descriptor says.
+bool IsRandomOp(const Node& n) {
+  if (!n.domain.empty() && n.domain != "ai.onnx") return false;
+  for (const char* op : {"RandomNormal", "RandomNormalLike", "RandomUniform",
+                         "RandomUniformLike", "Multinomial", "Bernoulli"}) {
+    if (n.op_type == op) return true;
+  }
+  return false;
+}
+
+bool HasSubgraph(const Node& n) {
+  for (const auto& [name, attr] : n.attributes) {
+    if (attr.value_case() == v1::Attribute::kG || attr.value_case() == v1::Attribute::kGraphs) {
+      return true;
+    }
+  }
+  return false;
+}
+
+int64_t RuntimeTensorBytes(const runtime::Tensor& t) {
+  if (t.dtype() != v1::DT_STRING) return static_cast<int64_t>(t.byte_size());
+  int64_t bytes = 0;
+  for (int64_t i = 0; i < t.num_elements(); ++i) bytes += static_cast<int64_t>(t.strings()[i].size());
+  return bytes;
+}
+
+bool MatchesType(const runtime::Tensor& t, const TensorType& type) {
+  if (t.dtype() != type.dtype || !type.shape || t.rank() != static_cast<int>(type.shape->size())) {
+    return false;
+  }
+  for (int i = 0; i < t.rank(); ++i) {
+    if ((*type.shape)[i].size() != t.dim(i)) return false;
+  }
+  return true;
+}
+
+// What the pass did and why it left nodes alone; becomes the report messages.
+struct Stats {
+  int64_t folded = 0;
+  int64_t constants_converted = 0;
+  int64_t bytes_added = 0;
+  int64_t bytes_removed = 0;
+  int64_t effects = 0;
+  int64_t subgraphs = 0;
+  int64_t not_static = 0;
+  int64_t blobs = 0;
+  absl::btree_map<std::string, int64_t> no_kernel;  // op label -> nodes
+  std::vector<std::string> over_budget;              // "node 'x' (Op): why"
+  std::vector<std::string> failed;                   // kernel errors
+
+  void Report(const PassContext& context, const Options& options) const {
+    context.Note(absl::StrCat("folded ", folded, " nodes into initializers (+", bytes_added,
+                              " bytes, -", bytes_removed, " bytes of constants no longer read, net ",
+                              bytes_added - bytes_removed >= 0 ? "+" : "",
+                              bytes_added - bytes_removed, " of at most +",
+                              options.max_growth_bytes, "); ", constants_converted,
+                              " Constant nodes became initializers"));
+    if (!over_budget.empty()) {
+      constexpr size_t kShown = 5;
+      std::vector<std::string> shown(over_budget.begin(),
+                                     over_budget.begin() + std::min(kShown, over_budget.size()));
+      context.Note(absl::StrCat("refused ", over_budget.size(),
+                                " folds over the size budget: ", absl::StrJoin(shown, "; "),
+                                over_budget.size() > kShown ? "; ..." : ""));
+    }
+    if (!no_kernel.empty()) {
+      int64_t total = 0;
+      for (const auto& [op, count] : no_kernel) total += count;
+      context.Note(absl::StrCat(
+          "left ", total, " nodes with constant inputs that have no CPU kernel: ",
+          absl::StrJoin(no_kernel, ", ", [](std::string* out, const auto& kv) {
+            absl::StrAppend(out, kv.first, " (", kv.second, ")");
+          })));
+    }
+    if (effects > 0) {
+      context.Note(absl::StrCat("left ", effects,
+                                " nodes of unknown ops or with side effects, mutated inputs or "
+                                "randomness"));
+    }
+    if (subgraphs + not_static + blobs > 0) {
+      context.Note(absl::StrCat("left ", subgraphs, " nodes with subgraphs, ", not_static,
+                                " with outputs of no static type, ", blobs,
+                                " reading constants held as blob references"));
+    }
+    if (!failed.empty()) {
+      context.Note(absl::StrCat("left ", failed.size(), " nodes whose kernel failed; first: ",
+                                failed.front()));
+    }
+  }
+};
+
+// Evaluates nodes whose inputs are all constants (initializers that are not graph inputs, and
+// Constant nodes) with the runtime's CPU kernels and replaces their outputs by initializers, in
+// one walk in topological order, so that whole constant subgraphs fold in one run. The outputs
+// keep their names. A node is evaluated on its own, exactly as the executor would run it in the
+// unfolded graph (inputs that were initializers are constants of its plan, computed ones are
+// not), so the folded values are the runtime's bit for bit.
+//
+// Left alone: nodes with side effects, mutated inputs or randomness (descriptor extension
+// 'nondeterministic', and ONNX's random ops by name), nodes with subgraphs, nodes whose outputs
+// have no static type, nodes without a CPU kernel, nodes whose kernel fails, nodes reading
+// constants held as blob references, and folds over the size budget: an output larger than
+// max_folded_bytes (checked against the inferred shape before anything is computed), or a fold
+// that would take the model's growth (new initializer bytes minus bytes of constants nothing
+// reads any more) past max_growth_bytes. Constant nodes become initializers without growth.
+class ConstantFoldPass : public Pass {
+ public:
+  ConstantFoldPass(std::shared_ptr<const runtime::KernelRegistry> kernels, Options options)
+      : kernels_(std::move(kernels)), options_(options) {}
+
+  absl::StatusOr<bool> Run(Graph& graph, const PassContext& context) override {
+    absl::StatusOr<std::vector<NodeId>> order = graph.TopologicalOrder();
+    if (!order.ok()) return order.status();
+    const int num_values = graph.num_value_slots();
+    constant_.assign(num_values, 0);
+    computed_.assign(num_values, 0);
+    tensors_.clear();
+    for (int i = 0; i < num_values; ++i) {
+      const Value& v = graph.value(ValueId(i));
+      constant_[i] = v.alive && v.initializer >= 0 && !v.is_graph_input;
+    }
+    Stats stats;
+    growth_ = 0;
+    for (NodeId id : *order) {
+      const Node& n = graph.node(id);
+      if (!n.alive) continue;
+      bool all_constant = true;
+      for (ValueId in : n.inputs) {
+        if (in.valid() && !constant_[in.value()]) {
+          all_constant = false;
+          break;
+        }
+      }
+      if (!all_constant) continue;
+      Fold(graph, id, *context.ops, stats);
+    }
+    stats.Report(context, options_);
+    tensors_.clear();
+    return stats.folded > 0;
+  }
+
+ private:
+  // Folds one node whose inputs are all constants, or records why not.
+  void Fold(Graph& graph, NodeId id, const OpRegistry& ops, Stats& stats) {
+    const Node& n = graph.node(id);
+    const OpDef* op = ops.Find(n.domain, n.op_type);
+    if (op == nullptr || HasEffects(*op) || IsNondeterministic(*op) || IsRandomOp(n)) {
+      ++stats.effects;
+      return;
+    }
+    if (HasSubgraph(n)) {
+      ++stats.subgraphs;
+      return;
+    }
+    if (n.op_type == "Constant" && n.domain.empty()) {
+      auto it = n.attributes.find("value");
+      if (it != n.attributes.end() && it->second.value_case() == v1::Attribute::kT &&
+          n.outputs.size() == 1 && n.outputs[0].valid()) {
+        // The tensor moves over as it is: no kernel, no growth (a blob reference stays one).
+        v1::Tensor tensor = std::move(*graph.mutable_node(id).attributes["value"].mutable_t());
+        const ValueId out = n.outputs[0];
+        ReplaceOutputByInitializer(graph, id, 0, std::move(tensor));
+        constant_[out.value()] = 1;
+        computed_[out.value()] = 1;
+        ++stats.constants_converted;
+        return;
+      }
+    }
+    const v1::DataType first_dtype =
+        !n.inputs.empty() && n.inputs[0].valid() ? graph.value(n.inputs[0]).type.dtype
+                                                 : v1::DT_UNDEFINED;
+    if (kernels_->Find(n.domain, n.op_type, runtime::DeviceKind::kCpu, first_dtype) == nullptr) {
+      ++stats.no_kernel[OpLabel(n.domain, n.op_type)];
+      return;
+    }
+    // The budget, from the inferred types, before anything is computed.
+    int64_t planned_bytes = 0;
+    for (ValueId out : n.outputs) {
+      if (!out.valid()) continue;
+      const TensorType& type = graph.value(out).type;
+      const int width = DataTypeSize(type.dtype);
+      std::optional<int64_t> count = type.shape ? NumElements(*type.shape) : std::nullopt;
+      if ((width == 0 && type.dtype != v1::DT_STRING) || !count) {
+        ++stats.not_static;
+        return;
+      }
+      const int64_t bytes = width > 0 && *count > std::numeric_limits<int64_t>::max() / width
+                                ? std::numeric_limits<int64_t>::max()
+                                : *count * width;
+      planned_bytes = std::max(planned_bytes, bytes);
+    }
+    if (planned_bytes > options_.max_folded_bytes) {
+      stats.over_budget.push_back(absl::StrCat(graph.NodeLabel(id), " would compute ",
+                                               planned_bytes, " bytes (max_folded_bytes ",
+                                               options_.max_folded_bytes, ")"));
+      return;
+    }
+    for (ValueId in : n.inputs) {
+      if (in.valid() && !computed_[in.value()] && !graph.initializer_of(in)->blob().empty()) {
+        ++stats.blobs;
+        return;
+      }
+    }
+
+    absl::StatusOr<std::vector<runtime::Tensor>> results = Evaluate(graph, id);
+    if (!results.ok()) {
+      if (results.status().code() == absl::StatusCode::kFailedPrecondition) {
+        ++stats.blobs;
+      } else {
+        stats.failed.push_back(std::string(results.status().message()));
+      }
+      return;
+    }
+
+    // Check the results against the inferred types and the budget; work out the growth.
+    int64_t added = 0;
+    size_t k = 0;
+    for (ValueId out : n.outputs) {
+      if (!out.valid()) continue;
+      const runtime::Tensor& t = (*results)[k++];
+      if (!MatchesType(t, graph.value(out).type)) {
+        stats.failed.push_back(absl::StrCat(graph.NodeLabel(id), ": the kernel gave ",
+                                            t.DebugString(), " for '", graph.value(out).name,
+                                            "', inferred ",
+                                            TensorTypeToString(graph.value(out).type)));
+        return;
+      }
+      const int64_t bytes = RuntimeTensorBytes(t);
+      if (bytes > options_.max_folded_bytes) {
+        stats.over_budget.push_back(absl::StrCat(graph.NodeLabel(id), " computed ", bytes,
+                                                 " bytes (max_folded_bytes ",
+                                                 options_.max_folded_bytes, ")"));
+        return;
+      }
+      const Value& v = graph.value(out);
+      if (!v.uses.empty() || v.graph_output_count > 0) added += bytes;
+    }
+    // Constants read only by this node go away with it.
+    std::vector<ValueId> dying;
+    int64_t removed = 0;
+    for (ValueId in : n.inputs) {
+      if (!in.valid() || std::find(dying.begin(), dying.end(), in) != dying.end()) continue;
+      const Value& v = graph.value(in);
+      if (v.graph_output_count > 0) continue;
+      bool only_here = true;
+      for (const Use& u : v.uses) only_here &= u.node == id;
+      if (!only_here) continue;
+      dying.push_back(in);
+      removed += TensorBytes(*graph.initializer_of(in));
+    }
+    const int64_t delta = added - removed;
+    if (delta > 0 && growth_ + delta > options_.max_growth_bytes) {
+      stats.over_budget.push_back(absl::StrCat(
+          graph.NodeLabel(id), " would add ", delta, " bytes (", growth_,
+          " added so far, max_growth_bytes ", options_.max_growth_bytes, ")"));
+      return;
+    }
+    growth_ += delta;
+    stats.bytes_added += added;
+    stats.bytes_removed += removed;
+    ++stats.folded;
+
+    // Replace: each read output becomes an initializer; the node and its dead outputs go.
+    std::vector<std::pair<ValueId, runtime::Tensor>> kept;
+    k = 0;
+    const int num_outputs = static_cast<int>(n.outputs.size());
+    for (int i = 0; i < num_outputs; ++i) {
+      const ValueId out = graph.node(id).outputs[i];
+      if (!out.valid()) continue;
+      runtime::Tensor& t = (*results)[k++];
+      const Value& v = graph.value(out);
+      if (v.uses.empty() && v.graph_output_count == 0) continue;
+      graph.DetachOutput(id, i);
+      kept.emplace_back(out, std::move(t));
+    }
+    graph.RemoveNode(id);
+    for (auto& [value, tensor] : kept) {
+      v1::Tensor proto;
+      tensor.ToProto(&proto);
+      graph.SetInitializer(value, std::move(proto));
+      constant_[value.value()] = 1;
+      computed_[value.value()] = 1;
+      tensors_[value.value()] = std::move(tensor);
+    }
+    for (ValueId in : dying) {
+      graph.RemoveInitializer(in);
+      tensors_.erase(in.value());
+    }
+    return;
+  }
+
+  // Runs node `id` alone on the CPU kernels and returns its present outputs in order.
+  absl::StatusOr<std::vector<runtime::Tensor>> Evaluate(const Graph& graph, NodeId id) {
+    const Node& n = graph.node(id);
+    Graph mini;
+    mini.name = "constant_fold";
+    mini.opset_imports = graph.opset_imports;
+    std::vector<std::pair<std::string, runtime::Tensor>> feeds;
+    absl::flat_hash_map<int32_t, ValueId> mapped;
+    std::vector<ValueId> inputs, outputs;
+    for (ValueId in : n.inputs) {
+      if (!in.valid()) {
+        inputs.push_back(ValueId());
+        continue;
+      }
+      if (auto it = mapped.find(in.value()); it != mapped.end()) {
+        inputs.push_back(it->second);
+        continue;
+      }
+      const Value& v = graph.value(in);
+      absl::StatusOr<ValueId> m = mini.AddValue(v.name);
+      if (!m.ok()) return m.status();
+      mapped[in.value()] = *m;
+      inputs.push_back(*m);
+      const v1::Tensor& proto = *graph.initializer_of(in);
+      TensorType& type = mini.mutable_value(*m).type;
+      type.dtype = proto.dtype();
+      type.shape = ShapeFromDimsList(proto);
+      if (!computed_[in.value()]) {
+        // An initializer of the original graph: a constant of the node's plan there too.
+        mini.SetInitializer(*m, proto);
+        continue;
+      }
+      // Computed here (or a Constant node's value): an ordinary input at run time.
+      mini.AddGraphInput(*m);
+      auto cached = tensors_.find(in.value());
+      if (cached != tensors_.end()) {
+        feeds.emplace_back(v.name, cached->second);
+        continue;
+      }
+      absl::StatusOr<runtime::Tensor> t =
+          runtime::Tensor::FromProto(proto, absl::StrCat("constant '", v.name, "'"));
+      if (!t.ok()) return t.status();
+      tensors_[in.value()] = *t;
+      feeds.emplace_back(v.name, *std::move(t));
+    }
+    for (ValueId out : n.outputs) {
+      if (!out.valid()) {
+        outputs.push_back(ValueId());
+        continue;
+      }
+      absl::StatusOr<ValueId> m = mini.AddValue(graph.value(out).name);
+      if (!m.ok()) return m.status();
+      mini.mutable_value(*m).type = graph.value(out).type;
+      mini.AddGraphOutput(*m);
+      outputs.push_back(*m);
+    }
+    absl::StatusOr<NodeId> node =
+        mini.AddNode(n.name, n.op_type, n.domain, std::move(inputs), std::move(outputs),
+                     n.attributes);
+    if (!node.ok()) return node.status();
+    absl::StatusOr<std::unique_ptr<runtime::Executor>> executor =
+        runtime::Executor::Create(std::move(mini), *kernels_, runtime::ExecutorOptions{});
+    if (!executor.ok()) return executor.status();
+    absl::StatusOr<runtime::RunResult> result = (*executor)->Run(feeds);
+    if (!result.ok()) return result.status();
+    return std::move(result->outputs);
+  }
+
+  std::shared_ptr<const runtime::KernelRegistry> kernels_;
+  Options options_;
+  // Per run, indexed by ValueId: a constant (initializer that is not a graph input), and one
+  // this pass made (folded, or a Constant node's value). Values made by the pass also keep
+  // their decoded elements in tensors_ for the nodes that read them next.
+  std::vector<char> constant_;
+  std::vector<char> computed_;
+  absl::flat_hash_map<int32_t, runtime::Tensor> tensors_;
+  int64_t growth_ = 0;
+};
+
+absl::Status ParseBytes(const PassOptions& options, const char* key, int64_t* out) {
+  auto it = options.find(key);
+  if (it == options.end()) return absl::OkStatus();
+  if (!absl::SimpleAtoi(it->second, out) || *out < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("option '", key, "': '", it->second, "' is not a byte count >= 0"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+PassInfo ConstantFoldPassInfo(std::shared_ptr<const runtime::KernelRegistry> kernels) {
+  PassInfo info;
+  info.name = "constant_fold";
+  info.description =
+      "Evaluates nodes whose inputs are all constants with the runtime's CPU kernels and "
+      "replaces them by initializers (bit-identical to running them), within a size budget; "
+      "never folds ops with side effects or randomness; turns Constant nodes into initializers.";
+  info.options = {
+      {"max_folded_bytes",
+       absl::StrCat("largest tensor one fold may compute, in bytes (default ",
+                    kDefaultMaxFoldedBytes, ")")},
+      {"max_growth_bytes",
+       absl::StrCat("how many bytes all folds together may add to the model: new initializers "
+                    "minus constants no longer read (default ",
+                    kDefaultMaxFoldGrowthBytes, ")")},
+  };
+  // Output types come from inference: a fold is refused before it computes anything too large.
+  info.requires_analyses = {Analysis::kTypes, Analysis::kShapes};
+  // Folded values keep their (now exactly known) types.
+  info.preserves = AnalysisSet::All();
+  info.min_opt_level = 2;
+  info.factory = [kernels = std::move(kernels)](
+                     const PassOptions& options) -> absl::StatusOr<std::unique_ptr<Pass>> {
+    Options o;
+    if (absl::Status s = ParseBytes(options, "max_folded_bytes", &o.max_folded_bytes); !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = ParseBytes(options, "max_growth_bytes", &o.max_growth_bytes); !s.ok()) {
+      return s;
+    }
+    return std::unique_ptr<Pass>(std::make_unique<ConstantFoldPass>(kernels, o));
+  };
+  return info;
+}
+
+}  // namespace graphopt

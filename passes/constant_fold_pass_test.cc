@@ -1,0 +1,288 @@
+#include "passes/constant_fold_pass.h"
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "google/protobuf/text_format.h"
+#include "graph/proto_convert.h"
+#include "graph/test_ops.h"
+#include "gtest/gtest.h"
+#include "passes/pass_test_util.h"
+#include "passes/runtime_test_util.h"
+
+namespace graphopt {
+namespace {
+
+using ::graphopt::testing::FloatTensor;
+using ::graphopt::testing::FloatTensorProto;
+using ::graphopt::testing::Int64TensorProto;
+using ::graphopt::testing::MakeTestOp;
+using ::graphopt::testing::OpTypes;
+using ::graphopt::testing::PassTestEnv;
+using ::graphopt::testing::SeededFloats;
+using ::graphopt::testing::TestRuntime;
+using ::graphopt::testing::WithInitializers;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+std::vector<std::string> InitializerNames(const v1::Graph& g) {
+  std::vector<std::string> names;
+  for (const v1::Tensor& t : g.initializers()) names.push_back(t.name());
+  return names;
+}
+
+std::string AllMessages(const PipelineResult& result) {
+  std::string all;
+  for (const PassRun& run : result.runs) {
+    for (const std::string& m : run.messages) absl::StrAppend(&all, run.name, ": ", m, "\n");
+  }
+  return all;
+}
+
+TEST(ConstantFoldPassTest, FoldsConstantSubgraphBitIdenticallyToTheRuntime) {
+  PassTestEnv env;
+  const std::string text = WithInitializers(
+      R"pb(
+        inputs { name: "x" type { dtype: DT_FLOAT32 shape { dims { size: 4 } dims { size: 3 } } } }
+        nodes { op_type: "Exp" inputs: "a" outputs: "ea" }
+        nodes { op_type: "Add" inputs: "ea" inputs: "b" outputs: "c" }
+        nodes { op_type: "Sqrt" inputs: "c" outputs: "s" }
+        nodes { op_type: "Transpose" inputs: "w" outputs: "wt" }
+        nodes { op_type: "MatMul" inputs: "x" inputs: "wt" outputs: "m" }
+        nodes { op_type: "Mul" inputs: "m" inputs: "s" outputs: "y" }
+        outputs { name: "y" })pb",
+      {FloatTensorProto("a", {2}, SeededFloats(2, 1)),
+       FloatTensorProto("b", {2}, {1.5f, 2.25f}),
+       FloatTensorProto("w", {2, 3}, SeededFloats(6, 2))});
+  PipelineResult result;
+  auto folded = env.Run(text, {"constant_fold"}, &result);
+  ASSERT_TRUE(folded.ok()) << folded.status();
+  EXPECT_THAT(OpTypes(*folded), ElementsAre("MatMul", "Mul"));
+  EXPECT_THAT(InitializerNames(*folded), ElementsAre("s", "wt"));
+  EXPECT_THAT(AllMessages(result), HasSubstr("folded 4 nodes into initializers"));
+
+  auto original = env.Parse(text);
+  ASSERT_TRUE(original.ok());
+  TestRuntime runtime;
+  const std::vector<std::pair<std::string, runtime::Tensor>> inputs = {
+      {"x", FloatTensor({4, 3}, SeededFloats(12, 3))}};
+  auto want = runtime.Run(GraphToProto(*std::move(original)), inputs);
+  auto got = runtime.Run(*folded, inputs);
+  ASSERT_TRUE(want.ok()) << want.status();
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(testing::CompareOutputs(*got, *want, /*bit_exact=*/true), "");
+}
+
+TEST(ConstantFoldPassTest, ConstantNodesBecomeInitializersAndOutputsKeepNames) {
+  PassTestEnv env;
+  v1::Graph g;
+  auto text = WithInitializers(R"pb(
+    nodes { op_type: "Constant" outputs: "k" attributes { name: "value" t { dtype: DT_INT64 } } }
+    nodes { op_type: "Neg" inputs: "a" outputs: "y" }
+    nodes { op_type: "Abs" inputs: "k" outputs: "z" }
+    outputs { name: "y" }
+    outputs { name: "z" })pb",
+                               {FloatTensorProto("a", {2}, {1.0f, -2.0f})});
+  // The Constant holds the int64 scalar 5.
+  v1::Graph parsed;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &parsed));
+  *parsed.mutable_nodes(0)->mutable_attributes(0)->mutable_t() = Int64TensorProto("", {}, {5});
+  google::protobuf::TextFormat::PrintToString(parsed, &text);
+  PipelineResult result;
+  auto out = env.Run(text, {"constant_fold"}, &result);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(OpTypes(*out), IsEmpty());
+  EXPECT_THAT(InitializerNames(*out), ElementsAre("y", "z"));
+  EXPECT_EQ(out->outputs(0).name(), "y");
+  EXPECT_EQ(out->outputs(1).name(), "z");
+  EXPECT_THAT(AllMessages(result), HasSubstr("1 Constant nodes became initializers"));
+  TestRuntime runtime;
+  auto values = runtime.Run(*out, {});
+  ASSERT_TRUE(values.ok()) << values.status();
+  EXPECT_EQ((*values)[0].ElementAsDouble(1), 2.0);
+  EXPECT_EQ((*values)[1].ElementAsInt64(0), 5);
+}
+
+// ConstantOfShape of [1024, 512] float32 is 2 MiB of new initializer.
+constexpr char kBigConstant[] = R"pb(
+  inputs { name: "x" type { dtype: DT_FLOAT32 shape { dims { size: 1024 } dims { size: 512 } } } }
+  nodes { name: "big" op_type: "ConstantOfShape" inputs: "shape" outputs: "c" }
+  nodes { op_type: "Add" inputs: "x" inputs: "c" outputs: "y" }
+  outputs { name: "y" })pb";
+
+TEST(ConstantFoldPassTest, RefusesGrowthOverTheBudgetAndSaysSo) {
+  PassTestEnv env;
+  const std::string text =
+      WithInitializers(kBigConstant, {Int64TensorProto("shape", {2}, {1024, 512})});
+  PipelineResult result;
+  auto out = env.Run(text, {"constant_fold"}, &result);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(OpTypes(*out), ElementsAre("ConstantOfShape", "Add"));
+  EXPECT_THAT(AllMessages(result),
+              HasSubstr("refused 1 folds over the size budget: node 'big' (ConstantOfShape) "
+                        "would add 2097136 bytes"));
+  EXPECT_FALSE(result.runs.back().changed);
+
+  // A larger growth budget lets it through.
+  auto allowed = env.RunSpecs(text, {{"constant_fold", {{"max_growth_bytes", "4000000"}}}},
+                              &result);
+  ASSERT_TRUE(allowed.ok()) << allowed.status();
+  EXPECT_THAT(OpTypes(*allowed), ElementsAre("Add"));
+  EXPECT_THAT(AllMessages(result), HasSubstr("+2097152 bytes, -16 bytes"));
+}
+
+TEST(ConstantFoldPassTest, RefusesToComputeTensorsOverMaxFoldedBytes) {
+  PassTestEnv env;
+  const std::string text =
+      WithInitializers(kBigConstant, {Int64TensorProto("shape", {2}, {1024, 512})});
+  PipelineResult result;
+  auto out = env.RunSpecs(text,
+                          {{"constant_fold",
+                            {{"max_folded_bytes", "1000"}, {"max_growth_bytes", "100000000"}}}},
+                          &result);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(OpTypes(*out), ElementsAre("ConstantOfShape", "Add"));
+  EXPECT_THAT(AllMessages(result),
+              HasSubstr("node 'big' (ConstantOfShape) would compute 2097152 bytes "
+                        "(max_folded_bytes 1000)"));
+}
+
+TEST(ConstantFoldPassTest, FoldsThatReplaceWhatTheyReadAddNothingToTheBudget) {
+  PassTestEnv env;
+  // Transposing 2 MiB of weights read nowhere else: the model does not grow.
+  const std::string text = WithInitializers(R"pb(
+    inputs { name: "x" type { dtype: DT_FLOAT32 shape { dims { size: 1 } dims { size: 1024 } } } }
+    nodes { op_type: "Transpose" inputs: "w" outputs: "wt" }
+    nodes { op_type: "MatMul" inputs: "x" inputs: "wt" outputs: "y" }
+    outputs { name: "y" })pb",
+                                            {FloatTensorProto("w", {512, 1024},
+                                                              SeededFloats(512 * 1024, 4))});
+  PipelineResult result;
+  auto out = env.Run(text, {"constant_fold"}, &result);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(OpTypes(*out), ElementsAre("MatMul"));
+  EXPECT_THAT(InitializerNames(*out), ElementsAre("wt"));
+  EXPECT_THAT(AllMessages(result), HasSubstr("+2097152 bytes, -2097152 bytes"));
+  EXPECT_THAT(AllMessages(result), HasSubstr("net +0"));
+}
+
+TEST(ConstantFoldPassTest, LeavesNonConstantAndOverridableInputsAlone) {
+  PassTestEnv env;
+  // `b` is an initializer that is also a graph input: a caller may override it.
+  const std::string text = WithInitializers(R"pb(
+    inputs { name: "x" type { dtype: DT_FLOAT32 shape { dims { size: 2 } } } }
+    inputs { name: "b" type { dtype: DT_FLOAT32 shape { dims { size: 2 } } } }
+    nodes { op_type: "Neg" inputs: "b" outputs: "nb" }
+    nodes { op_type: "Add" inputs: "x" inputs: "nb" outputs: "y" }
+    outputs { name: "y" })pb",
+                                            {FloatTensorProto("b", {2}, {1, 2})});
+  PipelineResult result;
+  auto out = env.Run(text, {"constant_fold"}, &result);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(OpTypes(*out), ElementsAre("Neg", "Add"));
+  EXPECT_FALSE(result.runs.back().changed);
+}
+
+TEST(ConstantFoldPassTest, ReportsNodesWithoutAKernel) {
+  PassTestEnv env;
+  OpDef twice = MakeTestOp("Twice", {"x"}, {"y"});
+  twice.descriptor.set_domain("my.ops");
+  ASSERT_TRUE(env.AddOp(std::move(twice)).ok());
+  const std::string text = WithInitializers(R"pb(
+    nodes { op_type: "Twice" domain: "my.ops" inputs: "a" outputs: "y" }
+    outputs { name: "y" })pb",
+                                            {FloatTensorProto("a", {2}, {1, 2})});
+  PipelineResult result;
+  auto out = env.Run(text, {"constant_fold"}, &result);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(OpTypes(*out), ElementsAre("Twice"));
+  EXPECT_THAT(AllMessages(result),
+              HasSubstr("left 1 nodes with constant inputs that have no CPU kernel: "
+                        "my.ops::Twice (1)"));
+}
+
+// Copies input 0 to output 0: a kernel for the test ops below.
+class CopyKernel : public runtime::OpKernel {
+ public:
+  absl::Status Compute(runtime::KernelContext& ctx) const override {
+    ctx.SetOutput(0, *ctx.input(0));
+    return absl::OkStatus();
+  }
+};
+
+TEST(ConstantFoldPassTest, NeverFoldsSideEffectsOrRandomnessEvenWithKernels) {
+  PassTestEnv env;
+  OpDef print = MakeTestOp("Print", {"x"}, {"y"});
+  print.descriptor.set_domain("my.ops");
+  print.descriptor.set_has_side_effects(true);
+  OpDef sample = MakeTestOp("Sample", {"x"}, {"y"});
+  sample.descriptor.set_domain("my.ops");
+  (*sample.descriptor.mutable_extensions())[kNondeterministicExtension].set_i(1);
+  OpDef same = MakeTestOp("Same", {"x"}, {"y"});
+  same.descriptor.set_domain("my.ops");
+  for (OpDef* def : {&print, &sample, &same}) ASSERT_TRUE(env.AddOp(*def).ok());
+  // An ONNX random op, registered here without the 'nondeterministic' extension unless the
+  // builtins have it.
+  if (env.ops().Find("", "RandomNormalLike") == nullptr) {
+    ASSERT_TRUE(env.AddOp(MakeTestOp("RandomNormalLike", {"x"}, {"y"})).ok());
+  }
+
+  auto kernels = std::make_shared<runtime::KernelRegistry>();
+  for (const char* op : {"Print", "Sample", "Same"}) {
+    ASSERT_TRUE(kernels
+                    ->Register({"my.ops", op},
+                               [](const runtime::KernelInfo&)
+                                   -> absl::StatusOr<std::unique_ptr<runtime::OpKernel>> {
+                                 return std::unique_ptr<runtime::OpKernel>(
+                                     std::make_unique<CopyKernel>());
+                               })
+                    .ok());
+  }
+  ASSERT_TRUE(kernels
+                  ->Register({"", "RandomNormalLike"},
+                             [](const runtime::KernelInfo&)
+                                 -> absl::StatusOr<std::unique_ptr<runtime::OpKernel>> {
+                               return std::unique_ptr<runtime::OpKernel>(
+                                   std::make_unique<CopyKernel>());
+                             })
+                  .ok());
+
+  auto graph = env.Parse(WithInitializers(R"pb(
+    nodes { op_type: "Print" domain: "my.ops" inputs: "a" outputs: "p" }
+    nodes { op_type: "Sample" domain: "my.ops" inputs: "a" outputs: "s" }
+    nodes { op_type: "RandomNormalLike" inputs: "a" outputs: "r" }
+    nodes { op_type: "Same" domain: "my.ops" inputs: "a" outputs: "c" }
+    outputs { name: "p" } outputs { name: "s" } outputs { name: "r" } outputs { name: "c" })pb",
+                                          {FloatTensorProto("a", {2}, {1, 2})}));
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  auto inferred = RunPipeline(*graph, {{"infer_type", {}}, {"infer_shape", {}}}, env.passes(),
+                              env.ops());
+  ASSERT_TRUE(inferred.ok()) << inferred.status();
+  auto pass = ConstantFoldPassInfo(kernels).factory({});
+  ASSERT_TRUE(pass.ok());
+  std::vector<std::string> messages;
+  auto changed = (*pass)->Run(*graph, PassContext{&env.ops(), &messages});
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  EXPECT_TRUE(*changed);  // Same is folded
+  const v1::Graph out = GraphToProto(*std::move(graph));
+  EXPECT_THAT(OpTypes(out), ElementsAre("Print", "Sample", "RandomNormalLike"));
+  EXPECT_THAT(messages[0], HasSubstr("folded 1 nodes"));
+  EXPECT_THAT(messages[1],
+              HasSubstr("left 3 nodes of unknown ops or with side effects, mutated inputs or "
+                        "randomness"));
+}
+
+TEST(ConstantFoldPassTest, RejectsMalformedOptions) {
+  PassTestEnv env;
+  auto out = env.RunSpecs(R"pb(outputs { name: "x" } inputs { name: "x" })pb",
+                          {{"constant_fold", {{"max_growth_bytes", "-1"}}}});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(out.status().message(), HasSubstr("max_growth_bytes"));
+}
+
+}  // namespace
+}  // namespace graphopt

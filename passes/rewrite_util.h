@@ -1,0 +1,79 @@
+#ifndef GRAPHOPT_PASSES_REWRITE_UTIL_H_
+#define GRAPHOPT_PASSES_REWRITE_UTIL_H_
+
+// Small graph edits and constant reads shared by the rewriting passes (simplify,
+// fold_batchnorm, constant_fold). Every function is O(size of the nodes and values it touches).
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "graph/graph.h"
+#include "graph/op_registry.h"
+#include "graph/types.h"
+#include "runtime/tensor.h"
+
+namespace graphopt {
+
+// True when `value` is part of the graph's interface: a graph input, an initializer or a graph
+// output. Such a value keeps its name.
+bool IsInterfaceValue(const Graph& graph, ValueId value);
+
+// Removes `node`, whose output 0 computes exactly `replacement`: the readers of output 0 read
+// `replacement` instead. When output 0 is a graph output, `replacement` takes over its name (and
+// doc string when it has none); that is impossible when `replacement` is itself part of the
+// interface, and then nothing is done and the result is false. Also false (nothing done) when
+// another output of the node is read or is a graph output.
+bool ReplaceNodeByValue(Graph& graph, NodeId node, ValueId replacement);
+
+// Removes `node` when it is alive, its op is known and has no effects, and none of its outputs is
+// read or a graph output. True when it was removed. Does not look further up the graph.
+bool RemoveNodeIfUnused(Graph& graph, NodeId node, const OpRegistry& ops);
+
+// Removes what defines `value` when nothing reads it any more and it is not a graph output: an
+// initializer (not a graph input), or an unused node producing it (RemoveNodeIfUnused).
+void RemoveDefinitionIfUnused(Graph& graph, ValueId value, const OpRegistry& ops);
+
+// Replaces `node` by a node with the same name, op, attributes, doc string and device, producing
+// the same output values, that reads `inputs`: how a node gains an input slot (a Conv its bias).
+// The new node's id is returned.
+absl::StatusOr<NodeId> RebuildNodeWithInputs(Graph& graph, NodeId node,
+                                             std::vector<ValueId> inputs);
+
+// Turns output `index` of `node` into an initializer holding `tensor` (its dtype and dims become
+// the value's type) and removes the node. The node's other outputs must be unused and not graph
+// outputs. The value keeps its name, its readers and its graph-output entries.
+void ReplaceOutputByInitializer(Graph& graph, NodeId node, int index, v1::Tensor tensor);
+
+// The elements of the constant defining `value` (ConstantTensorOf: an initializer that is not a
+// graph input, or a Constant node's 'value'), decoded; nullopt when it is not a constant, its
+// elements are a blob reference, or it has more than `max_elements` elements.
+std::optional<runtime::Tensor> ConstantValue(const Graph& graph, ValueId value,
+                                             int64_t max_elements = int64_t{1} << 26);
+
+// The integers of a small int32/int64 constant; nullopt when `value` is no such constant.
+std::optional<std::vector<int64_t>> ConstantInts(const Graph& graph, ValueId value);
+
+// Bytes of a wire tensor's elements (raw_data, or the strings of string_data).
+int64_t TensorBytes(const v1::Tensor& tensor);
+
+// True when both shapes have a known rank and every pair of dims is provably the same size.
+bool SameStaticShape(const TensorType& a, const TensorType& b);
+
+// All dims known.
+bool FullyKnown(const std::optional<Dims>& shape);
+
+// A node's own attribute of the given kind (descriptor defaults are not applied); nullopt when
+// absent or of another kind.
+std::optional<int64_t> IntAttr(const Node& node, const char* name);
+std::optional<float> FloatAttr(const Node& node, const char* name);
+std::optional<std::vector<int64_t>> IntsAttr(const Node& node, const char* name);
+
+// The opset version the graph imports for the default domain ("" or "ai.onnx"); 0 when it
+// imports none (then the newest semantics apply, as the runtime and inference assume).
+int64_t DefaultDomainOpset(const Graph& graph);
+
+}  // namespace graphopt
+
+#endif  // GRAPHOPT_PASSES_REWRITE_UTIL_H_

@@ -9,6 +9,7 @@
 #include "passes/infer_shape_pass.h"
 #include "passes/infer_type_pass.h"
 #include "passes/inline_functions_pass.h"
+#include "passes/simplify_pass.h"
 #include "runtime/kernels/cpu_kernels.h"
 
 namespace graphopt {
@@ -19,7 +20,8 @@ absl::Status RegisterBuiltinPasses(PassRegistry* registry) {
   if (absl::Status s = runtime::RegisterCpuKernels(*kernels); !s.ok()) return s;
   for (PassInfo info : {InferTypePassInfo(), InferShapePassInfo(), DeadCodeEliminationPassInfo(),
                         CommonSubexpressionEliminationPassInfo(), EliminateIdentityPassInfo(),
-                        InlineFunctionsPassInfo(), ConstantFoldPassInfo(std::move(kernels))}) {
+                        InlineFunctionsPassInfo(), ConstantFoldPassInfo(std::move(kernels)),
+                        SimplifyPassInfo()}) {
     if (absl::Status s = registry->Register(std::move(info)); !s.ok()) return s;
   }
   return absl::OkStatus();

@@ -6,6 +6,7 @@
 #include "passes/constant_fold_pass.h"
 #include "passes/dead_code_elimination_pass.h"
 #include "passes/eliminate_identity_pass.h"
+#include "passes/fold_batchnorm_pass.h"
 #include "passes/infer_shape_pass.h"
 #include "passes/infer_type_pass.h"
 #include "passes/inline_functions_pass.h"
@@ -21,7 +22,7 @@ absl::Status RegisterBuiltinPasses(PassRegistry* registry) {
   for (PassInfo info : {InferTypePassInfo(), InferShapePassInfo(), DeadCodeEliminationPassInfo(),
                         CommonSubexpressionEliminationPassInfo(), EliminateIdentityPassInfo(),
                         InlineFunctionsPassInfo(), ConstantFoldPassInfo(std::move(kernels)),
-                        SimplifyPassInfo()}) {
+                        SimplifyPassInfo(), FoldBatchNormPassInfo()}) {
     if (absl::Status s = registry->Register(std::move(info)); !s.ok()) return s;
   }
   return absl::OkStatus();

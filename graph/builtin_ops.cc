@@ -35,6 +35,8 @@ DTypes Join(DTypes a, const DTypes& b) {
   return a;
 }
 
+DTypes HalfSingleDouble() { return {v1::DT_FLOAT16, v1::DT_FLOAT32, v1::DT_FLOAT64}; }
+
 // --- OpBuilder --------------------------------------------------------------------------------
 
 OpBuilder::OpBuilder(absl::string_view name, absl::string_view doc) {
@@ -134,6 +136,13 @@ OpBuilder& OpBuilder::FloatAttr(absl::string_view name, float default_value,
 OpBuilder& OpBuilder::StringAttr(absl::string_view name, absl::string_view default_value,
                                  absl::string_view doc) {
   AddAttr(name, v1::ATTR_STRING, doc)->mutable_default_value()->set_s(std::string(default_value));
+  return *this;
+}
+
+OpBuilder& OpBuilder::IntsAttr(absl::string_view name, const std::vector<int64_t>& default_value,
+                               absl::string_view doc) {
+  v1::IntList* list = AddAttr(name, v1::ATTR_INTS, doc)->mutable_default_value()->mutable_ints();
+  for (int64_t v : default_value) list->add_values(v);
   return *this;
 }
 
@@ -295,6 +304,61 @@ absl::Status BroadcastAllInputs(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
+absl::Status OutputDTypeFromAttribute(InferenceContext& ctx, int output,
+                                      absl::string_view attribute, v1::DataType fallback) {
+  v1::DataType dt = fallback;
+  if (ctx.has_attr(attribute)) {
+    absl::StatusOr<int64_t> v = ctx.GetInt(attribute);
+    if (!v.ok()) return v.status();
+    if (!v1::DataType_IsValid(static_cast<int>(*v)) || *v == v1::DT_UNDEFINED) {
+      return ctx.Error("attribute '", attribute, "' is not a data type: ", *v);
+    }
+    dt = static_cast<v1::DataType>(*v);
+  }
+  if (dt == v1::DT_UNDEFINED) return absl::OkStatus();
+  const v1::ArgSpec* spec = ctx.op().output_spec(output);
+  if (spec != nullptr && !spec->type_constraint().empty()) {
+    auto it = ctx.op().type_constraints.find(spec->type_constraint());
+    if (it != ctx.op().type_constraints.end()) {
+      bool allowed = false;
+      for (int a : it->second->allowed()) allowed |= (a == dt);
+      if (!allowed) {
+        return ctx.Error("output ", output, " (", spec->name(), ") would have type ",
+                         DataTypeName(dt), ", which ", it->second->name(), " does not allow");
+      }
+    }
+  }
+  ctx.set_output_dtype(output, dt);
+  return absl::OkStatus();
+}
+
+absl::Status CheckScalarInput(const InferenceContext& ctx, int i, absl::string_view what,
+                              bool allow_1d) {
+  const std::optional<Dims> s = InputShape(ctx, i);
+  if (!s || s->empty()) return absl::OkStatus();
+  if (allow_1d && s->size() == 1 && !((*s)[0].is_known() && (*s)[0].size() != 1)) {
+    return absl::OkStatus();
+  }
+  return ctx.Error("input ", i, " (", what, ") must be a scalar",
+                   allow_1d ? " or hold one element" : "", ", got shape ", ShapeToString(s));
+}
+
+std::optional<int64_t> ScalarInputInt(const InferenceContext& ctx, int i) {
+  std::optional<std::vector<int64_t>> v = InputInts(ctx, i);
+  if (!v || v->size() != 1) return std::nullopt;
+  return (*v)[0];
+}
+
+std::optional<Dims> UnionShapes(const std::optional<Dims>& a, const std::optional<Dims>& b) {
+  if (!a || !b || a->size() != b->size()) return std::nullopt;
+  Dims out;
+  out.reserve(a->size());
+  for (size_t i = 0; i < a->size(); ++i) {
+    out.push_back(Dim::SameSize((*a)[i], (*b)[i]) ? (*a)[i] : Dim::Unknown());
+  }
+  return out;
+}
+
 }  // namespace builtin_internal
 
 absl::Status RegisterBuiltinOps(OpRegistry* registry) {
@@ -304,6 +368,13 @@ absl::Status RegisterBuiltinOps(OpRegistry* registry) {
   builtin_internal::AddTensorOps(&ops);
   builtin_internal::AddShapeOps(&ops);
   builtin_internal::AddRecurrentOps(&ops);
+  builtin_internal::AddMathOps(&ops);
+  builtin_internal::AddNnExtraOps(&ops);
+  builtin_internal::AddIndexOps(&ops);
+  builtin_internal::AddControlFlowOps(&ops);
+  builtin_internal::AddQuantizationOps(&ops);
+  builtin_internal::AddSignalOps(&ops);
+  builtin_internal::AddMiscOps(&ops);
   for (OpDef& op : ops) {
     if (absl::Status s = registry->Register(std::move(op)); !s.ok()) return s;
   }

@@ -118,14 +118,13 @@ absl::Status LegacyBroadcastShape(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
-// Output 0 of a binary op with broadcasting: the opset's (see LegacyBroadcastShape) or numpy's.
+}  // namespace
+
 absl::Status BinaryBroadcastShape(InferenceContext& ctx) {
   if (OpsetBefore(ctx, 7)) return LegacyBroadcastShape(ctx);
   return BroadcastAllInputs(ctx);
 }
 
-// Min and Max: opsets < 8 require equal shapes and ONNX gives the result the first input's
-// shape; later ones broadcast.
 absl::Status MinMaxShape(InferenceContext& ctx) {
   if (!OpsetBefore(ctx, 8)) return BroadcastAllInputs(ctx);
   const std::optional<Dims> first = InputShape(ctx, 0);
@@ -144,6 +143,8 @@ absl::Status MinMaxShape(InferenceContext& ctx) {
   ctx.set_output_shape(0, first);
   return absl::OkStatus();
 }
+
+namespace {
 
 // Broadcast shape, plus folding of small integer dims values (shape arithmetic such as
 // Shape -> Gather -> Mul -> Reshape).
@@ -169,19 +170,12 @@ ShapeInferenceFn ArithShapeFn(Arith op) {
   };
 }
 
-struct UnaryOp {
-  const char* name;
-  const char* doc;
-  DTypes types;
-  bool consumed_inputs = false;  // opset 1 declares 'consumed_inputs'
-};
+}  // namespace
 
-// Opset 1's in-place hint on many ops; accepted and ignored.
 OpBuilder& ConsumedInputs(OpBuilder& b) {
   return b.Attr("consumed_inputs", v1::ATTR_INTS, "Opset 1 only; ignored.");
 }
 
-// The attributes of opsets < 7 broadcasting (see LegacyBroadcastShape).
 OpBuilder& LegacyBroadcastAttrs(OpBuilder& b) {
   return b.Attr("broadcast", v1::ATTR_INT, "Opsets < 7: 1 lets B broadcast to A's shape.")
       .Attr("axis", v1::ATTR_INT, "Opsets < 7: the axis of A where B's dims start.");
@@ -197,6 +191,8 @@ void AddUnary(std::vector<OpDef>* ops, const UnaryOp& u, OpBuilder b) {
                      .ShapeFn(SameShapeAsInput0)
                      .Build());
 }
+
+namespace {
 
 absl::Status CastShape(InferenceContext& ctx) {
   if (absl::Status s = SameShapeAsInput0(ctx); !s.ok()) return s;

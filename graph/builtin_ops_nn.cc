@@ -51,15 +51,7 @@ absl::Status GemmShapeFn(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
-// Window attributes of Conv and the pooling ops for `spatial` spatial axes.
-struct Window {
-  AutoPad auto_pad = AutoPad::kNotSet;
-  std::vector<std::optional<int64_t>> kernel;  // nullopt: not known
-  std::vector<int64_t> strides;
-  std::vector<int64_t> dilations;
-  std::vector<int64_t> pads;  // begin values, then end values
-  bool ceil_mode = false;
-};
+}  // namespace
 
 absl::StatusOr<std::vector<int64_t>> ListAttr(const InferenceContext& ctx,
                                               absl::string_view name, size_t expected,
@@ -108,7 +100,6 @@ absl::StatusOr<Window> ReadWindow(const InferenceContext& ctx, size_t spatial,
   return w;
 }
 
-// Spatial output dims of input `x` (rank 2 + spatial, or unknown) under window `w`.
 absl::StatusOr<Dims> SpatialOutput(const InferenceContext& ctx, const std::optional<Dims>& x,
                                    size_t spatial, const Window& w) {
   Dims out;
@@ -127,9 +118,9 @@ absl::StatusOr<Dims> SpatialOutput(const InferenceContext& ctx, const std::optio
   return out;
 }
 
-absl::Status ConvShapeFn(InferenceContext& ctx) {
-  const std::optional<Dims> x = InputShape(ctx, 0);
-  const std::optional<Dims> w = InputShape(ctx, 1);
+absl::Status ConvShapeAt(InferenceContext& ctx, int x_input, int w_input, int b_input) {
+  const std::optional<Dims> x = InputShape(ctx, x_input);
+  const std::optional<Dims> w = InputShape(ctx, w_input);
   if (x && x->size() < 3) return ctx.Error("input X must have rank >= 3, got ", ShapeToString(x));
   if (w && w->size() < 3) return ctx.Error("input W must have rank >= 3, got ", ShapeToString(w));
   if (x && w && x->size() != w->size()) {
@@ -168,7 +159,7 @@ absl::Status ConvShapeFn(InferenceContext& ctx) {
   if (m.is_known() && m.size() % *group != 0) {
     return ctx.Error("W has ", m.size(), " output channels, not divisible by group ", *group);
   }
-  if (std::optional<Dims> b = InputShape(ctx, 2)) {
+  if (std::optional<Dims> b = InputShape(ctx, b_input)) {
     if (b->size() != 1) return ctx.Error("input B must be 1-D, got ", ShapeToString(b));
     absl::StatusOr<Dim> merged = MergeEqualDims(m, (*b)[0]);
     if (!merged.ok()) {
@@ -216,6 +207,10 @@ absl::Status GlobalPoolShapeFn(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
+namespace {
+
+absl::Status ConvShapeFn(InferenceContext& ctx) { return ConvShapeAt(ctx, 0, 1, 2); }
+
 absl::Status BatchNormShapeFn(InferenceContext& ctx) {
   const std::optional<Dims> x = InputShape(ctx, 0);
   if (x && x->size() < 2) return ctx.Error("input X must have rank >= 2, got ", ShapeToString(x));
@@ -250,7 +245,8 @@ absl::Status BatchNormShapeFn(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
-// Validates 'axis' against input 0's rank (when known); returns the normalised axis or -1.
+}  // namespace
+
 absl::StatusOr<int64_t> CheckedAxis(const InferenceContext& ctx, const std::optional<Dims>& x) {
   absl::StatusOr<int64_t> axis = ctx.GetInt("axis");
   if (!axis.ok()) return axis.status();
@@ -288,6 +284,8 @@ absl::Status SoftmaxShapeFn(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
+namespace {
+
 absl::Status LayerNormShapeFn(InferenceContext& ctx) {
   const std::optional<Dims> x = InputShape(ctx, 0);
   absl::StatusOr<int64_t> axis = CheckedAxis(ctx, x);
@@ -323,6 +321,8 @@ absl::Status LayerNormTypeFn(InferenceContext& ctx) {
   }
   return absl::OkStatus();
 }
+
+}  // namespace
 
 absl::Status ReduceShapeFn(InferenceContext& ctx) {
   const std::optional<Dims> x = InputShape(ctx, 0);
@@ -375,6 +375,8 @@ absl::Status ReduceShapeFn(InferenceContext& ctx) {
   ctx.set_output_shape(0, std::move(out));
   return absl::OkStatus();
 }
+
+namespace {
 
 absl::Status ArgReduceShapeFn(InferenceContext& ctx) {
   const std::optional<Dims> x = InputShape(ctx, 0);
@@ -434,6 +436,8 @@ absl::Status TopKShapeFn(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
+}  // namespace
+
 OpBuilder WindowAttrs(OpBuilder b, bool kernel_required) {
   if (kernel_required) {
     b.RequiredAttr("kernel_shape", v1::ATTR_INTS, "Window size per spatial axis.");
@@ -446,8 +450,6 @@ OpBuilder WindowAttrs(OpBuilder b, bool kernel_required) {
       .Attr("dilations", v1::ATTR_INTS);
   return b;
 }
-
-}  // namespace
 
 void AddNnOps(std::vector<OpDef>* ops) {
   const DTypes floats = FloatTypes();

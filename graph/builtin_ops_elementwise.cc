@@ -288,6 +288,8 @@ void AddElementwiseOps(std::vector<OpDef>* ops) {
                        .Output("C", "T")
                        .Constraint("T", numeric)
                        .Fusion(v1::FUSION_BROADCAST)
+                       .InPlace(0, 0)
+                       .InPlace(1, 0)
                        .ShapeFn(ArithShapeFn(op))
                        .Build());
   }

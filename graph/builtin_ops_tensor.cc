@@ -466,6 +466,7 @@ void AddTensorOps(std::vector<OpDef>* ops) {
                      .IntAttr("axis", 1)
                      .Constraint("T", all)
                      .Fusion(v1::FUSION_INJECTIVE)
+                     .InPlace(0, 0)
                      .ShapeFn(FlattenShape)
                      .Build());
   ops->push_back(OpBuilder("Reshape", "Reshape; 0 copies the input dim (unless allowzero), -1 "
@@ -479,6 +480,7 @@ void AddTensorOps(std::vector<OpDef>* ops) {
                      .Constraint("T", all)
                      .Constraint("Tshape", {v1::DT_INT64})
                      .Fusion(v1::FUSION_INJECTIVE)
+                     .InPlace(0, 0)
                      .ShapeFn(ReshapeShape)
                      .Build());
   ops->push_back(OpBuilder("Transpose", "Permutes the axes (default: reversed).")
@@ -545,6 +547,7 @@ void AddTensorOps(std::vector<OpDef>* ops) {
                      .Constraint("T", all)
                      .Constraint("Taxes", {v1::DT_INT64})
                      .Fusion(v1::FUSION_INJECTIVE)
+                     .InPlace(0, 0)
                      .ShapeFn(SqueezeShape)
                      .Build());
   ops->push_back(OpBuilder("Unsqueeze", "Inserts size-1 axes at 'axes' (of the output).")
@@ -555,6 +558,7 @@ void AddTensorOps(std::vector<OpDef>* ops) {
                      .Constraint("T", all)
                      .Constraint("Taxes", {v1::DT_INT64})
                      .Fusion(v1::FUSION_INJECTIVE)
+                     .InPlace(0, 0)
                      .ShapeFn(UnsqueezeShape)
                      .Build());
 }

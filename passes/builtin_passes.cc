@@ -10,6 +10,8 @@
 #include "passes/infer_shape_pass.h"
 #include "passes/infer_type_pass.h"
 #include "passes/inline_functions_pass.h"
+#include "passes/plan_memory_pass.h"
+#include "passes/schedule_pass.h"
 #include "passes/simplify_pass.h"
 #include "runtime/kernels/cpu_kernels.h"
 
@@ -23,6 +25,10 @@ absl::Status RegisterBuiltinPasses(PassRegistry* registry) {
                         CommonSubexpressionEliminationPassInfo(), EliminateIdentityPassInfo(),
                         InlineFunctionsPassInfo(), ConstantFoldPassInfo(std::move(kernels)),
                         SimplifyPassInfo(), FoldBatchNormPassInfo()}) {
+    if (absl::Status s = registry->Register(std::move(info)); !s.ok()) return s;
+  }
+  // Memory planning.
+  for (PassInfo info : {SchedulePassInfo(), PlanMemoryPassInfo()}) {
     if (absl::Status s = registry->Register(std::move(info)); !s.ok()) return s;
   }
   return absl::OkStatus();

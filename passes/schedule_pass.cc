@@ -1,0 +1,328 @@
+#include "passes/schedule_pass.h"
+
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <queue>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace graphopt {
+namespace {
+
+// Bytes of each value slot for scheduling: node outputs of known (bounded) size; 0 otherwise.
+std::vector<int64_t> ValueBytes(const Graph& graph, const DimBounds& bounds) {
+  std::vector<int64_t> bytes(graph.num_value_slots(), 0);
+  std::string why;
+  for (int i = 0; i < graph.num_value_slots(); ++i) {
+    const Value& v = graph.value(ValueId(i));
+    if (!v.alive || !v.producer.valid()) continue;
+    bytes[i] = BoundedBytes(v.type, bounds, &why).value_or(0);
+  }
+  return bytes;
+}
+
+// Dependencies between the live nodes: for each node, how many (producer, read) edges it waits
+// for, and for each value the distinct nodes reading it.
+struct Dependencies {
+  std::vector<int32_t> pending;                   // by node slot
+  std::vector<std::vector<NodeId>> readers;       // by value slot, distinct, in id order
+};
+
+Dependencies BuildDependencies(const Graph& graph,
+                               const std::vector<std::vector<ValueId>>& reads) {
+  Dependencies d;
+  d.pending.assign(graph.num_node_slots(), 0);
+  d.readers.resize(graph.num_value_slots());
+  for (int i = 0; i < graph.num_node_slots(); ++i) {
+    if (!graph.node(NodeId(i)).alive) continue;
+    for (ValueId v : reads[i]) {
+      if (graph.value(v).producer.valid()) ++d.pending[i];
+      d.readers[v.value()].push_back(NodeId(i));  // reads[i] has no duplicates
+    }
+  }
+  return d;
+}
+
+// Kahn's algorithm over `deps`, always running the ready node with the smallest key; `key` may
+// change while a node waits (then `requeue` is called to push a fresh entry, and stale entries
+// are skipped). O((n + e) log n).
+class ListScheduler {
+ public:
+  using Key = std::tuple<int64_t, int64_t>;  // compared lexicographically, smallest first
+
+  ListScheduler(const Graph& graph, const std::vector<std::vector<ValueId>>& reads,
+                const std::vector<NodeId>& base_order)
+      : graph_(graph), reads_(reads), deps_(BuildDependencies(graph, reads)) {
+    position_.assign(graph.num_node_slots(), 0);
+    for (size_t i = 0; i < base_order.size(); ++i) position_[base_order[i].value()] = i;
+    version_.assign(graph.num_node_slots(), 0);
+    ready_.assign(graph.num_node_slots(), 0);
+    for (NodeId id : base_order) {
+      if (deps_.pending[id.value()] == 0) ready_list_.push_back(id);
+    }
+  }
+
+  // `key(node)` for a node that became ready; `on_run(node)` after a node runs (it may call
+  // Requeue for waiting nodes whose key changed).
+  std::vector<NodeId> Run(const std::function<int64_t(NodeId)>& key,
+                          const std::function<void(NodeId)>& on_run) {
+    for (NodeId id : ready_list_) Push(id, key);
+    std::vector<NodeId> order;
+    order.reserve(ready_list_.size());
+    while (!heap_.empty()) {
+      const Entry e = heap_.top();
+      heap_.pop();
+      const NodeId id(std::get<3>(e));
+      if (std::get<2>(e) != version_[id.value()] || ready_[id.value()] != 1) continue;
+      ready_[id.value()] = 2;  // done
+      order.push_back(id);
+      on_run(id);
+      for (ValueId out : graph_.node(id).outputs) {
+        if (!out.valid()) continue;
+        for (NodeId r : deps_.readers[out.value()]) {
+          if (--deps_.pending[r.value()] == 0) Push(r, key);
+        }
+      }
+    }
+    return order;
+  }
+
+  // Pushes a fresh entry for a ready node whose key changed.
+  void Requeue(NodeId id, const std::function<int64_t(NodeId)>& key) {
+    if (ready_[id.value()] == 1) Push(id, key);
+  }
+  bool IsWaitingOrReady(NodeId id) const { return ready_[id.value()] != 2; }
+  const Dependencies& deps() const { return deps_; }
+
+ private:
+  // (key, base position, version, node): the base order breaks ties.
+  using Entry = std::tuple<int64_t, int64_t, int32_t, int32_t>;
+
+  void Push(NodeId id, const std::function<int64_t(NodeId)>& key) {
+    ready_[id.value()] = 1;
+    heap_.emplace(key(id), position_[id.value()], ++version_[id.value()], id.value());
+  }
+
+  const Graph& graph_;
+  const std::vector<std::vector<ValueId>>& reads_;
+  Dependencies deps_;
+  std::vector<int64_t> position_;
+  std::vector<int32_t> version_;
+  std::vector<char> ready_;  // 0 waiting, 1 ready, 2 done
+  std::vector<NodeId> ready_list_;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap_;
+};
+
+// Greedy: run the ready node that grows the live bytes least (its outputs that stay live,
+// minus the inputs it is the last reader of).
+std::vector<NodeId> GreedyOrder(const Graph& graph, const std::vector<std::vector<ValueId>>& reads,
+                                const std::vector<NodeId>& base, const std::vector<int64_t>& bytes) {
+  ListScheduler scheduler(graph, reads, base);
+  const Dependencies& deps = scheduler.deps();
+  // Readers not yet run, per value; graph outputs never die.
+  std::vector<int32_t> remaining(graph.num_value_slots(), 0);
+  for (int v = 0; v < graph.num_value_slots(); ++v) {
+    remaining[v] = static_cast<int32_t>(deps.readers[v].size());
+  }
+  auto dies_with_last_reader = [&](ValueId v) {
+    return graph.value(v).graph_output_count == 0 && bytes[v.value()] > 0;
+  };
+  std::function<int64_t(NodeId)> key = [&](NodeId id) {
+    int64_t delta = 0;
+    for (ValueId out : graph.node(id).outputs) {
+      if (out.valid() && (remaining[out.value()] > 0 || !dies_with_last_reader(out))) {
+        delta += bytes[out.value()];
+      }
+    }
+    for (ValueId v : reads[id.value()]) {
+      if (remaining[v.value()] == 1 && dies_with_last_reader(v)) delta -= bytes[v.value()];
+    }
+    return delta;
+  };
+  auto on_run = [&](NodeId id) {
+    for (ValueId v : reads[id.value()]) {
+      if (--remaining[v.value()] != 1 || !dies_with_last_reader(v)) continue;
+      // The one reader left now frees v: its key dropped.
+      for (NodeId r : deps.readers[v.value()]) {
+        if (r != id && scheduler.IsWaitingOrReady(r)) {
+          scheduler.Requeue(r, key);
+          break;
+        }
+      }
+    }
+  };
+  return scheduler.Run(key, on_run);
+}
+
+// Chain-following: run a reader of the most recently produced value first (depth-first in
+// spirit), so that a value is consumed while it is fresh.
+std::vector<NodeId> RecentFirstOrder(const Graph& graph,
+                                     const std::vector<std::vector<ValueId>>& reads,
+                                     const std::vector<NodeId>& base) {
+  ListScheduler scheduler(graph, reads, base);
+  std::vector<int64_t> step_of(graph.num_node_slots(), -1);
+  int64_t step = 0;
+  std::function<int64_t(NodeId)> key = [&](NodeId id) {
+    int64_t latest = -1;
+    for (ValueId v : reads[id.value()]) {
+      NodeId p = graph.value(v).producer;
+      if (p.valid()) latest = std::max(latest, step_of[p.value()]);
+    }
+    return -latest;
+  };
+  return scheduler.Run(key, [&](NodeId id) { step_of[id.value()] = step++; });
+}
+
+// Depth-first post-order from the graph outputs' producers (then from every other node in the
+// base order): each node runs right after the last of its inputs' subtrees. Iterative.
+std::vector<NodeId> DepthFirstOrder(const Graph& graph,
+                                    const std::vector<std::vector<ValueId>>& reads,
+                                    const std::vector<NodeId>& base) {
+  std::vector<char> visited(graph.num_node_slots(), 0);
+  std::vector<NodeId> order;
+  order.reserve(base.size());
+  std::vector<std::pair<NodeId, size_t>> stack;
+  auto visit = [&](NodeId root) {
+    if (!root.valid() || visited[root.value()]) return;
+    visited[root.value()] = 1;
+    stack.emplace_back(root, 0);
+    while (!stack.empty()) {
+      auto& [id, next] = stack.back();
+      const std::vector<ValueId>& r = reads[id.value()];
+      if (next < r.size()) {
+        NodeId p = graph.value(r[next++]).producer;
+        if (p.valid() && !visited[p.value()]) {
+          visited[p.value()] = 1;
+          stack.emplace_back(p, 0);
+        }
+        continue;
+      }
+      order.push_back(id);
+      stack.pop_back();
+    }
+  };
+  for (ValueId out : graph.outputs()) visit(graph.value(out).producer);
+  for (NodeId id : base) visit(id);
+  return order;
+}
+
+// Chooses among a few topological orders the one with the lowest peak of live bytes; the
+// current order wins ties, then the candidates in the order they are tried. Every candidate
+// respects the edges, including values read by subgraphs (If/Loop/Scan bodies). Graphs with
+// nodes that have effects (or ops without descriptors) keep their order: effects are ordered by
+// the node order, not by edges.
+class SchedulePass : public Pass {
+ public:
+  explicit SchedulePass(DimBounds bounds) : bounds_(std::move(bounds)) {}
+
+  absl::StatusOr<bool> Run(Graph& graph, const PassContext& context) override {
+    absl::StatusOr<std::vector<NodeId>> base = graph.TopologicalOrder();
+    if (!base.ok()) return base.status();
+    for (NodeId id : *base) {
+      const Node& n = graph.node(id);
+      const OpDef* op = context.ops->Find(n.domain, n.op_type);
+      if (op == nullptr || HasEffects(*op)) {
+        context.Note(absl::StrCat("kept the node order: ", graph.NodeLabel(id),
+                                  op == nullptr ? " has no descriptor" : " has effects"));
+        return false;
+      }
+    }
+    const std::vector<std::vector<ValueId>> reads = ValuesReadByNodes(graph);
+    const std::vector<int64_t> bytes = ValueBytes(graph, bounds_);
+    struct Candidate {
+      const char* name;
+      std::vector<NodeId> order;
+      int64_t peak = 0;
+    };
+    std::vector<Candidate> candidates;
+    candidates.push_back({"current", *base});
+    candidates.push_back({"greedy", GreedyOrder(graph, reads, *base, bytes)});
+    candidates.push_back({"recent-first", RecentFirstOrder(graph, reads, *base)});
+    candidates.push_back({"depth-first", DepthFirstOrder(graph, reads, *base)});
+    size_t best = 0;
+    std::vector<std::string> peaks;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      Candidate& c = candidates[i];
+      if (c.order.size() != base->size()) {
+        return absl::InternalError(absl::StrCat("schedule '", c.name, "' has ", c.order.size(),
+                                                " of ", base->size(), " nodes"));
+      }
+      c.peak = PeakLiveBytes(graph, c.order, reads, bounds_);
+      if (c.peak < candidates[best].peak) best = i;
+      peaks.push_back(absl::StrCat(c.name, " ", c.peak));
+    }
+    const Candidate& chosen = candidates[best];
+    context.Note(absl::StrCat("peak live bytes: ", absl::StrJoin(peaks, ", "), "; kept ",
+                              chosen.name));
+    if (chosen.order == *base) return false;
+    if (absl::Status s = graph.SetSchedule(chosen.order); !s.ok()) {
+      return absl::InternalError(s.message());
+    }
+    return true;
+  }
+
+ private:
+  DimBounds bounds_;
+};
+
+}  // namespace
+
+int64_t PeakLiveBytes(const Graph& graph, const std::vector<NodeId>& order,
+                      const std::vector<std::vector<ValueId>>& reads, const DimBounds& bounds) {
+  const std::vector<int64_t> bytes = ValueBytes(graph, bounds);
+  const int32_t n = static_cast<int32_t>(order.size());
+  std::vector<int32_t> end(graph.num_value_slots(), -1);
+  for (int32_t s = 0; s < n; ++s) {
+    const Node& node = graph.node(order[s]);
+    for (ValueId v : node.outputs) {
+      if (v.valid()) end[v.value()] = graph.value(v).graph_output_count > 0 ? n - 1 : s;
+    }
+    for (ValueId v : reads[order[s].value()]) end[v.value()] = std::max(end[v.value()], s);
+  }
+  std::vector<int64_t> freed(n, 0);
+  for (int v = 0; v < graph.num_value_slots(); ++v) {
+    if (end[v] >= 0 && graph.value(ValueId(v)).producer.valid()) freed[end[v]] += bytes[v];
+  }
+  int64_t live = 0, peak = 0;
+  for (int32_t s = 0; s < n; ++s) {
+    for (ValueId v : graph.node(order[s]).outputs) {
+      if (v.valid()) live += bytes[v.value()];
+    }
+    peak = std::max(peak, live);
+    live -= freed[s];
+  }
+  return peak;
+}
+
+PassInfo SchedulePassInfo() {
+  PassInfo info;
+  info.name = "schedule";
+  info.description =
+      "Chooses the node order (a topological order) with the lowest peak of live intermediate "
+      "bytes among a few: the current one, a greedy one (the ready node that grows the live "
+      "bytes least), one that runs readers of the newest values first, and a depth-first one. "
+      "Records it as the graph's node order.";
+  info.requires_analyses = {Analysis::kTypes, Analysis::kShapes};
+  info.preserves = AnalysisSet::All();
+  info.options[kDimBoundsOption] =
+      "Upper bounds of symbolic dims for sizing values, as batch:8,seq:128 (values with "
+      "unbounded dims count as 0 bytes).";
+  info.min_opt_level = 3;
+  info.factory = [](const PassOptions& options) -> absl::StatusOr<std::unique_ptr<Pass>> {
+    DimBounds bounds;
+    if (auto it = options.find(kDimBoundsOption); it != options.end()) {
+      absl::StatusOr<DimBounds> parsed = ParseDimBounds(it->second, kDimBoundsOption);
+      if (!parsed.ok()) return parsed.status();
+      bounds = *std::move(parsed);
+    }
+    return std::unique_ptr<Pass>(std::make_unique<SchedulePass>(std::move(bounds)));
+  };
+  return info;
+}
+
+}  // namespace graphopt

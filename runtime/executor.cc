@@ -2,7 +2,9 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
@@ -28,51 +30,6 @@ std::string TimingName(const Graph& graph, NodeId id) {
 
 }  // namespace
 
-std::vector<std::string> FreeNames(const v1::Graph& root) {
-  // Frames of nested graphs, walked without recursion: each keeps the names it defines.
-  struct Frame {
-    const v1::Graph* graph;
-    absl::flat_hash_set<std::string> defined;
-    int parent;
-  };
-  std::vector<Frame> frames;
-  std::vector<std::string> free;
-  absl::flat_hash_set<std::string> seen;
-  frames.push_back({&root, {}, -1});
-  for (size_t f = 0; f < frames.size(); ++f) {
-    const v1::Graph& g = *frames[f].graph;
-    auto& defined = frames[f].defined;
-    for (const auto& v : g.inputs()) defined.insert(v.name());
-    for (const auto& t : g.initializers()) defined.insert(t.name());
-    for (const auto& n : g.nodes()) {
-      for (const auto& o : n.outputs()) defined.insert(o);
-    }
-    for (const auto& n : g.nodes()) {
-      for (const auto& a : n.attributes()) {
-        if (a.value_case() == v1::Attribute::kG) frames.push_back({&a.g(), {}, static_cast<int>(f)});
-        if (a.value_case() == v1::Attribute::kGraphs) {
-          for (const auto& sub : a.graphs().values()) frames.push_back({&sub, {}, static_cast<int>(f)});
-        }
-      }
-    }
-  }
-  // A name read in frame f is free when no frame on the path from f to the root defines it.
-  for (size_t f = 0; f < frames.size(); ++f) {
-    auto visit = [&](const std::string& name) {
-      if (name.empty()) return;
-      for (int p = static_cast<int>(f); p >= 0; p = frames[p].parent) {
-        if (frames[p].defined.contains(name)) return;
-      }
-      if (seen.insert(name).second) free.push_back(name);
-    };
-    for (const auto& n : frames[f].graph->nodes()) {
-      for (const auto& i : n.inputs()) visit(i);
-    }
-    for (const auto& o : frames[f].graph->outputs()) visit(o.name());
-  }
-  return free;
-}
-
 absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(Graph graph,
                                                            const KernelRegistry& registry,
                                                            const ExecutorOptions& options) {
@@ -87,7 +44,9 @@ absl::Status Executor::Plan(const KernelRegistry& registry) {
   absl::StatusOr<std::vector<NodeId>> order = graph_.TopologicalOrder();
   if (!order.ok()) return order.status();
   const int num_values = graph_.num_value_slots();
-  std::vector<int32_t> last_use(num_values, -1);
+  // Inputs and values the nodes' subgraphs read from this graph: the same live ranges the
+  // memory planner used.
+  const Liveness live = ComputeLiveness(graph_, *order);
 
   // Constants and inputs.
   for (ValueId v : graph_.inputs()) {
@@ -134,25 +93,14 @@ absl::Status Executor::Plan(const KernelRegistry& registry) {
     for (ValueId v : node.inputs) {
       step.inputs.push_back(v.valid() ? v.value() : -1);
       input_types.push_back(v.valid() ? graph_.value(v).type : TensorType());
-      if (v.valid()) last_use[v.value()] = static_cast<int32_t>(steps_.size());
     }
     for (ValueId v : node.outputs) step.outputs.push_back(v.valid() ? v.value() : -1);
-    // Values the node's subgraphs read from this graph stay alive until the node has run.
-    for (const auto& [name, attribute] : node.attributes) {
-      std::vector<const v1::Graph*> bodies;
-      if (attribute.value_case() == v1::Attribute::kG) bodies.push_back(&attribute.g());
-      if (attribute.value_case() == v1::Attribute::kGraphs) {
-        for (const auto& g : attribute.graphs().values()) bodies.push_back(&g);
-      }
-      for (const v1::Graph* body : bodies) {
-        for (const std::string& free : FreeNames(*body)) {
-          ValueId v = graph_.FindValue(free);
-          if (v.valid()) {
-            last_use[v.value()] = static_cast<int32_t>(steps_.size());
-          } else if (captured.insert(free).second) {
-            // Read from further out: this graph captures it too (no slot of its own).
-            captures_.push_back(free);
-          }
+    // Names the node's subgraphs read from further out: this graph captures them too (no slot
+    // of its own). Those of this graph stay alive until the node has run (live.last_use).
+    if (!node.attributes.empty()) {
+      for (const std::string& free : SubgraphFreeNames(node)) {
+        if (!graph_.FindValue(free).valid() && captured.insert(free).second) {
+          captures_.push_back(free);
         }
       }
     }
@@ -187,7 +135,193 @@ absl::Status Executor::Plan(const KernelRegistry& registry) {
   for (ValueId v : graph_.outputs()) keep[v.value()] = true;
   for (const auto& [slot, t] : constants_) keep[slot] = true;
   for (int v = 0; v < num_values; ++v) {
-    if (!keep[v] && last_use[v] >= 0) steps_[last_use[v]].release.push_back(v);
+    if (!keep[v] && live.last_use[v] >= 0) steps_[live.last_use[v]].release.push_back(v);
+  }
+  if (options_.use_memory_plan && graph_.memory_plan) {
+    memory_plan_status_ = UseMemoryPlan(*order, live);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Executor::UseMemoryPlan(const std::vector<NodeId>& order, const Liveness& live) {
+  const v1::MemoryPlan& plan = *graph_.memory_plan;
+  if (plan.fingerprint() != PlanFingerprint(graph_, order)) {
+    return absl::FailedPreconditionError(
+        "the memory plan was made for another graph or node order (fingerprint differs)");
+  }
+  const int num_values = graph_.num_value_slots();
+  std::vector<Region> regions(num_values);
+  std::vector<int32_t> inplace_input(num_values, -1);
+  std::vector<ValueId> shares(num_values);
+  std::vector<int64_t> arena_bytes(plan.arenas_size(), 0);
+  std::vector<ValueId> planned;
+  for (const v1::PlannedBuffer& b : plan.buffers()) {
+    const ValueId v = graph_.FindValue(b.value());
+    auto bad = [&](absl::string_view what) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("memory plan: value '", b.value(), "' ", what));
+    };
+    if (!v.valid() || live.def_step[v.value()] < 0) return bad("is not produced by a node");
+    if (graph_.value(v).graph_output_count > 0) return bad("is a graph output");
+    if (regions[v.value()].arena >= 0) return bad("is planned twice");
+    if (b.arena() < 0 || b.arena() >= plan.arenas_size()) return bad("names no arena");
+    const int64_t arena_size = plan.arenas(b.arena()).size_bytes();
+    if (b.offset() < 0 || b.size() <= 0 || b.offset() % kTensorAlignment != 0 ||
+        b.offset() > arena_size || b.size() > arena_size - b.offset()) {
+      return bad(absl::StrCat("has bytes ", b.offset(), "..", b.offset() + b.size(),
+                              " outside its arena of ", arena_size, " bytes or unaligned"));
+    }
+    regions[v.value()] = {b.arena(), b.offset(), b.size()};
+    arena_bytes[b.arena()] = std::max(arena_bytes[b.arena()], b.offset() + b.size());
+    planned.push_back(v);
+    if (b.shares_with().empty()) continue;
+    const ValueId w = graph_.FindValue(b.shares_with());
+    const Node& producer = graph_.node(graph_.value(v).producer);
+    for (size_t i = 0; i < producer.inputs.size() && w.valid(); ++i) {
+      if (producer.inputs[i] == w) {
+        inplace_input[v.value()] = static_cast<int32_t>(i);
+        break;
+      }
+    }
+    if (inplace_input[v.value()] < 0) {
+      return bad(absl::StrCat("shares the storage of '", b.shares_with(),
+                              "', which its node does not read"));
+    }
+    shares[v.value()] = w;
+  }
+  // Storages: chains of in-place values, each starting at a value with a range of its own. A
+  // value taking over its input's storage needs every earlier value of it dead by then.
+  std::stable_sort(planned.begin(), planned.end(), [&](ValueId a, ValueId b) {
+    return live.def_step[a.value()] < live.def_step[b.value()];
+  });
+  std::vector<int32_t> root(num_values, -1);
+  std::vector<int32_t> last_step(num_values, -1);  // by root: the storage's last step
+  for (ValueId v : planned) {
+    const int32_t def = live.def_step[v.value()];
+    const int32_t last = std::max(def, live.last_use[v.value()]);
+    const ValueId w = shares[v.value()];
+    if (!w.valid()) {
+      root[v.value()] = v.value();
+      last_step[v.value()] = last;
+      continue;
+    }
+    const Region& a = regions[v.value()];
+    const Region& b = regions[w.value()];
+    if (root[w.value()] < 0 || a.arena != b.arena || a.offset != b.offset || a.size != b.size) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "memory plan: value '", graph_.value(v).name, "' shares the storage of '",
+          graph_.value(w).name, "', which is not planned at the same bytes"));
+    }
+    const int32_t r = root[w.value()];
+    if (last_step[r] > def) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "memory plan: value '", graph_.value(v).name, "' is written over the storage of '",
+          graph_.value(w).name, "' while a value of it is still read (until step ",
+          last_step[r], ")"));
+    }
+    root[v.value()] = r;
+    last_step[r] = std::max(last_step[r], last);
+  }
+  std::vector<std::vector<Placement>> placements(plan.arenas_size());
+  for (ValueId v : planned) {
+    if (root[v.value()] != v.value()) continue;
+    const Region& r = regions[v.value()];
+    placements[r.arena].push_back({live.def_step[v.value()], last_step[v.value()], r.offset,
+                                   r.size, v.value()});
+  }
+  for (std::vector<Placement>& p : placements) {
+    if (absl::Status s = CheckPlacements(std::move(p)); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("memory plan: ", s.message()));
+    }
+  }
+  for (Step& step : steps_) {
+    step.planned.assign(step.outputs.size(), PlannedOutput());
+    for (size_t i = 0; i < step.outputs.size(); ++i) {
+      const int32_t o = step.outputs[i];
+      if (o < 0 || regions[o].arena < 0) continue;
+      step.planned[i] = {regions[o].arena, regions[o].offset, regions[o].size, inplace_input[o]};
+    }
+  }
+  regions_ = std::move(regions);
+  arena_bytes_ = std::move(arena_bytes);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Executor::Arenas> Executor::AcquireArenas() const {
+  {
+    absl::MutexLock lock(&pool_mu_);
+    if (!idle_arenas_.empty()) {
+      Arenas arenas = std::move(idle_arenas_.back());
+      idle_arenas_.pop_back();
+      return arenas;
+    }
+  }
+  Arenas arenas;
+  for (int64_t bytes : arena_bytes_) {
+    absl::StatusOr<std::shared_ptr<Buffer>> buffer = Buffer::AllocateCpu(static_cast<size_t>(bytes));
+    if (!buffer.ok()) return buffer.status();
+    arenas.push_back(*std::move(buffer));
+  }
+  return arenas;
+}
+
+void Executor::ReleaseArenas(Arenas arenas) const {
+  // Idle sets kept for later runs; more concurrent runs than this allocate their own.
+  constexpr size_t kMaxIdle = 4;
+  // Only a set no tensor views any more may be handed to another run.
+  for (const std::shared_ptr<Buffer>& a : arenas) {
+    if (a.use_count() != 1) return;
+  }
+  absl::MutexLock lock(&pool_mu_);
+  if (idle_arenas_.size() < kMaxIdle) idle_arenas_.push_back(std::move(arenas));
+}
+
+absl::Status Executor::PlaceOutputs(const Step& step, absl::Span<const Tensor* const> inputs,
+                                    absl::Span<Tensor> outputs, const Arenas& arenas) const {
+  auto arena_of = [&](const Tensor& t) -> int {
+    for (size_t a = 0; a < arenas.size(); ++a) {
+      if (t.buffer() == arenas[a].get()) return static_cast<int>(a);
+    }
+    return -1;
+  };
+  // Whether bytes [offset, offset + size) of arena `a` hold any other tensor of this step.
+  auto touched = [&](int a, int64_t offset, int64_t size, const Tensor* self) {
+    auto overlaps = [&](const Tensor* t) {
+      if (t == nullptr || t == self || !t->defined() || arena_of(*t) != a) return false;
+      const int64_t begin = static_cast<int64_t>(t->byte_offset());
+      return begin < offset + size && offset < begin + static_cast<int64_t>(t->byte_size());
+    };
+    for (const Tensor* t : inputs) {
+      if (overlaps(t)) return true;
+    }
+    for (const Tensor& t : outputs) {
+      if (overlaps(&t)) return true;
+    }
+    return false;
+  };
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    Tensor& t = outputs[i];
+    if (!t.defined() || t.dtype() == v1::DT_STRING || t.byte_size() == 0) continue;
+    const int a = arena_of(t);
+    if (a < 0) continue;  // its own allocation, an input's or a constant's: not the arena
+    const int32_t slot = step.outputs[i];
+    const Region& r = slot >= 0 ? regions_[slot] : Region();
+    const int64_t begin = static_cast<int64_t>(t.byte_offset());
+    const int64_t size = static_cast<int64_t>(t.byte_size());
+    if (r.arena == a && begin >= r.offset && begin + size <= r.offset + r.size) continue;
+    // A view of other arena bytes (an input's): they may be reused while this value lives.
+    if (r.arena >= 0 && size <= r.size && !touched(r.arena, r.offset, r.size, &t)) {
+      absl::StatusOr<Tensor> moved = Tensor::InBuffer(arenas[r.arena], static_cast<size_t>(r.offset),
+                                                      t.dtype(), t.shape());
+      if (moved.ok()) {
+        std::memcpy(moved->raw_data(), t.raw_data(), t.byte_size());
+        t = *std::move(moved);
+        continue;
+      }
+    }
+    absl::StatusOr<Tensor> copy = t.Clone();
+    if (!copy.ok()) return copy.status();
+    t = *std::move(copy);
   }
   return absl::OkStatus();
 }
@@ -269,6 +403,13 @@ absl::StatusOr<RunResult> Executor::RunSlots(
     return outer ? outer(name) : nullptr;
   };
 
+  Arenas arenas;
+  if (uses_memory_plan()) {
+    absl::StatusOr<Arenas> acquired = AcquireArenas();
+    if (!acquired.ok()) return acquired.status();
+    arenas = *std::move(acquired);
+  }
+
   omp_set_num_threads(options_.num_threads);
   RunResult result;
   if (run.profile) result.timings.reserve(steps_.size());
@@ -288,6 +429,7 @@ absl::StatusOr<RunResult> Executor::RunSlots(
     }
     out.assign(step.outputs.size(), Tensor());
     KernelContext ctx(*step.info, in, absl::MakeSpan(out), lookup, options_.num_threads);
+    if (!arenas.empty()) ctx.SetMemoryPlan(step.planned, arenas);
     const auto start = std::chrono::steady_clock::now();
     absl::Status status = step.kernel->Compute(ctx);
     if (!status.ok()) {
@@ -301,6 +443,11 @@ absl::StatusOr<RunResult> Executor::RunSlots(
                             std::chrono::steady_clock::now() - start)
                             .count();
       result.timings.push_back({TimingName(graph_, step.node), step.info->op_type(), us});
+    }
+    if (!arenas.empty()) {
+      if (absl::Status s = PlaceOutputs(step, in, absl::MakeSpan(out), arenas); !s.ok()) {
+        return absl::Status(s.code(), absl::StrCat(step.info->label(), ": ", s.message()));
+      }
     }
     for (size_t i = 0; i < step.outputs.size(); ++i) {
       if (step.outputs[i] < 0) continue;
@@ -318,6 +465,24 @@ absl::StatusOr<RunResult> Executor::RunSlots(
           absl::StrCat("graph output '", graph_.value(v).name, "' has no value"));
     }
     result.outputs.push_back(slots[v.value()]);
+  }
+  if (!arenas.empty()) {
+    // Graph outputs are never planned, so PlaceOutputs moved any arena view out; the caller
+    // must never see arena bytes change under a result.
+    for (Tensor& t : result.outputs) {
+      for (const std::shared_ptr<Buffer>& a : arenas) {
+        if (t.buffer() != a.get()) continue;
+        absl::StatusOr<Tensor> copy = t.Clone();
+        if (!copy.ok()) return copy.status();
+        t = *std::move(copy);
+        break;
+      }
+    }
+    // Drop this run's views so the arenas can go back to the pool.
+    slots.clear();
+    out.clear();
+    in.clear();
+    ReleaseArenas(std::move(arenas));
   }
   return result;
 }

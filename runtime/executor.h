@@ -8,10 +8,13 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "graph/graph.h"
+#include "graph/liveness.h"
 #include "runtime/kernel.h"
 #include "runtime/tensor.h"
 
@@ -21,6 +24,9 @@ struct ExecutorOptions {
   // Threads for kernels (OpenMP and oneDNN) while this executor runs; at least 1.
   int num_threads = 1;
   DeviceKind device = DeviceKind::kCpu;
+  // Place intermediate values as the graph's memory plan says (Graph::memory_plan), when it
+  // has one that fits the graph; false allocates every value on its own.
+  bool use_memory_plan = true;
 };
 
 struct RunOptions {
@@ -42,8 +48,19 @@ struct RunResult {
 };
 
 // A graph bound to kernels: built once (the plan), executed many times, from several threads
-// at once. Nodes run in the graph's deterministic topological order; each intermediate value
-// is released after its last reader.
+// at once. Nodes run in the graph's deterministic topological order (Graph::TopologicalOrder:
+// the recorded schedule, or the node order of a graph read from the wire); each intermediate
+// value is released after its last reader.
+//
+// Memory plan: when the graph carries one (Graph::memory_plan, from the plan_memory pass) and
+// ExecutorOptions::use_memory_plan, Create checks it against the graph (fingerprint of the node
+// order, every buffer inside its arena, in-place reuse only over an input that dies there, no
+// two buffers live at one step overlapping) and otherwise ignores it (memory_plan_status()
+// says why). Each Run then takes one set of arenas (from a pool; concurrent runs never share
+// one) and planned outputs are views of the arena at their offsets. A value that does not fit
+// its range (dynamic dims beyond the planned bounds) is allocated on its own; a kernel output
+// that views arena memory other than its value's range (a view of an input) is copied into its
+// range or, when that is not possible, out of the arena. Graph outputs are never in an arena.
 //
 // Errors: Create gives UNIMPLEMENTED naming the node and op when no kernel exists for it and
 // whatever a kernel's construction reports (INVALID_ARGUMENT naming the node for bad
@@ -75,7 +92,22 @@ class Executor {
   const std::vector<std::string>& captures() const { return captures_; }
   const ExecutorOptions& options() const { return options_; }
 
+  // Whether runs place values as the graph's memory plan says.
+  bool uses_memory_plan() const { return !arena_bytes_.empty(); }
+  // Why the graph's memory plan is not used (OK when it is, or when there is none).
+  const absl::Status& memory_plan_status() const { return memory_plan_status_; }
+  // Bytes of the arenas one run takes (empty without a plan).
+  const std::vector<int64_t>& arena_bytes() const { return arena_bytes_; }
+
  private:
+  // A value's range in the plan.
+  struct Region {
+    int32_t arena = -1;  // -1: not planned
+    int64_t offset = 0;
+    int64_t size = 0;
+  };
+  using Arenas = std::vector<std::shared_ptr<Buffer>>;
+
   struct Step {
     NodeId node;
     std::unique_ptr<KernelInfo> info;
@@ -83,13 +115,23 @@ class Executor {
     std::vector<int32_t> inputs;   // value slots, -1 for omitted
     std::vector<int32_t> outputs;  // value slots, -1 for omitted
     std::vector<int32_t> release;  // slots dead after this step
+    std::vector<PlannedOutput> planned;  // by output index; empty without a plan
   };
 
   Executor(Graph graph, const ExecutorOptions& options)
       : graph_(std::move(graph)), options_(options) {}
   absl::Status Plan(const KernelRegistry& registry);
+  // Checks graph_.memory_plan against the steps and fills regions_, Step::planned and
+  // arena_bytes_; on an error nothing is set.
+  absl::Status UseMemoryPlan(const std::vector<NodeId>& order, const Liveness& live);
   absl::StatusOr<RunResult> RunSlots(std::vector<Tensor> slots, const RunOptions& run,
                                      const std::function<const Tensor*(absl::string_view)>& outer) const;
+  // After a step: outputs viewing arena memory outside their value's range are moved into it
+  // (or out of the arena).
+  absl::Status PlaceOutputs(const Step& step, absl::Span<const Tensor* const> inputs,
+                            absl::Span<Tensor> outputs, const Arenas& arenas) const;
+  absl::StatusOr<Arenas> AcquireArenas() const;
+  void ReleaseArenas(Arenas arenas) const;
 
   Graph graph_;
   ExecutorOptions options_;
@@ -101,11 +143,17 @@ class Executor {
   // Captured name -> value slot, filled from `outer` before the steps run.
   std::vector<std::pair<std::string, int32_t>> capture_slots_;
   absl::flat_hash_map<std::string, int32_t> input_slot_by_name_;
+  // The memory plan in use: ranges by value slot, arena sizes, and idle arena sets of finished
+  // runs.
+  std::vector<Region> regions_;
+  std::vector<int64_t> arena_bytes_;
+  absl::Status memory_plan_status_;
+  mutable absl::Mutex pool_mu_;
+  mutable std::vector<Arenas> idle_arenas_ ABSL_GUARDED_BY(pool_mu_);
 };
 
-// Names read by `graph` (and by graphs nested in its attributes) that `graph` itself does not
-// define, in first-read order: what a subgraph captures from its enclosing graphs.
-std::vector<std::string> FreeNames(const v1::Graph& graph);
+// See graph/liveness.h.
+using ::graphopt::FreeNames;
 
 }  // namespace graphopt::runtime
 

@@ -91,22 +91,5 @@ TEST(ExecutorTest, InitializerFeedsAndCanBeOverridden) {
   EXPECT_EQ(r->outputs[0].data<int64_t>()[0], 9);
 }
 
-TEST(FreeNamesTest, NamesReadFromOutsideNestedGraphs) {
-  v1::Graph g;
-  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
-    nodes { op_type: "Identity" inputs: "outer1" outputs: "a" }
-    nodes {
-      op_type: "If" inputs: "a" outputs: "b"
-      attributes { name: "then_branch" g {
-        nodes { op_type: "Identity" inputs: "a" outputs: "c" }
-        nodes { op_type: "Identity" inputs: "outer2" outputs: "d" }
-        outputs { name: "c" }
-      } }
-    }
-    outputs { name: "b" }
-  )pb", &g));
-  EXPECT_EQ(FreeNames(g), (std::vector<std::string>{"outer1", "outer2"}));
-}
-
 }  // namespace
 }  // namespace graphopt::runtime

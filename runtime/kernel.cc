@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "graph/proto_convert.h"
+#include "graph/types.h"
 #include "runtime/executor.h"
 
 namespace graphopt::runtime {
@@ -146,6 +147,26 @@ absl::StatusOr<Tensor*> KernelContext::AllocateOutput(int i, v1::DataType dtype,
   if (i < 0 || i >= num_outputs()) {
     return Invalid(absl::StrCat("output ", i, " does not exist (the node has ", num_outputs(),
                                 " outputs)"));
+  }
+  if (i < static_cast<int>(planned_.size()) && planned_[i].arena >= 0 &&
+      planned_[i].arena < static_cast<int>(arenas_.size())) {
+    const PlannedOutput& p = planned_[i];
+    const int64_t n = ShapeNumElements(shape);
+    const int64_t element = DataTypeSize(dtype);
+    // n * element <= p.size, without overflow.
+    bool fits = dtype != v1::DT_STRING && element > 0 && n >= 0 && n <= p.size / element;
+    if (fits && p.inplace_input >= 0) {
+      const Tensor* in = input(p.inplace_input);
+      fits = in != nullptr && in->byte_size() == static_cast<size_t>(n * element);
+    }
+    if (fits) {
+      absl::StatusOr<Tensor> view =
+          Tensor::InBuffer(arenas_[p.arena], static_cast<size_t>(p.offset), dtype, shape);
+      if (view.ok()) {
+        outputs_[i] = *std::move(view);
+        return &outputs_[i];
+      }
+    }
   }
   absl::StatusOr<Tensor> t = Tensor::Allocate(dtype, std::move(shape));
   if (!t.ok()) return absl::Status(t.status().code(), absl::StrCat(info_.label(), ": output ", i,

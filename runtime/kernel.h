@@ -93,6 +93,16 @@ class KernelInfo {
   DeviceKind device_;
 };
 
+// Where an executor's memory plan puts one output of a node.
+struct PlannedOutput {
+  int32_t arena = -1;  // index into the run's arenas; -1: not planned
+  int64_t offset = 0;  // bytes into the arena
+  int64_t size = 0;    // bytes reserved there
+  // The node input whose storage (dying at this node) the output takes over, or -1: then the
+  // output is only placed there when that input has exactly the output's byte size.
+  int32_t inplace_input = -1;
+};
+
 // One node's inputs and outputs for one execution.
 class KernelContext {
  public:
@@ -109,8 +119,17 @@ class KernelContext {
   int num_outputs() const { return static_cast<int>(outputs_.size()); }
   // False when output i is omitted by the node (a kernel may skip computing it).
   bool output_wanted(int i) const { return info_.has_output(i); }
-  // Allocates output i; an omitted output still gets a tensor (discarded).
+  // Allocates output i; an omitted output still gets a tensor (discarded). With a memory plan
+  // (SetMemoryPlan) a planned output whose bytes fit its reserved range is a view of the arena
+  // there (uninitialised, like any allocation); anything else is allocated on its own.
   absl::StatusOr<Tensor*> AllocateOutput(int i, v1::DataType dtype, Shape shape);
+  // Where AllocateOutput places outputs: `planned` by output index (may be shorter than the
+  // outputs), `arenas` those of the current run. Both must outlive the context.
+  void SetMemoryPlan(absl::Span<const PlannedOutput> planned,
+                     absl::Span<const std::shared_ptr<Buffer>> arenas) {
+    planned_ = planned;
+    arenas_ = arenas;
+  }
   // Sets output i to an existing tensor (a view of an input, a cached constant).
   void SetOutput(int i, Tensor tensor) { outputs_[i] = std::move(tensor); }
   Tensor& output(int i) { return outputs_[i]; }
@@ -137,6 +156,8 @@ class KernelContext {
   absl::Span<Tensor> outputs_;
   std::function<const Tensor*(absl::string_view)> outer_lookup_;
   int num_threads_;
+  absl::Span<const PlannedOutput> planned_;
+  absl::Span<const std::shared_ptr<Buffer>> arenas_;
 };
 
 // A kernel bound to one node of a plan. Compute must be thread-safe: one plan may execute

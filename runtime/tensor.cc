@@ -91,6 +91,33 @@ absl::StatusOr<Tensor> Tensor::Allocate(v1::DataType dtype, Shape shape) {
   return t;
 }
 
+absl::StatusOr<Tensor> Tensor::InBuffer(std::shared_ptr<Buffer> buffer, size_t offset,
+                                        v1::DataType dtype, Shape shape) {
+  const int64_t n = ShapeNumElements(shape);
+  if (n < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("invalid tensor shape ", ShapeString(shape), " (negative dim or overflow)"));
+  }
+  const int size = DataTypeSize(dtype);
+  if (dtype == v1::DT_STRING || size <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a ", DataTypeName(dtype), " tensor cannot view a byte buffer"));
+  }
+  if (buffer == nullptr || offset % kTensorAlignment != 0 || offset > buffer->bytes() ||
+      n > static_cast<int64_t>((buffer->bytes() - offset) / size)) {
+    return absl::OutOfRangeError(absl::StrCat(
+        DataTypeName(dtype), ShapeString(shape), " at byte ", offset, " does not fit a buffer of ",
+        buffer == nullptr ? 0 : buffer->bytes(), " bytes"));
+  }
+  Tensor t;
+  t.buffer_ = std::move(buffer);
+  t.offset_ = offset;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.num_elements_ = n;
+  return t;
+}
+
 absl::StatusOr<Tensor> Tensor::Zeros(v1::DataType dtype, Shape shape) {
   absl::StatusOr<Tensor> t = Allocate(dtype, std::move(shape));
   if (t.ok() && dtype != v1::DT_STRING && t->byte_size() > 0) {

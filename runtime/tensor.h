@@ -72,6 +72,12 @@ class Tensor {
   // Decodes a wire tensor (raw_data or string_data); INVALID_ARGUMENT naming `what` when the
   // bytes do not match dtype and dims, FAILED_PRECONDITION for a blob reference.
   static absl::StatusOr<Tensor> FromProto(const v1::Tensor& proto, const std::string& what = "tensor");
+  // A view of `bytes` of `buffer` from byte `offset` (a multiple of kTensorAlignment) holding
+  // `shape` of `dtype`, without initialising them: how an executor places a tensor in its
+  // memory-plan arena. INVALID_ARGUMENT for DT_STRING, an unsupported dtype or a bad shape;
+  // OUT_OF_RANGE when the elements would not lie inside the buffer.
+  static absl::StatusOr<Tensor> InBuffer(std::shared_ptr<Buffer> buffer, size_t offset,
+                                         v1::DataType dtype, Shape shape);
   // A scalar (rank 0) or 1-D tensor holding a copy of `values`.
   template <typename T>
   static Tensor FromVector(v1::DataType dtype, const std::vector<T>& values, Shape shape);
@@ -88,6 +94,10 @@ class Tensor {
   size_t element_size() const;
   size_t byte_size() const { return static_cast<size_t>(num_elements_) * element_size(); }
   DeviceKind device() const { return buffer_ ? buffer_->device() : DeviceKind::kCpu; }
+  // The buffer this tensor views (null when undefined) and where in it the elements start
+  // (bytes; elements for strings).
+  const Buffer* buffer() const { return buffer_.get(); }
+  size_t byte_offset() const { return offset_; }
 
   void* raw_data() { return static_cast<char*>(buffer_->data()) + offset_; }
   const void* raw_data() const { return static_cast<const char*>(buffer_->data()) + offset_; }

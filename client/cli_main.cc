@@ -65,7 +65,7 @@ struct OptimizeArgs {
   std::string input;
   std::string output;
   std::string passes;
-  int opt_level = 1;
+  int opt_level = 2;
   bool has_opt_level = false;  // -O given
   std::vector<std::string> bindings;
   bool verify_each_pass = false;
@@ -634,7 +634,7 @@ int Main(int argc, char** argv) {
       "the shell). Required analyses are added automatically. See `graphopt passes`.");
   CLI::Option* level_option =
       optimize->add_option("-O,--opt-level", optimize_args.opt_level,
-                           "Optimization level instead of --passes (default 1; 0 only "
+                           "Optimization level instead of --passes (default 2; 0 only "
                            "verifies)");
   passes_option->excludes(level_option);
   optimize

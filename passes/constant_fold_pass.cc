@@ -163,7 +163,7 @@ class ConstantFoldPass : public Pass {
     }
     stats.Report(context, options_);
     tensors_.clear();
-    return stats.folded > 0;
+    return stats.folded + stats.constants_converted > 0;
   }
 
  private:

@@ -100,6 +100,7 @@ TEST(ConstantFoldPassTest, ConstantNodesBecomeInitializersAndOutputsKeepNames) {
   EXPECT_EQ(out->outputs(0).name(), "y");
   EXPECT_EQ(out->outputs(1).name(), "z");
   EXPECT_THAT(AllMessages(result), HasSubstr("1 Constant nodes became initializers"));
+  EXPECT_TRUE(result.runs.back().changed);
   TestRuntime runtime;
   auto values = runtime.Run(*out, {});
   ASSERT_TRUE(values.ok()) << values.status();

@@ -118,6 +118,19 @@ absl::StatusOr<std::vector<PassSpec>> PipelineForLevel(int level) {
           {"common_subexpression_elimination", {}},
           {"dead_code_elimination", {}},
       };
+    case 2:
+      return std::vector<PassSpec>{
+          {"inline_functions", {}},
+          {"infer_type", {}},
+          {"infer_shape", {}},
+          {"eliminate_identity", {}},
+          {"fold_batchnorm", {}},
+          {"simplify", {}},
+          {"constant_fold", {}},
+          {"common_subexpression_elimination", {}},
+          {"dead_code_elimination", {}},
+      };
+    // Level 3 (level 2, then fuse_ops, schedule and plan_memory) goes here.
     default:
       break;
   }

@@ -18,13 +18,20 @@ struct PassSpec {
   PassOptions options;
 };
 
-// Highest optimization level understood.
-inline constexpr int kMaxOptLevel = 1;
+// Highest optimization level understood, and the level Optimize runs when a request names
+// neither passes nor a level (and `graphopt optimize` without -O or --passes).
+inline constexpr int kMaxOptLevel = 2;
+inline constexpr int kDefaultOptLevel = 2;
 
-// The ordered pass list of an optimization level (0 runs no pass, only the verifier; 1 runs
-// inline_functions, infer_type, infer_shape, eliminate_identity,
-// common_subexpression_elimination, dead_code_elimination: inlining first, so that inference and
-// the rest see primitives). INVALID_ARGUMENT for a level outside [0, kMaxOptLevel].
+// The ordered pass list of an optimization level:
+//   0: no pass, only the verifier;
+//   1: inline_functions, infer_type, infer_shape, eliminate_identity,
+//      common_subexpression_elimination, dead_code_elimination (inlining first, so that
+//      inference and the rest see primitives);
+//   2: level 1 with fold_batchnorm, simplify and constant_fold after eliminate_identity, in that
+//      order (simplify turns Shape of static shapes into constants that constant_fold then
+//      carries through the shape arithmetic), before CSE and DCE, which clean up after them.
+// INVALID_ARGUMENT for a level outside [0, kMaxOptLevel].
 absl::StatusOr<std::vector<PassSpec>> PipelineForLevel(int level);
 
 struct PipelineOptions {

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/text_format.h"
 #include "graph/proto_convert.h"
 #include "graph/test_ops.h"
 #include "gtest/gtest.h"
@@ -88,6 +89,80 @@ TEST(PipelineTest, LevelZeroRunsNothing) {
   ASSERT_TRUE(specs.ok());
   EXPECT_TRUE(specs->empty());
   EXPECT_EQ(PipelineForLevel(7).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(PipelineTest, LevelTwoFoldsSimplifiesAndCleansUp) {
+  PassTestEnv env;
+  v1::Graph proto;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
+    inputs { name: "x" type { dtype: DT_FLOAT32 shape { dims { size: 1 } dims { size: 2 }
+                                                         dims { size: 4 } dims { size: 4 } } } }
+    nodes { name: "conv" op_type: "Conv" inputs: "x" inputs: "w" outputs: "c" }
+    nodes { name: "bn" op_type: "BatchNormalization" inputs: "c" inputs: "one2" inputs: "zero2"
+            inputs: "zero2" inputs: "one2" outputs: "b" }
+    nodes { op_type: "Mul" inputs: "b" inputs: "one" outputs: "m" }
+    nodes { op_type: "Shape" inputs: "m" outputs: "s" }
+    nodes { op_type: "Reshape" inputs: "m" inputs: "s" outputs: "y" }
+    nodes { op_type: "Neg" inputs: "s" outputs: "ns" }
+    outputs { name: "y" } outputs { name: "ns" })pb", &proto));
+  auto floats = [](const char* name, std::vector<int64_t> dims, int n, float v) {
+    v1::Tensor t;
+    t.set_name(name);
+    t.set_dtype(v1::DT_FLOAT32);
+    for (int64_t d : dims) t.add_dims(d);
+    std::vector<float> values(n, v);
+    t.set_raw_data(std::string(reinterpret_cast<const char*>(values.data()), n * sizeof(float)));
+    return t;
+  };
+  *proto.add_initializers() = floats("w", {2, 2, 1, 1}, 4, 0.5f);
+  *proto.add_initializers() = floats("one2", {2}, 2, 1.0f);
+  *proto.add_initializers() = floats("zero2", {2}, 2, 0.0f);
+  *proto.add_initializers() = floats("one", {}, 1, 1.0f);
+  absl::StatusOr<Graph> g = GraphFromProto(proto);
+  ASSERT_TRUE(g.ok());
+  PipelineOptions options;
+  options.verify_each_pass = true;
+  auto result = RunPipeline(*g, *PipelineForLevel(2), env.passes(), env.ops(), options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  std::vector<std::string> names;
+  for (const PassRun& run : result->runs) names.push_back(run.name);
+  EXPECT_THAT(names, ::testing::ElementsAre("inline_functions", "infer_type", "infer_shape",
+                                            "eliminate_identity", "fold_batchnorm", "simplify",
+                                            "constant_fold", "common_subexpression_elimination",
+                                            "dead_code_elimination"));
+  // BatchNormalization folded into the Conv, x * 1 gone, the Reshape to the same shape gone,
+  // Shape of the static shape a constant that constant_fold carried through the Neg.
+  v1::Graph out = GraphToProto(*std::move(g));
+  EXPECT_THAT(testing::OpTypes(out), ::testing::ElementsAre("Conv"));
+  EXPECT_EQ(out.nodes(0).outputs(0), "y");
+  ASSERT_EQ(out.initializers_size(), 3);  // w, the Conv's new bias, ns
+  EXPECT_EQ(out.initializers(2).name(), "ns");
+}
+
+TEST(PipelineTest, PassLevelsMatchTheLevelPipelines) {
+  PassTestEnv env;
+  for (int level = 1; level <= kMaxOptLevel; ++level) {
+    auto lower = PipelineForLevel(level - 1);
+    auto upper = PipelineForLevel(level);
+    ASSERT_TRUE(lower.ok() && upper.ok());
+    auto contains = [](const std::vector<PassSpec>& specs, const std::string& name) {
+      for (const PassSpec& s : specs) {
+        if (s.name == name) return true;
+      }
+      return false;
+    };
+    // Each level runs everything the level below runs.
+    for (const PassSpec& s : *lower) EXPECT_TRUE(contains(*upper, s.name)) << s.name;
+    for (const PassSpec& s : *upper) {
+      const PassInfo* info = env.passes().Find(s.name);
+      ASSERT_NE(info, nullptr) << s.name;
+      EXPECT_LE(info->min_opt_level, level) << s.name;
+      if (!contains(*lower, s.name)) EXPECT_EQ(info->min_opt_level, level) << s.name;
+    }
+  }
+  EXPECT_EQ(PipelineForLevel(kMaxOptLevel + 1).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_LE(kDefaultOptLevel, kMaxOptLevel);
 }
 
 TEST(PipelineTest, UnknownPassIsNotFoundBeforeAnyWork) {

@@ -5,6 +5,7 @@
 #include "graph/builtin_ops.h"
 #include "gtest/gtest.h"
 #include "passes/builtin_passes.h"
+#include "passes/pipeline.h"
 
 namespace graphopt {
 namespace {
@@ -35,12 +36,18 @@ constexpr char kGraph[] = R"pb(
   outputs { name: "y" }
 )pb";
 
-TEST_F(OptimizerTest, DefaultsToLevelOne) {
+TEST_F(OptimizerTest, DefaultsToLevelTwo) {
   Optimizer optimizer(&ops_, &passes_);
   auto response = optimizer.Optimize(Request(kGraph));
   ASSERT_TRUE(response.ok()) << response.status();
   EXPECT_EQ(response->graph().nodes_size(), 1);
-  EXPECT_EQ(response->reports_size(), 6);
+  absl::StatusOr<std::vector<PassSpec>> level = PipelineForLevel(kDefaultOptLevel);
+  ASSERT_TRUE(level.ok());
+  ASSERT_EQ(kDefaultOptLevel, 2);
+  ASSERT_EQ(response->reports_size(), static_cast<int>(level->size()));
+  for (int i = 0; i < response->reports_size(); ++i) {
+    EXPECT_EQ(response->reports(i).name(), (*level)[i].name);
+  }
   EXPECT_EQ(response->reports(0).name(), "inline_functions");
 }
 
@@ -89,9 +96,12 @@ TEST_F(OptimizerTest, StripValueInfo) {
 TEST_F(OptimizerTest, ListsPassesAndOps) {
   Optimizer optimizer(&ops_, &passes_);
   v1::ListPassesResponse passes = optimizer.ListPasses();
-  ASSERT_EQ(passes.passes_size(), 6);
+  ASSERT_EQ(passes.passes_size(), static_cast<int>(passes_.List().size()));
   bool found_shape = false;
   for (const v1::PassInfo& p : passes.passes()) {
+    if (p.name() == "constant_fold" || p.name() == "simplify" || p.name() == "fold_batchnorm") {
+      EXPECT_EQ(p.min_opt_level(), 2) << p.name();
+    }
     if (p.name() == "infer_shape") {
       found_shape = true;
       ASSERT_EQ(p.requires_size(), 1);

@@ -189,7 +189,7 @@ class Client:
             pairs or of PassSpec messages, a {name: {option: value}} mapping, or one
             comma-separated string. The server adds passes that a listed pass requires.
           opt_level: an optimization level instead of passes (0 runs nothing). With neither,
-            the server runs level 1.
+            the server runs level 2.
           verify_each_pass: run the verifier after every pass that changed the graph.
           strip_value_info: leave the types/shapes of intermediate values out of the result.
           dim_bindings: values for symbolic dims, e.g. {"batch": 8}.

@@ -65,6 +65,7 @@ bool MatchesType(const runtime::Tensor& t, const TensorType& type) {
 struct Stats {
   int64_t folded = 0;
   int64_t constants_converted = 0;
+  int64_t identities_forwarded = 0;
   int64_t bytes_added = 0;
   int64_t bytes_removed = 0;
   int64_t effects = 0;
@@ -81,7 +82,11 @@ struct Stats {
                               bytes_added - bytes_removed >= 0 ? "+" : "",
                               bytes_added - bytes_removed, " of at most +",
                               options.max_growth_bytes, "); ", constants_converted,
-                              " Constant nodes became initializers"));
+                              " Constant nodes became initializers",
+                              identities_forwarded > 0
+                                  ? absl::StrCat("; ", identities_forwarded,
+                                                 " Identity nodes of constants forwarded")
+                                  : ""));
     if (!over_budget.empty()) {
       constexpr size_t kShown = 5;
       std::vector<std::string> shown(over_budget.begin(),
@@ -129,7 +134,8 @@ struct Stats {
 // constants held as blob references, and folds over the size budget: an output larger than
 // max_folded_bytes (checked against the inferred shape before anything is computed), or a fold
 // that would take the model's growth (new initializer bytes minus bytes of constants nothing
-// reads any more) past max_growth_bytes. Constant nodes become initializers without growth.
+// reads any more) past max_growth_bytes. Constant nodes become initializers without growth, and
+// Identity nodes of constants are bypassed rather than copied.
 class ConstantFoldPass : public Pass {
  public:
   ConstantFoldPass(std::shared_ptr<const runtime::KernelRegistry> kernels, Options options)
@@ -163,7 +169,7 @@ class ConstantFoldPass : public Pass {
     }
     stats.Report(context, options_);
     tensors_.clear();
-    return stats.folded + stats.constants_converted > 0;
+    return stats.folded + stats.constants_converted + stats.identities_forwarded > 0;
   }
 
  private:
@@ -177,6 +183,13 @@ class ConstantFoldPass : public Pass {
     }
     if (HasSubgraph(n)) {
       ++stats.subgraphs;
+      return;
+    }
+    if (n.op_type == "Identity" && n.domain.empty() && n.inputs.size() == 1 &&
+        n.inputs[0].valid() && ReplaceNodeByValue(graph, id, n.inputs[0])) {
+      // A copy of a constant (torch writes one per shared weight): its readers read the
+      // constant itself, so no bytes are duplicated.
+      ++stats.identities_forwarded;
       return;
     }
     if (n.op_type == "Constant" && n.domain.empty()) {

@@ -108,6 +108,28 @@ TEST(ConstantFoldPassTest, ConstantNodesBecomeInitializersAndOutputsKeepNames) {
   EXPECT_EQ((*values)[1].ElementAsInt64(0), 5);
 }
 
+TEST(ConstantFoldPassTest, IdentitiesOfConstantsAreForwardedNotCopied) {
+  PassTestEnv env;
+  // torch exports shared weights as Identity nodes of one initializer.
+  const std::string text = WithInitializers(R"pb(
+    inputs { name: "x" type { dtype: DT_FLOAT32 shape { dims { size: 2 } } } }
+    nodes { op_type: "Identity" inputs: "w" outputs: "w2" }
+    nodes { op_type: "Mul" inputs: "x" inputs: "w" outputs: "a" }
+    nodes { op_type: "Mul" inputs: "a" inputs: "w2" outputs: "y" }
+    nodes { op_type: "Identity" inputs: "w" outputs: "alias" }
+    outputs { name: "y" } outputs { name: "alias" })pb",
+                                            {FloatTensorProto("w", {2}, {3, 4})});
+  PipelineResult result;
+  auto out = env.Run(text, {"constant_fold"}, &result);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(OpTypes(*out), ElementsAre("Mul", "Mul"));
+  EXPECT_EQ(out->nodes(1).inputs(1), "w");
+  // The graph output 'alias' keeps its name: the copy is folded into an initializer of its own.
+  EXPECT_THAT(InitializerNames(*out), ElementsAre("w", "alias"));
+  EXPECT_THAT(AllMessages(result), HasSubstr("folded 1 nodes into initializers (+8 bytes"));
+  EXPECT_THAT(AllMessages(result), HasSubstr("1 Identity nodes of constants forwarded"));
+}
+
 // ConstantOfShape of [1024, 512] float32 is 2 MiB of new initializer.
 constexpr char kBigConstant[] = R"pb(
   inputs { name: "x" type { dtype: DT_FLOAT32 shape { dims { size: 1024 } dims { size: 512 } } } }

@@ -21,7 +21,8 @@ bool Mergeable(const OpDef* op) {
 // True when the node reads or produces a value some node writes. Merging such a node could move
 // a read across the write (a reader of x before a write to x merged with one after it) or make
 // two values one where only one of them is written, and the graph's edges do not order a write
-// against the other readers. So these nodes are never merged (a simple, conservative rule).
+// against the other readers. So these nodes are never merged (a simple, conservative rule); nor
+// are nodes touching a value a subgraph reads by name (a capture is not an edge either).
 bool TouchesMutatedValue(const Node& n, const std::vector<char>& mutated) {
   for (ValueId v : n.inputs) {
     if (v.valid() && mutated[v.value()]) return true;
@@ -58,7 +59,7 @@ class CommonSubexpressionEliminationPass : public Pass {
     absl::flat_hash_map<uint64_t, NodeId> first;
     std::vector<std::pair<uint64_t, NodeId>> overflow;
     first.reserve(order->size());
-    const std::vector<char> mutated = MutatedValues(graph, *context.ops);
+    const std::vector<char> mutated = ValuesWithHiddenAccess(graph, *context.ops);
     int64_t merged = 0;
     for (NodeId id : *order) {
       const Node& n = graph.node(id);

@@ -1,8 +1,11 @@
 #include "passes/dead_code_elimination_pass.h"
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "graph/liveness.h"
 
 namespace graphopt {
 namespace {
@@ -19,29 +22,43 @@ bool MustKeep(const Graph& graph, NodeId id, const OpRegistry& ops) {
 // mutate inputs: a write to an input is an effect on a value others may read, so such a node and
 // what it reads stay), then initializers nothing reads. Graph inputs are the interface and stay.
 // Nondeterministic ops without effects are removed like any other when dead: their outputs are
-// all they do (CSE is what must not merge them).
+// all they do (CSE is what must not merge them). A value the subgraphs of a live node read by
+// name (an If, Loop or Scan body capturing it) is read like an input.
 class DeadCodeEliminationPass : public Pass {
  public:
   absl::StatusOr<bool> Run(Graph& graph, const PassContext& context) override {
     absl::StatusOr<std::vector<NodeId>> order = graph.TopologicalOrder();
     if (!order.ok()) return order.status();
-    // One sweep in reverse topological order: a node is live if it has effects or a graph
-    // output / live consumer needs it; every consumer comes before its producers in the sweep,
-    // so `live` is final for a node when the sweep reaches it. Sequential over the order, no
-    // stack, no recursion.
+    // Marks from the graph outputs and the nodes with effects along what live nodes read, with a
+    // worklist (no recursion): linear in nodes, edges and subgraph sizes. Captures are followed
+    // by name, as they are not edges of the graph (and so do not constrain the order).
     std::vector<char> live(graph.num_node_slots(), 0);
-    for (ValueId out : graph.outputs()) {
-      NodeId p = graph.value(out).producer;
-      if (p.valid()) live[p.value()] = 1;
+    std::vector<char> captured(graph.num_value_slots(), 0);
+    std::vector<NodeId> work;
+    auto mark = [&](ValueId v) {
+      if (!v.valid()) return;
+      const NodeId p = graph.value(v).producer;
+      if (p.valid() && !live[p.value()]) {
+        live[p.value()] = 1;
+        work.push_back(p);
+      }
+    };
+    for (ValueId out : graph.outputs()) mark(out);
+    for (NodeId id : *order) {
+      if (!live[id.value()] && MustKeep(graph, id, *context.ops)) {
+        live[id.value()] = 1;
+        work.push_back(id);
+      }
     }
-    for (auto it = order->rbegin(); it != order->rend(); ++it) {
-      const NodeId id = *it;
-      if (!live[id.value()] && !MustKeep(graph, id, *context.ops)) continue;
-      live[id.value()] = 1;
-      for (ValueId in : graph.node(id).inputs) {
-        if (!in.valid()) continue;
-        NodeId p = graph.value(in).producer;
-        if (p.valid()) live[p.value()] = 1;
+    while (!work.empty()) {
+      const NodeId id = work.back();
+      work.pop_back();
+      for (ValueId in : graph.node(id).inputs) mark(in);
+      for (const std::string& name : SubgraphFreeNames(graph.node(id))) {
+        const ValueId v = graph.FindValue(name);
+        if (!v.valid()) continue;
+        captured[v.value()] = 1;
+        mark(v);
       }
     }
     int64_t removed_nodes = 0;
@@ -55,7 +72,7 @@ class DeadCodeEliminationPass : public Pass {
     for (int i = 0; i < graph.num_value_slots(); ++i) {
       const Value& v = graph.value(ValueId(i));
       if (v.alive && v.initializer >= 0 && v.uses.empty() && !v.is_graph_input &&
-          v.graph_output_count == 0) {
+          v.graph_output_count == 0 && !captured[i]) {
         graph.RemoveInitializer(ValueId(i));
         ++removed_initializers;
       }

@@ -120,3 +120,42 @@ TEST(DeadCodeEliminationPassTest, RemovesUnusedNondeterministicNodes) {
 
 }  // namespace
 }  // namespace graphopt
+
+namespace graphopt {
+namespace {
+
+TEST(DeadCodeEliminationPassTest, KeepsWhatSubgraphsCapture) {
+  PassTestEnv env;
+  auto out = env.Run(R"pb(
+    inputs { name: "x" type { dtype: DT_FLOAT32 shape { dims { size: 3 } } } }
+    inputs { name: "c" type { dtype: DT_BOOL shape {} } }
+    initializers { name: "w" dtype: DT_FLOAT32 dims: 1 raw_data: "\000\000\200?" }
+    nodes { name: "captured" op_type: "Relu" inputs: "x" outputs: "r" }
+    nodes { name: "dead" op_type: "Exp" inputs: "x" outputs: "e" }
+    nodes {
+      name: "if" op_type: "If" inputs: "c" outputs: "y"
+      attributes {
+        name: "then_branch"
+        g {
+          nodes { op_type: "Mul" inputs: "r" inputs: "w" outputs: "t" }
+          outputs { name: "t" type { dtype: DT_FLOAT32 } }
+        }
+      }
+      attributes {
+        name: "else_branch"
+        g {
+          nodes { op_type: "Neg" inputs: "r" outputs: "f" }
+          outputs { name: "f" type { dtype: DT_FLOAT32 } }
+        }
+      }
+    }
+    outputs { name: "y" })pb",
+                     {"dead_code_elimination"});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(OpTypes(*out), ElementsAre("Relu", "If"));
+  ASSERT_EQ(out->initializers_size(), 1);
+  EXPECT_EQ(out->initializers(0).name(), "w");
+}
+
+}  // namespace
+}  // namespace graphopt

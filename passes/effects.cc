@@ -1,5 +1,9 @@
 #include "passes/effects.h"
 
+#include <string>
+
+#include "graph/liveness.h"
+
 namespace graphopt {
 
 std::vector<char> MutatedValues(const Graph& graph, const OpRegistry& ops) {
@@ -16,6 +20,26 @@ std::vector<char> MutatedValues(const Graph& graph, const OpRegistry& ops) {
     }
   }
   return mutated;
+}
+
+std::vector<char> CapturedValues(const Graph& graph) {
+  std::vector<char> captured(graph.num_value_slots(), 0);
+  for (int i = 0; i < graph.num_node_slots(); ++i) {
+    const Node& n = graph.node(NodeId(i));
+    if (!n.alive) continue;
+    for (const std::string& name : SubgraphFreeNames(n)) {
+      const ValueId v = graph.FindValue(name);
+      if (v.valid()) captured[v.value()] = 1;
+    }
+  }
+  return captured;
+}
+
+std::vector<char> ValuesWithHiddenAccess(const Graph& graph, const OpRegistry& ops) {
+  std::vector<char> hidden = MutatedValues(graph, ops);
+  const std::vector<char> captured = CapturedValues(graph);
+  for (size_t i = 0; i < hidden.size(); ++i) hidden[i] |= captured[i];
+  return hidden;
 }
 
 bool IsNondeterministic(const OpDef& op) {

@@ -14,6 +14,16 @@ namespace graphopt {
 // touch such values alone: the graph's edges do not say when the write happens. Linear.
 std::vector<char> MutatedValues(const Graph& graph, const OpRegistry& ops);
 
+// Values of `graph` that the subgraphs of some live node read by name (If, Loop and Scan bodies
+// capturing them), indexed like MutatedValues. Such reads are not edges of the graph either: a
+// pass that forwards, merges or renames values must leave the nodes producing them alone. Linear
+// in nodes and subgraph sizes.
+std::vector<char> CapturedValues(const Graph& graph);
+
+// MutatedValues and CapturedValues together: the values some access to which the graph's edges
+// do not show.
+std::vector<char> ValuesWithHiddenAccess(const Graph& graph, const OpRegistry& ops);
+
 // True when the op carries a non-zero kNondeterministicExtension.
 bool IsNondeterministic(const OpDef& op);
 

@@ -31,7 +31,8 @@ bool IsInferenceDropout(const Graph& graph, const Node& n) {
 // consumers read the input directly. When the output is a graph output its name is kept: the
 // input value takes it over, unless the input is itself part of the graph's interface (a graph
 // input, output or initializer), in which case the node stays. A node whose input or output some
-// node mutates also stays: it is a copy, and the write must reach only one side.
+// node mutates also stays: it is a copy, and the write must reach only one side; and so does one
+// whose output a subgraph reads by name (a capture is not an edge).
 class EliminateIdentityPass : public Pass {
  public:
   absl::StatusOr<bool> Run(Graph& graph, const PassContext& context) override {
@@ -39,7 +40,7 @@ class EliminateIdentityPass : public Pass {
     int64_t dropouts = 0;
     int64_t kept = 0;
     int64_t kept_mutated = 0;
-    const std::vector<char> mutated = MutatedValues(graph, *context.ops);
+    const std::vector<char> mutated = ValuesWithHiddenAccess(graph, *context.ops);
     for (int i = 0; i < graph.num_node_slots(); ++i) {
       NodeId id(i);
       const Node& n = graph.node(id);
@@ -80,7 +81,8 @@ class EliminateIdentityPass : public Pass {
         "removed ", identities, " Identity and ", dropouts, " Dropout nodes",
         kept > 0 ? absl::StrCat("; kept ", kept, " that connect graph inputs/outputs") : "",
         kept_mutated > 0
-            ? absl::StrCat("; kept ", kept_mutated, " whose input or output a node mutates")
+            ? absl::StrCat("; kept ", kept_mutated,
+                           " whose input or output a node mutates or a subgraph reads")
             : ""));
     return identities + dropouts > 0;
   }

@@ -123,7 +123,44 @@ TEST(EliminateIdentityPassTest, KeepsCopiesOfMutatedValues) {
                                          "Max"));
   EXPECT_THAT(result.runs[0].messages,
               ElementsAre("removed 1 Identity and 0 Dropout nodes; kept 2 whose input or "
-                          "output a node mutates"));
+                          "output a node mutates or a subgraph reads"));
+}
+
+}  // namespace
+}  // namespace graphopt
+
+namespace graphopt {
+namespace {
+
+// A subgraph reads 'y' by name: the Identity producing it stays, and so does the Relu a CSE
+// merge would otherwise fold into its twin.
+TEST(EliminateIdentityPassTest, KeepsAnIdentityWhoseOutputASubgraphCaptures) {
+  PassTestEnv env;
+  graphopt::PipelineResult result;
+  auto out = env.Run(R"pb(
+    inputs { name: "x" type { dtype: DT_FLOAT32 shape { dims { size: 3 } } } }
+    inputs { name: "c" type { dtype: DT_BOOL shape {} } }
+    nodes { op_type: "Identity" inputs: "x" outputs: "y" }
+    nodes { op_type: "Relu" inputs: "x" outputs: "r1" }
+    nodes { op_type: "Relu" inputs: "x" outputs: "r2" }
+    nodes {
+      op_type: "If" inputs: "c" outputs: "o"
+      attributes {
+        name: "then_branch"
+        g {
+          nodes { op_type: "Add" inputs: "y" inputs: "r2" outputs: "t" }
+          outputs { name: "t" type { dtype: DT_FLOAT32 } }
+        }
+      }
+      attributes {
+        name: "else_branch"
+        g { outputs { name: "r1" type { dtype: DT_FLOAT32 } } }
+      }
+    }
+    outputs { name: "o" })pb",
+                     {"eliminate_identity", "common_subexpression_elimination"}, &result);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(OpTypes(*out), ElementsAre("Identity", "Relu", "Relu", "If"));
 }
 
 }  // namespace

@@ -238,6 +238,10 @@ absl::Status SoftmaxShapeFn(InferenceContext& ctx);
 // The Reduce* ops: 'axes' (attribute, or input 1) reduced, kept as 1 with keepdims.
 absl::Status ReduceShapeFn(InferenceContext& ctx);
 
+// A Reduce* descriptor: data (T of `types`), optional int64 axes input, attributes axes,
+// keepdims and noop_with_empty_axes, reduction fusion, ReduceShapeFn.
+OpDef ReduceOpDef(absl::string_view name, absl::string_view doc, const DTypes& types);
+
 // Per-family descriptor lists, concatenated by RegisterBuiltinOps.
 void AddElementwiseOps(std::vector<OpDef>* ops);
 void AddNnOps(std::vector<OpDef>* ops);

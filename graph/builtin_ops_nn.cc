@@ -451,6 +451,21 @@ OpBuilder WindowAttrs(OpBuilder b, bool kernel_required) {
   return b;
 }
 
+OpDef ReduceOpDef(absl::string_view name, absl::string_view doc, const DTypes& types) {
+  return OpBuilder(name, doc)
+      .Input("data", "T")
+      .OptionalInput("axes", "Taxes")
+      .Output("reduced", "T")
+      .Attr("axes", v1::ATTR_INTS)
+      .IntAttr("keepdims", 1)
+      .IntAttr("noop_with_empty_axes", 0)
+      .Constraint("T", types)
+      .Constraint("Taxes", {v1::DT_INT64})
+      .Fusion(v1::FUSION_REDUCTION)
+      .ShapeFn(ReduceShapeFn)
+      .Build();
+}
+
 void AddNnOps(std::vector<OpDef>* ops) {
   const DTypes floats = FloatTypes();
   const DTypes matmul_types = Join(floats, {v1::DT_INT32, v1::DT_INT64, v1::DT_UINT32,
@@ -575,19 +590,9 @@ void AddNnOps(std::vector<OpDef>* ops) {
   const DTypes reduce_types = Join(floats, {v1::DT_INT32, v1::DT_INT64, v1::DT_UINT32,
                                             v1::DT_UINT64, v1::DT_INT8, v1::DT_UINT8});
   for (const char* name : {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin"}) {
-    ops->push_back(OpBuilder(name, "Reduction over 'axes' (attribute, or input from opset 13 "
-                                   "for ReduceSum and 18 for the others); all axes when empty.")
-                       .Input("data", "T")
-                       .OptionalInput("axes", "Taxes")
-                       .Output("reduced", "T")
-                       .Attr("axes", v1::ATTR_INTS)
-                       .IntAttr("keepdims", 1)
-                       .IntAttr("noop_with_empty_axes", 0)
-                       .Constraint("T", reduce_types)
-                       .Constraint("Taxes", {v1::DT_INT64})
-                       .Fusion(v1::FUSION_REDUCTION)
-                       .ShapeFn(ReduceShapeFn)
-                       .Build());
+    ops->push_back(ReduceOpDef(name, "Reduction over 'axes' (attribute, or input from opset 13 "
+                                     "for ReduceSum and 18 for the others); all axes when empty.",
+                               reduce_types));
   }
   const DTypes arg_types = Join(reduce_types, {v1::DT_INT16, v1::DT_UINT16});
   for (const char* name : {"ArgMax", "ArgMin"}) {

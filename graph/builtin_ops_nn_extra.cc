@@ -375,23 +375,6 @@ absl::Status NonMaxSuppressionShape(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
-// The Reduce* descriptor shared by every reduction.
-OpDef Reduce(const char* name, const DTypes& types) {
-  return OpBuilder(name, "Reduction over 'axes' (attribute, or input from opset 18); all axes "
-                         "when empty.")
-      .Input("data", "T")
-      .OptionalInput("axes", "Taxes")
-      .Output("reduced", "T")
-      .Attr("axes", v1::ATTR_INTS)
-      .IntAttr("keepdims", 1)
-      .IntAttr("noop_with_empty_axes", 0)
-      .Constraint("T", types)
-      .Constraint("Taxes", {v1::DT_INT64})
-      .Fusion(v1::FUSION_REDUCTION)
-      .ShapeFn(ReduceShapeFn)
-      .Build();
-}
-
 }  // namespace
 
 void AddNnExtraOps(std::vector<OpDef>* ops) {
@@ -498,7 +481,9 @@ void AddNnExtraOps(std::vector<OpDef>* ops) {
                                                   v1::DT_INT64});
   for (const char* name : {"ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp",
                            "ReduceProd", "ReduceSumSquare"}) {
-    ops->push_back(Reduce(name, reduce_types));
+    ops->push_back(ReduceOpDef(name, "Reduction over 'axes' (attribute, or input from opset "
+                                     "18); all axes when empty.",
+                               reduce_types));
   }
   ops->push_back(OpBuilder("NegativeLogLikelihoodLoss",
                            "-input[n, target[n, d...], d...] (times the class weight), reduced "

@@ -1,5 +1,6 @@
 #include "passes/pipeline.h"
 
+#include <cstdio>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -263,6 +264,56 @@ TEST(PipelineTest, MillionNodeChainOptimizes) {
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(g.num_live_nodes(), kNodes / 2);
   EXPECT_EQ(g.value(g.outputs()[0]).name, absl::StrCat("v", kNodes));
+}
+
+TEST(PipelineTest, LevelTwoScalesLinearly) {
+  PassTestEnv env;
+  // 100,000 blocks of Relu -> Transpose -> Transpose -> Mul by one (simplify's work), and a
+  // 20,000-node chain of Negs of a constant (constant_fold's): built directly in the IR.
+  constexpr int kBlocks = 100000;
+  constexpr int kConstantChain = 20000;
+  Graph g;
+  ValueId prev = *g.AddValue("x");
+  g.mutable_value(prev).type = TensorType{v1::DT_FLOAT32, Dims{Dim::Known(2), Dim::Known(3)}};
+  g.AddGraphInput(prev);
+  const ValueId one = *g.AddValue("one");
+  v1::Tensor one_tensor;
+  one_tensor.set_dtype(v1::DT_FLOAT32);
+  const float one_value = 1.0f;
+  one_tensor.set_raw_data(std::string(reinterpret_cast<const char*>(&one_value), 4));
+  g.SetInitializer(one, one_tensor);
+  g.mutable_value(one).type = TensorType{v1::DT_FLOAT32, Dims{}};
+  v1::Attribute perm;
+  perm.mutable_ints()->add_values(1);
+  perm.mutable_ints()->add_values(0);
+  int n = 0;
+  auto next = [&]() { return *g.AddValue(absl::StrCat("v", n++)); };
+  for (int i = 0; i < kBlocks; ++i) {
+    ValueId r = next(), t1 = next(), t2 = next(), m = next();
+    ASSERT_TRUE(g.AddNode("", "Relu", "", {prev}, {r}).ok());
+    ASSERT_TRUE(g.AddNode("", "Transpose", "", {r}, {t1}, {{"perm", perm}}).ok());
+    ASSERT_TRUE(g.AddNode("", "Transpose", "", {t1}, {t2}, {{"perm", perm}}).ok());
+    ASSERT_TRUE(g.AddNode("", "Mul", "", {t2, one}, {m}).ok());
+    prev = m;
+  }
+  g.AddGraphOutput(prev);
+  ValueId c = *g.AddValue("c");
+  g.SetInitializer(c, one_tensor);
+  g.mutable_value(c).type = TensorType{v1::DT_FLOAT32, Dims{}};
+  for (int i = 0; i < kConstantChain; ++i) {
+    ValueId v = next();
+    ASSERT_TRUE(g.AddNode("", "Neg", "", {c}, {v}).ok());
+    c = v;
+  }
+  g.AddGraphOutput(c);
+  auto result = RunPipeline(g, *PipelineForLevel(2), env.passes(), env.ops(), {});
+  ASSERT_TRUE(result.ok()) << result.status();
+  // Only the Relus are left; the Neg chain is one initializer.
+  EXPECT_EQ(g.num_live_nodes(), kBlocks);
+  for (const PassRun& run : result->runs) {
+    std::printf("%-34s %8.1f ms  %s\n", run.name.c_str(), run.wall_time_us / 1000.0,
+                run.messages.empty() ? "" : run.messages[0].c_str());
+  }
 }
 
 }  // namespace

@@ -22,65 +22,74 @@ namespace {
 
 constexpr int64_t kInt64Min = std::numeric_limits<int64_t>::min();
 
-// A runtime value. Lists live in the evaluation's heap (offset `i`, length `len`) and are
-// immutable, so slices share storage. Symbolic ints are a symbol string read from the node
-// (kSymRef: kept verbatim when passed through), `coef * atom` (kMono: coefficient `i`, atom
-// `len` in the evaluation's atom table: the common "batch", "12*batch", computed without
-// allocating), or any other polynomial (kSym: index into the polynomial table). None is ever
-// a constant, which is a kInt.
-enum class Tag : uint8_t { kUnknown, kInt, kBool, kSym, kSymRef, kMono, kStr, kDType, kList };
+// A runtime value: 16 bytes, passed and returned in registers. Lists live in the evaluation's
+// heap (offset `i`, length `len`) and are immutable, so slices share storage. Symbolic ints
+// are `coef * atom` (kMono: coefficient `i`, atom `len` in the evaluation's atom table; an
+// input's "batch" is kMono 1 * batch, and "12*batch" is computed without allocating), a symbol
+// string read from the node that is not an atom name (kSymRef: "2*seq", "N x"; kept verbatim
+// when passed through), or any other polynomial (kSym: index into the polynomial table). None
+// is ever a constant, which is a kInt. kError is no value: the evaluation failed, and the
+// evaluator holds the message.
+enum class Tag : uint8_t {
+  kUnknown,
+  kInt,
+  kBool,
+  kSym,
+  kSymRef,
+  kMono,
+  kStr,
+  kDType,
+  kList,
+  kError
+};
 
 struct Val {
-  Tag tag = Tag::kUnknown;
-  uint32_t len = 0;
+  // The tag in the low byte, the length (or atom) in the high 32 bits: one word, so that a
+  // value moves as two registers.
+  uint64_t meta = 0;
   union {
     int64_t i;
     const std::string* s;
   };
   Val() : i(0) {}
 
-  static Val Int(int64_t v) {
+  Tag tag() const { return static_cast<Tag>(meta & 0xff); }
+  uint32_t len() const { return static_cast<uint32_t>(meta >> 32); }
+
+  static Val Make(Tag tag, uint32_t len, int64_t i) {
     Val x;
-    x.tag = Tag::kInt;
-    x.i = v;
+    x.meta = static_cast<uint64_t>(tag) | static_cast<uint64_t>(len) << 32;
+    x.i = i;
     return x;
   }
-  static Val Bool(bool b) {
-    Val x;
-    x.tag = Tag::kBool;
-    x.i = b ? 1 : 0;
-    return x;
-  }
+  static Val Int(int64_t v) { return Make(Tag::kInt, 0, v); }
+  static Val Bool(bool b) { return Make(Tag::kBool, 0, b ? 1 : 0); }
   static Val Str(const std::string* s) {
-    Val x;
-    x.tag = Tag::kStr;
+    Val x = Make(Tag::kStr, 0, 0);
     x.s = s;
     return x;
   }
-  static Val DType(int64_t dt) {
-    Val x;
-    x.tag = Tag::kDType;
-    x.i = dt;
-    return x;
-  }
+  static Val DType(int64_t dt) { return Make(Tag::kDType, 0, dt); }
   static Val SymRef(const std::string* s) {
-    Val x;
-    x.tag = Tag::kSymRef;
+    Val x = Make(Tag::kSymRef, 0, 0);
     x.s = s;
     return x;
   }
   static Val List(size_t offset, size_t len) {
-    Val x;
-    x.tag = Tag::kList;
-    x.i = static_cast<int64_t>(offset);
-    x.len = static_cast<uint32_t>(len);
-    return x;
+    return Make(Tag::kList, static_cast<uint32_t>(len), static_cast<int64_t>(offset));
   }
-  bool unknown() const { return tag == Tag::kUnknown; }
+  static Val Error() { return Make(Tag::kError, 0, 0); }
+  bool unknown() const { return tag() == Tag::kUnknown; }
+  bool failed() const { return tag() == Tag::kError; }
   bool symbolic() const {
-    return tag == Tag::kSym || tag == Tag::kSymRef || tag == Tag::kMono;
+    const Tag t = tag();
+    return t == Tag::kSym || t == Tag::kSymRef || t == Tag::kMono;
   }
 };
+
+static_assert(sizeof(Val) == 16, "Val is returned in two registers");
+static_assert(std::is_trivially_copyable<Val>::value, "Val must be trivially copyable");
+static_assert(std::is_trivially_destructible<Val>::value, "Val must be trivially destructible");
 
 // A growable array of values that starts in an inline buffer. Cheaper than InlinedVector on
 // the hot path (one branch per push); values are only ever appended or truncated.
@@ -106,10 +115,17 @@ class ValBuffer {
     size_ += n;
     return off;
   }
+  // Appends n values left for the caller to write; returns the offset of the first.
+  size_t AppendUninitialized(size_t n) {
+    if (ABSL_PREDICT_FALSE(size_ + n > cap_)) Grow(size_ + n);
+    const size_t off = size_;
+    size_ += n;
+    return off;
+  }
   void truncate(size_t n) { size_ = n; }
 
  private:
-  void Grow(size_t need) {
+  ABSL_ATTRIBUTE_NOINLINE void Grow(size_t need) {
     size_t cap = cap_ * 2;
     while (cap < need) cap *= 2;
     auto bigger = std::make_unique<Val[]>(cap);
@@ -127,9 +143,6 @@ class ValBuffer {
   size_t cap_;
   std::unique_ptr<Val[]> owned_;
 };
-
-static_assert(std::is_trivially_copyable<Val>::value, "Val must be trivially copyable");
-static_assert(std::is_trivially_destructible<Val>::value, "Val must be trivially destructible");
 
 // Three-valued logic.
 enum Tri : uint8_t { kFalse = 0, kTrue = 1, kMaybe = 2 };
@@ -156,6 +169,46 @@ const char* ArithSymbol(Arith op) {
   return "?";
 }
 
+// Insn::handler values: one handler per operation (and per builtin function), so that each
+// node pays only for what its operation needs. Slots and int literals, the commonest leaves,
+// are read in place by the parent (Evaluator::Run) without a call.
+enum H : uint8_t {
+  kHSlot,
+  kHInt,
+  kHBool,
+  kHString,
+  kHDType,
+  kHUnknown,
+  kHAttr,
+  kHNeg,
+  kHNot,
+  kHAdd,
+  kHSub,
+  kHMul,
+  kHFloorDiv,
+  kHMod,
+  kHEq,
+  kHNe,
+  kHLt,
+  kHLe,
+  kHGt,
+  kHGe,
+  kHAnd,
+  kHOr,
+  kHConcat,
+  kHCoalesce,
+  kHIn,
+  kHIf,
+  kHList,
+  kHIndex,
+  kHSlice,
+  kHComprehension,
+  kHComprehensionRange,  // [E for x in range(N) (if C)]: iterates without building the range
+  kHInvalid,
+  kHFn,  // kHFn + Fn: a builtin call
+  kNumHandlers = kHFn + static_cast<int>(Fn::kDistinct) + 1,
+};
+
 class Evaluator {
  public:
   Evaluator(const Program& p, const RuleLimits& limits, const InferenceContext& ctx)
@@ -163,7 +216,7 @@ class Evaluator {
         limits_(limits),
         ctx_(ctx),
         node_(ctx.node()),
-        nodes_(p.nodes.data()),
+        code_(p.code.data()),
         kids_(p.kids.data()),
         max_steps_(limits.max_steps),
         num_inputs_(static_cast<int>(node_.inputs.size())) {
@@ -183,10 +236,10 @@ class Evaluator {
 
  private:
   // --- Errors ---------------------------------------------------------------------------------
-  bool Fail(int32_t pos, std::string message) {
+  ABSL_ATTRIBUTE_NOINLINE Val Fail(int32_t pos, std::string message) {
     err_pos_ = pos;
     err_ = std::move(message);
-    return false;
+    return Val::Error();
   }
   absl::Status Status() const {
     const auto [line, col] = Diag::LineCol(p_.source, err_pos_);
@@ -196,25 +249,27 @@ class Evaluator {
 
   // --- Values ---------------------------------------------------------------------------------
   const Val& HeapAt(const Val& list, int64_t k) const { return heap_[list.i + k]; }
+  // False (with the error set) when the budget is exceeded.
   bool Charge(int32_t pos, int64_t steps) {
     steps_ += steps;
-    if (steps_ > max_steps_) {
-      return Fail(pos, absl::StrCat("evaluation exceeded the budget of ", limits_.max_steps,
-                                    " steps"));
+    if (ABSL_PREDICT_FALSE(steps_ > max_steps_)) {
+      Fail(pos, absl::StrCat("evaluation exceeded the budget of ", limits_.max_steps, " steps"));
+      return false;
     }
     return true;
   }
   bool CheckLength(int32_t pos, int64_t n) {
     if (n > limits_.max_list_length) {
-      return Fail(pos, absl::StrCat("a list of ", n, " elements exceeds the limit of ",
-                                    limits_.max_list_length));
+      Fail(pos, absl::StrCat("a list of ", n, " elements exceeds the limit of ",
+                             limits_.max_list_length));
+      return false;
     }
     return Charge(pos, n);
   }
   // Moves scratch_[base..] into a new heap list.
   Val ListFromScratch(size_t base) {
     const size_t n = scratch_.size() - base;
-    const size_t off = heap_.Append(n);
+    const size_t off = heap_.AppendUninitialized(n);
     for (size_t k = 0; k < n; ++k) heap_[off + k] = scratch_[base + k];
     scratch_.truncate(base);
     return Val::List(off, n);
@@ -222,46 +277,51 @@ class Evaluator {
 
   // `v` as coef * atom when it is one (a kMono, or a kSymRef naming an atom); false otherwise.
   bool AsMono(const Val& v, int64_t* coef, uint32_t* atom) {
-    if (v.tag == Tag::kMono) {
+    if (v.tag() == Tag::kMono) {
       *coef = v.i;
-      *atom = v.len;
+      *atom = v.len();
       return true;
     }
-    if (v.tag != Tag::kSymRef) return false;
+    if (v.tag() != Tag::kSymRef || !IsAtomName(*v.s)) return false;
     *coef = 1;
-    for (size_t k = 0; k < atoms_.size(); ++k) {
-      if (atoms_[k] == v.s) {
-        *atom = static_cast<uint32_t>(k);
-        return true;
-      }
-    }
-    if (!IsAtomName(*v.s)) return false;
-    for (size_t k = 0; k < atoms_.size(); ++k) {
-      if (*atoms_[k] == *v.s) {
-        *atom = static_cast<uint32_t>(k);
-        return true;
-      }
-    }
-    atoms_.push_back(v.s);
-    *atom = static_cast<uint32_t>(atoms_.size() - 1);
+    *atom = Intern(v.s);
     return true;
+  }
+  // The index of the atom named `*s` (an atom name) in the atom table, added when new.
+  uint32_t Intern(const std::string* s) {
+    for (size_t k = 0; k < atoms_.size(); ++k) {
+      if (atoms_[k] == s) return static_cast<uint32_t>(k);
+    }
+    for (size_t k = 0; k < atoms_.size(); ++k) {
+      if (*atoms_[k] == *s) return static_cast<uint32_t>(k);
+    }
+    atoms_.push_back(s);
+    return static_cast<uint32_t>(atoms_.size() - 1);
+  }
+  // A symbol string of the node: 1 * atom for an atom name (the common "batch"), else kept as
+  // the string (read as a polynomial when arithmetic needs it).
+  Val SymbolVal(const std::string* s) {
+    // The atoms are atom names: a string equal to one is one.
+    for (size_t k = 0; k < atoms_.size(); ++k) {
+      if (atoms_[k] == s || *atoms_[k] == *s) return Mono(1, static_cast<uint32_t>(k));
+    }
+    if (!IsAtomName(*s)) return Val::SymRef(s);
+    atoms_.push_back(s);
+    return Mono(1, static_cast<uint32_t>(atoms_.size() - 1));
   }
   static Val Mono(int64_t coef, uint32_t atom) {
     if (coef == 0) return Val::Int(0);
-    Val v;
-    v.tag = Tag::kMono;
-    v.i = coef;
-    v.len = atom;
-    return v;
+    return Val::Make(Tag::kMono, atom, coef);
   }
   // Exact results of `a op b` where a and b are ints or coef * atom, computed without
-  // polynomials. Returns false when the general path must decide.
-  bool MonoOp(Arith op, int32_t pos, const Val& a, const Val& b, Val* out, bool* failed);
+  // polynomials. Returns false when the general path must decide; *out is an error value when
+  // the operation failed.
+  bool MonoOp(Arith op, int32_t pos, const Val& a, const Val& b, Val* out);
 
   // The polynomial of a symbolic or known int. Reading a symbol string parses it once per
   // evaluation; call Materialize on every operand before taking pointers (the table grows).
   void Materialize(const Val& v) {
-    if (v.tag != Tag::kSymRef) return;
+    if (v.tag() != Tag::kSymRef) return;
     for (const auto& entry : parsed_) {
       if (entry.first == v.s) return;
     }
@@ -269,7 +329,7 @@ class Evaluator {
     parsed_.emplace_back(v.s, static_cast<int>(polys_.size() - 1));
   }
   const Poly* PolyOf(const Val& v, Poly* tmp) const {
-    switch (v.tag) {
+    switch (v.tag()) {
       case Tag::kInt:
         *tmp = Poly::Constant(v.i);
         return tmp;
@@ -277,7 +337,7 @@ class Evaluator {
         return &polys_[v.i];
       case Tag::kMono:
         *tmp = Poly::Constant(v.i);
-        if (Poly::Mul(*tmp, Poly::Atom(*atoms_[v.len]), tmp) != PolyStatus::kOk) return nullptr;
+        if (Poly::Mul(*tmp, Poly::Atom(*atoms_[v.len()]), tmp) != PolyStatus::kOk) return nullptr;
         return tmp;
       case Tag::kSymRef:
         for (const auto& [s, index] : parsed_) {
@@ -290,16 +350,14 @@ class Evaluator {
   }
   Val FromPoly(Poly p) {
     if (p.is_constant()) return Val::Int(p.constant_term());
-    Val v;
-    v.tag = Tag::kSym;
-    v.i = static_cast<int64_t>(polys_.size());
+    const Val v = Val::Make(Tag::kSym, 0, static_cast<int64_t>(polys_.size()));
     polys_.push_back(std::move(p));
     return v;
   }
 
   // Known ints without overflow inline; everything else in IntOpSlow.
-  bool IntOp(Arith op, int32_t pos, const Val& a, const Val& b, Val* out) {
-    if (a.tag == Tag::kInt && b.tag == Tag::kInt) {
+  ABSL_ATTRIBUTE_ALWAYS_INLINE Val IntOp(Arith op, int32_t pos, const Val& a, const Val& b) {
+    if (a.tag() == Tag::kInt && b.tag() == Tag::kInt) {
       int64_t r;
       bool overflow = true;
       switch (op) {
@@ -315,15 +373,11 @@ class Evaluator {
         default:
           break;
       }
-      if (!overflow) {
-        *out = Val::Int(r);
-        return true;
-      }
+      if (ABSL_PREDICT_TRUE(!overflow)) return Val::Int(r);
     }
-    return IntOpSlow(op, pos, a, b, out);
+    return IntOpSlow(op, pos, a, b);
   }
-  ABSL_ATTRIBUTE_NOINLINE bool IntOpSlow(Arith op, int32_t pos, const Val& a, const Val& b,
-                                         Val* out);
+  ABSL_ATTRIBUTE_NOINLINE Val IntOpSlow(Arith op, int32_t pos, const Val& a, const Val& b);
   Tri CompareInts(Op op, const Val& a, const Val& b);
   Tri Equal(const Val& a, const Val& b);
   // Exact min (want_max false) or max; unknown when not determined.
@@ -332,7 +386,7 @@ class Evaluator {
   std::string Format(const Val& v, Type t);
   // The canonical string of a kMono (as Poly::ToString).
   std::optional<std::string> MonoString(const Val& v) const {
-    const std::string& atom = *atoms_[v.len];
+    const std::string& atom = *atoms_[v.len()];
     if (v.i == 1) return atom;
     Poly p;
     if (Poly::Mul(Poly::Constant(v.i), Poly::Atom(atom), &p) != PolyStatus::kOk) {
@@ -340,7 +394,8 @@ class Evaluator {
     }
     return p.ToString();
   }
-  std::string FormatParts(const std::vector<int32_t>& parts, bool* ok);
+  // Evaluates and formats the expressions `ids[0..n)` (assert and fail messages).
+  std::string FormatParts(const int32_t* ids, size_t n, bool* ok);
   std::string InputLabel(int i) const {
     const int declared = static_cast<int>(p_.input_names.size());
     if (p_.variadic_input >= 0 && i >= p_.variadic_input) {
@@ -350,97 +405,98 @@ class Evaluator {
   }
 
   // --- Evaluation -----------------------------------------------------------------------------
-  bool Eval(int32_t id, Val* out);
-  // Literals and variables are read in place, without a call; other children go straight to
-  // their handler.
-  ABSL_ATTRIBUTE_ALWAYS_INLINE bool EvalKid(const Node& n, int k, Val* out) {
-    const Node& kid = nodes_[kids_[n.first_kid + k]];
-    if (ABSL_PREDICT_FALSE(++steps_ > max_steps_)) return BudgetExceeded(kid);
-    switch (kid.op) {
-      case Op::kInt:
-        *out = Val::Int(kid.imm);
-        return true;
-      case Op::kSlot:
-        *out = slots_[kid.imm];
-        return true;
-      case Op::kString:
-        *out = Val::Str(&kid.text);
-        return true;
-      case Op::kBool:
-        *out = Val::Bool(kid.imm != 0);
-        return true;
-      case Op::kCall:
-        return kFnHandlers[static_cast<int>(kid.fn)](*this, kid, out);
-      default:
-        return kHandlers[static_cast<int>(kid.op)](*this, kid, out);
-    }
+  // Charges one step and evaluates node `id`. Slots and int literals are read in place; every
+  // other node goes straight to its handler.
+  ABSL_ATTRIBUTE_ALWAYS_INLINE Val Run(int32_t id) {
+    const Insn& x = code_[id];
+    if (ABSL_PREDICT_FALSE(++steps_ > max_steps_)) return BudgetExceeded(x);
+    if (x.handler == kHSlot) return slots_[x.imm];
+    if (x.handler == kHInt) return Val::Int(x.imm);
+    return kHandlers[x.handler](*this, x);
   }
-  // One handler per Op (kHandlers): small functions, so that each node pays only for what
-  // its operation needs.
-  using Handler = bool (*)(Evaluator&, const Node&, Val*);
-  static const Handler kHandlers[];
-  static bool HLiteral(Evaluator& e, const Node& n, Val* out);
-  static bool HSlot(Evaluator& e, const Node& n, Val* out);
-  static bool HAttr(Evaluator& e, const Node& n, Val* out) { return e.EvalAttr(n, out); }
-  static bool HNeg(Evaluator& e, const Node& n, Val* out);
-  static bool HNot(Evaluator& e, const Node& n, Val* out);
-  template <Arith kOp>
-  static bool HArith(Evaluator& e, const Node& n, Val* out);
-  static bool HEquality(Evaluator& e, const Node& n, Val* out);
-  static bool HOrder(Evaluator& e, const Node& n, Val* out);
-  static bool HAndOr(Evaluator& e, const Node& n, Val* out);
-  static bool HCoalesce(Evaluator& e, const Node& n, Val* out);
-  static bool HIf(Evaluator& e, const Node& n, Val* out);
-  static bool HIndex(Evaluator& e, const Node& n, Val* out);
-  static bool HConcat(Evaluator& e, const Node& n, Val* out) { return e.EvalConcat(n, out); }
-  static bool HIn(Evaluator& e, const Node& n, Val* out) { return e.EvalIn(n, out); }
-  static bool HList(Evaluator& e, const Node& n, Val* out) { return e.EvalList(n, out); }
-  static bool HSlice(Evaluator& e, const Node& n, Val* out) { return e.EvalSlice(n, out); }
-  static bool HComprehension(Evaluator& e, const Node& n, Val* out) {
-    return e.EvalComprehension(n, out);
+  // Child k of `n`.
+  ABSL_ATTRIBUTE_ALWAYS_INLINE Val Kid(const Insn& n, int k) {
+    return Run(k == 0 ? n.kid0 : k == 1 ? n.kid1 : kids_[n.first_kid + k]);
   }
-  static bool HCall(Evaluator& e, const Node& n, Val* out) {
-    return kFnHandlers[static_cast<int>(n.fn)](e, n, out);
-  }
-  static bool HInvalid(Evaluator& e, const Node& n, Val* out);
+  // The checker's node behind `n` (types, text), for the rare paths that need more.
+  const Node& NodeOf(const Insn& n) const { return p_.nodes[&n - code_]; }
 
-  bool EvalAttr(const Node& n, Val* out);
-  // One instantiation per builtin (kFnHandlers), so that each call pays only for its own.
-  template <Fn kFn>
-  bool EvalCall(const Node& n, Val* out);
-  template <Fn kFn>
-  static bool HFn(Evaluator& e, const Node& n, Val* out) {
-    return e.EvalCall<kFn>(n, out);
+  using Handler = Val (*)(Evaluator&, const Insn&);
+  static const Handler kHandlers[kNumHandlers];
+  static Val HBool(Evaluator& e, const Insn& n) { return Val::Bool(n.imm != 0); }
+  static Val HString(Evaluator& e, const Insn& n) { return Val::Str(&e.NodeOf(n).text); }
+  static Val HDType(Evaluator& e, const Insn& n) { return Val::DType(n.imm); }
+  static Val HUnknown(Evaluator& e, const Insn& n) { return Val(); }
+  static Val HSlotOrInt(Evaluator& e, const Insn& n) {
+    return n.handler == kHSlot ? e.slots_[n.imm] : Val::Int(n.imm);
   }
-  static const Handler kFnHandlers[];
-  bool EvalList(const Node& n, Val* out);
-  bool EvalSlice(const Node& n, Val* out);
-  bool EvalComprehension(const Node& n, Val* out);
-  bool EvalConcat(const Node& n, Val* out);
-  bool EvalIn(const Node& n, Val* out);
-  ABSL_ATTRIBUTE_NOINLINE bool BudgetExceeded(const Node& n);
-  ABSL_ATTRIBUTE_NOINLINE bool IndexError(const Node& n, const Val& list, int64_t index);
+  static Val HAttr(Evaluator& e, const Insn& n) { return e.EvalAttr(n); }
+  static Val HNeg(Evaluator& e, const Insn& n);
+  static Val HNot(Evaluator& e, const Insn& n);
+  template <Arith kOp>
+  static Val HArith(Evaluator& e, const Insn& n);
+  template <bool kNe>
+  static Val HEquality(Evaluator& e, const Insn& n);
+  template <Op kOp>
+  static Val HOrder(Evaluator& e, const Insn& n);
+  template <bool kAnd>
+  static Val HAndOr(Evaluator& e, const Insn& n);
+  static Val HCoalesce(Evaluator& e, const Insn& n);
+  static Val HIf(Evaluator& e, const Insn& n);
+  static Val HIndex(Evaluator& e, const Insn& n);
+  static Val HConcat(Evaluator& e, const Insn& n) { return e.EvalConcat(n); }
+  static Val HIn(Evaluator& e, const Insn& n) { return e.EvalIn(n); }
+  static Val HList(Evaluator& e, const Insn& n) { return e.EvalList(n); }
+  static Val HSlice(Evaluator& e, const Insn& n) { return e.EvalSlice(n); }
+  static Val HComprehension(Evaluator& e, const Insn& n) { return e.EvalComprehension(n); }
+  static Val HComprehensionRange(Evaluator& e, const Insn& n) {
+    return e.EvalComprehensionRange(n);
+  }
+  static Val HInvalid(Evaluator& e, const Insn& n) {
+    return e.Fail(n.pos, "internal: unresolved expression");
+  }
+  // One instantiation per builtin, so that each call pays only for its own.
+  template <Fn kFn>
+  Val EvalCall(const Insn& n);
+  // Builtins that evaluate their arguments first, in order: the rest, from the argument values
+  // (shared by the handlers and the linear code).
+  template <Fn kFn>
+  Val Apply(const Insn& n, const Val* args, int count);
+  static Val KnownOf(const Val& v) {
+    return v.unknown() ? Val::Bool(false) : Val::Bool(!v.symbolic());
+  }
+  static Val LenOf(const Val& l) { return l.unknown() ? l : Val::Int(l.len()); }
+  template <Fn kFn>
+  static Val HFn(Evaluator& e, const Insn& n) {
+    return e.EvalCall<kFn>(n);
+  }
+
+  Val EvalAttr(const Insn& n);
+  Val EvalList(const Insn& n);
+  Val EvalSlice(const Insn& n);
+  Val EvalComprehension(const Insn& n);
+  Val EvalComprehensionRange(const Insn& n);
+  Val EvalConcat(const Insn& n);
+  Val EvalIn(const Insn& n);
+  ABSL_ATTRIBUTE_NOINLINE Val BudgetExceeded(const Insn& n);
+  ABSL_ATTRIBUTE_NOINLINE Val IndexError(const Insn& n, const Val& list, int64_t index);
   // The node input a builtin's input argument names; *index = -1 when the variadic index is
-  // not known.
-  bool InputIndex(const Node& n, int* index) {
+  // not known. False (with the error set) when evaluating the index failed.
+  bool InputIndex(const Insn& n, int* index) {
     if (ABSL_PREDICT_TRUE(n.ref == Ref::kInput)) {
       *index = static_cast<int>(n.imm);
       return true;
     }
     return VariadicIndex(n, index);
   }
-  bool VariadicIndex(const Node& n, int* index);
-  bool InputShape(int i, int32_t pos, Val* out);
-  bool InputValue(int i, int32_t pos, Val* out);
+  bool VariadicIndex(const Insn& n, int* index);
+  Val InputShape(int i, int32_t pos);
+  Val InputValue(int i, int32_t pos);
   // ctx_.has_input without the virtual node() call.
   bool HasInput(int i) const {
     return i >= 0 && i < num_inputs_ && node_.inputs[i].valid();
   }
-  bool RequirePresent(int i, int32_t pos) {
-    if (ABSL_PREDICT_TRUE(HasInput(i))) return true;
-    return Absent(i, pos);
-  }
-  ABSL_ATTRIBUTE_NOINLINE bool Absent(int i, int32_t pos) {
+  ABSL_ATTRIBUTE_NOINLINE Val Absent(int i, int32_t pos) {
     return Fail(pos, absl::StrCat("input '", InputLabel(i), "' is absent",
                                   i < static_cast<int>(p_.input_names.size()) &&
                                           p_.variadic_input != i
@@ -449,20 +505,20 @@ class Evaluator {
   }
   Val DimVal(const Dim& d) {
     if (d.is_known()) return Val::Int(d.size());
-    if (d.is_symbol()) return Val::SymRef(&d.symbol());
+    if (d.is_symbol()) return SymbolVal(&d.symbol());
     return Val();
   }
-  bool Broadcast(const Node& n, Val* out);
-  bool Merge(int32_t pos, const Val& a, const Val& b, Val* out);
-  // Collects the int arguments of min/max/merge (a list, or the arguments themselves).
-  bool Operands(const Node& n, absl::InlinedVector<Val, 8>* vals, bool* unknown);
+  Val Broadcast(const Insn& n, const Val* args, int count);
+  // merge(a, b); an error value when they differ.
+  Val Merge(int32_t pos, const Val& a, const Val& b);
 
   using Results = absl::InlinedVector<std::pair<const Stmt*, Val>, 4>;
   bool RunStatements(Results* results);
-  // Output `output`'s shape (or, when `contents`, its dims value) from a list value; false (with
-  // an error) for a negative known dim of a shape. Contents may hold negative entries (a
-  // Reshape target such as [N, -1]).
-  bool ToDims(const Val& v, int32_t pos, int output, bool contents, std::optional<Dims>* out);
+  // False (with the error set) when the list value `v`, output `output`'s shape, holds a
+  // negative known dim.
+  bool CheckDims(const Val& v, int32_t pos, int output);
+  // A list value as dims (a shape, or the contents of a shape tensor); nullopt for unknown.
+  std::optional<Dims> ToDims(const Val& v);
 
   static constexpr int kInlineSlots = 32;
   // Per-evaluation caches of input shapes and attributes, for the first kCached of each.
@@ -472,10 +528,11 @@ class Evaluator {
   const RuleLimits& limits_;
   const InferenceContext& ctx_;
   const ::graphopt::Node& node_;
-  const Node* const nodes_;
+  const Insn* const code_;
   const int32_t* const kids_;
   const int64_t max_steps_;
   const int num_inputs_;
+  int64_t steps_ = 0;
   Val* slots_;
   alignas(Val) unsigned char slots_inline_[kInlineSlots * sizeof(Val)];
   std::unique_ptr<Val[]> slots_heap_;
@@ -496,23 +553,20 @@ class Evaluator {
   Val& ShapeCache(int i) { return reinterpret_cast<Val*>(shape_cache_)[i]; }
   Val& AttrCache(int i) { return reinterpret_cast<Val*>(attr_cache_)[i]; }
   int64_t opset_ = -1;  // ctx_.opset_version(), read once
-  int64_t steps_ = 0;
   int32_t err_pos_ = 0;
   std::string err_;
 };
 
-bool Evaluator::MonoOp(Arith op, int32_t pos, const Val& a, const Val& b, Val* out,
-                       bool* failed) {
-  *failed = false;
+bool Evaluator::MonoOp(Arith op, int32_t pos, const Val& a, const Val& b, Val* out) {
   int64_t ca = 0, cb = 0;
   uint32_t sa = 0, sb = 0;
   const bool ma = AsMono(a, &ca, &sa);
   const bool mb = AsMono(b, &cb, &sb);
-  if (!(ma || a.tag == Tag::kInt) || !(mb || b.tag == Tag::kInt)) return false;
+  if (!(ma || a.tag() == Tag::kInt) || !(mb || b.tag() == Tag::kInt)) return false;
   auto overflow = [&]() {
-    *failed = true;
-    return Fail(pos, absl::StrCat("integer overflow in ", Format(a, Type::Int()), " ",
+    *out = Fail(pos, absl::StrCat("integer overflow in ", Format(a, Type::Int()), " ",
                                   ArithSymbol(op), " ", Format(b, Type::Int())));
+    return true;
   };
   int64_t c;
   switch (op) {
@@ -558,12 +612,12 @@ bool Evaluator::MonoOp(Arith op, int32_t pos, const Val& a, const Val& b, Val* o
   return false;
 }
 
-bool Evaluator::IntOpSlow(Arith op, int32_t pos, const Val& a, const Val& b, Val* out) {
+Val Evaluator::IntOpSlow(Arith op, int32_t pos, const Val& a, const Val& b) {
   const bool division = op == Arith::kFloorDiv || op == Arith::kMod || op == Arith::kCeilDiv;
-  if (division && b.tag == Tag::kInt && b.i == 0) {
+  if (division && b.tag() == Tag::kInt && b.i == 0) {
     return Fail(pos, op == Arith::kMod ? "modulo by zero" : "division by zero");
   }
-  if (a.tag == Tag::kInt && b.tag == Tag::kInt) {
+  if (a.tag() == Tag::kInt && b.tag() == Tag::kInt) {
     int64_t r = 0;
     bool overflow = false;
     switch (op) {
@@ -591,21 +645,15 @@ bool Evaluator::IntOpSlow(Arith op, int32_t pos, const Val& a, const Val& b, Val
                            : absl::StrCat("integer overflow in ", a.i, " ", ArithSymbol(op), " ",
                                           b.i));
     }
-    *out = Val::Int(r);
-    return true;
+    return Val::Int(r);
   }
   // Zero times anything is zero.
-  if (op == Arith::kMul && ((a.tag == Tag::kInt && a.i == 0) || (b.tag == Tag::kInt && b.i == 0))) {
-    *out = Val::Int(0);
-    return true;
+  if (op == Arith::kMul && ((a.tag() == Tag::kInt && a.i == 0) || (b.tag() == Tag::kInt && b.i == 0))) {
+    return Val::Int(0);
   }
-  if (a.unknown() || b.unknown()) {
-    *out = Val();
-    return true;
-  }
-  bool failed;
-  if (MonoOp(op, pos, a, b, out, &failed)) return true;
-  if (failed) return false;
+  if (a.unknown() || b.unknown()) return Val();
+  Val mono;
+  if (MonoOp(op, pos, a, b, &mono)) return mono;
   Materialize(a);
   Materialize(b);
   Poly ta, tb;
@@ -635,35 +683,31 @@ bool Evaluator::IntOpSlow(Arith op, int32_t pos, const Val& a, const Val& b, Val
       break;
   }
   if (!Charge(pos, static_cast<int64_t>(pa->terms().size() * pb->terms().size() + 1))) {
-    return false;
+    return Val::Error();
   }
   if (status == PolyStatus::kOverflow) {
     return Fail(pos, absl::StrCat("integer overflow in a coefficient of ",
                                   Format(a, Type::Int()), " ", ArithSymbol(op), " ",
                                   Format(b, Type::Int())));
   }
-  if (status == PolyStatus::kTooLarge || !exact) {
-    *out = Val();
-    return true;
-  }
-  *out = FromPoly(std::move(r));
-  return true;
+  if (status == PolyStatus::kTooLarge || !exact) return Val();
+  return FromPoly(std::move(r));
 }
 
 Tri Evaluator::CompareInts(Op op, const Val& a, const Val& b) {
   int64_t diff_sign;  // sign of a - b
-  if (a.tag == Tag::kInt && b.tag == Tag::kInt) {
+  if (a.tag() == Tag::kInt && b.tag() == Tag::kInt) {
     diff_sign = a.i < b.i ? -1 : (a.i > b.i ? 1 : 0);
   } else if (a.unknown() || b.unknown()) {
     return kMaybe;
-  } else if (a.tag == Tag::kSymRef && b.tag == Tag::kSymRef && *a.s == *b.s) {
+  } else if (a.tag() == Tag::kSymRef && b.tag() == Tag::kSymRef && *a.s == *b.s) {
     diff_sign = 0;
   } else {
     int64_t ca = 0, cb = 0;
     uint32_t sa = 0, sb = 0;
     const bool ma = AsMono(a, &ca, &sa);
     const bool mb = AsMono(b, &cb, &sb);
-    if ((ma || a.tag == Tag::kInt) && (mb || b.tag == Tag::kInt)) {
+    if ((ma || a.tag() == Tag::kInt) && (mb || b.tag() == Tag::kInt)) {
       // c1*s - c2*s is a constant only when it is zero; c*s - k and c1*s - c2*t never are.
       if (!(ma && mb && sa == sb && ca == cb)) return kMaybe;
       return op == Op::kEq || op == Op::kLe || op == Op::kGe ? kTrue : kFalse;
@@ -706,7 +750,7 @@ Tri Evaluator::CompareInts(Op op, const Val& a, const Val& b) {
 
 Tri Evaluator::Equal(const Val& a, const Val& b) {
   if (a.unknown() || b.unknown()) return kMaybe;
-  switch (a.tag) {
+  switch (a.tag()) {
     case Tag::kInt:
     case Tag::kSym:
     case Tag::kSymRef:
@@ -718,9 +762,9 @@ Tri Evaluator::Equal(const Val& a, const Val& b) {
     case Tag::kStr:
       return *a.s == *b.s ? kTrue : kFalse;
     case Tag::kList: {
-      if (a.len != b.len) return kFalse;
+      if (a.len() != b.len()) return kFalse;
       Tri r = kTrue;
-      for (uint32_t k = 0; k < a.len; ++k) {
+      for (uint32_t k = 0; k < a.len(); ++k) {
         const Tri e = Equal(HeapAt(a, k), HeapAt(b, k));
         if (e == kFalse) return kFalse;
         if (e == kMaybe) r = kMaybe;
@@ -728,6 +772,7 @@ Tri Evaluator::Equal(const Val& a, const Val& b) {
       return r;
     }
     case Tag::kUnknown:
+    case Tag::kError:
       break;
   }
   return kMaybe;
@@ -744,8 +789,9 @@ Val Evaluator::MinMax(bool want_max, const Val& a, const Val& b) {
 }
 
 std::string Evaluator::Format(const Val& v, Type t) {
-  switch (v.tag) {
+  switch (v.tag()) {
     case Tag::kUnknown:
+    case Tag::kError:
       return t.is_list() ? "[?..]" : "?";
     case Tag::kInt:
       return absl::StrCat(v.i);
@@ -763,7 +809,7 @@ std::string Evaluator::Format(const Val& v, Type t) {
     case Tag::kList: {
       std::string out = "[";
       const Type elem = t.is_list() ? t.element() : Type::Any();
-      for (uint32_t k = 0; k < v.len; ++k) {
+      for (uint32_t k = 0; k < v.len(); ++k) {
         if (k > 0) out.push_back(',');
         out += Format(HeapAt(v, k), elem);
       }
@@ -774,70 +820,67 @@ std::string Evaluator::Format(const Val& v, Type t) {
   return "?";
 }
 
-std::string Evaluator::FormatParts(const std::vector<int32_t>& parts, bool* ok) {
+std::string Evaluator::FormatParts(const int32_t* ids, size_t n, bool* ok) {
   std::string out;
   *ok = true;
-  for (int32_t part : parts) {
-    Val v;
-    if (!Eval(part, &v)) {
+  for (size_t k = 0; k < n; ++k) {
+    const Val v = Run(ids[k]);
+    if (v.failed()) {
       *ok = false;
       return out;
     }
-    out += Format(v, p_.nodes[part].type);
+    out += Format(v, p_.nodes[ids[k]].type);
   }
   return out;
 }
 
-bool Evaluator::InputShape(int i, int32_t pos, Val* out) {
-  if (!RequirePresent(i, pos)) return false;
-  if (i < kCached && (shape_cached_ >> i & 1) != 0) {
-    *out = ShapeCache(i);
-    return true;
-  }
+Val Evaluator::InputShape(int i, int32_t pos) {
+  if (ABSL_PREDICT_FALSE(!HasInput(i))) return Absent(i, pos);
+  if (i < kCached && (shape_cached_ >> i & 1) != 0) return ShapeCache(i);
   Val v;
   if (const std::optional<Dims>& shape = ctx_.input_shape(i)) {
-    const size_t off = heap_.size();
-    for (const Dim& d : *shape) heap_.push_back(DimVal(d));
-    v = Val::List(off, shape->size());
-    if (!Charge(pos, static_cast<int64_t>(shape->size()))) return false;
+    const size_t n = shape->size();
+    const size_t off = heap_.AppendUninitialized(n);
+    for (size_t k = 0; k < n; ++k) heap_[off + k] = DimVal((*shape)[k]);
+    v = Val::List(off, n);
+    if (!Charge(pos, static_cast<int64_t>(n))) return Val::Error();
   } else if (const v1::Tensor* t = ctx_.input_constant(i)) {
     const size_t off = heap_.size();
     for (int64_t d : t->dims()) heap_.push_back(Val::Int(d));
     v = Val::List(off, t->dims_size());
-    if (!Charge(pos, t->dims_size())) return false;
+    if (!Charge(pos, t->dims_size())) return Val::Error();
   }
   if (i < kCached) {
     shape_cached_ |= 1u << i;
     ShapeCache(i) = v;
   }
-  *out = v;
-  return true;
+  return v;
 }
 
-bool Evaluator::InputValue(int i, int32_t pos, Val* out) {
-  if (!RequirePresent(i, pos)) return false;
-  *out = Val();
+Val Evaluator::InputValue(int i, int32_t pos) {
+  if (ABSL_PREDICT_FALSE(!HasInput(i))) return Absent(i, pos);
   if (const Dims* d = ctx_.input_dims_value(i)) {
-    const size_t off = heap_.size();
-    for (const Dim& x : *d) heap_.push_back(DimVal(x));
-    *out = Val::List(off, d->size());
-    return Charge(pos, static_cast<int64_t>(d->size()));
+    const size_t n = d->size();
+    const size_t off = heap_.AppendUninitialized(n);
+    for (size_t k = 0; k < n; ++k) heap_[off + k] = DimVal((*d)[k]);
+    if (!Charge(pos, static_cast<int64_t>(n))) return Val::Error();
+    return Val::List(off, n);
   }
   const v1::Tensor* t = ctx_.input_constant(i);
-  if (t == nullptr || t->dims_size() > 1) return true;
+  if (t == nullptr || t->dims_size() > 1) return Val();
   absl::StatusOr<std::vector<int64_t>> ints = TensorToInts(*t, kMaxDimsValueElements);
-  if (!ints.ok()) return true;
+  if (!ints.ok()) return Val();
   const size_t off = heap_.size();
   for (int64_t x : *ints) heap_.push_back(Val::Int(x));
-  *out = Val::List(off, ints->size());
-  return Charge(pos, static_cast<int64_t>(ints->size()));
+  if (!Charge(pos, static_cast<int64_t>(ints->size()))) return Val::Error();
+  return Val::List(off, ints->size());
 }
 
-bool Evaluator::VariadicIndex(const Node& n, int* index) {
+bool Evaluator::VariadicIndex(const Insn& n, int* index) {
   // Ref::kVariadicItem: kid 0 is the index within the variadic group.
-  Val k;
-  if (!EvalKid(n, 0, &k)) return false;
-  if (k.tag != Tag::kInt) {
+  const Val k = Kid(n, 0);
+  if (k.failed()) return false;
+  if (k.tag() != Tag::kInt) {
     *index = -1;
     return true;
   }
@@ -845,23 +888,23 @@ bool Evaluator::VariadicIndex(const Node& n, int* index) {
   const int64_t count = std::max<int64_t>(0, num_inputs_ - first);
   const int64_t j = k.i < 0 ? k.i + count : k.i;
   if (j < 0 || j >= count) {
-    return Fail(n.pos, absl::StrCat("index ", k.i, " is out of range for the ", count,
-                                    " inputs of '", p_.input_names[first], "'"));
+    Fail(n.pos, absl::StrCat("index ", k.i, " is out of range for the ", count, " inputs of '",
+                             p_.input_names[first], "'"));
+    return false;
   }
   *index = static_cast<int>(first + j);
   return true;
 }
 
-bool Evaluator::EvalAttr(const Node& n, Val* out) {
+Val Evaluator::EvalAttr(const Insn& n) {
   const size_t index = static_cast<size_t>(n.imm);
   if (index < kCached && (attr_cached_ >> index & 1) != 0) {
-    *out = AttrCache(static_cast<int>(index));
-    return true;
+    return AttrCache(static_cast<int>(index));
   }
   const AttrRef& ref = p_.attrs[index];
   const v1::Attribute* a = ctx_.attr(ref.name);
   if (a == nullptr) {
-    if (n.num_kids == 1) return EvalKid(n, 0, out);
+    if (n.num_kids == 1) return Kid(n, 0);
     return Fail(n.pos, absl::StrCat("attribute '", ref.name, "' is not set and has no default "
                                     "(use attr(\"",
                                     ref.name, "\", fallback) or has_attr(\"", ref.name,
@@ -906,7 +949,7 @@ bool Evaluator::EvalAttr(const Node& n, Val* out) {
           if (d.value_case() == v1::Dim::kSize) {
             heap_.push_back(Val::Int(d.size()));
           } else if (d.value_case() == v1::Dim::kSymbol) {
-            heap_.push_back(Val::SymRef(&d.symbol()));
+            heap_.push_back(SymbolVal(&d.symbol()));
           } else {
             heap_.push_back(Val());
           }
@@ -915,7 +958,7 @@ bool Evaluator::EvalAttr(const Node& n, Val* out) {
         return mismatch(ref.type == v1::ATTR_SHAPE ? "a shape" : "a list of ints");
       }
       const size_t len = heap_.size() - off;
-      if (!CheckLength(n.pos, static_cast<int64_t>(len))) return false;
+      if (!CheckLength(n.pos, static_cast<int64_t>(len))) return Val::Error();
       v = Val::List(off, len);
       break;
     }
@@ -924,7 +967,7 @@ bool Evaluator::EvalAttr(const Node& n, Val* out) {
       const size_t off = heap_.size();
       for (const std::string& s : a->strings().values()) heap_.push_back(Val::Str(&s));
       const size_t len = heap_.size() - off;
-      if (!CheckLength(n.pos, static_cast<int64_t>(len))) return false;
+      if (!CheckLength(n.pos, static_cast<int64_t>(len))) return Val::Error();
       v = Val::List(off, len);
       break;
     }
@@ -935,90 +978,49 @@ bool Evaluator::EvalAttr(const Node& n, Val* out) {
     attr_cached_ |= 1u << index;
     AttrCache(static_cast<int>(index)) = v;
   }
-  *out = v;
-  return true;
+  return v;
 }
 
-bool Evaluator::Merge(int32_t pos, const Val& a, const Val& b, Val* out) {
+Val Evaluator::Merge(int32_t pos, const Val& a, const Val& b) {
   const Tri eq = CompareInts(Op::kEq, a, b);
-  if (eq == kTrue) {
-    *out = a;
-    return true;
-  }
+  if (eq == kTrue) return a;
   if (eq == kFalse) {
     return Fail(pos, absl::StrCat("merge(): sizes ", Format(a, Type::Int()), " and ",
                                   Format(b, Type::Int()), " differ"));
   }
-  if (a.tag == Tag::kInt) {
-    *out = a;
-  } else if (b.tag == Tag::kInt) {
-    *out = b;
-  } else if (a.symbolic() && b.symbolic()) {
-    *out = Val();
-  } else {
-    *out = a.symbolic() ? a : b;
-  }
-  return true;
+  if (a.tag() == Tag::kInt) return a;
+  if (b.tag() == Tag::kInt) return b;
+  if (a.symbolic() && b.symbolic()) return Val();
+  return a.symbolic() ? a : b;
 }
 
-bool Evaluator::Operands(const Node& n, absl::InlinedVector<Val, 8>* vals, bool* unknown) {
-  *unknown = false;
-  if (n.imm == 1) {  // a single list
-    Val l;
-    if (!EvalKid(n, 0, &l)) return false;
-    if (l.unknown()) {
-      *unknown = true;
-      return true;
-    }
-    for (uint32_t k = 0; k < l.len; ++k) vals->push_back(HeapAt(l, k));
-    return Charge(n.pos, l.len);
-  }
-  for (int k = 0; k < n.num_kids; ++k) {
-    Val v;
-    if (!EvalKid(n, k, &v)) return false;
-    vals->push_back(v);
-  }
-  return true;
-}
-
-bool Evaluator::Broadcast(const Node& n, Val* out) {
-  absl::InlinedVector<Val, 4> shapes;
+Val Evaluator::Broadcast(const Insn& n, const Val* args, int count) {
+  // Several shapes, or a single list of shapes (imm 1).
+  const Val* shapes = args;
+  size_t num = static_cast<size_t>(count);
   if (n.imm == 1) {
-    Val l;
-    if (!EvalKid(n, 0, &l)) return false;
-    if (l.unknown()) {
-      *out = Val();
-      return true;
-    }
-    for (uint32_t k = 0; k < l.len; ++k) shapes.push_back(HeapAt(l, k));
-  } else {
-    for (int k = 0; k < n.num_kids; ++k) {
-      Val s;
-      if (!EvalKid(n, k, &s)) return false;
-      shapes.push_back(s);
-    }
+    if (args[0].unknown()) return Val();
+    shapes = &heap_[args[0].i];
+    num = args[0].len();
   }
   uint32_t rank = 0;
-  for (const Val& s : shapes) {
-    if (s.unknown()) {
-      *out = Val();
-      return true;
-    }
-    rank = std::max(rank, s.len);
+  for (size_t i = 0; i < num; ++i) {
+    if (shapes[i].unknown()) return Val();
+    rank = std::max(rank, shapes[i].len());
   }
-  if (!Charge(n.pos, static_cast<int64_t>(rank) * static_cast<int64_t>(shapes.size()))) {
-    return false;
+  if (!Charge(n.pos, static_cast<int64_t>(rank) * static_cast<int64_t>(num))) {
+    return Val::Error();
   }
   const size_t off = heap_.Append(rank, Val::Int(1));
   absl::InlinedVector<int, 8> decided_by(rank, -1);
-  for (size_t i = 0; i < shapes.size(); ++i) {
+  for (size_t i = 0; i < num; ++i) {
     const Val s = shapes[i];
-    const uint32_t shift = rank - s.len;
-    for (uint32_t k = 0; k < s.len; ++k) {
+    const uint32_t shift = rank - s.len();
+    for (uint32_t k = 0; k < s.len(); ++k) {
       const Val a = heap_[off + shift + k];
       const Val b = HeapAt(s, k);
       Val r;
-      if (a.tag == Tag::kInt && b.tag == Tag::kInt) {
+      if (a.tag() == Tag::kInt && b.tag() == Tag::kInt) {
         if (a.i == b.i || b.i == 1) {
           r = a;
         } else if (a.i == 1) {
@@ -1032,140 +1034,105 @@ bool Evaluator::Broadcast(const Node& n, Val* out) {
                                           "): dim ", a.i, " vs ", b.i, " at output axis ",
                                           shift + k));
         }
-      } else if (a.tag == Tag::kInt) {
+      } else if (a.tag() == Tag::kInt) {
         r = a.i == 1 ? b : a;
-      } else if (b.tag == Tag::kInt) {
+      } else if (b.tag() == Tag::kInt) {
         r = b.i == 1 ? a : b;
       } else if (a.symbolic() && b.symbolic() && CompareInts(Op::kEq, a, b) == kTrue) {
         r = a;
       }  // else unknown
-      if (b.tag == Tag::kInt && b.i != 1) decided_by[shift + k] = static_cast<int>(i);
+      if (b.tag() == Tag::kInt && b.i != 1) decided_by[shift + k] = static_cast<int>(i);
       heap_[off + shift + k] = r;
     }
   }
-  *out = Val::List(off, rank);
-  return true;
+  return Val::List(off, rank);
 }
 
 template <Fn kFn>
-bool Evaluator::EvalCall(const Node& n, Val* out) {
+Val Evaluator::EvalCall(const Insn& n) {
   switch (kFn) {
     case Fn::kRank:
     case Fn::kShape:
     case Fn::kDim:
     case Fn::kValue: {
       int i;
-      if (!InputIndex(n, &i)) return false;
-      if (i < 0) {
-        *out = Val();
-        return true;
-      }
-      if (kFn == Fn::kValue) return InputValue(i, n.pos, out);
-      Val s;
-      if (!InputShape(i, n.pos, &s)) return false;
-      if (kFn == Fn::kShape) {
-        *out = s;
-        return true;
-      }
-      if (kFn == Fn::kRank) {
-        *out = s.unknown() ? Val() : Val::Int(s.len);
-        return true;
-      }
-      Val k;
-      if (!EvalKid(n, n.ref == Ref::kVariadicItem ? 1 : 0, &k)) return false;
-      if (s.unknown() || k.tag != Tag::kInt) {
-        *out = Val();
-        return true;
-      }
-      const int64_t j = k.i < 0 ? k.i + s.len : k.i;
-      if (j < 0 || j >= s.len) {
+      if (!InputIndex(n, &i)) return Val::Error();
+      if (i < 0) return Val();
+      if (kFn == Fn::kValue) return InputValue(i, n.pos);
+      const Val s = InputShape(i, n.pos);
+      if (kFn == Fn::kShape || s.failed()) return s;
+      if (kFn == Fn::kRank) return s.unknown() ? Val() : Val::Int(s.len());
+      const Val k = Kid(n, n.ref == Ref::kVariadicItem ? 1 : 0);
+      if (k.failed()) return k;
+      if (s.unknown() || k.tag() != Tag::kInt) return Val();
+      const int64_t j = k.i < 0 ? k.i + s.len() : k.i;
+      if (j < 0 || j >= s.len()) {
         return Fail(n.pos, absl::StrCat("dim(): index ", k.i, " is out of range for input '",
-                                        InputLabel(i), "' of rank ", s.len, " (shape ",
+                                        InputLabel(i), "' of rank ", s.len(), " (shape ",
                                         Format(s, Type::ListOf(Type::Int())), ")"));
       }
-      *out = HeapAt(s, j);
-      return true;
+      return HeapAt(s, j);
     }
     case Fn::kHas: {
-      if (n.ref == Ref::kInput) {
-        *out = Val::Bool(HasInput(static_cast<int>(n.imm)));
-        return true;
-      }
-      Val k;
-      if (!EvalKid(n, 0, &k)) return false;
-      if (k.tag != Tag::kInt) {
-        *out = Val();
-        return true;
-      }
+      if (n.ref == Ref::kInput) return Val::Bool(HasInput(static_cast<int>(n.imm)));
+      const Val k = Kid(n, 0);
+      if (k.failed()) return k;
+      if (k.tag() != Tag::kInt) return Val();
       const int64_t count = std::max<int64_t>(0, num_inputs_ - n.imm);
       const int64_t j = k.i < 0 ? k.i + count : k.i;
-      *out = Val::Bool(j >= 0 && j < count && HasInput(static_cast<int>(n.imm + j)));
-      return true;
+      return Val::Bool(j >= 0 && j < count && HasInput(static_cast<int>(n.imm + j)));
     }
     case Fn::kDTypeOf: {
       if (n.ref == Ref::kConstraint) {
-        *out = Val();
         for (int32_t d : p_.constraint_inputs[n.imm]) {
           const int last = d == p_.variadic_input ? num_inputs_ - 1 : d;
           for (int i = d; i <= last; ++i) {
             if (!HasInput(i)) continue;
             const v1::DataType dt = ctx_.input_type(i).dtype;
-            if (dt != v1::DT_UNDEFINED) {
-              *out = Val::DType(dt);
-              return true;
-            }
+            if (dt != v1::DT_UNDEFINED) return Val::DType(dt);
           }
         }
-        return true;
+        return Val();
       }
       int i;
-      if (!InputIndex(n, &i)) return false;
-      if (i < 0) {
-        *out = Val();
-        return true;
-      }
-      if (!RequirePresent(i, n.pos)) return false;
+      if (!InputIndex(n, &i)) return Val::Error();
+      if (i < 0) return Val();
+      if (ABSL_PREDICT_FALSE(!HasInput(i))) return Absent(i, n.pos);
       const v1::DataType dt = ctx_.input_type(i).dtype;
-      *out = dt == v1::DT_UNDEFINED ? Val() : Val::DType(dt);
-      return true;
+      return dt == v1::DT_UNDEFINED ? Val() : Val::DType(dt);
     }
     case Fn::kCount: {
       const int total = n.ref == Ref::kVariadicOutput ? ctx_.num_outputs() : num_inputs_;
-      *out = Val::Int(std::max<int64_t>(0, total - n.imm));
-      return true;
+      return Val::Int(std::max<int64_t>(0, total - n.imm));
     }
     case Fn::kShapes: {
       const int count = std::max(0, num_inputs_ - static_cast<int>(n.imm));
-      if (!CheckLength(n.pos, count)) return false;
+      if (!CheckLength(n.pos, count)) return Val::Error();
       const size_t base = scratch_.size();
       for (int i = static_cast<int>(n.imm); i < num_inputs_; ++i) {
         if (!HasInput(i)) continue;
-        Val s;
-        if (!InputShape(i, n.pos, &s)) return false;
+        const Val s = InputShape(i, n.pos);
+        if (s.failed()) return s;
         scratch_.push_back(s);
       }
-      *out = ListFromScratch(base);
-      return true;
+      return ListFromScratch(base);
     }
     case Fn::kHasAttr: {
       const int64_t index = n.imm;
       if (index < kCached && (has_attr_cached_ >> index & 1) != 0) {
-        *out = Val::Bool((has_attr_ >> index & 1) != 0);
-        return true;
+        return Val::Bool((has_attr_ >> index & 1) != 0);
       }
       const bool has = node_.attributes.contains(p_.attrs[index].name);
       if (index < kCached) {
         has_attr_cached_ |= 1u << index;
         if (has) has_attr_ |= 1u << index;
       }
-      *out = Val::Bool(has);
-      return true;
+      return Val::Bool(has);
     }
     case Fn::kAttrDType: {
       const std::string& name = p_.attrs[n.imm].name;
       const v1::Attribute* a = ctx_.attr(name);
-      *out = Val();
-      if (a == nullptr) return true;
+      if (a == nullptr) return Val();
       int64_t dt;
       if (a->value_case() == v1::Attribute::kDtype) {
         dt = a->dtype();
@@ -1179,570 +1146,488 @@ bool Evaluator::EvalCall(const Node& n, Val* out) {
           !v1::DataType_IsValid(static_cast<int>(dt)) || dt == v1::DT_UNDEFINED) {
         return Fail(n.pos, absl::StrCat("attribute '", name, "' is not a data type: ", dt));
       }
-      *out = Val::DType(dt);
-      return true;
+      return Val::DType(dt);
     }
     case Fn::kOpset:
       if (opset_ < 0) opset_ = ctx_.opset_version();
-      *out = Val::Int(opset_);
-      return true;
+      return Val::Int(opset_);
     case Fn::kNumInputs:
-      *out = Val::Int(num_inputs_);
-      return true;
+      return Val::Int(num_inputs_);
     case Fn::kNumOutputs:
-      *out = Val::Int(ctx_.num_outputs());
-      return true;
+      return Val::Int(ctx_.num_outputs());
     case Fn::kBroadcast:
-      return Broadcast(n, out);
-    case Fn::kNormalizeAxis: {
-      Val axis, rank;
-      if (!EvalKid(n, 0, &axis) || !EvalKid(n, 1, &rank)) return false;
-      if (axis.tag != Tag::kInt || rank.tag != Tag::kInt) {
-        *out = Val();
-        return true;
-      }
-      if (rank.i < 0 || axis.i < -rank.i || axis.i >= rank.i) {
-        return Fail(n.pos, absl::StrCat("axis ", axis.i, " is out of range for rank ", rank.i,
-                                        " (expected [", -rank.i, ", ", rank.i - 1, "])"));
-      }
-      *out = Val::Int(axis.i < 0 ? axis.i + rank.i : axis.i);
-      return true;
-    }
+    case Fn::kNormalizeAxis:
     case Fn::kMerge:
     case Fn::kMin:
-    case Fn::kMax: {
-      absl::InlinedVector<Val, 8> vals;
-      bool unknown;
-      if (!Operands(n, &vals, &unknown)) return false;
-      if (unknown) {
-        *out = Val();
-        return true;
-      }
-      if (vals.empty()) {
-        return Fail(n.pos, absl::StrCat(kFn == Fn::kMerge ? "merge" : kFn == Fn::kMin ? "min"
-                                                                                        : "max",
-                                        "() of an empty list"));
-      }
-      Val r = vals[0];
-      for (size_t k = 1; k < vals.size(); ++k) {
-        if (kFn == Fn::kMerge) {
-          if (!Merge(n.pos, r, vals[k], &r)) return false;
-        } else if (r.unknown() || vals[k].unknown()) {
-          r = Val();
-        } else {
-          r = MinMax(kFn == Fn::kMax, r, vals[k]);
+    case Fn::kMax:
+    case Fn::kAbs:
+    case Fn::kCdiv:
+    case Fn::kLen:
+    case Fn::kSum:
+    case Fn::kProd:
+    case Fn::kRange:
+    case Fn::kKnown:
+    case Fn::kAll:
+    case Fn::kAnyOf:
+    case Fn::kFlatten:
+    case Fn::kDistinct:
+    case Fn::kDTypeSize: {
+      // The arguments in order, then the function.
+      if (n.num_kids <= 4) {
+        Val args[4];
+        for (int k = 0; k < n.num_kids; ++k) {
+          args[k] = Kid(n, k);
+          if (args[k].failed()) return args[k];
         }
+        return Apply<kFn>(n, args, n.num_kids);
       }
-      *out = r;
-      return true;
+      absl::InlinedVector<Val, 8> args;
+      for (int k = 0; k < n.num_kids; ++k) {
+        args.push_back(Kid(n, k));
+        if (args.back().failed()) return args.back();
+      }
+      return Apply<kFn>(n, args.data(), n.num_kids);
     }
     case Fn::kFail: {
       bool ok;
-      std::vector<int32_t> parts(p_.kids.begin() + n.first_kid,
-                                 p_.kids.begin() + n.first_kid + n.num_kids);
-      std::string message = FormatParts(parts, &ok);
-      if (!ok) return false;
+      std::string message = FormatParts(kids_ + n.first_kid, n.num_kids, &ok);
+      if (!ok) return Val::Error();
       return Fail(n.pos, std::move(message));
-    }
-    case Fn::kAbs: {
-      Val a;
-      if (!EvalKid(n, 0, &a)) return false;
-      if (a.tag != Tag::kInt) {
-        *out = Val();
-        return true;
-      }
-      if (a.i == kInt64Min) return Fail(n.pos, "integer overflow in abs()");
-      *out = Val::Int(a.i < 0 ? -a.i : a.i);
-      return true;
-    }
-    case Fn::kCdiv: {
-      Val a, b;
-      if (!EvalKid(n, 0, &a) || !EvalKid(n, 1, &b)) return false;
-      return IntOp(Arith::kCeilDiv, n.pos, a, b, out);
-    }
-    case Fn::kLen: {
-      Val l;
-      if (!EvalKid(n, 0, &l)) return false;
-      *out = l.unknown() ? Val() : Val::Int(l.len);
-      return true;
-    }
-    case Fn::kSum:
-    case Fn::kProd: {
-      Val l;
-      if (!EvalKid(n, 0, &l)) return false;
-      if (l.unknown()) {
-        *out = Val();
-        return true;
-      }
-      Val r = Val::Int(kFn == Fn::kSum ? 0 : 1);
-      for (uint32_t k = 0; k < l.len; ++k) {
-        const Val x = HeapAt(l, k);
-        if (!IntOp(kFn == Fn::kSum ? Arith::kAdd : Arith::kMul, n.pos, r, x, &r)) return false;
-      }
-      if (!Charge(n.pos, l.len)) return false;
-      *out = r;
-      return true;
-    }
-    case Fn::kRange: {
-      Val a[3];
-      for (int k = 0; k < n.num_kids; ++k) {
-        if (!EvalKid(n, k, &a[k])) return false;
-      }
-      for (int k = 0; k < n.num_kids; ++k) {
-        if (a[k].tag != Tag::kInt) {
-          *out = Val();
-          return true;
-        }
-      }
-      const int64_t start = n.num_kids == 1 ? 0 : a[0].i;
-      const int64_t stop = n.num_kids == 1 ? a[0].i : a[1].i;
-      const int64_t step = n.num_kids == 3 ? a[2].i : 1;
-      if (step == 0) return Fail(n.pos, "range() step must not be zero");
-      // Element count, computed in 128 bits so that no bound overflows.
-      __int128 count = 0;
-      const __int128 span = static_cast<__int128>(stop) - start;
-      if ((step > 0 && span > 0) || (step < 0 && span < 0)) {
-        const __int128 s = step;
-        count = (span + (step > 0 ? s - 1 : s + 1)) / s;
-      }
-      if (count > limits_.max_list_length) {
-        return Fail(n.pos, absl::StrCat("range() of ", static_cast<int64_t>(std::min<__int128>(
-                                                           count, INT64_MAX)),
-                                        " elements exceeds the limit of ",
-                                        limits_.max_list_length));
-      }
-      if (!Charge(n.pos, static_cast<int64_t>(count))) return false;
-      const size_t off = heap_.size();
-      for (int64_t k = 0; k < static_cast<int64_t>(count); ++k) {
-        heap_.push_back(Val::Int(start + k * step));
-      }
-      *out = Val::List(off, static_cast<size_t>(count));
-      return true;
-    }
-    case Fn::kKnown: {
-      Val v;
-      if (!EvalKid(n, 0, &v)) return false;
-      *out = Val::Bool(!v.unknown() && !v.symbolic());
-      return true;
-    }
-    case Fn::kAll:
-    case Fn::kAnyOf: {
-      Val l;
-      if (!EvalKid(n, 0, &l)) return false;
-      if (l.unknown()) {
-        *out = Val();
-        return true;
-      }
-      const bool all = kFn == Fn::kAll;
-      bool maybe = false;
-      for (uint32_t k = 0; k < l.len; ++k) {
-        const Val x = HeapAt(l, k);
-        if (x.unknown()) {
-          maybe = true;
-        } else if ((x.i != 0) != all) {
-          *out = Val::Bool(!all);
-          return true;
-        }
-      }
-      *out = maybe ? Val() : Val::Bool(all);
-      return Charge(n.pos, l.len);
-    }
-    case Fn::kFlatten: {
-      Val l;
-      if (!EvalKid(n, 0, &l)) return false;
-      if (l.unknown()) {
-        *out = Val();
-        return true;
-      }
-      int64_t total = 0;
-      for (uint32_t k = 0; k < l.len; ++k) {
-        const Val x = HeapAt(l, k);
-        if (x.unknown()) {
-          *out = Val();
-          return true;
-        }
-        total += x.len;
-      }
-      if (!CheckLength(n.pos, total)) return false;
-      const size_t off = heap_.Append(static_cast<size_t>(total));
-      size_t w = off;
-      for (uint32_t k = 0; k < l.len; ++k) {
-        const Val x = HeapAt(l, k);
-        for (uint32_t e = 0; e < x.len; ++e) heap_[w++] = HeapAt(x, e);
-      }
-      *out = Val::List(off, static_cast<size_t>(total));
-      return true;
-    }
-    case Fn::kDistinct: {
-      // Kleene: false when two elements are provably equal, true when every pair provably
-      // differs, else unknown.
-      Val l;
-      if (!EvalKid(n, 0, &l)) return false;
-      if (l.unknown()) {
-        *out = Val();
-        return true;
-      }
-      if (!Charge(n.pos, static_cast<int64_t>(l.len) * l.len / 2)) return false;
-      bool maybe = false;
-      for (uint32_t a = 0; a < l.len; ++a) {
-        const Val x = HeapAt(l, a);
-        for (uint32_t b = a + 1; b < l.len; ++b) {
-          const Val y = HeapAt(l, b);
-          const Tri eq = x.tag == Tag::kInt && y.tag == Tag::kInt ? (x.i == y.i ? kTrue : kFalse)
-                                                                  : CompareInts(Op::kEq, x, y);
-          if (eq == kTrue) {
-            *out = Val::Bool(false);
-            return true;
-          }
-          maybe |= eq == kMaybe;
-        }
-      }
-      *out = maybe ? Val() : Val::Bool(true);
-      return true;
-    }
-    case Fn::kDTypeSize: {
-      Val d;
-      if (!EvalKid(n, 0, &d)) return false;
-      const int size = d.tag == Tag::kDType ? DataTypeSize(static_cast<v1::DataType>(d.i)) : 0;
-      *out = size > 0 ? Val::Int(size) : Val();
-      return true;
     }
   }
   return Fail(n.pos, "internal: unknown function");
 }
 
-bool Evaluator::BudgetExceeded(const Node& n) {
+template <Fn kFn>
+Val Evaluator::Apply(const Insn& n, const Val* args, int count) {
+  switch (kFn) {
+    case Fn::kBroadcast:
+      return Broadcast(n, args, count);
+    case Fn::kNormalizeAxis: {
+      const Val axis = args[0];
+      const Val rank = args[1];
+      if (axis.tag() != Tag::kInt || rank.tag() != Tag::kInt) return Val();
+      if (rank.i < 0 || axis.i < -rank.i || axis.i >= rank.i) {
+        return Fail(n.pos, absl::StrCat("axis ", axis.i, " is out of range for rank ", rank.i,
+                                        " (expected [", -rank.i, ", ", rank.i - 1, "])"));
+      }
+      return Val::Int(axis.i < 0 ? axis.i + rank.i : axis.i);
+    }
+    case Fn::kMerge:
+    case Fn::kMin:
+    case Fn::kMax: {
+      // int..., or a single list (imm 1).
+      const Val* vals = args;
+      size_t num = static_cast<size_t>(count);
+      if (n.imm == 1) {
+        const Val l = args[0];
+        if (l.unknown()) return Val();
+        vals = &heap_[l.i];
+        num = l.len();
+        if (!Charge(n.pos, l.len())) return Val::Error();
+      }
+      if (num == 0) {
+        return Fail(n.pos, absl::StrCat(kFn == Fn::kMerge ? "merge" : kFn == Fn::kMin ? "min"
+                                                                                        : "max",
+                                        "() of an empty list"));
+      }
+      Val r = vals[0];
+      for (size_t k = 1; k < num; ++k) {
+        const Val v = vals[k];
+        if (kFn == Fn::kMerge) {
+          r = Merge(n.pos, r, v);
+          if (r.failed()) return r;
+        } else if (r.unknown() || v.unknown()) {
+          r = Val();
+        } else if (r.tag() == Tag::kInt && v.tag() == Tag::kInt) {
+          if (kFn == Fn::kMax ? v.i > r.i : v.i < r.i) r = v;
+        } else {
+          r = MinMax(kFn == Fn::kMax, r, v);
+        }
+      }
+      return r;
+    }
+    case Fn::kAbs: {
+      const Val a = args[0];
+      if (a.tag() != Tag::kInt) return Val();
+      if (a.i == kInt64Min) return Fail(n.pos, "integer overflow in abs()");
+      return Val::Int(a.i < 0 ? -a.i : a.i);
+    }
+    case Fn::kCdiv:
+      return IntOp(Arith::kCeilDiv, n.pos, args[0], args[1]);
+    case Fn::kLen:
+      return LenOf(args[0]);
+    case Fn::kKnown:
+      return KnownOf(args[0]);
+    case Fn::kSum:
+    case Fn::kProd: {
+      const Val l = args[0];
+      if (l.unknown()) return l;
+      Val r = Val::Int(kFn == Fn::kSum ? 0 : 1);
+      for (uint32_t k = 0; k < l.len(); ++k) {
+        r = IntOp(kFn == Fn::kSum ? Arith::kAdd : Arith::kMul, n.pos, r, HeapAt(l, k));
+        if (r.failed()) return r;
+      }
+      if (!Charge(n.pos, l.len())) return Val::Error();
+      return r;
+    }
+    case Fn::kRange: {
+      for (int k = 0; k < count; ++k) {
+        if (args[k].tag() != Tag::kInt) return Val();
+      }
+      const int64_t start = count == 1 ? 0 : args[0].i;
+      const int64_t stop = count == 1 ? args[0].i : args[1].i;
+      const int64_t step = count == 3 ? args[2].i : 1;
+      if (step == 0) return Fail(n.pos, "range() step must not be zero");
+      // Element count, computed in 128 bits so that no bound overflows.
+      __int128 num = 0;
+      const __int128 span = static_cast<__int128>(stop) - start;
+      if ((step > 0 && span > 0) || (step < 0 && span < 0)) {
+        const __int128 st = step;
+        num = (span + (step > 0 ? st - 1 : st + 1)) / st;
+      }
+      if (num > limits_.max_list_length) {
+        return Fail(n.pos, absl::StrCat("range() of ", static_cast<int64_t>(std::min<__int128>(
+                                                           num, INT64_MAX)),
+                                        " elements exceeds the limit of ",
+                                        limits_.max_list_length));
+      }
+      if (!Charge(n.pos, static_cast<int64_t>(num))) return Val::Error();
+      const size_t off = heap_.AppendUninitialized(static_cast<size_t>(num));
+      for (int64_t k = 0; k < static_cast<int64_t>(num); ++k) {
+        heap_[off + k] = Val::Int(start + k * step);
+      }
+      return Val::List(off, static_cast<size_t>(num));
+    }
+    case Fn::kAll:
+    case Fn::kAnyOf: {
+      const Val l = args[0];
+      if (l.unknown()) return l;
+      const bool all = kFn == Fn::kAll;
+      bool maybe = false;
+      for (uint32_t k = 0; k < l.len(); ++k) {
+        const Val x = HeapAt(l, k);
+        if (x.unknown()) {
+          maybe = true;
+        } else if ((x.i != 0) != all) {
+          return Val::Bool(!all);
+        }
+      }
+      if (!Charge(n.pos, l.len())) return Val::Error();
+      return maybe ? Val() : Val::Bool(all);
+    }
+    case Fn::kFlatten: {
+      const Val l = args[0];
+      if (l.unknown()) return l;
+      int64_t total = 0;
+      for (uint32_t k = 0; k < l.len(); ++k) {
+        const Val x = HeapAt(l, k);
+        if (x.unknown()) return Val();
+        total += x.len();
+      }
+      if (!CheckLength(n.pos, total)) return Val::Error();
+      const size_t off = heap_.AppendUninitialized(static_cast<size_t>(total));
+      size_t w = off;
+      for (uint32_t k = 0; k < l.len(); ++k) {
+        const Val x = HeapAt(l, k);
+        for (uint32_t e = 0; e < x.len(); ++e) heap_[w++] = HeapAt(x, e);
+      }
+      return Val::List(off, static_cast<size_t>(total));
+    }
+    case Fn::kDistinct: {
+      // Kleene: false when two elements are provably equal, true when every pair provably
+      // differs, else unknown.
+      const Val l = args[0];
+      if (l.unknown()) return l;
+      if (!Charge(n.pos, static_cast<int64_t>(l.len()) * l.len() / 2)) return Val::Error();
+      bool maybe = false;
+      for (uint32_t a = 0; a < l.len(); ++a) {
+        const Val x = HeapAt(l, a);
+        for (uint32_t b = a + 1; b < l.len(); ++b) {
+          const Val y = HeapAt(l, b);
+          const Tri eq = x.tag() == Tag::kInt && y.tag() == Tag::kInt
+                             ? (x.i == y.i ? kTrue : kFalse)
+                             : CompareInts(Op::kEq, x, y);
+          if (eq == kTrue) return Val::Bool(false);
+          maybe |= eq == kMaybe;
+        }
+      }
+      return maybe ? Val() : Val::Bool(true);
+    }
+    case Fn::kDTypeSize: {
+      const Val d = args[0];
+      const int size =
+          d.tag() == Tag::kDType ? DataTypeSize(static_cast<v1::DataType>(d.i)) : 0;
+      return size > 0 ? Val::Int(size) : Val();
+    }
+    default:
+      return Fail(n.pos, "internal: not an applied function");
+  }
+}
+
+Val Evaluator::BudgetExceeded(const Insn& n) {
   return Fail(n.pos, absl::StrCat("evaluation exceeded the budget of ", limits_.max_steps,
                                   " steps"));
 }
 
-bool Evaluator::EvalConcat(const Node& n, Val* out) {
-  Val a, b;
-  if (!EvalKid(n, 0, &a) || !EvalKid(n, 1, &b)) return false;
-  if (a.unknown() || b.unknown()) {
-    *out = Val();
-    return true;
-  }
-  const int64_t len = static_cast<int64_t>(a.len) + b.len;
-  if (!CheckLength(n.pos, len)) return false;
-  const size_t off = heap_.Append(static_cast<size_t>(len));
-  for (uint32_t k = 0; k < a.len; ++k) heap_[off + k] = HeapAt(a, k);
-  for (uint32_t k = 0; k < b.len; ++k) heap_[off + a.len + k] = HeapAt(b, k);
-  *out = Val::List(off, static_cast<size_t>(len));
-  return true;
+Val Evaluator::EvalConcat(const Insn& n) {
+  const Val a = Kid(n, 0);
+  if (a.failed()) return a;
+  const Val b = Kid(n, 1);
+  if (b.failed()) return b;
+  if (a.unknown() || b.unknown()) return Val();
+  const int64_t len = static_cast<int64_t>(a.len()) + b.len();
+  if (!CheckLength(n.pos, len)) return Val::Error();
+  const size_t off = heap_.AppendUninitialized(static_cast<size_t>(len));
+  for (uint32_t k = 0; k < a.len(); ++k) heap_[off + k] = HeapAt(a, k);
+  for (uint32_t k = 0; k < b.len(); ++k) heap_[off + a.len() + k] = HeapAt(b, k);
+  return Val::List(off, static_cast<size_t>(len));
 }
 
-bool Evaluator::EvalIn(const Node& n, Val* out) {
-  Val x;
-  if (!EvalKid(n, 0, &x)) return false;
+Val Evaluator::EvalIn(const Insn& n) {
+  const Val x = Kid(n, 0);
+  if (x.failed()) return x;
   bool maybe = false;
   for (int k = 1; k < n.num_kids; ++k) {
-    Val m;
-    if (!EvalKid(n, k, &m)) return false;
+    const Val m = Kid(n, k);
+    if (m.failed()) return m;
     const Tri t = Equal(x, m);
-    if (t == kTrue) {
-      *out = Val::Bool(true);
-      return true;
-    }
+    if (t == kTrue) return Val::Bool(true);
     maybe |= t == kMaybe;
   }
-  *out = maybe ? Val() : Val::Bool(false);
-  return true;
+  return maybe ? Val() : Val::Bool(false);
 }
 
-bool Evaluator::EvalList(const Node& n, Val* out) {
-  if (!CheckLength(n.pos, n.num_kids)) return false;
+Val Evaluator::EvalList(const Insn& n) {
+  if (!CheckLength(n.pos, n.num_kids)) return Val::Error();
   const size_t base = scratch_.size();
   for (int k = 0; k < n.num_kids; ++k) {
-    Val e;
-    if (!EvalKid(n, k, &e)) return false;
+    const Val e = Kid(n, k);
+    if (e.failed()) return e;
     scratch_.push_back(e);
   }
-  *out = ListFromScratch(base);
-  return true;
+  return ListFromScratch(base);
 }
 
-bool Evaluator::EvalSlice(const Node& n, Val* out) {
-  Val l;
-  if (!EvalKid(n, 0, &l)) return false;
+Val Evaluator::EvalSlice(const Insn& n) {
+  const Val l = Kid(n, 0);
+  if (l.failed()) return l;
   Val bounds[2];
   int kid = 1;
   for (int b = 0; b < 2; ++b) {
     if ((n.imm & (1 << b)) == 0) continue;
-    if (!EvalKid(n, kid++, &bounds[b])) return false;
-    if (bounds[b].tag != Tag::kInt) {
-      *out = Val();
-      return true;
-    }
+    bounds[b] = Kid(n, kid++);
+    if (bounds[b].failed()) return bounds[b];
+    if (bounds[b].tag() != Tag::kInt) return Val();
   }
-  if (l.unknown()) {
-    *out = Val();
-    return true;
-  }
-  const int64_t len = l.len;
+  if (l.unknown()) return Val();
+  const int64_t len = l.len();
   auto clamp = [len](int64_t x) {
     if (x < 0) x = x < -len ? 0 : x + len;
     return std::min(x, len);
   };
   const int64_t start = (n.imm & 1) ? clamp(bounds[0].i) : 0;
   const int64_t end = (n.imm & 2) ? clamp(bounds[1].i) : len;
-  *out = Val::List(static_cast<size_t>(l.i + start),
+  return Val::List(static_cast<size_t>(l.i + start),
                    static_cast<size_t>(std::max<int64_t>(0, end - start)));
-  return true;
 }
 
-bool Evaluator::EvalComprehension(const Node& n, Val* out) {
-  // [E for i in range(N)]: iterate without building the range.
-  const Node& it = p_.nodes[p_.kid(n, 0)];
-  if (it.op == Op::kCall && it.fn == Fn::kRange && it.num_kids == 1) {
-    Val count;
-    if (!EvalKid(it, 0, &count)) return false;
-    if (count.tag != Tag::kInt) {
-      *out = Val();
-      return true;
-    }
-    if (count.i > limits_.max_list_length) {
-      return Fail(it.pos, absl::StrCat("range() of ", count.i, " elements exceeds the limit of ",
-                                       limits_.max_list_length));
-    }
-    if (!Charge(it.pos, std::max<int64_t>(count.i, 0))) return false;
-    const size_t base = scratch_.size();
-    const bool filtered = n.num_kids > 2;
-    for (int64_t k = 0; k < count.i; ++k) {
-      slots_[n.imm] = Val::Int(k);
-      if (filtered) {
-        Val keep;
-        if (!EvalKid(n, 2, &keep)) return false;
-        if (keep.unknown()) {
-          scratch_.truncate(base);
-          *out = Val();
-          return true;
-        }
-        if (keep.i == 0) continue;
-      }
-      Val e;
-      if (!EvalKid(n, 1, &e)) return false;
-      scratch_.push_back(e);
-    }
-    *out = ListFromScratch(base);
-    return true;
+Val Evaluator::EvalComprehensionRange(const Insn& n) {
+  // [E for i in range(N)]: kid 0 is the range(N) call, read without evaluating it as a node.
+  const Insn& it = code_[n.kid0];
+  const Val count = Kid(it, 0);
+  if (count.failed()) return count;
+  if (count.tag() != Tag::kInt) return Val();
+  if (count.i > limits_.max_list_length) {
+    return Fail(it.pos, absl::StrCat("range() of ", count.i, " elements exceeds the limit of ",
+                                     limits_.max_list_length));
   }
-  Val iter;
-  if (!EvalKid(n, 0, &iter)) return false;
-  if (iter.unknown()) {
-    *out = Val();
-    return true;
-  }
+  if (!Charge(it.pos, std::max<int64_t>(count.i, 0))) return Val::Error();
   const size_t base = scratch_.size();
   const bool filtered = n.num_kids > 2;
-  for (uint32_t k = 0; k < iter.len; ++k) {
-    slots_[n.imm] = HeapAt(iter, k);
+  Val* const var = &slots_[n.imm];
+  for (int64_t k = 0; k < count.i; ++k) {
+    *var = Val::Int(k);
     if (filtered) {
-      Val keep;
-      if (!EvalKid(n, 2, &keep)) return false;
-      if (keep.unknown()) {  // the length is not known
+      const Val keep = Kid(n, 2);
+      if (keep.failed()) return keep;
+      if (keep.unknown()) {
         scratch_.truncate(base);
-        *out = Val();
-        return true;
+        return Val();
       }
       if (keep.i == 0) continue;
     }
-    Val e;
-    if (!EvalKid(n, 1, &e)) return false;
+    const Val e = Kid(n, 1);
+    if (e.failed()) return e;
     scratch_.push_back(e);
   }
-  *out = ListFromScratch(base);
-  return true;
+  return ListFromScratch(base);
 }
 
-bool Evaluator::IndexError(const Node& n, const Val& list, int64_t index) {
-  return Fail(n.pos, absl::StrCat("index ", index, " is out of range for ",
-                                  Format(list, p_.nodes[p_.kid(n, 0)].type), " (length ",
-                                  list.len, ")"));
-}
-
-bool Evaluator::HLiteral(Evaluator& e, const Node& n, Val* out) {
-  switch (n.op) {
-    case Op::kInt:
-      *out = Val::Int(n.imm);
-      return true;
-    case Op::kBool:
-      *out = Val::Bool(n.imm != 0);
-      return true;
-    case Op::kString:
-      *out = Val::Str(&n.text);
-      return true;
-    case Op::kDType:
-      *out = Val::DType(n.imm);
-      return true;
-    default:
-      *out = Val();
-      return true;
+Val Evaluator::EvalComprehension(const Insn& n) {
+  const Val iter = Kid(n, 0);
+  if (iter.failed() || iter.unknown()) return iter;
+  const size_t base = scratch_.size();
+  const bool filtered = n.num_kids > 2;
+  Val* const var = &slots_[n.imm];
+  for (uint32_t k = 0; k < iter.len(); ++k) {
+    *var = HeapAt(iter, k);
+    if (filtered) {
+      const Val keep = Kid(n, 2);
+      if (keep.failed()) return keep;
+      if (keep.unknown()) {  // the length is not known
+        scratch_.truncate(base);
+        return Val();
+      }
+      if (keep.i == 0) continue;
+    }
+    const Val e = Kid(n, 1);
+    if (e.failed()) return e;
+    scratch_.push_back(e);
   }
+  return ListFromScratch(base);
 }
 
-bool Evaluator::HSlot(Evaluator& e, const Node& n, Val* out) {
-  *out = e.slots_[n.imm];
-  return true;
+Val Evaluator::IndexError(const Insn& n, const Val& list, int64_t index) {
+  return Fail(n.pos, absl::StrCat("index ", index, " is out of range for ",
+                                  Format(list, p_.nodes[n.kid0].type), " (length ", list.len(),
+                                  ")"));
 }
 
-bool Evaluator::HNeg(Evaluator& e, const Node& n, Val* out) {
-  Val a;
-  if (!e.EvalKid(n, 0, &a)) return false;
-  return e.IntOp(Arith::kSub, n.pos, Val::Int(0), a, out);
+Val Evaluator::HNeg(Evaluator& e, const Insn& n) {
+  const Val a = e.Kid(n, 0);
+  if (a.failed()) return a;
+  return e.IntOp(Arith::kSub, n.pos, Val::Int(0), a);
 }
 
-bool Evaluator::HNot(Evaluator& e, const Node& n, Val* out) {
-  Val a;
-  if (!e.EvalKid(n, 0, &a)) return false;
-  *out = a.unknown() ? Val() : Val::Bool(a.i == 0);
-  return true;
+Val Evaluator::HNot(Evaluator& e, const Insn& n) {
+  const Val a = e.Kid(n, 0);
+  if (a.failed() || a.unknown()) return a;
+  return Val::Bool(a.i == 0);
 }
 
 template <Arith kOp>
-bool Evaluator::HArith(Evaluator& e, const Node& n, Val* out) {
-  Val a, b;
-  if (!e.EvalKid(n, 0, &a) || !e.EvalKid(n, 1, &b)) return false;
-  return e.IntOp(kOp, n.pos, a, b, out);
+Val Evaluator::HArith(Evaluator& e, const Insn& n) {
+  const Val a = e.Kid(n, 0);
+  if (a.failed()) return a;
+  const Val b = e.Kid(n, 1);
+  if (b.failed()) return b;
+  return e.IntOp(kOp, n.pos, a, b);
 }
 
-bool Evaluator::HEquality(Evaluator& e, const Node& n, Val* out) {
-  Val a, b;
-  if (!e.EvalKid(n, 0, &a) || !e.EvalKid(n, 1, &b)) return false;
+template <bool kNe>
+Val Evaluator::HEquality(Evaluator& e, const Insn& n) {
+  const Val a = e.Kid(n, 0);
+  if (a.failed()) return a;
+  const Val b = e.Kid(n, 1);
+  if (b.failed()) return b;
   Tri t;
-  if (a.tag == Tag::kInt && b.tag == Tag::kInt) {
-    t = a.i == b.i ? kTrue : kFalse;
-  } else if (a.tag == b.tag && a.tag != Tag::kUnknown && a.tag != Tag::kList && a.len == b.len &&
-             a.i == b.i) {
-    // The same representation (the same symbol string, polynomial or c * atom; `v == v`).
+  if (a.meta == b.meta && a.i == b.i && a.tag() != Tag::kUnknown &&
+      a.tag() != Tag::kList) {
+    // The same representation: equal ints, or the same symbol, polynomial or c * atom
+    // (`v == v`).
     t = kTrue;
+  } else if (a.tag() == Tag::kInt && b.tag() == Tag::kInt) {
+    t = kFalse;
   } else {
     t = e.Equal(a, b);
   }
-  if (n.op == Op::kNe && t != kMaybe) t = t == kTrue ? kFalse : kTrue;
-  *out = FromTri(t);
-  return true;
+  if (kNe && t != kMaybe) t = t == kTrue ? kFalse : kTrue;
+  return FromTri(t);
 }
 
-bool Evaluator::HOrder(Evaluator& e, const Node& n, Val* out) {
-  Val a, b;
-  if (!e.EvalKid(n, 0, &a) || !e.EvalKid(n, 1, &b)) return false;
-  if (a.tag == Tag::kInt && b.tag == Tag::kInt) {
-    bool r;
-    switch (n.op) {
+template <Op kOp>
+Val Evaluator::HOrder(Evaluator& e, const Insn& n) {
+  const Val a = e.Kid(n, 0);
+  if (a.failed()) return a;
+  const Val b = e.Kid(n, 1);
+  if (b.failed()) return b;
+  if (a.tag() == Tag::kInt && b.tag() == Tag::kInt) {
+    switch (kOp) {
       case Op::kLt:
-        r = a.i < b.i;
-        break;
+        return Val::Bool(a.i < b.i);
       case Op::kLe:
-        r = a.i <= b.i;
-        break;
+        return Val::Bool(a.i <= b.i);
       case Op::kGt:
-        r = a.i > b.i;
-        break;
+        return Val::Bool(a.i > b.i);
       default:
-        r = a.i >= b.i;
-        break;
+        return Val::Bool(a.i >= b.i);
     }
-    *out = Val::Bool(r);
-    return true;
   }
-  *out = FromTri(e.CompareInts(n.op, a, b));
-  return true;
+  return FromTri(e.CompareInts(kOp, a, b));
 }
 
-bool Evaluator::HAndOr(Evaluator& e, const Node& n, Val* out) {
+template <bool kAnd>
+Val Evaluator::HAndOr(Evaluator& e, const Insn& n) {
   // Kleene logic, short-circuiting on a decided left operand.
-  const bool is_and = n.op == Op::kAnd;
-  Val a;
-  if (!e.EvalKid(n, 0, &a)) return false;
-  if (!a.unknown() && (a.i != 0) != is_and) {
-    *out = a;
-    return true;
-  }
-  Val b;
-  if (!e.EvalKid(n, 1, &b)) return false;
-  if (!b.unknown() && (b.i != 0) != is_and) {
-    *out = b;
-  } else if (a.unknown() || b.unknown()) {
-    *out = Val();
-  } else {
-    *out = Val::Bool(is_and);
-  }
-  return true;
+  const Val a = e.Kid(n, 0);
+  if (a.failed()) return a;
+  if (!a.unknown() && (a.i != 0) != kAnd) return a;
+  const Val b = e.Kid(n, 1);
+  if (b.failed()) return b;
+  if (!b.unknown() && (b.i != 0) != kAnd) return b;
+  if (a.unknown() || b.unknown()) return Val();
+  return Val::Bool(kAnd);
 }
 
-bool Evaluator::HCoalesce(Evaluator& e, const Node& n, Val* out) {
-  if (!e.EvalKid(n, 0, out)) return false;
-  if (!out->unknown()) return true;
-  return e.EvalKid(n, 1, out);
+Val Evaluator::HCoalesce(Evaluator& e, const Insn& n) {
+  const Val a = e.Kid(n, 0);
+  if (!a.unknown()) return a;  // a value, or an error
+  return e.Kid(n, 1);
 }
 
-bool Evaluator::HIf(Evaluator& e, const Node& n, Val* out) {
-  Val c;
-  if (!e.EvalKid(n, 0, &c)) return false;
-  if (c.unknown()) {
-    *out = Val();
-    return true;
-  }
-  return e.EvalKid(n, c.i != 0 ? 1 : 2, out);
+Val Evaluator::HIf(Evaluator& e, const Insn& n) {
+  const Val c = e.Kid(n, 0);
+  if (c.failed() || c.unknown()) return c;
+  return c.i != 0 ? e.Kid(n, 1) : e.Run(e.kids_[n.first_kid + 2]);
 }
 
-bool Evaluator::HIndex(Evaluator& e, const Node& n, Val* out) {
-  Val l, k;
-  if (!e.EvalKid(n, 0, &l) || !e.EvalKid(n, 1, &k)) return false;
-  if (l.unknown() || k.tag != Tag::kInt) {
-    *out = Val();
-    return true;
-  }
-  const int64_t j = k.i < 0 ? k.i + l.len : k.i;
-  if (ABSL_PREDICT_FALSE(j < 0 || j >= l.len)) return e.IndexError(n, l, k.i);
-  *out = e.HeapAt(l, j);
-  return true;
+Val Evaluator::HIndex(Evaluator& e, const Insn& n) {
+  const Val l = e.Kid(n, 0);
+  if (l.failed()) return l;
+  const Val k = e.Kid(n, 1);
+  if (k.failed()) return k;
+  if (l.unknown() || k.tag() != Tag::kInt) return Val();
+  const int64_t j = k.i < 0 ? k.i + l.len() : k.i;
+  if (ABSL_PREDICT_FALSE(j < 0 || j >= l.len())) return e.IndexError(n, l, k.i);
+  return e.HeapAt(l, j);
 }
 
-bool Evaluator::HInvalid(Evaluator& e, const Node& n, Val* out) {
-  return e.Fail(n.pos, "internal: unresolved expression");
-}
-
-// Indexed by Op; see the enum's order.
-const Evaluator::Handler Evaluator::kHandlers[] = {
-    &Evaluator::HInvalid,                     // kName
-    &Evaluator::HInvalid,                     // kCallName
-    &Evaluator::HInvalid,                     // kAttrName
-    &Evaluator::HLiteral,                     // kInt
-    &Evaluator::HLiteral,                     // kBool
-    &Evaluator::HLiteral,                     // kString
-    &Evaluator::HLiteral,                     // kDType
-    &Evaluator::HLiteral,                     // kUnknown
-    &Evaluator::HSlot,                        // kSlot
-    &Evaluator::HAttr,                        // kAttr
-    &Evaluator::HNeg,                         // kNeg
-    &Evaluator::HNot,                         // kNot
-    &Evaluator::HArith<Arith::kAdd>,          // kAdd
-    &Evaluator::HArith<Arith::kSub>,          // kSub
-    &Evaluator::HArith<Arith::kMul>,          // kMul
-    &Evaluator::HArith<Arith::kFloorDiv>,     // kFloorDiv
-    &Evaluator::HArith<Arith::kMod>,          // kMod
-    &Evaluator::HEquality,                    // kEq
-    &Evaluator::HEquality,                    // kNe
-    &Evaluator::HOrder,                       // kLt
-    &Evaluator::HOrder,                       // kLe
-    &Evaluator::HOrder,                       // kGt
-    &Evaluator::HOrder,                       // kGe
-    &Evaluator::HAndOr,                       // kAnd
-    &Evaluator::HAndOr,                       // kOr
-    &Evaluator::HConcat,                      // kConcat
-    &Evaluator::HCoalesce,                    // kCoalesce
-    &Evaluator::HIn,                          // kIn
-    &Evaluator::HIf,                          // kIf
-    &Evaluator::HList,                        // kList
-    &Evaluator::HIndex,                       // kIndex
-    &Evaluator::HSlice,                       // kSlice
-    &Evaluator::HComprehension,               // kComprehension
-    &Evaluator::HCall,                        // kCall
-};
-// Indexed by Fn; see the enum's order.
-const Evaluator::Handler Evaluator::kFnHandlers[] = {
+// Indexed by H.
+const Evaluator::Handler Evaluator::kHandlers[kNumHandlers] = {
+    &Evaluator::HSlotOrInt,                 // kHSlot
+    &Evaluator::HSlotOrInt,                 // kHInt
+    &Evaluator::HBool,                      // kHBool
+    &Evaluator::HString,                    // kHString
+    &Evaluator::HDType,                     // kHDType
+    &Evaluator::HUnknown,                   // kHUnknown
+    &Evaluator::HAttr,                      // kHAttr
+    &Evaluator::HNeg,                       // kHNeg
+    &Evaluator::HNot,                       // kHNot
+    &Evaluator::HArith<Arith::kAdd>,        // kHAdd
+    &Evaluator::HArith<Arith::kSub>,        // kHSub
+    &Evaluator::HArith<Arith::kMul>,        // kHMul
+    &Evaluator::HArith<Arith::kFloorDiv>,   // kHFloorDiv
+    &Evaluator::HArith<Arith::kMod>,        // kHMod
+    &Evaluator::HEquality<false>,           // kHEq
+    &Evaluator::HEquality<true>,            // kHNe
+    &Evaluator::HOrder<Op::kLt>,            // kHLt
+    &Evaluator::HOrder<Op::kLe>,            // kHLe
+    &Evaluator::HOrder<Op::kGt>,            // kHGt
+    &Evaluator::HOrder<Op::kGe>,            // kHGe
+    &Evaluator::HAndOr<true>,               // kHAnd
+    &Evaluator::HAndOr<false>,              // kHOr
+    &Evaluator::HConcat,                    // kHConcat
+    &Evaluator::HCoalesce,                  // kHCoalesce
+    &Evaluator::HIn,                        // kHIn
+    &Evaluator::HIf,                        // kHIf
+    &Evaluator::HList,                      // kHList
+    &Evaluator::HIndex,                     // kHIndex
+    &Evaluator::HSlice,                     // kHSlice
+    &Evaluator::HComprehension,             // kHComprehension
+    &Evaluator::HComprehensionRange,        // kHComprehensionRange
+    &Evaluator::HInvalid,                   // kHInvalid
+    // kHFn + Fn, in the order of Fn.
     &Evaluator::HFn<Fn::kRank>,
     &Evaluator::HFn<Fn::kShape>,
     &Evaluator::HFn<Fn::kDim>,
@@ -1776,43 +1661,36 @@ const Evaluator::Handler Evaluator::kFnHandlers[] = {
     &Evaluator::HFn<Fn::kDistinct>,
 };
 
-bool Evaluator::Eval(int32_t id, Val* out) {
-  static_assert(sizeof(kFnHandlers) / sizeof(kFnHandlers[0]) ==
-                    static_cast<size_t>(Fn::kDistinct) + 1,
-                "one handler per Fn");
-  static_assert(sizeof(kHandlers) / sizeof(kHandlers[0]) == static_cast<size_t>(Op::kCall) + 1,
-                "one handler per Op");
-  const Node& n = p_.nodes[id];
-  if (ABSL_PREDICT_FALSE(++steps_ > max_steps_)) return BudgetExceeded(n);
-  return kHandlers[static_cast<int>(n.op)](*this, n, out);
-}
-
 bool Evaluator::RunStatements(Results* results) {
+  static_assert(sizeof(kHandlers) / sizeof(kHandlers[0]) == kNumHandlers, "one per handler");
   for (const Stmt& st : p_.stmts) {
     switch (st.kind) {
-      case StmtKind::kLet:
-        if (!Eval(st.expr, &slots_[st.slot])) return false;
+      case StmtKind::kLet: {
+        const Val v = Run(st.expr);
+        if (v.failed()) return false;
+        slots_[st.slot] = v;
         break;
+      }
       case StmtKind::kAssert: {
-        Val c;
-        if (!Eval(st.expr, &c)) return false;
+        const Val c = Run(st.expr);
+        if (c.failed()) return false;
         if (c.unknown() || c.i != 0) break;
         if (st.parts.empty()) {
-          return Fail(st.pos, absl::StrCat("assertion failed: ",
-                                           p_.source.substr(st.text_begin,
-                                                            st.text_end - st.text_begin)));
+          Fail(st.pos, absl::StrCat("assertion failed: ",
+                                    p_.source.substr(st.text_begin, st.text_end - st.text_begin)));
+          return false;
         }
         bool ok;
-        std::string message = FormatParts(st.parts, &ok);
-        if (!ok) return false;
-        return Fail(st.pos, std::move(message));
+        std::string message = FormatParts(st.parts.data(), st.parts.size(), &ok);
+        if (ok) Fail(st.pos, std::move(message));
+        return false;
       }
       case StmtKind::kConstraint: {
         absl::InlinedVector<int64_t, 8> allowed;
         for (int32_t part : st.parts) {
-          Val d;
-          if (!Eval(part, &d)) return false;
-          if (d.tag == Tag::kDType) allowed.push_back(d.i);
+          const Val d = Run(part);
+          if (d.failed()) return false;
+          if (d.tag() == Tag::kDType) allowed.push_back(d.i);
         }
         for (int32_t declared : st.inputs) {
           const int last = declared == p_.variadic_input ? num_inputs_ - 1 : declared;
@@ -1826,9 +1704,10 @@ bool Evaluator::RunStatements(Results* results) {
               absl::StrAppend(&set, set.empty() ? "" : ", ",
                               DataTypeName(static_cast<v1::DataType>(a)));
             }
-            return Fail(st.pos, absl::StrCat("input '", InputLabel(i), "' has type ",
-                                             DataTypeName(dt), ", which '", st.name,
-                                             " in {...}' does not allow (allowed: ", set, ")"));
+            Fail(st.pos, absl::StrCat("input '", InputLabel(i), "' has type ", DataTypeName(dt),
+                                      ", which '", st.name, " in {...}' does not allow (allowed: ",
+                                      set, ")"));
+            return false;
           }
         }
         break;
@@ -1837,8 +1716,8 @@ bool Evaluator::RunStatements(Results* results) {
       case StmtKind::kOutputValue:
       case StmtKind::kOutputAll:
       case StmtKind::kResult: {
-        Val v;
-        if (!Eval(st.expr, &v)) return false;
+        const Val v = Run(st.expr);
+        if (v.failed()) return false;
         results->emplace_back(&st, v);
         break;
       }
@@ -1847,75 +1726,73 @@ bool Evaluator::RunStatements(Results* results) {
   return true;
 }
 
-bool Evaluator::ToDims(const Val& v, int32_t pos, int output, bool contents,
-                       std::optional<Dims>* out) {
-  if (v.unknown()) {
-    out->reset();
-    return true;
-  }
-  Dims dims;
-  dims.reserve(v.len);
-  for (uint32_t k = 0; k < v.len; ++k) {
+bool Evaluator::CheckDims(const Val& v, int32_t pos, int output) {
+  for (uint32_t k = 0; k < v.len(); ++k) {
     const Val d = HeapAt(v, k);
-    switch (d.tag) {
-      case Tag::kInt:
-        if (ABSL_PREDICT_FALSE(d.i < 0) && !contents) {
-          return Fail(pos, absl::StrCat("output[", output, "] has a negative dim ", d.i,
-                                        " at index ", k, ": ",
-                                        Format(v, Type::ListOf(Type::Int()))));
-        }
-        dims.push_back(Dim::Known(d.i));
-        break;
-      case Tag::kSymRef:
-        dims.push_back(Dim::Symbol(*d.s));
-        break;
-      case Tag::kSym: {
-        std::optional<std::string> s = polys_[d.i].ToString();
-        dims.push_back(s ? Dim::Symbol(*std::move(s)) : Dim::Unknown());
-        break;
-      }
-      case Tag::kMono: {
-        std::optional<std::string> s = MonoString(d);
-        dims.push_back(s ? Dim::Symbol(*std::move(s)) : Dim::Unknown());
-        break;
-      }
-      default:
-        dims.push_back(Dim::Unknown());
+    if (ABSL_PREDICT_FALSE(d.tag() == Tag::kInt && d.i < 0)) {
+      Fail(pos, absl::StrCat("output[", output, "] has a negative dim ", d.i, " at index ", k,
+                             ": ", Format(v, Type::ListOf(Type::Int()))));
+      return false;
     }
   }
-  *out = std::move(dims);
   return true;
+}
+
+std::optional<Dims> Evaluator::ToDims(const Val& v) {
+  if (v.unknown()) return std::nullopt;
+  std::optional<Dims> out(std::in_place, v.len());
+  Dims& dims = *out;
+  for (uint32_t k = 0; k < v.len(); ++k) {
+    const Val d = HeapAt(v, k);
+    switch (d.tag()) {
+      case Tag::kInt:
+        dims[k] = Dim::Known(d.i);
+        break;
+      case Tag::kMono:
+        if (d.i == 1) {
+          dims[k] = Dim::Symbol(*atoms_[d.len()]);
+        } else if (std::optional<std::string> s = MonoString(d)) {
+          dims[k] = Dim::Symbol(*std::move(s));
+        }
+        break;
+      case Tag::kSymRef:
+        dims[k] = Dim::Symbol(*d.s);
+        break;
+      case Tag::kSym:
+        if (std::optional<std::string> s = polys_[d.i].ToString()) {
+          dims[k] = Dim::Symbol(*std::move(s));
+        }
+        break;
+      default:
+        break;  // unknown
+    }
+  }
+  return out;
 }
 
 absl::Status Evaluator::RunShape(InferenceContext& ctx) {
   Results results;
   if (!RunStatements(&results)) return Status();
-  struct Write {
-    int output;
-    bool value;
-    std::optional<Dims> dims;
-  };
-  absl::InlinedVector<Write, 4> writes;
+  // Everything that can fail first: nothing is written when the rule fails.
   for (const auto& [st, v] : results) {
-    if (st->kind == StmtKind::kOutputAll) {
-      if (!v.unknown() && static_cast<int>(v.len) != ctx.num_outputs()) {
-        Fail(st->pos, absl::StrCat("output[*] has ", v.len, " shapes but the node has ",
-                                   ctx.num_outputs(), " outputs"));
-        return Status();
-      }
-      for (int i = 0; i < ctx.num_outputs(); ++i) {
-        Write w{i, false, std::nullopt};
-        if (!v.unknown() &&
-            !ToDims(HeapAt(v, i), st->pos, i, false, &w.dims)) {
+    if (v.unknown()) continue;
+    switch (st->kind) {
+      case StmtKind::kOutputAll:
+        if (static_cast<int>(v.len()) != ctx.num_outputs()) {
+          Fail(st->pos, absl::StrCat("output[*] has ", v.len(), " shapes but the node has ",
+                                     ctx.num_outputs(), " outputs"));
           return Status();
         }
-        writes.push_back(std::move(w));
-      }
-      continue;
+        for (int i = 0; i < ctx.num_outputs(); ++i) {
+          if (!CheckDims(HeapAt(v, i), st->pos, i)) return Status();
+        }
+        break;
+      case StmtKind::kOutput:
+        if (!CheckDims(v, st->pos, st->output)) return Status();
+        break;
+      default:  // contents may hold negative entries (a Reshape target such as [N, -1])
+        break;
     }
-    Write w{st->output, st->kind == StmtKind::kOutputValue, std::nullopt};
-    if (!ToDims(v, st->pos, st->output, w.value, &w.dims)) return Status();
-    writes.push_back(std::move(w));
   }
   // Outputs the rule leaves alone get an unknown rank.
   for (int i = 0; i < ctx.num_outputs(); ++i) {
@@ -1923,13 +1800,21 @@ absl::Status Evaluator::RunShape(InferenceContext& ctx) {
                           (i < static_cast<int>(p_.assigns_output.size()) && p_.assigns_output[i]);
     if (!assigned) ctx.set_output_shape(i, std::nullopt);
   }
-  for (Write& w : writes) {
-    if (w.value) {
-      if (w.dims && static_cast<int64_t>(w.dims->size()) <= kMaxDimsValueElements) {
-        ctx.set_output_dims_value(w.output, *std::move(w.dims));
-      }
-    } else {
-      ctx.set_output_shape(w.output, std::move(w.dims));
+  for (const auto& [st, v] : results) {
+    switch (st->kind) {
+      case StmtKind::kOutputAll:
+        for (int i = 0; i < ctx.num_outputs(); ++i) {
+          ctx.set_output_shape(i, v.unknown() ? std::nullopt : ToDims(HeapAt(v, i)));
+        }
+        break;
+      case StmtKind::kOutputValue:
+        if (!v.unknown() && v.len() <= kMaxDimsValueElements) {
+          ctx.set_output_dims_value(st->output, *ToDims(v));
+        }
+        break;
+      default:
+        ctx.set_output_shape(st->output, ToDims(v));
+        break;
     }
   }
   return absl::OkStatus();
@@ -1941,18 +1826,18 @@ absl::Status Evaluator::RunType(InferenceContext& ctx) {
   for (const auto& [st, v] : results) {
     if (st->kind == StmtKind::kOutputAll) {
       if (v.unknown()) continue;
-      if (static_cast<int>(v.len) != ctx.num_outputs()) {
-        Fail(st->pos, absl::StrCat("output[*] has ", v.len, " types but the node has ",
+      if (static_cast<int>(v.len()) != ctx.num_outputs()) {
+        Fail(st->pos, absl::StrCat("output[*] has ", v.len(), " types but the node has ",
                                    ctx.num_outputs(), " outputs"));
         return Status();
       }
       for (int i = 0; i < ctx.num_outputs(); ++i) {
         const Val d = HeapAt(v, i);
-        if (d.tag == Tag::kDType) ctx.set_output_dtype(i, static_cast<v1::DataType>(d.i));
+        if (d.tag() == Tag::kDType) ctx.set_output_dtype(i, static_cast<v1::DataType>(d.i));
       }
       continue;
     }
-    if (v.tag == Tag::kDType) ctx.set_output_dtype(st->output, static_cast<v1::DataType>(v.i));
+    if (v.tag() == Tag::kDType) ctx.set_output_dtype(st->output, static_cast<v1::DataType>(v.i));
   }
   return absl::OkStatus();
 }
@@ -1961,12 +1846,104 @@ absl::StatusOr<std::optional<int64_t>> Evaluator::RunCost() {
   Results results;
   if (!RunStatements(&results)) return Status();
   for (const auto& [st, v] : results) {
-    if (st->kind == StmtKind::kResult && v.tag == Tag::kInt) return std::optional<int64_t>(v.i);
+    if (st->kind == StmtKind::kResult && v.tag() == Tag::kInt) return std::optional<int64_t>(v.i);
   }
   return std::optional<int64_t>();
 }
 
+uint8_t HandlerOf(const Program& p, const Node& n) {
+  switch (n.op) {
+    case Op::kName:
+    case Op::kCallName:
+    case Op::kAttrName:
+      return kHInvalid;
+    case Op::kInt:
+      return kHInt;
+    case Op::kBool:
+      return kHBool;
+    case Op::kString:
+      return kHString;
+    case Op::kDType:
+      return kHDType;
+    case Op::kUnknown:
+      return kHUnknown;
+    case Op::kSlot:
+      return kHSlot;
+    case Op::kAttr:
+      return kHAttr;
+    case Op::kNeg:
+      return kHNeg;
+    case Op::kNot:
+      return kHNot;
+    case Op::kAdd:
+      return kHAdd;
+    case Op::kSub:
+      return kHSub;
+    case Op::kMul:
+      return kHMul;
+    case Op::kFloorDiv:
+      return kHFloorDiv;
+    case Op::kMod:
+      return kHMod;
+    case Op::kEq:
+      return kHEq;
+    case Op::kNe:
+      return kHNe;
+    case Op::kLt:
+      return kHLt;
+    case Op::kLe:
+      return kHLe;
+    case Op::kGt:
+      return kHGt;
+    case Op::kGe:
+      return kHGe;
+    case Op::kAnd:
+      return kHAnd;
+    case Op::kOr:
+      return kHOr;
+    case Op::kConcat:
+      return kHConcat;
+    case Op::kCoalesce:
+      return kHCoalesce;
+    case Op::kIn:
+      return kHIn;
+    case Op::kIf:
+      return kHIf;
+    case Op::kList:
+      return kHList;
+    case Op::kIndex:
+      return kHIndex;
+    case Op::kSlice:
+      return kHSlice;
+    case Op::kComprehension: {
+      const Node& it = p.nodes[p.kid(n, 0)];
+      return it.op == Op::kCall && it.fn == Fn::kRange && it.num_kids == 1
+                 ? kHComprehensionRange
+                 : kHComprehension;
+    }
+    case Op::kCall:
+      return static_cast<uint8_t>(kHFn + static_cast<int>(n.fn));
+  }
+  return kHInvalid;
+}
+
 }  // namespace
+
+void PrepareProgram(Program* p) {
+  p->code.assign(p->nodes.size(), Insn());
+  for (size_t id = 0; id < p->nodes.size(); ++id) {
+    const Node& n = p->nodes[id];
+    Insn& x = p->code[id];
+    x.handler = HandlerOf(*p, n);
+    x.ref = n.ref;
+    x.pos = n.pos;
+    x.first_kid = n.first_kid;
+    x.num_kids = n.num_kids;
+    x.kid0 = n.num_kids > 0 ? p->kid(n, 0) : -1;
+    x.kid1 = n.num_kids > 1 ? p->kid(n, 1) : -1;
+    x.imm = n.imm;
+  }
+}
 
 absl::Status EvaluateShape(const Program& program, const RuleLimits& limits,
                            InferenceContext& ctx) {

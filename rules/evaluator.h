@@ -12,6 +12,10 @@
 namespace graphopt {
 namespace rules {
 
+// Lowers a checked program's nodes into Program::code, the compact form the evaluator runs.
+// CompileRule calls it once after the checker; a program is evaluated only after it.
+void PrepareProgram(Program* program);
+
 // Evaluates a checked program against one node. All state lives on the stack of the call, so a
 // Program may be evaluated from many threads at once. Errors are INVALID_ARGUMENT
 // "<node label>: <rule name> L:C: <message>".

@@ -3,8 +3,9 @@
 
 // The compiled form of a rule: a flat array of expression nodes (children referenced by index)
 // plus a statement list. The parser fills it with unresolved names; the checker resolves every
-// name to a slot, input, attribute or builtin, assigns static types, and from then on it is
-// immutable and evaluated by the evaluator. Internal to //rules.
+// name to a slot, input, attribute or builtin and assigns static types; PrepareProgram
+// (evaluator.h) adds the evaluator's compact form; from then on it is immutable and evaluated
+// by the evaluator. Internal to //rules.
 
 #include <cstdint>
 #include <string>
@@ -167,6 +168,21 @@ struct Node {
   std::string text;
 };
 
+// The evaluator's form of a node: what evaluating it needs, packed into 32 bytes (a Node is
+// twice that and mostly text and checker data), with the first two children inline. Filled by
+// PrepareProgram (evaluator.h) after the checker, one per node, at the node's index.
+struct Insn {
+  uint8_t handler = 0;  // the evaluator's handler for this node (private to evaluator.cc)
+  Ref ref = Ref::kNone;
+  int32_t pos = 0;
+  int32_t kid0 = -1;
+  int32_t kid1 = -1;
+  int32_t first_kid = 0;
+  int32_t num_kids = 0;
+  int64_t imm = 0;
+};
+static_assert(sizeof(Insn) == 32, "Insn is meant to fill half a cache line");
+
 // --- Statements -----------------------------------------------------------------------------
 
 enum class StmtKind : uint8_t {
@@ -222,6 +238,9 @@ struct Program {
   // rule assigns (for resetting the others).
   std::vector<bool> assigns_output;
   bool assigns_all_outputs = false;
+
+  // Filled by PrepareProgram: one per node.
+  std::vector<Insn> code;
 
   const Node& node(int32_t id) const { return nodes[id]; }
   int32_t kid(const Node& n, int i) const { return kids[n.first_kid + i]; }

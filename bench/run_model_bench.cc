@@ -1,8 +1,12 @@
 // Times one model on graphopt's runtime (the graphopt side of bench/runtime_vs_ort.py), in its
 // own process: plans it, feeds test_data_set_0's inputs, warms up, then prints one JSON line
 // {"median_ms", "min_ms", "runs", "plan_ms"}. Peak RSS is read by the caller (wait4).
+// With --opt_level the graph is optimized first; with --plan_memory it is also scheduled and
+// memory-planned (unless the level does it), and the line adds "arena_bytes", "lower_bound",
+// "naive_bytes" and "planned" (whether the executor ran from the plan: --use_memory_plan).
 //
-//   run_model_bench MODEL_DIR --threads N --runs R --warmup W
+//   run_model_bench MODEL_DIR --threads N --runs R --warmup W [--opt_level L] [--plan_memory]
+//                   [--use_memory_plan=false]
 
 #include <algorithm>
 #include <chrono>
@@ -12,14 +16,21 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
 #include "bench/corpus_model.h"
+#include "graph/builtin_ops.h"
 #include "graph/proto_convert.h"
+#include "passes/builtin_passes.h"
+#include "passes/pipeline.h"
 #include "runtime/executor.h"
 #include "runtime/kernels/cpu_kernels.h"
 
 ABSL_FLAG(int, threads, 1, "kernel threads");
 ABSL_FLAG(int, runs, 20, "timed runs");
 ABSL_FLAG(int, warmup, 3, "untimed runs first");
+ABSL_FLAG(int, opt_level, 0, "optimize at this level first (0: run the model as imported)");
+ABSL_FLAG(bool, plan_memory, false, "run schedule and plan_memory after the level's passes");
+ABSL_FLAG(bool, use_memory_plan, true, "let the executor run from the graph's memory plan");
 
 namespace graphopt {
 namespace {
@@ -34,6 +45,31 @@ int Main(const std::string& dir) {
   if (!model.ok()) return Fail(model.status());
   absl::StatusOr<Graph> graph = GraphFromProto(std::move(model->graph));
   if (!graph.ok()) return Fail(graph.status());
+  const int level = absl::GetFlag(FLAGS_opt_level);
+  if (level > 0 || absl::GetFlag(FLAGS_plan_memory)) {
+    absl::StatusOr<std::vector<PassSpec>> passes = PipelineForLevel(level);
+    if (!passes.ok()) return Fail(passes.status());
+    bool planned = false;
+    for (const PassSpec& p : *passes) planned |= p.name == "plan_memory";
+    if (absl::GetFlag(FLAGS_plan_memory) && !planned) {
+      passes->push_back({"schedule", {}});
+      passes->push_back({"plan_memory", {}});
+    }
+    OpRegistry ops;
+    PassRegistry pass_registry;
+    if (absl::Status s = RegisterBuiltinOps(&ops); !s.ok()) return Fail(s);
+    if (absl::Status s = RegisterBuiltinPasses(&pass_registry); !s.ok()) return Fail(s);
+    absl::StatusOr<PipelineResult> r = RunPipeline(*graph, *passes, pass_registry, ops);
+    if (!r.ok()) return Fail(r.status());
+  }
+  int64_t arena_bytes = 0, lower_bound = 0, naive_bytes = 0;
+  if (graph->memory_plan) {
+    for (const v1::MemoryArena& a : graph->memory_plan->arenas()) {
+      arena_bytes += a.size_bytes();
+      lower_bound += a.liveness_lower_bound();
+      naive_bytes += a.naive_bytes();
+    }
+  }
   std::vector<runtime::Tensor> inputs;
   for (auto& [name, tensor] : model->inputs) inputs.push_back(std::move(tensor));
   runtime::KernelRegistry registry;
@@ -41,6 +77,8 @@ int Main(const std::string& dir) {
   if (!s.ok()) return Fail(s);
   runtime::ExecutorOptions options;
   options.num_threads = absl::GetFlag(FLAGS_threads);
+  options.use_memory_plan = absl::GetFlag(FLAGS_use_memory_plan);
+  const bool graph_planned = graph->memory_plan.has_value();
   const auto plan_start = std::chrono::steady_clock::now();
   absl::StatusOr<std::unique_ptr<runtime::Executor>> ex =
       runtime::Executor::Create(*std::move(graph), registry, options);
@@ -60,8 +98,14 @@ int Main(const std::string& dir) {
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   }
   std::sort(times.begin(), times.end());
-  std::printf("{\"median_ms\": %.4f, \"min_ms\": %.4f, \"runs\": %zu, \"plan_ms\": %.3f}\n",
-              times[times.size() / 2], times.front(), times.size(), plan_ms);
+  std::string memory;
+  if (graph_planned) {
+    memory = absl::StrCat(", \"arena_bytes\": ", arena_bytes, ", \"lower_bound\": ", lower_bound,
+                          ", \"naive_bytes\": ", naive_bytes, ", \"planned\": ",
+                          (*ex)->uses_memory_plan() ? "true" : "false");
+  }
+  std::printf("{\"median_ms\": %.4f, \"min_ms\": %.4f, \"runs\": %zu, \"plan_ms\": %.3f%s}\n",
+              times[times.size() / 2], times.front(), times.size(), plan_ms, memory.c_str());
   return 0;
 }
 

@@ -426,7 +426,8 @@ PassInfo ConstantFoldPassInfo(std::shared_ptr<const runtime::KernelRegistry> ker
   info.description =
       "Evaluates nodes whose inputs are all constants with the runtime's CPU kernels and "
       "replaces them by initializers (bit-identical to running them), within a size budget; "
-      "never folds ops with side effects or randomness; turns Constant nodes into initializers.";
+      "never folds ops with side effects or randomness; turns Constant nodes into initializers "
+      "and bypasses Identity copies of constants.";
   info.options = {
       {"max_folded_bytes",
        absl::StrCat("largest tensor one fold may compute, in bytes (default ",

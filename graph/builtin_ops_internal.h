@@ -218,6 +218,11 @@ absl::StatusOr<Dims> SpatialOutput(const InferenceContext& ctx, const std::optio
 // The window attributes' specs; kernel_shape required or not.
 OpBuilder WindowAttrs(OpBuilder b, bool kernel_required);
 
+// Checks a convolution's X and W (rank >= 3, one rank) and returns its positive 'group'.
+absl::StatusOr<int64_t> CheckConvOperands(const InferenceContext& ctx,
+                                          const std::optional<Dims>& x,
+                                          const std::optional<Dims>& w);
+
 // Conv's output shape with X, W and the optional bias at the given inputs (b_input -1: none):
 // [N, M, spatial...], checking channels against group and the bias against M.
 absl::Status ConvShapeAt(InferenceContext& ctx, int x_input, int w_input, int b_input);

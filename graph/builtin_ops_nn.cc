@@ -118,9 +118,9 @@ absl::StatusOr<Dims> SpatialOutput(const InferenceContext& ctx, const std::optio
   return out;
 }
 
-absl::Status ConvShapeAt(InferenceContext& ctx, int x_input, int w_input, int b_input) {
-  const std::optional<Dims> x = InputShape(ctx, x_input);
-  const std::optional<Dims> w = InputShape(ctx, w_input);
+absl::StatusOr<int64_t> CheckConvOperands(const InferenceContext& ctx,
+                                          const std::optional<Dims>& x,
+                                          const std::optional<Dims>& w) {
   if (x && x->size() < 3) return ctx.Error("input X must have rank >= 3, got ", ShapeToString(x));
   if (w && w->size() < 3) return ctx.Error("input W must have rank >= 3, got ", ShapeToString(w));
   if (x && w && x->size() != w->size()) {
@@ -130,6 +130,14 @@ absl::Status ConvShapeAt(InferenceContext& ctx, int x_input, int w_input, int b_
   absl::StatusOr<int64_t> group = ctx.GetInt("group");
   if (!group.ok()) return group.status();
   if (*group <= 0) return ctx.Error("attribute 'group' must be positive, got ", *group);
+  return group;
+}
+
+absl::Status ConvShapeAt(InferenceContext& ctx, int x_input, int w_input, int b_input) {
+  const std::optional<Dims> x = InputShape(ctx, x_input);
+  const std::optional<Dims> w = InputShape(ctx, w_input);
+  absl::StatusOr<int64_t> group = CheckConvOperands(ctx, x, w);
+  if (!group.ok()) return group.status();
   size_t rank = 0;
   if (x) {
     rank = x->size();

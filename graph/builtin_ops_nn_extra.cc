@@ -63,15 +63,8 @@ absl::StatusOr<Dim> ConvTransposeDim(const Dim& in, std::optional<int64_t> kerne
 absl::Status ConvTransposeShape(InferenceContext& ctx) {
   const std::optional<Dims> x = InputShape(ctx, 0);
   const std::optional<Dims> w = InputShape(ctx, 1);
-  if (x && x->size() < 3) return ctx.Error("input X must have rank >= 3, got ", ShapeToString(x));
-  if (w && w->size() < 3) return ctx.Error("input W must have rank >= 3, got ", ShapeToString(w));
-  if (x && w && x->size() != w->size()) {
-    return ctx.Error("input X ", ShapeToString(x), " and weight W ", ShapeToString(w),
-                     " differ in rank");
-  }
-  absl::StatusOr<int64_t> group = ctx.GetInt("group");
+  absl::StatusOr<int64_t> group = CheckConvOperands(ctx, x, w);
   if (!group.ok()) return group.status();
-  if (*group <= 0) return ctx.Error("attribute 'group' must be positive, got ", *group);
   const std::optional<Dims>& ranked = x ? x : w;
   if (!ranked) {
     ctx.set_output_shape(0, std::nullopt);

@@ -85,7 +85,7 @@ void AddQuantizationOps(std::vector<OpDef>* ops) {
                      .Constraint("T1", {v1::DT_FLOAT32, v1::DT_INT32})
                      .Constraint("S", {v1::DT_FLOAT32})
                      .Constraint("T2", int8s)
-                     .Fusion(v1::FUSION_ELEMWISE)
+                     .Fusion(v1::FUSION_BROADCAST)
                      .ShapeFn(LinearQuantShape)
                      .TypeFn(QuantizeLinearType)
                      .Build());
@@ -98,7 +98,7 @@ void AddQuantizationOps(std::vector<OpDef>* ops) {
                      .IntAttr("axis", 1, "Opset 13+.")
                      .Constraint("T", {v1::DT_INT8, v1::DT_UINT8, v1::DT_INT32})
                      .Constraint("S", {v1::DT_FLOAT32})
-                     .Fusion(v1::FUSION_ELEMWISE)
+                     .Fusion(v1::FUSION_BROADCAST)
                      .ShapeFn(LinearQuantShape)
                      .Build());
   ops->push_back(OpBuilder("DynamicQuantizeLinear", "Quantizes x to uint8 with the scale and "

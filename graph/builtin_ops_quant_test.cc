@@ -14,8 +14,9 @@ TEST_F(BuiltinOpsTest, QuantizationOpsAreRegistered) {
                            "ConvInteger", "QLinearConv", "MatMulInteger", "QLinearMatMul"}) {
     EXPECT_NE(registry_.Find("", name), nullptr) << name;
   }
+  // The scale and zero point broadcast along 'axis'.
   EXPECT_EQ(registry_.Find("", "QuantizeLinear")->descriptor.fusion_pattern(),
-            v1::FUSION_ELEMWISE);
+            v1::FUSION_BROADCAST);
 }
 
 TEST_F(BuiltinOpsTest, QuantizeLinearTypeComesFromTheZeroPoint) {

@@ -4,11 +4,13 @@
 // nothing stays unknown.
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "graph/builtin_ops_internal.h"
@@ -26,6 +28,33 @@ absl::StatusOr<const v1::Graph*> Body(const InferenceContext& ctx, absl::string_
     return ctx.Error("attribute '", name, "' must be a graph, got ", AttributeKindName(*a));
   }
   return &a->g();
+}
+
+// The element type of body output i that no type declares but that passes a body input on
+// unchanged (through Identity nodes): `input_dtype(k)` for body input k. DT_UNDEFINED otherwise.
+// Iterative; at most one step per body node.
+v1::DataType ForwardedInputDType(const v1::Graph& body, int i,
+                                 const std::function<v1::DataType(int)>& input_dtype) {
+  absl::flat_hash_map<absl::string_view, const v1::Node*> producer;
+  for (const v1::Node& n : body.nodes()) {
+    for (const std::string& o : n.outputs()) producer[o] = &n;
+  }
+  absl::string_view name = body.outputs(i).name();
+  for (int steps = 0; steps <= body.nodes_size(); ++steps) {
+    for (int k = 0; k < body.inputs_size(); ++k) {
+      if (body.inputs(k).name() == name) {
+        const v1::DataType declared = body.inputs(k).type().dtype();
+        return declared != v1::DT_UNDEFINED ? declared : input_dtype(k);
+      }
+    }
+    auto it = producer.find(name);
+    if (it == producer.end() || it->second->op_type() != "Identity" ||
+        !it->second->domain().empty() || it->second->inputs_size() != 1) {
+      break;
+    }
+    name = it->second->inputs(0);
+  }
+  return v1::DT_UNDEFINED;
 }
 
 // What body output i declares: its ValueInfo type, else (for a Constant node's output) the
@@ -117,8 +146,13 @@ absl::Status LoopType(InferenceContext& ctx) {
   int carried = 0;
   absl::StatusOr<const v1::Graph*> body = LoopBody(ctx, &carried);
   if (!body.ok()) return body.status();
+  // Body inputs: the iteration number, cond, then the carried values.
+  auto input_dtype = [&](int k) {
+    return k == 0 ? v1::DT_INT64 : k == 1 ? v1::DT_BOOL : ctx.input_type(k).dtype;
+  };
   for (int i = 0; i < ctx.num_outputs(); ++i) {
-    const v1::DataType declared = DeclaredOutput(**body, i + 1).dtype;
+    v1::DataType declared = DeclaredOutput(**body, i + 1).dtype;
+    if (declared == v1::DT_UNDEFINED) declared = ForwardedInputDType(**body, i + 1, input_dtype);
     const v1::DataType initial = i < carried ? ctx.input_type(i + 2).dtype : v1::DT_UNDEFINED;
     if (initial != v1::DT_UNDEFINED && declared != v1::DT_UNDEFINED && initial != declared) {
       return ctx.Error("carried value ", i, " is ", DataTypeName(initial), " initially but ",
@@ -207,8 +241,11 @@ absl::StatusOr<ScanLayout> ReadScan(const InferenceContext& ctx) {
 absl::Status ScanType(InferenceContext& ctx) {
   absl::StatusOr<ScanLayout> l = ReadScan(ctx);
   if (!l.ok()) return l.status();
+  // Body inputs are the states and the scan inputs' slices, of the node inputs' types.
+  auto input_dtype = [&](int k) { return ctx.input_type(l->first + k).dtype; };
   for (int i = 0; i < ctx.num_outputs(); ++i) {
-    const v1::DataType declared = DeclaredOutput(*l->body, i).dtype;
+    v1::DataType declared = DeclaredOutput(*l->body, i).dtype;
+    if (declared == v1::DT_UNDEFINED) declared = ForwardedInputDType(*l->body, i, input_dtype);
     const v1::DataType initial =
         i < l->states ? ctx.input_type(l->first + i).dtype : v1::DT_UNDEFINED;
     if (initial != v1::DT_UNDEFINED && declared != v1::DT_UNDEFINED && initial != declared) {

@@ -98,6 +98,21 @@ TEST_F(BuiltinOpsTest, LoopWithAConditionHasAnUnknownTripCount) {
   EXPECT_EQ(T("scan"), "int32[?,4]");
 }
 
+TEST_F(BuiltinOpsTest, LoopScanOutputForwardingACarriedValueHasItsType) {
+  In("start", "int32[]");
+  In("n", "int64[]");
+  // The body stacks the carried value as it enters each iteration; nothing is declared.
+  v1::Graph body = Body({"int64[]", "bool[]", "?"}, {"bool[]", "?", "?"});
+  v1::Node* copy = body.add_nodes();
+  copy->set_op_type("Identity");
+  copy->add_inputs(body.inputs(2).name());
+  copy->add_outputs(body.outputs(2).name());
+  Node("Loop", {"n", "", "start"}, {"final", "range"}, {{"body", AGraph(body)}});
+  RUN_OK();
+  EXPECT_EQ(T("final"), "int32[?..]");
+  EXPECT_EQ(T("range"), "int32[?..]");
+}
+
 TEST_F(BuiltinOpsTest, LoopBodyMustTakeTheCarriedValues) {
   In("y", "float32[2]");
   Node("Loop", {"", "", "y"}, {"final"},

@@ -128,7 +128,7 @@ struct Stats {
 // unfolded graph (inputs that were initializers are constants of its plan, computed ones are
 // not), so the folded values are the runtime's bit for bit.
 //
-// Left alone: nodes with side effects, mutated inputs or randomness (descriptor extension
+// Left alone: nodes with side effects, mutated inputs or outputs, or randomness (descriptor extension
 // 'nondeterministic', and ONNX's random ops by name), nodes with subgraphs, nodes whose outputs
 // have no static type, nodes without a CPU kernel, nodes whose kernel fails, nodes reading
 // constants held as blob references, and folds over the size budget: an output larger than
@@ -148,9 +148,12 @@ class ConstantFoldPass : public Pass {
     constant_.assign(num_values, 0);
     computed_.assign(num_values, 0);
     tensors_.clear();
+    hidden_.emplace(graph, *context.ops);
     for (int i = 0; i < num_values; ++i) {
       const Value& v = graph.value(ValueId(i));
-      constant_[i] = v.alive && v.initializer >= 0 && !v.is_graph_input;
+      // A value some node writes is no constant.
+      constant_[i] = v.alive && v.initializer >= 0 && !v.is_graph_input &&
+                     !hidden_->mutated(ValueId(i));
     }
     Stats stats;
     growth_ = 0;
@@ -185,8 +188,15 @@ class ConstantFoldPass : public Pass {
       ++stats.subgraphs;
       return;
     }
+    for (ValueId out : n.outputs) {
+      // Written in place by some node: it must stay a computed value.
+      if (hidden_->mutated(out)) {
+        ++stats.effects;
+        return;
+      }
+    }
     if (n.op_type == "Identity" && n.domain.empty() && n.inputs.size() == 1 &&
-        n.inputs[0].valid() && ReplaceNodeByValue(graph, id, n.inputs[0])) {
+        n.inputs[0].valid() && ReplaceNodeByValue(graph, id, n.inputs[0], *hidden_)) {
       // A copy of a constant (torch writes one per shared weight): its readers read the
       // constant itself, so no bytes are duplicated.
       ++stats.identities_forwarded;
@@ -272,8 +282,7 @@ class ConstantFoldPass : public Pass {
                                                  options_.max_folded_bytes, ")"));
         return;
       }
-      const Value& v = graph.value(out);
-      if (!v.uses.empty() || v.graph_output_count > 0) added += bytes;
+      if (Needed(graph, out)) added += bytes;
     }
     // Constants read only by this node go away with it.
     std::vector<ValueId> dying;
@@ -281,7 +290,8 @@ class ConstantFoldPass : public Pass {
     for (ValueId in : n.inputs) {
       if (!in.valid() || std::find(dying.begin(), dying.end(), in) != dying.end()) continue;
       const Value& v = graph.value(in);
-      if (v.graph_output_count > 0) continue;
+      // A subgraph reading it by name keeps it.
+      if (v.graph_output_count > 0 || hidden_->captured(in)) continue;
       bool only_here = true;
       for (const Use& u : v.uses) only_here &= u.node == id;
       if (!only_here) continue;
@@ -308,8 +318,7 @@ class ConstantFoldPass : public Pass {
       const ValueId out = graph.node(id).outputs[i];
       if (!out.valid()) continue;
       runtime::Tensor& t = (*results)[k++];
-      const Value& v = graph.value(out);
-      if (v.uses.empty() && v.graph_output_count == 0) continue;
+      if (!Needed(graph, out)) continue;
       graph.DetachOutput(id, i);
       kept.emplace_back(out, std::move(t));
     }
@@ -327,6 +336,12 @@ class ConstantFoldPass : public Pass {
       tensors_.erase(in.value());
     }
     return;
+  }
+
+  // True when something reads `out`: a node, the graph's outputs or a subgraph by name.
+  bool Needed(const Graph& graph, ValueId out) const {
+    const Value& v = graph.value(out);
+    return !v.uses.empty() || v.graph_output_count > 0 || hidden_->captured(out);
   }
 
   // Runs node `id` alone on the CPU kernels and returns its present outputs in order.
@@ -404,6 +419,7 @@ class ConstantFoldPass : public Pass {
   // their decoded elements in tensors_ for the nodes that read them next.
   std::vector<char> constant_;
   std::vector<char> computed_;
+  std::optional<HiddenAccess> hidden_;
   absl::flat_hash_map<int32_t, runtime::Tensor> tensors_;
   int64_t growth_ = 0;
 };

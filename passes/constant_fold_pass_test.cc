@@ -307,5 +307,41 @@ TEST(ConstantFoldPassTest, RejectsMalformedOptions) {
   EXPECT_THAT(out.status().message(), HasSubstr("max_growth_bytes"));
 }
 
+// A subgraph reads 'a' and 'alias' by name: 'a' stays although no node reads it after the fold,
+// and the Identity producing 'alias' is folded into a copy, not forwarded away.
+TEST(ConstantFoldPassTest, KeepsWhatASubgraphReadsByName) {
+  PassTestEnv env;
+  const std::string text = WithInitializers(R"pb(
+    inputs { name: "c" type { dtype: DT_BOOL shape {} } }
+    nodes { op_type: "Neg" inputs: "a" outputs: "n" }
+    nodes { op_type: "Identity" inputs: "n" outputs: "alias" }
+    nodes {
+      op_type: "If" inputs: "c" outputs: "o"
+      attributes { name: "then_branch" g {
+        nodes { op_type: "Add" inputs: "a" inputs: "alias" outputs: "t" }
+        outputs { name: "t" type { dtype: DT_FLOAT32 } } } }
+      attributes { name: "else_branch" g {
+        nodes { op_type: "Neg" inputs: "alias" outputs: "e" }
+        outputs { name: "e" type { dtype: DT_FLOAT32 } } } }
+    }
+    outputs { name: "o" })pb",
+                                            {FloatTensorProto("a", {2}, {1, 2})});
+  PipelineResult result;
+  auto out = env.Run(text, {"constant_fold"}, &result);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(OpTypes(*out), ElementsAre("If"));
+  EXPECT_THAT(InitializerNames(*out), ElementsAre("a", "alias"));
+  TestRuntime runtime;
+  const std::vector<std::pair<std::string, runtime::Tensor>> inputs = {
+      {"c", runtime::Tensor::FromVector<uint8_t>(v1::DT_BOOL, {1}, {})}};
+  auto original = env.Parse(text);
+  ASSERT_TRUE(original.ok());
+  auto want = runtime.Run(GraphToProto(*std::move(original)), inputs);
+  auto got = runtime.Run(*out, inputs);
+  ASSERT_TRUE(want.ok()) << want.status();
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(testing::CompareOutputs(*got, *want, /*bit_exact=*/true), "");
+}
+
 }  // namespace
 }  // namespace graphopt

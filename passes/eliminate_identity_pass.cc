@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "graph/inference.h"
-#include "passes/effects.h"
+#include "passes/rewrite_util.h"
 
 namespace graphopt {
 namespace {
@@ -40,7 +40,7 @@ class EliminateIdentityPass : public Pass {
     int64_t dropouts = 0;
     int64_t kept = 0;
     int64_t kept_mutated = 0;
-    const std::vector<char> mutated = ValuesWithHiddenAccess(graph, *context.ops);
+    const HiddenAccess hidden(graph, *context.ops);
     for (int i = 0; i < graph.num_node_slots(); ++i) {
       NodeId id(i);
       const Node& n = graph.node(id);
@@ -54,26 +54,14 @@ class EliminateIdentityPass : public Pass {
       const ValueId in = n.inputs[0];
       const ValueId out = n.outputs[0];
       // The node is a copy: a write to either side must not reach the other's readers.
-      if (mutated[in.value()] || mutated[out.value()]) {
+      if (hidden.any(in) || hidden.any(out)) {
         ++kept_mutated;
         continue;
       }
-      const Value& in_value = graph.value(in);
-      const bool out_is_interface = graph.value(out).graph_output_count > 0;
-      if (out_is_interface && (in_value.is_graph_input || in_value.initializer >= 0 ||
-                               in_value.graph_output_count > 0)) {
+      // A graph output whose input is part of the interface too keeps its copy.
+      if (!ReplaceNodeByValue(graph, id, in, hidden)) {
         ++kept;
         continue;
-      }
-      const std::string out_name = graph.value(out).name;
-      const std::string out_doc = graph.value(out).doc_string;
-      graph.ReplaceAllUsesWith(out, in);
-      if (out_is_interface) graph.ReplaceGraphOutput(out, in);
-      graph.RemoveNode(id);
-      if (out_is_interface) {
-        absl::Status s = graph.RenameValue(in, out_name);
-        if (!s.ok()) return absl::InternalError(s.message());
-        if (graph.value(in).doc_string.empty()) graph.mutable_value(in).doc_string = out_doc;
       }
       (is_identity ? identities : dropouts)++;
     }

@@ -100,6 +100,7 @@ class FoldBatchNormPass : public Pass {
     absl::StatusOr<std::vector<NodeId>> order = graph.TopologicalOrder();
     if (!order.ok()) return order.status();
     ops_ = context.ops;
+    hidden_.emplace(graph, *context.ops);
     folded_.clear();
     left_.clear();
     for (NodeId id : *order) {
@@ -145,6 +146,8 @@ class FoldBatchNormPass : public Pass {
       return Leave("not after Conv, Gemm or MatMul");
     }
     if (xv.uses.size() != 1 || xv.graph_output_count > 0) return Leave("producer output shared");
+    // Their values change or they go: no subgraph may read them by name, no node write them.
+    if (hidden_->any(x) || hidden_->any(bn.outputs[0])) return Leave("hidden accesses");
     if (!IsFoldableDtype(xv.type.dtype)) return Leave("not float32/float64");
 
     std::optional<Affine> affine = AffineOf(graph, bn);
@@ -172,10 +175,10 @@ class FoldBatchNormPass : public Pass {
     if (!why.ok()) return why.status();
     if (*why != nullptr) return Leave(*why);
     // The MatMul case already replaced the BatchNormalization by an Add.
-    if (graph.node(bn_id).alive && !ReplaceNodeByValue(graph, bn_id, x)) {
+    if (graph.node(bn_id).alive && !ReplaceNodeByValue(graph, bn_id, x, *hidden_)) {
       return absl::InternalError(absl::StrCat(graph.NodeLabel(bn_id), ": could not be removed"));
     }
-    for (size_t i = 1; i < params.size(); ++i) RemoveDefinitionIfUnused(graph, params[i], *ops_);
+    for (size_t i = 1; i < params.size(); ++i) RemoveDefinitionIfUnused(graph, params[i], *ops_, *hidden_);
     return op == "Conv" ? "Conv" : op == "Gemm" ? "Gemm" : op == "MatMul" ? "MatMul" : "MatMul+Add";
   }
 
@@ -184,10 +187,10 @@ class FoldBatchNormPass : public Pass {
     return nullptr;
   }
 
-  static std::optional<Affine> AffineOf(const Graph& graph, const Node& bn) {
+  std::optional<Affine> AffineOf(const Graph& graph, const Node& bn) const {
     std::optional<runtime::Tensor> p[4];
     for (int i = 0; i < 4; ++i) {
-      p[i] = ConstantValue(graph, bn.inputs[i + 1]);
+      p[i] = ConstantValue(graph, bn.inputs[i + 1], *hidden_);
       if (!p[i] || !IsFloatingPoint(p[i]->dtype())) return std::nullopt;
     }
     const int64_t c = p[0]->num_elements();
@@ -230,6 +233,7 @@ class FoldBatchNormPass : public Pass {
     const Node& n = graph.node(node);
     const ValueId old = n.inputs[index];
     if (graph.value(old).initializer >= 0 && !graph.value(old).is_graph_input &&
+        !hidden_->any(old) &&
         graph.value(old).graph_output_count == 0 && graph.value(old).uses.size() == 1) {
       SetTypedInitializer(graph, old, tensor);
       return old;
@@ -237,7 +241,7 @@ class FoldBatchNormPass : public Pass {
     const ValueId target =
         AddInitializer(graph, graph.value(old).name, tensor);
     graph.SetInput(node, index, target);
-    RemoveDefinitionIfUnused(graph, old, *ops_);
+    RemoveDefinitionIfUnused(graph, old, *ops_, *hidden_);
     return target;
   }
 
@@ -247,7 +251,7 @@ class FoldBatchNormPass : public Pass {
     if (index >= static_cast<int>(node.inputs.size()) || !node.inputs[index].valid()) {
       return std::nullopt;
     }
-    std::optional<runtime::Tensor> w = ConstantValue(graph, node.inputs[index]);
+    std::optional<runtime::Tensor> w = ConstantValue(graph, node.inputs[index], *hidden_);
     if (!w || w->dtype() != dtype || (rank == 0 ? w->rank() < 3 : w->rank() != rank)) {
       return std::nullopt;
     }
@@ -261,7 +265,7 @@ class FoldBatchNormPass : public Pass {
     if (index >= static_cast<int>(node.inputs.size()) || !node.inputs[index].valid()) {
       return std::nullopt;
     }
-    std::optional<runtime::Tensor> bias = ConstantValue(graph, node.inputs[index]);
+    std::optional<runtime::Tensor> bias = ConstantValue(graph, node.inputs[index], *hidden_);
     if (!bias || !IsFloatingPoint(bias->dtype()) ||
         (bias->num_elements() != c && bias->num_elements() != 1)) {
       *ok = false;
@@ -344,7 +348,7 @@ class FoldBatchNormPass : public Pass {
     graph.RemoveNode(bn_id);
     absl::StatusOr<NodeId> add = graph.AddNode(name, "Add", "", {x, b}, {y});
     if (!add.ok()) return add.status();
-    for (size_t i = 1; i < params.size(); ++i) RemoveDefinitionIfUnused(graph, params[i], *ops_);
+    for (size_t i = 1; i < params.size(); ++i) RemoveDefinitionIfUnused(graph, params[i], *ops_, *hidden_);
     return kFolded;
   }
 
@@ -361,7 +365,7 @@ class FoldBatchNormPass : public Pass {
       const Value& value = graph.value(v);
       if (value.producer.valid() && graph.node(value.producer).op_type == "MatMul" &&
           graph.node(value.producer).domain.empty() && value.uses.size() == 1 &&
-          value.graph_output_count == 0) {
+          value.graph_output_count == 0 && !hidden_->any(v)) {
         mm_index = i;
         break;
       }
@@ -372,7 +376,7 @@ class FoldBatchNormPass : public Pass {
     const v1::DataType dtype = graph.value(add.outputs[0]).type.dtype;
     std::optional<runtime::Tensor> w = Weights(graph, graph.node(matmul), 1, 2, dtype);
     if (!w || w->dim(1) != c) return "weights not constant or not matching";
-    std::optional<runtime::Tensor> bias = ConstantValue(graph, add.inputs[bias_index]);
+    std::optional<runtime::Tensor> bias = ConstantValue(graph, add.inputs[bias_index], *hidden_);
     if (!bias || bias->dtype() != dtype) return "bias not constant";
     runtime::Shape bias_shape;
     if (bias->rank() == 1 && bias->dim(0) == c) {
@@ -393,6 +397,7 @@ class FoldBatchNormPass : public Pass {
   }
 
   const OpRegistry* ops_ = nullptr;
+  std::optional<HiddenAccess> hidden_;
   absl::btree_map<std::string, int64_t> folded_;
   absl::btree_map<std::string, int64_t> left_;
 };

@@ -200,5 +200,33 @@ TEST(FoldBatchNormPassTest, LeavesWhatDoesNotMatch) {
                           "training mode 1"));
 }
 
+// A subgraph reads the Conv's output by name: folding would change what it reads.
+TEST(FoldBatchNormPassTest, LeavesAConvWhoseOutputASubgraphReads) {
+  const std::string text = WithInitializers(
+      absl::StrCat(kImage, R"pb(
+        inputs { name: "cond" type { dtype: DT_BOOL shape {} } }
+        nodes { op_type: "Conv" inputs: "x" inputs: "w" outputs: "c" }
+      )pb",
+                   BnNode("c", "bn_", "y"), R"pb(
+        nodes {
+          op_type: "If" inputs: "cond" outputs: "o"
+          attributes { name: "then_branch" g {
+            nodes { op_type: "Neg" inputs: "c" outputs: "t" }
+            outputs { name: "t" type { dtype: DT_FLOAT32 } } } }
+          attributes { name: "else_branch" g {
+            nodes { op_type: "Neg" inputs: "y" outputs: "e" }
+            outputs { name: "e" type { dtype: DT_FLOAT32 } } } }
+        }
+        outputs { name: "o" })pb"),
+      Concat({FloatTensorProto("w", {4, 3, 3, 3}, SeededFloats(108, 1))}, BnParams("bn_", 4, 10)));
+  PassTestEnv env;
+  PipelineResult result;
+  auto out = env.Run(text, {"fold_batchnorm"}, &result);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(OpTypes(*out), ElementsAre("Conv", "BatchNormalization", "If"));
+  EXPECT_THAT(result.runs.back().messages,
+              ElementsAre("folded 0 BatchNormalization nodes; left 1: hidden accesses 1"));
+}
+
 }  // namespace
 }  // namespace graphopt

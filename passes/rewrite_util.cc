@@ -4,17 +4,23 @@
 #include <utility>
 
 #include "graph/inference.h"
+#include "passes/effects.h"
 
 namespace graphopt {
+
+HiddenAccess::HiddenAccess(const Graph& graph, const OpRegistry& ops)
+    : mutated_(MutatedValues(graph, ops)), captured_(CapturedValues(graph)) {}
 
 bool IsInterfaceValue(const Graph& graph, ValueId value) {
   const Value& v = graph.value(value);
   return v.is_graph_input || v.initializer >= 0 || v.graph_output_count > 0;
 }
 
-bool ReplaceNodeByValue(Graph& graph, NodeId node, ValueId replacement) {
+bool ReplaceNodeByValue(Graph& graph, NodeId node, ValueId replacement,
+                        const HiddenAccess& hidden) {
   const Node& n = graph.node(node);
   if (n.outputs.empty() || !n.outputs[0].valid()) return false;
+  if (hidden.any(n.outputs[0]) || hidden.mutated(replacement)) return false;
   for (size_t i = 1; i < n.outputs.size(); ++i) {
     if (!n.outputs[i].valid()) continue;
     const Value& other = graph.value(n.outputs[i]);
@@ -22,7 +28,11 @@ bool ReplaceNodeByValue(Graph& graph, NodeId node, ValueId replacement) {
   }
   const ValueId out = n.outputs[0];
   const bool out_is_output = graph.value(out).graph_output_count > 0;
-  if (out_is_output && IsInterfaceValue(graph, replacement)) return false;
+  // Taking over the name is impossible for an interface value, and would hide one a subgraph
+  // reads by its own name.
+  if (out_is_output && (IsInterfaceValue(graph, replacement) || hidden.captured(replacement))) {
+    return false;
+  }
   const std::string out_name = graph.value(out).name;
   const std::string out_doc = graph.value(out).doc_string;
   graph.ReplaceAllUsesWith(out, replacement);
@@ -38,7 +48,8 @@ bool ReplaceNodeByValue(Graph& graph, NodeId node, ValueId replacement) {
   return true;
 }
 
-bool RemoveNodeIfUnused(Graph& graph, NodeId node, const OpRegistry& ops) {
+bool RemoveNodeIfUnused(Graph& graph, NodeId node, const OpRegistry& ops,
+                        const HiddenAccess& hidden) {
   const Node& n = graph.node(node);
   if (!n.alive) return false;
   const OpDef* op = ops.Find(n.domain, n.op_type);
@@ -46,20 +57,21 @@ bool RemoveNodeIfUnused(Graph& graph, NodeId node, const OpRegistry& ops) {
   for (ValueId out : n.outputs) {
     if (!out.valid()) continue;
     const Value& v = graph.value(out);
-    if (!v.uses.empty() || v.graph_output_count > 0) return false;
+    if (!v.uses.empty() || v.graph_output_count > 0 || hidden.any(out)) return false;
   }
   graph.RemoveNode(node);
   return true;
 }
 
-void RemoveDefinitionIfUnused(Graph& graph, ValueId value, const OpRegistry& ops) {
-  if (!value.valid()) return;
+void RemoveDefinitionIfUnused(Graph& graph, ValueId value, const OpRegistry& ops,
+                              const HiddenAccess& hidden) {
+  if (!value.valid() || hidden.any(value)) return;
   const Value& v = graph.value(value);
   if (!v.alive || !v.uses.empty() || v.graph_output_count > 0) return;
   if (v.initializer >= 0) {
     graph.RemoveInitializer(value);
   } else if (v.producer.valid()) {
-    RemoveNodeIfUnused(graph, v.producer, ops);
+    RemoveNodeIfUnused(graph, v.producer, ops, hidden);
   }
 }
 
@@ -95,7 +107,8 @@ void ReplaceOutputByInitializer(Graph& graph, NodeId node, int index, v1::Tensor
 }
 
 std::optional<runtime::Tensor> ConstantValue(const Graph& graph, ValueId value,
-                                             int64_t max_elements) {
+                                             const HiddenAccess& hidden, int64_t max_elements) {
+  if (hidden.mutated(value)) return std::nullopt;
   const v1::Tensor* proto = ConstantTensorOf(graph, value);
   if (proto == nullptr || !proto->blob().empty()) return std::nullopt;
   std::optional<int64_t> n = NumElements(ShapeFromDimsList(*proto));
@@ -105,7 +118,9 @@ std::optional<runtime::Tensor> ConstantValue(const Graph& graph, ValueId value,
   return *std::move(t);
 }
 
-std::optional<std::vector<int64_t>> ConstantInts(const Graph& graph, ValueId value) {
+std::optional<std::vector<int64_t>> ConstantInts(const Graph& graph, ValueId value,
+                                                 const HiddenAccess& hidden) {
+  if (hidden.mutated(value)) return std::nullopt;
   const v1::Tensor* proto = ConstantTensorOf(graph, value);
   if (proto == nullptr || !proto->blob().empty()) return std::nullopt;
   absl::StatusOr<std::vector<int64_t>> ints = TensorToInts(*proto);

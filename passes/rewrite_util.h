@@ -16,6 +16,26 @@
 
 namespace graphopt {
 
+// What the graph's edges do not show about its values (effects.h): values some node writes
+// (mutated inputs) and values subgraphs read by name (captures), as of construction; values
+// added later have neither. The helpers below never forward, remove or rename such values, and
+// a written value is no constant.
+class HiddenAccess {
+ public:
+  HiddenAccess(const Graph& graph, const OpRegistry& ops);
+  bool mutated(ValueId v) const { return Get(mutated_, v); }
+  bool captured(ValueId v) const { return Get(captured_, v); }
+  // Mutated or captured.
+  bool any(ValueId v) const { return mutated(v) || captured(v); }
+
+ private:
+  static bool Get(const std::vector<char>& bits, ValueId v) {
+    return v.valid() && v.value() < static_cast<int>(bits.size()) && bits[v.value()] != 0;
+  }
+  std::vector<char> mutated_;
+  std::vector<char> captured_;
+};
+
 // True when `value` is part of the graph's interface: a graph input, an initializer or a graph
 // output. Such a value keeps its name.
 bool IsInterfaceValue(const Graph& graph, ValueId value);
@@ -24,16 +44,21 @@ bool IsInterfaceValue(const Graph& graph, ValueId value);
 // `replacement` instead. When output 0 is a graph output, `replacement` takes over its name (and
 // doc string when it has none); that is impossible when `replacement` is itself part of the
 // interface, and then nothing is done and the result is false. Also false (nothing done) when
-// another output of the node is read or is a graph output.
-bool ReplaceNodeByValue(Graph& graph, NodeId node, ValueId replacement);
+// another output of the node is read or is a graph output, when output 0 has hidden accesses,
+// when some node writes `replacement`, or when it would have to rename a `replacement` a subgraph
+// reads by name.
+bool ReplaceNodeByValue(Graph& graph, NodeId node, ValueId replacement,
+                        const HiddenAccess& hidden);
 
 // Removes `node` when it is alive, its op is known and has no effects, and none of its outputs is
-// read or a graph output. True when it was removed. Does not look further up the graph.
-bool RemoveNodeIfUnused(Graph& graph, NodeId node, const OpRegistry& ops);
+// read, a graph output or hidden-accessed. True when it was removed. Does not look further up.
+bool RemoveNodeIfUnused(Graph& graph, NodeId node, const OpRegistry& ops,
+                        const HiddenAccess& hidden);
 
-// Removes what defines `value` when nothing reads it any more and it is not a graph output: an
-// initializer (not a graph input), or an unused node producing it (RemoveNodeIfUnused).
-void RemoveDefinitionIfUnused(Graph& graph, ValueId value, const OpRegistry& ops);
+// Removes what defines `value` when nothing reads it any more (edges or hidden accesses) and it
+// is not a graph output: an initializer (not a graph input), or an unused node producing it.
+void RemoveDefinitionIfUnused(Graph& graph, ValueId value, const OpRegistry& ops,
+                              const HiddenAccess& hidden);
 
 // Replaces `node` by a node with the same name, op, attributes, doc string and device, producing
 // the same output values, that reads `inputs`: how a node gains an input slot (a Conv its bias).
@@ -47,13 +72,15 @@ absl::StatusOr<NodeId> RebuildNodeWithInputs(Graph& graph, NodeId node,
 void ReplaceOutputByInitializer(Graph& graph, NodeId node, int index, v1::Tensor tensor);
 
 // The elements of the constant defining `value` (ConstantTensorOf: an initializer that is not a
-// graph input, or a Constant node's 'value'), decoded; nullopt when it is not a constant, its
-// elements are a blob reference, or it has more than `max_elements` elements.
+// graph input, or a Constant node's 'value'), decoded; nullopt when it is not a constant (or some
+// node writes it), its elements are a blob reference, or it has more than `max_elements`.
 std::optional<runtime::Tensor> ConstantValue(const Graph& graph, ValueId value,
+                                             const HiddenAccess& hidden,
                                              int64_t max_elements = int64_t{1} << 26);
 
 // The integers of a small int32/int64 constant; nullopt when `value` is no such constant.
-std::optional<std::vector<int64_t>> ConstantInts(const Graph& graph, ValueId value);
+std::optional<std::vector<int64_t>> ConstantInts(const Graph& graph, ValueId value,
+                                                 const HiddenAccess& hidden);
 
 // Bytes of a wire tensor's elements (raw_data, or the strings of string_data).
 int64_t TensorBytes(const v1::Tensor& tensor);

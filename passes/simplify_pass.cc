@@ -115,18 +115,19 @@ class SimplifyPass : public Pass {
     if (!order.ok()) return order.status();
     opset_ = DefaultDomainOpset(graph);
     ops_ = context.ops;
+    hidden_.emplace(graph, *context.ops);
     counts_.clear();
     kept_ = 0;
     for (NodeId id : *order) {
       const Node& n = graph.node(id);
-      if (!n.alive || !n.domain.empty()) continue;
+      if (!n.alive || !n.domain.empty() || TouchesHiddenValue(n)) continue;
       // The inputs as they were: whatever the rewrite leaves unread goes too.
       const ValueIdList inputs = n.inputs;
       const std::string op = n.op_type;
       const char* rule = Simplify(graph, id, op);
       if (rule == nullptr) continue;
       ++counts_[rule];
-      for (ValueId in : inputs) RemoveDefinitionIfUnused(graph, in, *ops_);
+      for (ValueId in : inputs) RemoveDefinitionIfUnused(graph, in, *ops_, *hidden_);
     }
     int64_t total = 0;
     for (const auto& [rule, count] : counts_) total += count;
@@ -163,9 +164,21 @@ class SimplifyPass : public Pass {
     return nullptr;
   }
 
+  // Nodes reading or producing a value some node writes or a subgraph reads by name are left
+  // alone: the graph's edges do not order those accesses against a rewrite.
+  bool TouchesHiddenValue(const Node& n) const {
+    for (ValueId v : n.inputs) {
+      if (hidden_->any(v)) return true;
+    }
+    for (ValueId v : n.outputs) {
+      if (hidden_->any(v)) return true;
+    }
+    return false;
+  }
+
   // Replaces the node by `x` (its output's readers read x); null when the interface forbids it.
   const char* Bypass(Graph& graph, NodeId id, ValueId x, const char* rule) {
-    if (ReplaceNodeByValue(graph, id, x)) return rule;
+    if (ReplaceNodeByValue(graph, id, x, *hidden_)) return rule;
     ++kept_;
     return nullptr;
   }
@@ -183,7 +196,8 @@ class SimplifyPass : public Pass {
       if (x_index == 1 && !commutative) break;
       const ValueId x = n.inputs[x_index];
       const ValueId c_value = n.inputs[1 - x_index];
-      std::optional<runtime::Tensor> c = ConstantValue(graph, c_value, kMaxInspectedElements);
+      std::optional<runtime::Tensor> c =
+          ConstantValue(graph, c_value, *hidden_, kMaxInspectedElements);
       if (!c) continue;
       const TensorType& xt = graph.value(x).type;
       const TensorType& out = graph.value(n.outputs[0]).type;
@@ -264,6 +278,7 @@ class SimplifyPass : public Pass {
     const Node& inner = graph.node(inner_id);
     if (inner.inputs.empty() || !inner.inputs[0].valid()) return nullptr;
     const ValueId source = inner.inputs[0];
+    if (hidden_->any(source)) return nullptr;
     std::optional<std::vector<int64_t>> first = PermOf(inner, RankOf(graph, source));
     if (!first || first->size() != outer->size()) return nullptr;
     // out[i] = x[outer[i]] = source[first[outer[i]]].
@@ -285,7 +300,7 @@ class SimplifyPass : public Pass {
   std::optional<std::vector<int64_t>> ReshapeTarget(const Graph& graph, const Node& n) const {
     if (opset_ != 0 && opset_ < 5) return IntsAttr(n, "shape");
     if (n.inputs.size() < 2 || !n.inputs[1].valid()) return std::nullopt;
-    return ConstantInts(graph, n.inputs[1]);
+    return ConstantInts(graph, n.inputs[1], *hidden_);
   }
 
   // Reshape of a Reshape reads the first one's input (when the target copies no dim of it);
@@ -298,7 +313,7 @@ class SimplifyPass : public Pass {
     const char* rule = nullptr;
     const NodeId inner_id = ProducerOf(graph, n.inputs[0], "Reshape");
     if (inner_id.valid() && !graph.node(inner_id).inputs.empty() &&
-        graph.node(inner_id).inputs[0].valid()) {
+        graph.node(inner_id).inputs[0].valid() && !hidden_->any(graph.node(inner_id).inputs[0])) {
       std::optional<std::vector<int64_t>> target = ReshapeTarget(graph, n);
       const bool allowzero = IntAttr(n, "allowzero").value_or(0) != 0;
       if (target && (allowzero || std::find(target->begin(), target->end(), 0) == target->end())) {
@@ -328,6 +343,7 @@ class SimplifyPass : public Pass {
     std::optional<int64_t> middle = IntAttr(inner, "to");
     if (!middle || inner.inputs.empty() || !inner.inputs[0].valid()) return nullptr;
     const ValueId source = inner.inputs[0];
+    if (hidden_->any(source)) return nullptr;
     const v1::DataType from = graph.value(source).type.dtype;
     const auto mid = static_cast<v1::DataType>(*middle);
     const auto last = static_cast<v1::DataType>(*to);
@@ -377,7 +393,7 @@ class SimplifyPass : public Pass {
   std::optional<std::vector<int64_t>> AxesOf(const Graph& graph, const Node& n) const {
     if (opset_ != 0 && opset_ < 13) return IntsAttr(n, "axes");
     if (n.inputs.size() < 2 || !n.inputs[1].valid()) return std::nullopt;
-    return ConstantInts(graph, n.inputs[1]);
+    return ConstantInts(graph, n.inputs[1], *hidden_);
   }
 
   // Squeeze's axes normalised against its input `x`; without axes, the dims of x known to be 1
@@ -410,6 +426,7 @@ class SimplifyPass : public Pass {
     if (!inner_id.valid()) return nullptr;
     const Node& inner = graph.node(inner_id);
     if (inner.inputs.empty() || !inner.inputs[0].valid()) return nullptr;
+    if (hidden_->any(inner.inputs[0])) return nullptr;
     std::optional<std::vector<int64_t>> inserted = AxesOf(graph, inner);
     std::optional<int> source_rank = RankOf(graph, inner.inputs[0]);
     if (!inserted || !source_rank) return nullptr;
@@ -430,6 +447,7 @@ class SimplifyPass : public Pass {
     const Node& inner = graph.node(inner_id);
     if (inner.inputs.empty() || !inner.inputs[0].valid()) return nullptr;
     const ValueId source = inner.inputs[0];
+    if (hidden_->any(source)) return nullptr;
     std::optional<std::vector<int64_t>> removed = SqueezedAxes(graph, inner, source);
     const std::optional<Dims>& shape = graph.value(source).type.shape;
     if (!removed || !shape) return nullptr;
@@ -453,7 +471,7 @@ class SimplifyPass : public Pass {
     const TensorType& out = graph.value(n.outputs[0]).type;
     if (in.dtype != out.dtype || !SameStaticShape(in, out)) return nullptr;
     if (op == "Slice" && n.inputs.size() > 4 && n.inputs[4].valid()) {
-      std::optional<std::vector<int64_t>> steps = ConstantInts(graph, n.inputs[4]);
+      std::optional<std::vector<int64_t>> steps = ConstantInts(graph, n.inputs[4], *hidden_);
       if (!steps) return nullptr;
       for (int64_t s : *steps) {
         if (s != 1) return nullptr;
@@ -471,7 +489,7 @@ class SimplifyPass : public Pass {
       pads = IntsAttr(n, "pads");
       if (!pads) pads = IntsAttr(n, "paddings");
     } else if (n.inputs.size() > 1 && n.inputs[1].valid()) {
-      pads = ConstantInts(graph, n.inputs[1]);
+      pads = ConstantInts(graph, n.inputs[1], *hidden_);
     }
     if (!pads) return nullptr;
     for (int64_t p : *pads) {
@@ -483,6 +501,7 @@ class SimplifyPass : public Pass {
   Options options_;
   int64_t opset_ = 0;
   const OpRegistry* ops_ = nullptr;
+  std::optional<HiddenAccess> hidden_;
   absl::btree_map<std::string, int64_t> counts_;
   int64_t kept_ = 0;
 };

@@ -323,5 +323,30 @@ TEST(SimplifyPassTest, RejectsMalformedOptions) {
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// A subgraph reads 'm' by name: the Mul producing it and the Cast reading it stay (the Mul's
+// output would disappear; the graph's edges do not show the read).
+TEST(SimplifyPassTest, LeavesValuesASubgraphReadsByName) {
+  const std::string text = WithInitializers(R"pb(
+    inputs { name: "x" type { dtype: DT_FLOAT32 shape { dims { size: 3 } } } }
+    inputs { name: "c" type { dtype: DT_BOOL shape {} } }
+    nodes { op_type: "Mul" inputs: "x" inputs: "one" outputs: "m" }
+    nodes { op_type: "Cast" inputs: "m" outputs: "y" attributes { name: "to" i: 1 } }
+    nodes {
+      op_type: "If" inputs: "c" outputs: "o"
+      attributes { name: "then_branch" g {
+        nodes { op_type: "Neg" inputs: "m" outputs: "t" }
+        outputs { name: "t" type { dtype: DT_FLOAT32 } } } }
+      attributes { name: "else_branch" g {
+        nodes { op_type: "Neg" inputs: "x" outputs: "e" }
+        outputs { name: "e" type { dtype: DT_FLOAT32 } } } }
+    }
+    outputs { name: "y" } outputs { name: "o" })pb",
+                                            {FloatTensorProto("one", {}, {1.0f})});
+  v1::Graph out = SimplifyAndCompare(
+      text, {{"x", FloatTensor({3}, {1, -2, 3})},
+             {"c", runtime::Tensor::FromVector<uint8_t>(v1::DT_BOOL, {1}, {})}});
+  EXPECT_THAT(OpTypes(out), ElementsAre("Mul", "Cast", "If"));
+}
+
 }  // namespace
 }  // namespace graphopt

@@ -1,7 +1,10 @@
 #include "rules/evaluator.h"
 
 #include <algorithm>
+#include <deque>
 #include <limits>
+#include <map>
+#include <cstring>
 #include <memory>
 #include <new>
 #include <string>
@@ -11,6 +14,7 @@
 
 #include "absl/base/attributes.h"
 #include "absl/base/optimization.h"
+#include "absl/base/internal/raw_logging.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "graph/types.h"
@@ -209,8 +213,93 @@ enum H : uint8_t {
   kNumHandlers = kHFn + static_cast<int>(Fn::kDistinct) + 1,
 };
 
+// --- The linear code ---------------------------------------------------------------------------
+//
+// PrepareProgram lowers each statement's expression once into register instructions: slots and
+// literals are registers, so reading them costs nothing, and every node of the kinds below
+// (arithmetic, comparisons, logic, if, index, ++, known, len, comprehensions and the builtins
+// that evaluate their arguments first) is one instruction. Any other node is a kNode
+// instruction that runs the node's handler, which evaluates its subtree a node at a time.
+//
+// The steps charged are exactly those of evaluating node by node: one per node, in the same
+// order (the order nodes are reached, parents first). The nodes reached between two
+// instructions (a parent, its first child, ... down to a leaf) are charged with the next
+// instruction; when that exceeds the budget, the error names the node at which it ran out.
+enum class VOp : uint8_t {
+  kRet,   // the end of the statements
+  kStmt,  // statement target2 (not a let) finishes with value R[a]
+  kMov,   // R[dst] = R[a]
+  kJmp,   // goto target
+  kNode,  // R[dst] = the node's handler
+  kNeg,
+  kNot,
+  kAdd,
+  kSub,
+  kMul,
+  kFloorDiv,
+  kMod,
+  kEq,
+  kNe,
+  kLt,
+  kLe,
+  kGt,
+  kGe,
+  kAndShort,       // R[a] decides `and`: R[dst] = R[a], goto target
+  kOrShort,        // R[a] decides `or`: R[dst] = R[a], goto target
+  kAndRest,        // R[dst] = R[a] and R[b], R[a] not deciding
+  kOrRest,         // R[dst] = R[a] or R[b], R[a] not deciding
+  kCoalesceShort,  // R[a] not unknown: R[dst] = R[a], goto target
+  kIfTest,         // R[a] unknown: R[dst] = unknown, goto target; false: goto target2
+  kIndex,
+  kConcat,
+  kKnown,
+  kLen,
+  kApply1,          // R[dst] = the node's builtin of R[a]
+  kApply2,          // R[dst] = the node's builtin of R[a], R[b]
+  kCompBegin,       // for x in R[a]: unknown: R[dst] = unknown, goto target; state R[b], R[c]
+  kCompNext,        // the next element into slot imm; after the last: R[dst] = list, goto target
+  kCompRangeBegin,  // for x in range(R[a]) (pos: the range call's); state R[b], R[c]
+  kCompRangeNext,
+  kCompFilter,  // R[a] unknown: R[dst] = unknown, goto target; false: goto target2 (next)
+  kCompPush,    // appends R[a] to the list being built
+  kSlice,       // R[dst] = R[a][R[b]:R[c]] (the node's bounds; R[b] or R[c] unused when absent)
+  kSliceCheck,  // R[a] (a slice's first bound) not an int: R[dst] = unknown, goto target
+};
+
+struct VInsn {
+  VOp op = VOp::kRet;
+  uint16_t charge = 0;  // nodes reached since the previous instruction
+  uint16_t dst = 0;
+  uint16_t a = 0;
+  uint16_t b = 0;
+  uint16_t c = 0;
+  int32_t node = -1;  // the node it evaluates (handler, builtin, error messages)
+  int32_t pos = 0;
+  int32_t target = -1;
+  int32_t target2 = -1;  // also: the comprehension variable's slot
+  int32_t charge_first = 0;  // the charged nodes: Bytecode::charged[charge_first..+charge)
+};
+static_assert(sizeof(VInsn) == 32, "VInsn is meant to fill half a cache line");
+
+}  // namespace
+
+struct Bytecode {
+  std::vector<VInsn> code;
+  std::vector<int32_t> charged;
+  // Registers: slots [0, num_slots), constants [first_const, first_temp), temporaries up to
+  // num_regs.
+  std::vector<Val> constants;
+  std::deque<std::string> strings;  // the string constants' text
+  int32_t first_const = 0;
+  int32_t num_regs = 0;
+};
+
+namespace {
+
 class Evaluator {
  public:
+  using Results = absl::InlinedVector<std::pair<const Stmt*, Val>, 4>;
+
   Evaluator(const Program& p, const RuleLimits& limits, const InferenceContext& ctx)
       : p_(p),
         limits_(limits),
@@ -219,14 +308,21 @@ class Evaluator {
         code_(p.code.data()),
         kids_(p.kids.data()),
         max_steps_(limits.max_steps),
-        num_inputs_(static_cast<int>(node_.inputs.size())) {
-    // Slots are written (let, comprehension) before they are read: the checker resolves a name
-    // only after its definition.
-    if (p.num_slots > kInlineSlots) {
-      slots_heap_ = std::make_unique<Val[]>(p.num_slots);
-      slots_ = slots_heap_.get();
+        num_inputs_(static_cast<int>(node_.inputs.size())),
+        bc_(p.bytecode.get()) {
+    // The registers: the slots first (written by let and comprehensions before they are read:
+    // the checker resolves a name only after its definition), then the linear code's constants
+    // and temporaries.
+    const int num_regs = bc_ != nullptr ? bc_->num_regs : p.num_slots;
+    if (num_regs > kInlineRegs) {
+      regs_heap_.reset(new unsigned char[num_regs * sizeof(Val)]);
+      slots_ = reinterpret_cast<Val*>(regs_heap_.get());
     } else {
-      slots_ = reinterpret_cast<Val*>(slots_inline_);
+      slots_ = reinterpret_cast<Val*>(regs_inline_);
+    }
+    if (bc_ != nullptr && !bc_->constants.empty()) {
+      std::memcpy(static_cast<void*>(slots_ + bc_->first_const), bc_->constants.data(),
+                  bc_->constants.size() * sizeof(Val));
     }
   }
 
@@ -374,6 +470,21 @@ class Evaluator {
           break;
       }
       if (ABSL_PREDICT_TRUE(!overflow)) return Val::Int(r);
+    } else if (op == Arith::kMul && (a.tag() == Tag::kMono) != (b.tag() == Tag::kMono) &&
+               (a.tag() == Tag::kInt || b.tag() == Tag::kInt)) {
+      // c * (k * s), the common product of a symbolic size and known ones.
+      const Val& m = a.tag() == Tag::kMono ? a : b;
+      const Val& k = a.tag() == Tag::kMono ? b : a;
+      int64_t c;
+      if (!__builtin_mul_overflow(m.i, k.i, &c)) return Mono(c, m.len());
+    } else if ((op == Arith::kAdd || op == Arith::kSub) && a.tag() == Tag::kMono &&
+               b.tag() == Tag::kMono && a.len() == b.len()) {
+      // c1 * s +- c2 * s.
+      int64_t c;
+      if (!(op == Arith::kAdd ? __builtin_add_overflow(a.i, b.i, &c)
+                              : __builtin_sub_overflow(a.i, b.i, &c))) {
+        return Mono(c, a.len());
+      }
     }
     return IntOpSlow(op, pos, a, b);
   }
@@ -405,6 +516,9 @@ class Evaluator {
   }
 
   // --- Evaluation -----------------------------------------------------------------------------
+  // Runs the statements' linear code; false (with the error set) when the rule fails.
+  bool Exec(Results* results);
+  ABSL_ATTRIBUTE_NOINLINE void CodeBudgetExceeded(const VInsn& x);
   // Charges one step and evaluates node `id`. Slots and int literals are read in place; every
   // other node goes straight to its handler.
   ABSL_ATTRIBUTE_ALWAYS_INLINE Val Run(int32_t id) {
@@ -444,7 +558,7 @@ class Evaluator {
   static Val HCoalesce(Evaluator& e, const Insn& n);
   static Val HIf(Evaluator& e, const Insn& n);
   static Val HIndex(Evaluator& e, const Insn& n);
-  static Val HConcat(Evaluator& e, const Insn& n) { return e.EvalConcat(n); }
+  static Val HConcat(Evaluator& e, const Insn& n);
   static Val HIn(Evaluator& e, const Insn& n) { return e.EvalIn(n); }
   static Val HList(Evaluator& e, const Insn& n) { return e.EvalList(n); }
   static Val HSlice(Evaluator& e, const Insn& n) { return e.EvalSlice(n); }
@@ -462,6 +576,8 @@ class Evaluator {
   // (shared by the handlers and the linear code).
   template <Fn kFn>
   Val Apply(const Insn& n, const Val* args, int count);
+  // Apply for the builtin of call node `n`.
+  Val ApplyNode(const Insn& n, const Val* args, int count);
   static Val KnownOf(const Val& v) {
     return v.unknown() ? Val::Bool(false) : Val::Bool(!v.symbolic());
   }
@@ -476,7 +592,28 @@ class Evaluator {
   Val EvalSlice(const Insn& n);
   Val EvalComprehension(const Insn& n);
   Val EvalComprehensionRange(const Insn& n);
-  Val EvalConcat(const Insn& n);
+  // The operations behind the handlers, on their operands' values (shared by the handlers
+  // and the linear code).
+  static Val NotOf(const Val& a) { return a.unknown() ? a : Val::Bool(a.i == 0); }
+  template <bool kNe>
+  Val EqualityOf(const Val& a, const Val& b);
+  template <Op kOp>
+  Val OrderOf(const Val& a, const Val& b);
+  // Kleene and/or: whether the left operand alone decides, and the result when it does not.
+  template <bool kAnd>
+  static bool Decides(const Val& a) {
+    return !a.unknown() && (a.i != 0) != kAnd;
+  }
+  template <bool kAnd>
+  static Val AndOrRest(const Val& a, const Val& b) {
+    if (Decides<kAnd>(b)) return b;
+    if (a.unknown() || b.unknown()) return Val();
+    return Val::Bool(kAnd);
+  }
+  Val IndexOf(const Insn& n, const Val& l, const Val& k);
+  // l[start:end] for slice node `n` (its bounds' values; those it does not have are ignored).
+  Val SliceOf(const Insn& n, const Val& l, const Val& start, const Val& end);
+  Val ConcatOf(int32_t pos, const Val& a, const Val& b);
   Val EvalIn(const Insn& n);
   ABSL_ATTRIBUTE_NOINLINE Val BudgetExceeded(const Insn& n);
   ABSL_ATTRIBUTE_NOINLINE Val IndexError(const Insn& n, const Val& list, int64_t index);
@@ -512,15 +649,16 @@ class Evaluator {
   // merge(a, b); an error value when they differ.
   Val Merge(int32_t pos, const Val& a, const Val& b);
 
-  using Results = absl::InlinedVector<std::pair<const Stmt*, Val>, 4>;
   bool RunStatements(Results* results);
+  // The effect of statement `st` whose expression gave `v` (none for a constraint).
+  bool Finish(const Stmt& st, const Val& v, Results* results);
   // False (with the error set) when the list value `v`, output `output`'s shape, holds a
   // negative known dim.
   bool CheckDims(const Val& v, int32_t pos, int output);
   // A list value as dims (a shape, or the contents of a shape tensor); nullopt for unknown.
   std::optional<Dims> ToDims(const Val& v);
 
-  static constexpr int kInlineSlots = 32;
+  static constexpr int kInlineRegs = 256;
   // Per-evaluation caches of input shapes and attributes, for the first kCached of each.
   static constexpr int kCached = 32;
 
@@ -533,9 +671,11 @@ class Evaluator {
   const int64_t max_steps_;
   const int num_inputs_;
   int64_t steps_ = 0;
+  const Bytecode* const bc_;
+  // The registers (slots first).
   Val* slots_;
-  alignas(Val) unsigned char slots_inline_[kInlineSlots * sizeof(Val)];
-  std::unique_ptr<Val[]> slots_heap_;
+  alignas(Val) unsigned char regs_inline_[kInlineRegs * sizeof(Val)];
+  std::unique_ptr<unsigned char[]> regs_heap_;
   ValBuffer<128> heap_;
   ValBuffer<32> scratch_;
   absl::InlinedVector<Poly, 2> polys_;
@@ -1365,19 +1505,52 @@ Val Evaluator::Apply(const Insn& n, const Val* args, int count) {
   }
 }
 
+Val Evaluator::ApplyNode(const Insn& n, const Val* args, int count) {
+  switch (static_cast<Fn>(n.handler - kHFn)) {
+    case Fn::kBroadcast:
+      return Apply<Fn::kBroadcast>(n, args, count);
+    case Fn::kNormalizeAxis:
+      return Apply<Fn::kNormalizeAxis>(n, args, count);
+    case Fn::kMerge:
+      return Apply<Fn::kMerge>(n, args, count);
+    case Fn::kMin:
+      return Apply<Fn::kMin>(n, args, count);
+    case Fn::kMax:
+      return Apply<Fn::kMax>(n, args, count);
+    case Fn::kAbs:
+      return Apply<Fn::kAbs>(n, args, count);
+    case Fn::kCdiv:
+      return Apply<Fn::kCdiv>(n, args, count);
+    case Fn::kSum:
+      return Apply<Fn::kSum>(n, args, count);
+    case Fn::kProd:
+      return Apply<Fn::kProd>(n, args, count);
+    case Fn::kRange:
+      return Apply<Fn::kRange>(n, args, count);
+    case Fn::kAll:
+      return Apply<Fn::kAll>(n, args, count);
+    case Fn::kAnyOf:
+      return Apply<Fn::kAnyOf>(n, args, count);
+    case Fn::kFlatten:
+      return Apply<Fn::kFlatten>(n, args, count);
+    case Fn::kDistinct:
+      return Apply<Fn::kDistinct>(n, args, count);
+    case Fn::kDTypeSize:
+      return Apply<Fn::kDTypeSize>(n, args, count);
+    default:
+      return Fail(n.pos, "internal: not an applied function");
+  }
+}
+
 Val Evaluator::BudgetExceeded(const Insn& n) {
   return Fail(n.pos, absl::StrCat("evaluation exceeded the budget of ", limits_.max_steps,
                                   " steps"));
 }
 
-Val Evaluator::EvalConcat(const Insn& n) {
-  const Val a = Kid(n, 0);
-  if (a.failed()) return a;
-  const Val b = Kid(n, 1);
-  if (b.failed()) return b;
+Val Evaluator::ConcatOf(int32_t pos, const Val& a, const Val& b) {
   if (a.unknown() || b.unknown()) return Val();
   const int64_t len = static_cast<int64_t>(a.len()) + b.len();
-  if (!CheckLength(n.pos, len)) return Val::Error();
+  if (!CheckLength(pos, len)) return Val::Error();
   const size_t off = heap_.AppendUninitialized(static_cast<size_t>(len));
   for (uint32_t k = 0; k < a.len(); ++k) heap_[off + k] = HeapAt(a, k);
   for (uint32_t k = 0; k < b.len(); ++k) heap_[off + a.len() + k] = HeapAt(b, k);
@@ -1420,16 +1593,24 @@ Val Evaluator::EvalSlice(const Insn& n) {
     if (bounds[b].failed()) return bounds[b];
     if (bounds[b].tag() != Tag::kInt) return Val();
   }
+  return SliceOf(n, l, bounds[0], bounds[1]);
+}
+
+Val Evaluator::SliceOf(const Insn& n, const Val& l, const Val& start, const Val& end) {
+  // Bounds given (imm bit 1: start, bit 2: end) must be known ints.
+  if (((n.imm & 1) && start.tag() != Tag::kInt) || ((n.imm & 2) && end.tag() != Tag::kInt)) {
+    return Val();
+  }
   if (l.unknown()) return Val();
   const int64_t len = l.len();
   auto clamp = [len](int64_t x) {
     if (x < 0) x = x < -len ? 0 : x + len;
     return std::min(x, len);
   };
-  const int64_t start = (n.imm & 1) ? clamp(bounds[0].i) : 0;
-  const int64_t end = (n.imm & 2) ? clamp(bounds[1].i) : len;
-  return Val::List(static_cast<size_t>(l.i + start),
-                   static_cast<size_t>(std::max<int64_t>(0, end - start)));
+  const int64_t from = (n.imm & 1) ? clamp(start.i) : 0;
+  const int64_t to = (n.imm & 2) ? clamp(end.i) : len;
+  return Val::List(static_cast<size_t>(l.i + from),
+                   static_cast<size_t>(std::max<int64_t>(0, to - from)));
 }
 
 Val Evaluator::EvalComprehensionRange(const Insn& n) {
@@ -1494,6 +1675,46 @@ Val Evaluator::IndexError(const Insn& n, const Val& list, int64_t index) {
                                   ")"));
 }
 
+template <bool kNe>
+Val Evaluator::EqualityOf(const Val& a, const Val& b) {
+  Tri t;
+  if (a.meta == b.meta && a.i == b.i && a.tag() != Tag::kUnknown && a.tag() != Tag::kList) {
+    // The same representation: equal ints, or the same symbol, polynomial or c * atom
+    // (`v == v`).
+    t = kTrue;
+  } else if (a.tag() == Tag::kInt && b.tag() == Tag::kInt) {
+    t = kFalse;
+  } else {
+    t = Equal(a, b);
+  }
+  if (kNe && t != kMaybe) t = t == kTrue ? kFalse : kTrue;
+  return FromTri(t);
+}
+
+template <Op kOp>
+Val Evaluator::OrderOf(const Val& a, const Val& b) {
+  if (a.tag() == Tag::kInt && b.tag() == Tag::kInt) {
+    switch (kOp) {
+      case Op::kLt:
+        return Val::Bool(a.i < b.i);
+      case Op::kLe:
+        return Val::Bool(a.i <= b.i);
+      case Op::kGt:
+        return Val::Bool(a.i > b.i);
+      default:
+        return Val::Bool(a.i >= b.i);
+    }
+  }
+  return FromTri(CompareInts(kOp, a, b));
+}
+
+Val Evaluator::IndexOf(const Insn& n, const Val& l, const Val& k) {
+  if (l.unknown() || k.tag() != Tag::kInt) return Val();
+  const int64_t j = k.i < 0 ? k.i + l.len() : k.i;
+  if (ABSL_PREDICT_FALSE(j < 0 || j >= l.len())) return IndexError(n, l, k.i);
+  return HeapAt(l, j);
+}
+
 Val Evaluator::HNeg(Evaluator& e, const Insn& n) {
   const Val a = e.Kid(n, 0);
   if (a.failed()) return a;
@@ -1502,8 +1723,8 @@ Val Evaluator::HNeg(Evaluator& e, const Insn& n) {
 
 Val Evaluator::HNot(Evaluator& e, const Insn& n) {
   const Val a = e.Kid(n, 0);
-  if (a.failed() || a.unknown()) return a;
-  return Val::Bool(a.i == 0);
+  if (a.failed()) return a;
+  return NotOf(a);
 }
 
 template <Arith kOp>
@@ -1521,19 +1742,7 @@ Val Evaluator::HEquality(Evaluator& e, const Insn& n) {
   if (a.failed()) return a;
   const Val b = e.Kid(n, 1);
   if (b.failed()) return b;
-  Tri t;
-  if (a.meta == b.meta && a.i == b.i && a.tag() != Tag::kUnknown &&
-      a.tag() != Tag::kList) {
-    // The same representation: equal ints, or the same symbol, polynomial or c * atom
-    // (`v == v`).
-    t = kTrue;
-  } else if (a.tag() == Tag::kInt && b.tag() == Tag::kInt) {
-    t = kFalse;
-  } else {
-    t = e.Equal(a, b);
-  }
-  if (kNe && t != kMaybe) t = t == kTrue ? kFalse : kTrue;
-  return FromTri(t);
+  return e.EqualityOf<kNe>(a, b);
 }
 
 template <Op kOp>
@@ -1542,32 +1751,16 @@ Val Evaluator::HOrder(Evaluator& e, const Insn& n) {
   if (a.failed()) return a;
   const Val b = e.Kid(n, 1);
   if (b.failed()) return b;
-  if (a.tag() == Tag::kInt && b.tag() == Tag::kInt) {
-    switch (kOp) {
-      case Op::kLt:
-        return Val::Bool(a.i < b.i);
-      case Op::kLe:
-        return Val::Bool(a.i <= b.i);
-      case Op::kGt:
-        return Val::Bool(a.i > b.i);
-      default:
-        return Val::Bool(a.i >= b.i);
-    }
-  }
-  return FromTri(e.CompareInts(kOp, a, b));
+  return e.OrderOf<kOp>(a, b);
 }
 
 template <bool kAnd>
 Val Evaluator::HAndOr(Evaluator& e, const Insn& n) {
-  // Kleene logic, short-circuiting on a decided left operand.
   const Val a = e.Kid(n, 0);
-  if (a.failed()) return a;
-  if (!a.unknown() && (a.i != 0) != kAnd) return a;
+  if (a.failed() || Decides<kAnd>(a)) return a;
   const Val b = e.Kid(n, 1);
   if (b.failed()) return b;
-  if (!b.unknown() && (b.i != 0) != kAnd) return b;
-  if (a.unknown() || b.unknown()) return Val();
-  return Val::Bool(kAnd);
+  return AndOrRest<kAnd>(a, b);
 }
 
 Val Evaluator::HCoalesce(Evaluator& e, const Insn& n) {
@@ -1587,10 +1780,15 @@ Val Evaluator::HIndex(Evaluator& e, const Insn& n) {
   if (l.failed()) return l;
   const Val k = e.Kid(n, 1);
   if (k.failed()) return k;
-  if (l.unknown() || k.tag() != Tag::kInt) return Val();
-  const int64_t j = k.i < 0 ? k.i + l.len() : k.i;
-  if (ABSL_PREDICT_FALSE(j < 0 || j >= l.len())) return e.IndexError(n, l, k.i);
-  return e.HeapAt(l, j);
+  return e.IndexOf(n, l, k);
+}
+
+Val Evaluator::HConcat(Evaluator& e, const Insn& n) {
+  const Val a = e.Kid(n, 0);
+  if (a.failed()) return a;
+  const Val b = e.Kid(n, 1);
+  if (b.failed()) return b;
+  return e.ConcatOf(n.pos, a, b);
 }
 
 // Indexed by H.
@@ -1661,67 +1859,318 @@ const Evaluator::Handler Evaluator::kHandlers[kNumHandlers] = {
     &Evaluator::HFn<Fn::kDistinct>,
 };
 
+void Evaluator::CodeBudgetExceeded(const VInsn& x) {
+  // The charged nodes in the order they were reached: the budget ran out at the first one
+  // past it.
+  const int64_t before = steps_ - x.charge;
+  const int64_t k = max_steps_ - before;  // 0 <= k < charge
+  const int32_t node = bc_->charged[x.charge_first + k];
+  Fail(code_[node].pos,
+       absl::StrCat("evaluation exceeded the budget of ", limits_.max_steps, " steps"));
+}
+
+bool Evaluator::Exec(Results* results) {
+  // Threaded dispatch: each instruction jumps straight to the next one's code (GCC's labels as
+  // values), charging its steps first.
+  static const void* const kOps[] = {
+      &&op_ret,        &&op_stmt,       &&op_mov,         &&op_jmp,        &&op_node,
+      &&op_neg,        &&op_not,        &&op_add,         &&op_sub,        &&op_mul,
+      &&op_floor_div,  &&op_mod,        &&op_eq,          &&op_ne,         &&op_lt,
+      &&op_le,         &&op_gt,         &&op_ge,          &&op_and_short,  &&op_or_short,
+      &&op_and_rest,   &&op_or_rest,    &&op_coal_short,  &&op_if_test,    &&op_index,
+      &&op_concat,     &&op_known,      &&op_len,         &&op_apply1,     &&op_apply2,
+      &&op_comp_begin, &&op_comp_next,  &&op_crange_begin, &&op_crange_next, &&op_comp_filter,
+      &&op_comp_push,  &&op_slice,      &&op_slice_check,
+  };
+  static_assert(sizeof(kOps) / sizeof(kOps[0]) == static_cast<size_t>(VOp::kSliceCheck) + 1,
+                "one label per VOp");
+  const VInsn* const code = bc_->code.data();
+  Val* const r = slots_;
+  const int64_t max_steps = max_steps_;
+  const VInsn* x = code;
+  Val v;
+#define GRAPHOPT_RULES_DISPATCH()                                     \
+  do {                                                                \
+    steps_ += x->charge;                                              \
+    if (ABSL_PREDICT_FALSE(steps_ > max_steps)) goto budget_exceeded; \
+    goto* kOps[static_cast<int>(x->op)];                              \
+  } while (0)
+#define GRAPHOPT_RULES_NEXT() \
+  do {                        \
+    ++x;                      \
+    GRAPHOPT_RULES_DISPATCH(); \
+  } while (0)
+#define GRAPHOPT_RULES_JUMP(to) \
+  do {                          \
+    x = code + (to);            \
+    GRAPHOPT_RULES_DISPATCH();  \
+  } while (0)
+  GRAPHOPT_RULES_DISPATCH();
+
+op_ret:
+  return true;
+op_stmt:
+  if (!Finish(p_.stmts[x->target2], r[x->a], results)) return false;
+  GRAPHOPT_RULES_NEXT();
+op_mov:
+  r[x->dst] = r[x->a];
+  GRAPHOPT_RULES_NEXT();
+op_jmp:
+  GRAPHOPT_RULES_JUMP(x->target);
+op_node: {
+  const Insn& n = code_[x->node];
+  v = kHandlers[n.handler](*this, n);
+  goto store;
+}
+op_neg:
+  v = IntOp(Arith::kSub, x->pos, Val::Int(0), r[x->a]);
+  goto store;
+op_not:
+  r[x->dst] = NotOf(r[x->a]);
+  GRAPHOPT_RULES_NEXT();
+op_add:
+  v = IntOp(Arith::kAdd, x->pos, r[x->a], r[x->b]);
+  goto store;
+op_sub:
+  v = IntOp(Arith::kSub, x->pos, r[x->a], r[x->b]);
+  goto store;
+op_mul:
+  v = IntOp(Arith::kMul, x->pos, r[x->a], r[x->b]);
+  goto store;
+op_floor_div:
+  v = IntOp(Arith::kFloorDiv, x->pos, r[x->a], r[x->b]);
+  goto store;
+op_mod:
+  v = IntOp(Arith::kMod, x->pos, r[x->a], r[x->b]);
+  goto store;
+op_eq:
+  r[x->dst] = EqualityOf<false>(r[x->a], r[x->b]);
+  GRAPHOPT_RULES_NEXT();
+op_ne:
+  r[x->dst] = EqualityOf<true>(r[x->a], r[x->b]);
+  GRAPHOPT_RULES_NEXT();
+op_lt:
+  r[x->dst] = OrderOf<Op::kLt>(r[x->a], r[x->b]);
+  GRAPHOPT_RULES_NEXT();
+op_le:
+  r[x->dst] = OrderOf<Op::kLe>(r[x->a], r[x->b]);
+  GRAPHOPT_RULES_NEXT();
+op_gt:
+  r[x->dst] = OrderOf<Op::kGt>(r[x->a], r[x->b]);
+  GRAPHOPT_RULES_NEXT();
+op_ge:
+  r[x->dst] = OrderOf<Op::kGe>(r[x->a], r[x->b]);
+  GRAPHOPT_RULES_NEXT();
+op_and_short:
+  if (Decides<true>(r[x->a])) {
+    r[x->dst] = r[x->a];
+    GRAPHOPT_RULES_JUMP(x->target);
+  }
+  GRAPHOPT_RULES_NEXT();
+op_or_short:
+  if (Decides<false>(r[x->a])) {
+    r[x->dst] = r[x->a];
+    GRAPHOPT_RULES_JUMP(x->target);
+  }
+  GRAPHOPT_RULES_NEXT();
+op_and_rest:
+  r[x->dst] = AndOrRest<true>(r[x->a], r[x->b]);
+  GRAPHOPT_RULES_NEXT();
+op_or_rest:
+  r[x->dst] = AndOrRest<false>(r[x->a], r[x->b]);
+  GRAPHOPT_RULES_NEXT();
+op_coal_short:
+  if (!r[x->a].unknown()) {
+    r[x->dst] = r[x->a];
+    GRAPHOPT_RULES_JUMP(x->target);
+  }
+  GRAPHOPT_RULES_NEXT();
+op_if_test: {
+  const Val c = r[x->a];
+  if (c.unknown()) {
+    r[x->dst] = c;
+    GRAPHOPT_RULES_JUMP(x->target);
+  }
+  if (c.i == 0) GRAPHOPT_RULES_JUMP(x->target2);
+  GRAPHOPT_RULES_NEXT();
+}
+op_index:
+  v = IndexOf(code_[x->node], r[x->a], r[x->b]);
+  goto store;
+op_concat:
+  v = ConcatOf(x->pos, r[x->a], r[x->b]);
+  goto store;
+op_known:
+  r[x->dst] = KnownOf(r[x->a]);
+  GRAPHOPT_RULES_NEXT();
+op_len:
+  r[x->dst] = LenOf(r[x->a]);
+  GRAPHOPT_RULES_NEXT();
+op_apply1: {
+  const Val arg = r[x->a];
+  v = ApplyNode(code_[x->node], &arg, 1);
+  goto store;
+}
+op_apply2: {
+  const Val args[2] = {r[x->a], r[x->b]};
+  v = ApplyNode(code_[x->node], args, 2);
+  goto store;
+}
+op_comp_begin: {
+  const Val it = r[x->a];
+  if (it.unknown()) {
+    r[x->dst] = it;
+    GRAPHOPT_RULES_JUMP(x->target);
+  }
+  r[x->b].i = 0;                                      // the next element
+  r[x->c].i = static_cast<int64_t>(scratch_.size());  // where the list starts
+  GRAPHOPT_RULES_NEXT();
+}
+op_comp_next: {
+  const Val it = r[x->a];
+  const int64_t k = r[x->b].i;
+  if (k >= it.len()) {
+    r[x->dst] = ListFromScratch(static_cast<size_t>(r[x->c].i));
+    GRAPHOPT_RULES_JUMP(x->target);
+  }
+  r[x->target2] = HeapAt(it, k);
+  r[x->b].i = k + 1;
+  GRAPHOPT_RULES_NEXT();
+}
+op_crange_begin: {
+  const Val count = r[x->a];
+  if (count.tag() != Tag::kInt) {
+    r[x->dst] = Val();
+    GRAPHOPT_RULES_JUMP(x->target);
+  }
+  if (count.i > limits_.max_list_length) {
+    Fail(x->pos, absl::StrCat("range() of ", count.i, " elements exceeds the limit of ",
+                              limits_.max_list_length));
+    return false;
+  }
+  if (!Charge(x->pos, std::max<int64_t>(count.i, 0))) return false;
+  r[x->b].i = 0;
+  r[x->b].meta = static_cast<uint64_t>(std::max<int64_t>(count.i, 0));  // the count
+  r[x->c].i = static_cast<int64_t>(scratch_.size());
+  GRAPHOPT_RULES_NEXT();
+}
+op_crange_next: {
+  const int64_t k = r[x->b].i;
+  if (k >= static_cast<int64_t>(r[x->b].meta)) {
+    r[x->dst] = ListFromScratch(static_cast<size_t>(r[x->c].i));
+    GRAPHOPT_RULES_JUMP(x->target);
+  }
+  r[x->target2] = Val::Int(k);
+  r[x->b].i = k + 1;
+  GRAPHOPT_RULES_NEXT();
+}
+op_comp_filter: {
+  const Val keep = r[x->a];
+  if (keep.unknown()) {  // the length is not known
+    scratch_.truncate(static_cast<size_t>(r[x->c].i));
+    r[x->dst] = keep;
+    GRAPHOPT_RULES_JUMP(x->target);
+  }
+  if (keep.i == 0) GRAPHOPT_RULES_JUMP(x->target2);
+  GRAPHOPT_RULES_NEXT();
+}
+op_comp_push:
+  scratch_.push_back(r[x->a]);
+  GRAPHOPT_RULES_NEXT();
+op_slice_check:
+  // A slice's first bound is not a known int: the slice is unknown (its second bound is not
+  // evaluated).
+  if (r[x->a].tag() != Tag::kInt) {
+    r[x->dst] = Val();
+    GRAPHOPT_RULES_JUMP(x->target);
+  }
+  GRAPHOPT_RULES_NEXT();
+op_slice:
+  r[x->dst] = SliceOf(code_[x->node], r[x->a], r[x->b], r[x->c]);
+  GRAPHOPT_RULES_NEXT();
+
+store:
+  if (ABSL_PREDICT_FALSE(v.failed())) return false;
+  r[x->dst] = v;
+  GRAPHOPT_RULES_NEXT();
+
+budget_exceeded:
+  CodeBudgetExceeded(*x);
+  return false;
+#undef GRAPHOPT_RULES_JUMP
+#undef GRAPHOPT_RULES_NEXT
+#undef GRAPHOPT_RULES_DISPATCH
+}
+
 bool Evaluator::RunStatements(Results* results) {
   static_assert(sizeof(kHandlers) / sizeof(kHandlers[0]) == kNumHandlers, "one per handler");
-  for (const Stmt& st : p_.stmts) {
-    switch (st.kind) {
-      case StmtKind::kLet: {
-        const Val v = Run(st.expr);
-        if (v.failed()) return false;
-        slots_[st.slot] = v;
-        break;
-      }
-      case StmtKind::kAssert: {
-        const Val c = Run(st.expr);
-        if (c.failed()) return false;
-        if (c.unknown() || c.i != 0) break;
-        if (st.parts.empty()) {
-          Fail(st.pos, absl::StrCat("assertion failed: ",
-                                    p_.source.substr(st.text_begin, st.text_end - st.text_begin)));
-          return false;
-        }
-        bool ok;
-        std::string message = FormatParts(st.parts.data(), st.parts.size(), &ok);
-        if (ok) Fail(st.pos, std::move(message));
+  if (bc_ != nullptr) return Exec(results);
+  for (size_t i = 0; i < p_.stmts.size(); ++i) {
+    const Stmt& st = p_.stmts[i];
+    Val v;
+    if (st.kind != StmtKind::kConstraint) {
+      v = Run(st.expr);
+      if (v.failed()) return false;
+    }
+    if (st.kind == StmtKind::kLet) {
+      slots_[st.slot] = v;
+    } else if (!Finish(st, v, results)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool Evaluator::Finish(const Stmt& st, const Val& v, Results* results) {
+  switch (st.kind) {
+    case StmtKind::kLet:
+      slots_[st.slot] = v;
+      return true;
+    case StmtKind::kAssert: {
+      if (v.unknown() || v.i != 0) return true;
+      if (st.parts.empty()) {
+        Fail(st.pos, absl::StrCat("assertion failed: ",
+                                  p_.source.substr(st.text_begin, st.text_end - st.text_begin)));
         return false;
       }
-      case StmtKind::kConstraint: {
-        absl::InlinedVector<int64_t, 8> allowed;
-        for (int32_t part : st.parts) {
-          const Val d = Run(part);
-          if (d.failed()) return false;
-          if (d.tag() == Tag::kDType) allowed.push_back(d.i);
-        }
-        for (int32_t declared : st.inputs) {
-          const int last = declared == p_.variadic_input ? num_inputs_ - 1 : declared;
-          for (int i = declared; i <= last; ++i) {
-            if (!HasInput(i)) continue;
-            const v1::DataType dt = ctx_.input_type(i).dtype;
-            if (dt == v1::DT_UNDEFINED) continue;
-            if (std::find(allowed.begin(), allowed.end(), dt) != allowed.end()) continue;
-            std::string set;
-            for (int64_t a : allowed) {
-              absl::StrAppend(&set, set.empty() ? "" : ", ",
-                              DataTypeName(static_cast<v1::DataType>(a)));
-            }
-            Fail(st.pos, absl::StrCat("input '", InputLabel(i), "' has type ", DataTypeName(dt),
-                                      ", which '", st.name, " in {...}' does not allow (allowed: ",
-                                      set, ")"));
-            return false;
-          }
-        }
-        break;
-      }
-      case StmtKind::kOutput:
-      case StmtKind::kOutputValue:
-      case StmtKind::kOutputAll:
-      case StmtKind::kResult: {
-        const Val v = Run(st.expr);
-        if (v.failed()) return false;
-        results->emplace_back(&st, v);
-        break;
-      }
+      bool ok;
+      std::string message = FormatParts(st.parts.data(), st.parts.size(), &ok);
+      if (ok) Fail(st.pos, std::move(message));
+      return false;
     }
+    case StmtKind::kConstraint: {
+      absl::InlinedVector<int64_t, 8> allowed;
+      for (int32_t part : st.parts) {
+        const Val d = Run(part);
+        if (d.failed()) return false;
+        if (d.tag() == Tag::kDType) allowed.push_back(d.i);
+      }
+      for (int32_t declared : st.inputs) {
+        const int last = declared == p_.variadic_input ? num_inputs_ - 1 : declared;
+        for (int i = declared; i <= last; ++i) {
+          if (!HasInput(i)) continue;
+          const v1::DataType dt = ctx_.input_type(i).dtype;
+          if (dt == v1::DT_UNDEFINED) continue;
+          if (std::find(allowed.begin(), allowed.end(), dt) != allowed.end()) continue;
+          std::string set;
+          for (int64_t a : allowed) {
+            absl::StrAppend(&set, set.empty() ? "" : ", ",
+                            DataTypeName(static_cast<v1::DataType>(a)));
+          }
+          Fail(st.pos, absl::StrCat("input '", InputLabel(i), "' has type ", DataTypeName(dt),
+                                    ", which '", st.name, " in {...}' does not allow (allowed: ",
+                                    set, ")"));
+          return false;
+        }
+      }
+      return true;
+    }
+    case StmtKind::kOutput:
+    case StmtKind::kOutputValue:
+    case StmtKind::kOutputAll:
+    case StmtKind::kResult:
+      results->emplace_back(&st, v);
+      return true;
   }
   return true;
 }
@@ -1927,6 +2376,344 @@ uint8_t HandlerOf(const Program& p, const Node& n) {
   return kHInvalid;
 }
 
+// Builtins whose handler evaluates every argument first, in order, then applies the function
+// (Evaluator::Apply): the linear code computes the arguments itself.
+bool AppliesToArguments(Fn fn) {
+  switch (fn) {
+    case Fn::kBroadcast:
+    case Fn::kNormalizeAxis:
+    case Fn::kMerge:
+    case Fn::kMin:
+    case Fn::kMax:
+    case Fn::kAbs:
+    case Fn::kCdiv:
+    case Fn::kSum:
+    case Fn::kProd:
+    case Fn::kRange:
+    case Fn::kAll:
+    case Fn::kAnyOf:
+    case Fn::kFlatten:
+    case Fn::kDistinct:
+    case Fn::kDTypeSize:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Lowers a program's statements into a Bytecode (see VOp).
+class Lowerer {
+ public:
+  Lowerer(const Program& p, Bytecode* bc) : p_(p), bc_(bc) {}
+
+  // False when the program needs more registers than an instruction can name.
+  bool Run() {
+    // Constants: one register per distinct literal.
+    std::map<std::pair<int, std::pair<int64_t, std::string>>, int> index;
+    const_reg_.assign(p_.nodes.size(), -1);
+    for (size_t id = 0; id < p_.nodes.size(); ++id) {
+      const Node& n = p_.nodes[id];
+      Val v;
+      switch (n.op) {
+        case Op::kInt:
+          v = Val::Int(n.imm);
+          break;
+        case Op::kBool:
+          v = Val::Bool(n.imm != 0);
+          break;
+        case Op::kDType:
+          v = Val::DType(n.imm);
+          break;
+        case Op::kUnknown:
+          break;
+        case Op::kString:
+          break;
+        default:
+          continue;
+      }
+      const auto key = std::make_pair(static_cast<int>(n.op),
+                                      std::make_pair(n.op == Op::kString ? 0 : n.imm,
+                                                     n.op == Op::kString ? n.text : ""));
+      auto [it, added] = index.try_emplace(key, static_cast<int>(bc_->constants.size()));
+      if (added) {
+        if (n.op == Op::kString) {
+          bc_->strings.push_back(n.text);
+          v = Val::Str(&bc_->strings.back());
+        }
+        bc_->constants.push_back(v);
+      }
+      const_reg_[id] = it->second;
+    }
+    bc_->first_const = p_.num_slots;
+    first_temp_ = p_.num_slots + static_cast<int>(bc_->constants.size());
+    if (first_temp_ > kMaxRegs) return false;
+    for (int& c : const_reg_) {
+      if (c >= 0) c += bc_->first_const;
+    }
+    // The statements in order, each finishing with a kStmt (a let's value goes straight to its
+    // slot), then kRet.
+    for (size_t i = 0; i < p_.stmts.size(); ++i) {
+      const Stmt& st = p_.stmts[i];
+      if (st.kind == StmtKind::kLet) {
+        MoveTo(st.slot, Lower(st.expr, st.slot));
+        continue;
+      }
+      int r = 0;
+      if (st.kind != StmtKind::kConstraint) r = Lower(st.expr);
+      bc_->code[Emit(VOp::kStmt, st.kind == StmtKind::kConstraint ? -1 : st.expr, 0, r)]
+          .target2 = static_cast<int32_t>(i);
+      Release(r);
+      if (too_many_) return false;
+    }
+    Emit(VOp::kRet, -1);
+    bc_->num_regs = first_temp_ + max_temps_;
+    return bc_->num_regs <= kMaxRegs;
+  }
+
+ private:
+  static constexpr int kMaxRegs = 65535;
+
+  // Emits an instruction for `node` carrying the nodes reached since the last one; returns
+  // its index.
+  int Emit(VOp op, int32_t node, int dst = 0, int a = 0, int b = 0, int c = 0) {
+    VInsn x;
+    x.op = op;
+    x.node = node;
+    x.pos = node >= 0 ? p_.nodes[node].pos : 0;
+    x.dst = static_cast<uint16_t>(dst);
+    x.a = static_cast<uint16_t>(a);
+    x.b = static_cast<uint16_t>(b);
+    x.c = static_cast<uint16_t>(c);
+    // Chains of nodes reached without an instruction are at most as long as the nesting.
+    ABSL_RAW_CHECK(pending_.size() <= 65535, "a chain of nodes longer than the nesting limit");
+    x.charge = static_cast<uint16_t>(pending_.size());
+    x.charge_first = static_cast<int32_t>(bc_->charged.size());
+    bc_->charged.insert(bc_->charged.end(), pending_.begin(), pending_.end());
+    pending_.clear();
+    bc_->code.push_back(x);
+    return static_cast<int>(bc_->code.size() - 1);
+  }
+  int Here() const { return static_cast<int>(bc_->code.size()); }
+  // A jump target: nothing may be pending there (every path reaching it charged its nodes).
+  int Label() const {
+    ABSL_RAW_CHECK(pending_.empty(), "nodes reached but not charged at a jump target");
+    return Here();
+  }
+
+  int Temp() {
+    const int r = first_temp_ + num_temps_++;
+    max_temps_ = std::max(max_temps_, num_temps_);
+    if (r >= kMaxRegs) too_many_ = true;
+    return r;
+  }
+  // Temporaries are released in the reverse order of their allocation; slots and constants are
+  // not temporaries.
+  void Release(int r) {
+    if (r < first_temp_) return;
+    ABSL_RAW_CHECK(r == first_temp_ + num_temps_ - 1, "temporaries released out of order");
+    --num_temps_;
+  }
+  int Kid(const Node& n, int k) const { return p_.kid(n, k); }
+
+  // Emits the code of node `id` (reached now); returns the register holding its value: `want`
+  // (when given) for a node that computes, else a new temporary; a slot or constant's own
+  // register for a leaf.
+  int Lower(int32_t id, int want = -1) {
+    const Node& n = p_.nodes[id];
+    pending_.push_back(id);
+    switch (n.op) {
+      case Op::kSlot:
+        return static_cast<int>(n.imm);
+      case Op::kInt:
+      case Op::kBool:
+      case Op::kString:
+      case Op::kDType:
+      case Op::kUnknown:
+        return const_reg_[id];
+      case Op::kNeg:
+        return Unary(id, VOp::kNeg, want);
+      case Op::kNot:
+        return Unary(id, VOp::kNot, want);
+      case Op::kAdd:
+        return Binary(id, VOp::kAdd, want);
+      case Op::kSub:
+        return Binary(id, VOp::kSub, want);
+      case Op::kMul:
+        return Binary(id, VOp::kMul, want);
+      case Op::kFloorDiv:
+        return Binary(id, VOp::kFloorDiv, want);
+      case Op::kMod:
+        return Binary(id, VOp::kMod, want);
+      case Op::kEq:
+        return Binary(id, VOp::kEq, want);
+      case Op::kNe:
+        return Binary(id, VOp::kNe, want);
+      case Op::kLt:
+        return Binary(id, VOp::kLt, want);
+      case Op::kLe:
+        return Binary(id, VOp::kLe, want);
+      case Op::kGt:
+        return Binary(id, VOp::kGt, want);
+      case Op::kGe:
+        return Binary(id, VOp::kGe, want);
+      case Op::kIndex:
+        return Binary(id, VOp::kIndex, want);
+      case Op::kConcat:
+        return Binary(id, VOp::kConcat, want);
+      case Op::kAnd:
+      case Op::kOr: {
+        const bool is_and = n.op == Op::kAnd;
+        const int dst = Dst(want);
+        const int a = Lower(Kid(n, 0));
+        const int shortcut = Emit(is_and ? VOp::kAndShort : VOp::kOrShort, id, dst, a);
+        const int b = Lower(Kid(n, 1));
+        Emit(is_and ? VOp::kAndRest : VOp::kOrRest, id, dst, a, b);
+        Release(b);
+        Release(a);
+        bc_->code[shortcut].target = Label();
+        return dst;
+      }
+      case Op::kCoalesce: {
+        // The left operand is computed into dst (or is a leaf); the right one overwrites it.
+        const int dst = Dst(want);
+        const int a = Lower(Kid(n, 0), dst);
+        const int shortcut = Emit(VOp::kCoalesceShort, id, dst, a);
+        MoveTo(dst, Lower(Kid(n, 1), dst));
+        bc_->code[shortcut].target = Label();
+        return dst;
+      }
+      case Op::kIf: {
+        const int dst = Dst(want);
+        const int c = Lower(Kid(n, 0));
+        const int test = Emit(VOp::kIfTest, id, dst, c);
+        Release(c);
+        MoveTo(dst, Lower(Kid(n, 1), dst));
+        const int jump = Emit(VOp::kJmp, id);
+        bc_->code[test].target2 = Label();
+        MoveTo(dst, Lower(Kid(n, 2), dst));
+        const int end = Label();
+        bc_->code[test].target = end;
+        bc_->code[jump].target = end;
+        return dst;
+      }
+      case Op::kSlice: {
+        // The list, then the bounds given in order; a first bound that is not a known int makes
+        // the slice unknown before the second is evaluated.
+        const int dst = Dst(want);
+        const int l = Lower(Kid(n, 0));
+        int bounds[2] = {0, 0};
+        int kid = 1;
+        int check = -1;
+        for (int b = 0; b < 2; ++b) {
+          if ((n.imm & (1 << b)) == 0) continue;
+          if (kid == 2) check = Emit(VOp::kSliceCheck, id, dst, bounds[0]);
+          bounds[b] = Lower(Kid(n, kid++));
+        }
+        const int slice = Emit(VOp::kSlice, id, dst, l, bounds[0], bounds[1]);
+        if (n.imm & 2) Release(bounds[1]);
+        if (n.imm & 1) Release(bounds[0]);
+        Release(l);
+        if (check >= 0) bc_->code[check].target = slice + 1;
+        return dst;
+      }
+      case Op::kComprehension:
+        return Comprehension(id, want);
+      case Op::kCall:
+        if (n.fn == Fn::kKnown) return Unary(id, VOp::kKnown, want);
+        if (n.fn == Fn::kLen) return Unary(id, VOp::kLen, want);
+        if (AppliesToArguments(n.fn) && (n.num_kids == 1 || n.num_kids == 2)) {
+          const int dst = Dst(want);
+          const int a = Lower(Kid(n, 0));
+          const int b = n.num_kids == 2 ? Lower(Kid(n, 1)) : 0;
+          Emit(n.num_kids == 2 ? VOp::kApply2 : VOp::kApply1, id, dst, a, b);
+          if (n.num_kids == 2) Release(b);
+          Release(a);
+          return dst;
+        }
+        break;
+      default:
+        break;
+    }
+    // Everything else: the node's handler.
+    const int dst = Dst(want);
+    Emit(VOp::kNode, id, dst);
+    return dst;
+  }
+
+  // The destination of a node that computes: `want`, else a new temporary.
+  int Dst(int want) { return want >= 0 ? want : Temp(); }
+  // Makes register `dst` hold the value in `r` (a leaf's register, or dst itself), charging the
+  // nodes reached since the last instruction.
+  void MoveTo(int dst, int r) {
+    if (r != dst || !pending_.empty()) Emit(VOp::kMov, -1, dst, r);
+  }
+
+  int Unary(int32_t id, VOp op, int want) {
+    const int dst = Dst(want);
+    const int a = Lower(Kid(p_.nodes[id], 0));
+    Emit(op, id, dst, a);
+    Release(a);
+    return dst;
+  }
+
+  int Binary(int32_t id, VOp op, int want) {
+    const Node& n = p_.nodes[id];
+    const int dst = Dst(want);
+    const int a = Lower(Kid(n, 0));
+    const int b = Lower(Kid(n, 1));
+    Emit(op, id, dst, a, b);
+    Release(b);
+    Release(a);
+    return dst;
+  }
+
+  // [E for x in L (if C)]: L, then per element C and E. [E for x in range(N) (if C)] reads N
+  // without evaluating the range call as a node (as EvalComprehensionRange).
+  int Comprehension(int32_t id, int want) {
+    const Node& n = p_.nodes[id];
+    const Node& it = p_.nodes[Kid(n, 0)];
+    const bool over_range = it.op == Op::kCall && it.fn == Fn::kRange && it.num_kids == 1;
+    const int dst = Dst(want);
+    const int source = Lower(over_range ? Kid(it, 0) : Kid(n, 0));
+    const int state = Temp();  // the element index (and the count of a range)
+    const int base = Temp();   // where the list starts in the scratch buffer
+    const int begin = Emit(over_range ? VOp::kCompRangeBegin : VOp::kCompBegin,
+                           over_range ? Kid(n, 0) : id, dst, source, state, base);
+    const int loop = Label();
+    const int next =
+        Emit(over_range ? VOp::kCompRangeNext : VOp::kCompNext, id, dst, source, state, base);
+    bc_->code[next].target2 = static_cast<int32_t>(n.imm);  // the variable's slot
+    int filter = -1;
+    if (n.num_kids > 2) {
+      const int keep = Lower(Kid(n, 2));
+      filter = Emit(VOp::kCompFilter, id, dst, keep, state, base);
+      bc_->code[filter].target2 = loop;
+      Release(keep);
+    }
+    const int e = Lower(Kid(n, 1));
+    Emit(VOp::kCompPush, id, 0, e);
+    Release(e);
+    bc_->code[Emit(VOp::kJmp, id)].target = loop;
+    const int end = Label();
+    bc_->code[begin].target = end;
+    bc_->code[next].target = end;
+    if (filter >= 0) bc_->code[filter].target = end;
+    Release(base);
+    Release(state);
+    Release(source);
+    return dst;
+  }
+
+  const Program& p_;
+  Bytecode* bc_;
+  std::vector<int> const_reg_;
+  std::vector<int32_t> pending_;
+  int first_temp_ = 0;
+  int num_temps_ = 0;
+  int max_temps_ = 0;
+  bool too_many_ = false;
+};
+
 }  // namespace
 
 void PrepareProgram(Program* p) {
@@ -1943,6 +2730,8 @@ void PrepareProgram(Program* p) {
     x.kid1 = n.num_kids > 1 ? p->kid(n, 1) : -1;
     x.imm = n.imm;
   }
+  auto bc = std::make_shared<Bytecode>();
+  if (Lowerer(*p, bc.get()).Run()) p->bytecode = std::move(bc);
 }
 
 absl::Status EvaluateShape(const Program& program, const RuleLimits& limits,

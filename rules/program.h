@@ -8,6 +8,7 @@
 // by the evaluator. Internal to //rules.
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -183,6 +184,9 @@ struct Insn {
 };
 static_assert(sizeof(Insn) == 32, "Insn is meant to fill half a cache line");
 
+// The evaluator's linear code for the statements' expressions (defined in evaluator.cc).
+struct Bytecode;
+
 // --- Statements -----------------------------------------------------------------------------
 
 enum class StmtKind : uint8_t {
@@ -239,8 +243,10 @@ struct Program {
   std::vector<bool> assigns_output;
   bool assigns_all_outputs = false;
 
-  // Filled by PrepareProgram: one per node.
+  // Filled by PrepareProgram: one Insn per node, and the linear code (null when the program
+  // is too large for it; the nodes are evaluated one by one then).
   std::vector<Insn> code;
+  std::shared_ptr<const Bytecode> bytecode;
 
   const Node& node(int32_t id) const { return nodes[id]; }
   int32_t kid(const Node& n, int i) const { return kids[n.first_kid + i]; }

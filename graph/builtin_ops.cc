@@ -375,6 +375,7 @@ absl::Status RegisterBuiltinOps(OpRegistry* registry) {
   builtin_internal::AddQuantizationOps(&ops);
   builtin_internal::AddSignalOps(&ops);
   builtin_internal::AddMiscOps(&ops);
+  builtin_internal::AddFusedOps(&ops);
   for (OpDef& op : ops) {
     if (absl::Status s = registry->Register(std::move(op)); !s.ok()) return s;
   }

@@ -253,6 +253,7 @@ void AddNnOps(std::vector<OpDef>* ops);
 void AddTensorOps(std::vector<OpDef>* ops);
 void AddShapeOps(std::vector<OpDef>* ops);
 void AddRecurrentOps(std::vector<OpDef>* ops);
+void AddFusedOps(std::vector<OpDef>* ops);  // FusedGroup, domain graphopt
 void AddMathOps(std::vector<OpDef>* ops);
 void AddNnExtraOps(std::vector<OpDef>* ops);
 void AddIndexOps(std::vector<OpDef>* ops);

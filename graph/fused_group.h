@@ -1,0 +1,38 @@
+#ifndef GRAPHOPT_GRAPH_FUSED_GROUP_H_
+#define GRAPHOPT_GRAPH_FUSED_GROUP_H_
+
+// The op that fuse_ops creates: one node standing for a group of nodes, executed by the runtime
+// as one kernel. Its graph attribute kFusedGroupBody holds the group: the body's inputs are the
+// node's inputs and its outputs the node's outputs, by position, with the names and types of the
+// values they stand for; intermediates keep their names and types in value_info. The optional
+// string attribute kFusedGroupPattern names what fuse_ops recognised (kFusedPattern*); the
+// runtime treats it as a hint only and checks the body itself.
+
+namespace graphopt {
+
+inline constexpr char kFusedGroupDomain[] = "graphopt";
+inline constexpr char kFusedGroupOp[] = "FusedGroup";
+inline constexpr char kFusedGroupBody[] = "body";
+inline constexpr char kFusedGroupPattern[] = "pattern";
+
+// Values of kFusedGroupPattern.
+// A Conv followed by elementwise ops (bias, residual Add, Relu, Clip, ...).
+inline constexpr char kFusedPatternConv[] = "conv_epilogue";
+// A MatMul or Gemm followed by elementwise ops (bias Add, activation, GELU, residual Add).
+inline constexpr char kFusedPatternMatMul[] = "matmul_epilogue";
+// Another out-elemwise-fusable op (a pool, a custom op) followed by elementwise ops.
+inline constexpr char kFusedPatternAnchor[] = "anchor_epilogue";
+// Elementwise and broadcast ops over one shape.
+inline constexpr char kFusedPatternElementwise[] = "elementwise";
+// x * 0.5 * (1 + erf(x / sqrt(2))), possibly with more elementwise ops.
+inline constexpr char kFusedPatternGelu[] = "gelu";
+// LayerNormalization over the last axis in its decomposed form.
+inline constexpr char kFusedPatternLayerNorm[] = "layer_norm";
+// A reduction with its elementwise prologue.
+inline constexpr char kFusedPatternReduction[] = "reduction";
+// A chain of injective ops (reshapes, transposes, slices, ...).
+inline constexpr char kFusedPatternInjective[] = "injective";
+
+}  // namespace graphopt
+
+#endif  // GRAPHOPT_GRAPH_FUSED_GROUP_H_

@@ -2,30 +2,24 @@
 // loops), ConvTranspose (direct loops), ConvInteger and QLinearConv (direct loops in int32).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <unordered_map>
 #include <vector>
 
+#include "absl/base/casts.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "oneapi/dnnl/dnnl.hpp"
+#include "runtime/kernels/conv_dnnl.h"
 #include "runtime/kernels/cpu_kernels.h"
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/nn_util.h"
 
 namespace graphopt::runtime {
-namespace {
 
-// The shapes of one convolution: X [N, C, in...], W [M, C/group, k...], Y [N, M, out...].
-struct ConvShape {
-  int64_t n = 0, c = 0, m = 0, group = 1;
-  Window window;
-  Shape out_shape;
-};
-
-// Checks X, W and B of a (forward) convolution and resolves its window.
 absl::StatusOr<ConvShape> CheckConv(const KernelContext& ctx, const WindowAttrs& attrs,
                                     int64_t group, const Tensor& x, const Tensor& w,
                                     const Tensor* b) {
@@ -65,6 +59,8 @@ absl::StatusOr<ConvShape> CheckConv(const KernelContext& ctx, const WindowAttrs&
   return s;
 }
 
+namespace {
+
 // Direct convolution: y[n, m, o] = bias[m] + sum over the group's channels c and the taps of o
 // of (x[n, c, i] - x_zero) * (w[m, c, k] - w_zero[m]); padded taps contribute nothing (the
 // padding is x_zero for quantized inputs). Acc is the accumulator and output type.
@@ -100,23 +96,6 @@ void DirectConv(const ConvShape& s, const X* x, Acc x_zero, const W* w, const Ac
   });
 }
 
-// A oneDNN convolution for one set of shapes, in the layouts oneDNN prefers (blocked, e.g.
-// nChw8c): the plain (ONNX) activations are reordered in and out around it on every call; the
-// weights are reordered once per weight tensor and kept.
-struct DnnlConv {
-  dnnl::convolution_forward prim;
-  dnnl::memory::desc user_src, user_wei, user_dst, bias;  // plain layouts
-  dnnl::memory::desc src, wei, dst;                       // the primitive's layouts
-  dnnl::reorder src_in, dst_out, wei_in;                  // set where the layouts differ
-  bool reorder_src = false, reorder_dst = false, reorder_wei = false;
-
-  // The weights in the primitive's layout, for the weight tensor `weights_ref` (held, so that
-  // its buffer, hence its address, cannot be reused by another tensor while it is cached).
-  mutable absl::Mutex mu;
-  mutable Tensor weights_ref ABSL_GUARDED_BY(mu);
-  mutable dnnl::memory weights ABSL_GUARDED_BY(mu);
-};
-
 class ConvKernel : public OpKernel {
  public:
   static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const KernelInfo& info) {
@@ -126,11 +105,9 @@ class ConvKernel : public OpKernel {
     k->attrs_ = *std::move(attrs);
     k->group_ = info.GetInt("group", 1);
     if (k->group_ <= 0) return info.Invalid("attribute 'group' must be positive");
-    absl::Status st = GuardDnnl(info, "engine creation", [&] {
-      k->engine_ = dnnl::engine(dnnl::engine::kind::cpu, 0);
-      return absl::OkStatus();
-    });
-    if (!st.ok()) return st;
+    absl::StatusOr<std::unique_ptr<DnnlConvolution>> dnnl = DnnlConvolution::Create(info);
+    if (!dnnl.ok()) return dnnl.status();
+    k->dnnl_ = *std::move(dnnl);
     return std::unique_ptr<OpKernel>(std::move(k));
   }
 
@@ -161,7 +138,8 @@ class ConvKernel : public OpKernel {
       });
     }
     if ((*x)->dtype() == v1::DT_FLOAT32 && s->window.nd <= 3) {
-      return RunDnnl(ctx, *s, **x, **w, b, **y);
+      absl::Status st = dnnl_->Run(ctx, *s, **x, **w, b, {}, **y);
+      if (st.code() != absl::StatusCode::kUnimplemented) return st;
     }
     if ((*x)->dtype() == v1::DT_FLOAT32) {
       DirectConv<float, float, float>(*s, (*x)->data<float>(), 0.0f, (*w)->data<float>(), nullptr,
@@ -180,139 +158,9 @@ class ConvKernel : public OpKernel {
   }
 
  private:
-  absl::StatusOr<std::shared_ptr<const DnnlConv>> GetPrimitive(const KernelContext& ctx,
-                                                               const ConvShape& s, const Tensor& x,
-                                                               const Tensor& w,
-                                                               bool has_bias) const {
-    std::vector<int64_t> key(x.shape().begin(), x.shape().end());
-    key.insert(key.end(), w.shape().begin(), w.shape().end());
-    key.push_back(has_bias);
-    {
-      absl::MutexLock lock(&mu_);
-      auto it = cache_.find(key);
-      if (it != cache_.end()) return it->second;
-    }
-    using dims = dnnl::memory::dims;
-    using tag = dnnl::memory::format_tag;
-    using dt = dnnl::memory::data_type;
-    const int nd = s.window.nd;
-    const tag act_tag = nd == 1 ? tag::ncw : nd == 2 ? tag::nchw : tag::ncdhw;
-    const tag w_tag = s.group > 1 ? (nd == 1 ? tag::goiw : nd == 2 ? tag::goihw : tag::goidhw)
-                                  : (nd == 1 ? tag::oiw : nd == 2 ? tag::oihw : tag::oidhw);
-    dims src_dims(x.shape().begin(), x.shape().end());
-    dims dst_dims(s.out_shape.begin(), s.out_shape.end());
-    dims w_dims;
-    if (s.group > 1) w_dims = {s.group, s.m / s.group, s.c / s.group};
-    else w_dims = {s.m, s.c};
-    for (int i = 0; i < nd; ++i) w_dims.push_back(s.window.kernel[i]);
-    dims strides(s.window.stride.begin(), s.window.stride.end());
-    dims dil;
-    for (int64_t d : s.window.dilation) dil.push_back(d - 1);
-    dims pl(s.window.pad_begin.begin(), s.window.pad_begin.end());
-    dims pr(s.window.pad_end.begin(), s.window.pad_end.end());
-    auto conv = std::make_shared<DnnlConv>();
-    absl::Status st = GuardDnnl(ctx.info(), "convolution setup", [&]() -> absl::Status {
-      conv->user_src = dnnl::memory::desc(src_dims, dt::f32, act_tag);
-      conv->user_dst = dnnl::memory::desc(dst_dims, dt::f32, act_tag);
-      conv->user_wei = dnnl::memory::desc(w_dims, dt::f32, w_tag);
-      conv->bias = dnnl::memory::desc({s.m}, dt::f32, tag::x);
-      const dnnl::memory::desc any_src(src_dims, dt::f32, tag::any);
-      const dnnl::memory::desc any_dst(dst_dims, dt::f32, tag::any);
-      const dnnl::memory::desc any_wei(w_dims, dt::f32, tag::any);
-      std::unique_ptr<dnnl::convolution_forward::desc> d;
-      if (has_bias) {
-        d = std::make_unique<dnnl::convolution_forward::desc>(
-            dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, any_src,
-            any_wei, conv->bias, any_dst, strides, dil, pl, pr);
-      } else {
-        d = std::make_unique<dnnl::convolution_forward::desc>(
-            dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, any_src,
-            any_wei, any_dst, strides, dil, pl, pr);
-      }
-      dnnl::convolution_forward::primitive_desc pd(*d, engine_, /*allow_empty=*/true);
-      if (!pd) return absl::UnimplementedError("no oneDNN convolution for these shapes");
-      conv->prim = dnnl::convolution_forward(pd);
-      conv->src = pd.src_desc();
-      conv->dst = pd.dst_desc();
-      conv->wei = pd.weights_desc();
-      conv->reorder_src = conv->src != conv->user_src;
-      conv->reorder_dst = conv->dst != conv->user_dst;
-      conv->reorder_wei = conv->wei != conv->user_wei;
-      if (conv->reorder_src) {
-        conv->src_in = dnnl::reorder(
-            dnnl::reorder::primitive_desc(engine_, conv->user_src, engine_, conv->src));
-      }
-      if (conv->reorder_dst) {
-        conv->dst_out = dnnl::reorder(
-            dnnl::reorder::primitive_desc(engine_, conv->dst, engine_, conv->user_dst));
-      }
-      if (conv->reorder_wei) {
-        conv->wei_in = dnnl::reorder(
-            dnnl::reorder::primitive_desc(engine_, conv->user_wei, engine_, conv->wei));
-      }
-      return absl::OkStatus();
-    });
-    if (!st.ok()) return st;
-    absl::MutexLock lock(&mu_);
-    // Bounded: a node sees few distinct shapes; start over rather than grow without limit.
-    if (cache_.size() >= 64) cache_.clear();
-    cache_[key] = conv;
-    return std::shared_ptr<const DnnlConv>(conv);
-  }
-
-  absl::Status RunDnnl(KernelContext& ctx, const ConvShape& s, const Tensor& x, const Tensor& w,
-                       const Tensor* b, Tensor& y) const {
-    absl::StatusOr<std::shared_ptr<const DnnlConv>> conv = GetPrimitive(ctx, s, x, w, b != nullptr);
-    if (!conv.ok()) {
-      if (conv.status().code() != absl::StatusCode::kUnimplemented) return conv.status();
-      DirectConv<float, float, float>(s, x.data<float>(), 0.0f, w.data<float>(), nullptr,
-                                      b ? b->data<float>() : nullptr, y.data<float>(), ctx);
-      return absl::OkStatus();
-    }
-    const DnnlConv& c = **conv;
-    return GuardDnnl(ctx.info(), "convolution", [&]() -> absl::Status {
-      dnnl::stream stream(engine_);
-      dnnl::memory user_src(c.user_src, engine_, const_cast<float*>(x.data<float>()));
-      dnnl::memory user_dst(c.user_dst, engine_, y.data<float>());
-      dnnl::memory wei;
-      if (c.reorder_wei) {
-        absl::MutexLock lock(&c.mu);
-        if (!c.weights_ref.defined() || c.weights_ref.raw_data() != w.raw_data()) {
-          dnnl::memory user_wei(c.user_wei, engine_, const_cast<float*>(w.data<float>()));
-          dnnl::memory blocked(c.wei, engine_);
-          c.wei_in.execute(stream, user_wei, blocked);
-          stream.wait();
-          c.weights = blocked;
-          c.weights_ref = w;
-        }
-        wei = c.weights;
-      } else {
-        wei = dnnl::memory(c.user_wei, engine_, const_cast<float*>(w.data<float>()));
-      }
-      dnnl::memory src = user_src;
-      if (c.reorder_src) {
-        src = dnnl::memory(c.src, engine_);
-        c.src_in.execute(stream, user_src, src);
-      }
-      dnnl::memory dst = c.reorder_dst ? dnnl::memory(c.dst, engine_) : user_dst;
-      std::unordered_map<int, dnnl::memory> args = {
-          {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
-      if (b != nullptr) {
-        args[DNNL_ARG_BIAS] = dnnl::memory(c.bias, engine_, const_cast<float*>(b->data<float>()));
-      }
-      c.prim.execute(stream, args);
-      if (c.reorder_dst) c.dst_out.execute(stream, dst, user_dst);
-      stream.wait();
-      return absl::OkStatus();
-    });
-  }
-
   WindowAttrs attrs_;
   int64_t group_ = 1;
-  dnnl::engine engine_;
-  mutable absl::Mutex mu_;
-  mutable absl::flat_hash_map<std::vector<int64_t>, std::shared_ptr<const DnnlConv>> cache_
-      ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<DnnlConvolution> dnnl_;
 };
 
 // ConvTranspose: X [N, C, in...], W [C, M/group, k...], Y [N, M, out...];
@@ -641,6 +489,223 @@ class QLinearConvKernel : public OpKernel {
 };
 
 }  // namespace
+
+// A oneDNN convolution for one set of shapes and post-ops.
+struct DnnlConvolution::Primitive {
+  dnnl::convolution_forward prim;
+  dnnl::memory::desc user_src, user_wei, user_dst, bias, channel;  // plain layouts
+  dnnl::memory::desc src, wei, dst;                                // the primitive's layouts
+  dnnl::reorder src_in, dst_out, wei_in, dst_in;                   // set where needed
+  bool reorder_src = false, reorder_dst = false, reorder_wei = false;
+  int sum = -1;  // index of the sum post-op
+
+  // The weights in the primitive's layout, for the weight tensor `weights_ref` (held, so that
+  // its buffer, hence its address, cannot be reused by another tensor while it is cached).
+  mutable absl::Mutex mu;
+  mutable Tensor weights_ref ABSL_GUARDED_BY(mu);
+  mutable dnnl::memory weights ABSL_GUARDED_BY(mu);
+  // Activations in the primitive's layouts (src, dst), kept between calls: a fresh allocation
+  // per call costs page faults on every run. One pair per concurrent call.
+  mutable std::vector<std::pair<dnnl::memory, dnnl::memory>> scratch ABSL_GUARDED_BY(mu);
+};
+
+absl::StatusOr<std::unique_ptr<DnnlConvolution>> DnnlConvolution::Create(const KernelInfo& info) {
+  auto conv = std::make_unique<DnnlConvolution>();
+  absl::Status st = GuardDnnl(info, "engine creation", [&] {
+    conv->engine_ = dnnl::engine(dnnl::engine::kind::cpu, 0);
+    return absl::OkStatus();
+  });
+  if (!st.ok()) return st;
+  return conv;
+}
+
+absl::StatusOr<std::shared_ptr<const DnnlConvolution::Primitive>> DnnlConvolution::GetPrimitive(
+    const KernelContext& ctx, const ConvShape& s, bool has_bias,
+    absl::Span<const ConvPostOp> post_ops) const {
+  std::vector<int64_t> key = {s.n, s.c, s.m, s.group, has_bias};
+  for (const std::vector<int64_t>* v : {&s.window.in, &s.window.kernel, &s.window.stride,
+                                        &s.window.dilation, &s.window.pad_begin, &s.window.pad_end}) {
+    key.insert(key.end(), v->begin(), v->end());
+  }
+  for (const ConvPostOp& op : post_ops) {
+    key.push_back(static_cast<int64_t>(op.kind));
+    key.push_back(static_cast<int64_t>(op.alg));
+    key.push_back(absl::bit_cast<int32_t>(op.alpha));
+    key.push_back(absl::bit_cast<int32_t>(op.beta));
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = cache_.find(key);
+    if (it != cache_.end()) return it->second;
+  }
+  using dims = dnnl::memory::dims;
+  using tag = dnnl::memory::format_tag;
+  using dt = dnnl::memory::data_type;
+  const int nd = s.window.nd;
+  const tag act_tag = nd == 1 ? tag::ncw : nd == 2 ? tag::nchw : tag::ncdhw;
+  const tag w_tag = s.group > 1 ? (nd == 1 ? tag::goiw : nd == 2 ? tag::goihw : tag::goidhw)
+                                : (nd == 1 ? tag::oiw : nd == 2 ? tag::oihw : tag::oidhw);
+  dims src_dims = {s.n, s.c};
+  for (int64_t d : s.window.in) src_dims.push_back(d);
+  dims dst_dims(s.out_shape.begin(), s.out_shape.end());
+  dims w_dims;
+  if (s.group > 1) w_dims = {s.group, s.m / s.group, s.c / s.group};
+  else w_dims = {s.m, s.c};
+  for (int i = 0; i < nd; ++i) w_dims.push_back(s.window.kernel[i]);
+  dims channel_dims(nd + 2, 1);
+  channel_dims[1] = s.m;
+  dims strides(s.window.stride.begin(), s.window.stride.end());
+  dims dil;
+  for (int64_t d : s.window.dilation) dil.push_back(d - 1);
+  dims pl(s.window.pad_begin.begin(), s.window.pad_begin.end());
+  dims pr(s.window.pad_end.begin(), s.window.pad_end.end());
+  auto conv = std::make_shared<Primitive>();
+  absl::Status st = GuardDnnl(ctx.info(), "convolution setup", [&]() -> absl::Status {
+    conv->user_src = dnnl::memory::desc(src_dims, dt::f32, act_tag);
+    conv->user_dst = dnnl::memory::desc(dst_dims, dt::f32, act_tag);
+    conv->user_wei = dnnl::memory::desc(w_dims, dt::f32, w_tag);
+    conv->bias = dnnl::memory::desc({s.m}, dt::f32, tag::x);
+    conv->channel = dnnl::memory::desc(channel_dims, dt::f32, act_tag);
+    const dnnl::memory::desc any_src(src_dims, dt::f32, tag::any);
+    const dnnl::memory::desc any_dst(dst_dims, dt::f32, tag::any);
+    const dnnl::memory::desc any_wei(w_dims, dt::f32, tag::any);
+    std::unique_ptr<dnnl::convolution_forward::desc> d;
+    if (has_bias) {
+      d = std::make_unique<dnnl::convolution_forward::desc>(
+          dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, any_src,
+          any_wei, conv->bias, any_dst, strides, dil, pl, pr);
+    } else {
+      d = std::make_unique<dnnl::convolution_forward::desc>(
+          dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, any_src,
+          any_wei, any_dst, strides, dil, pl, pr);
+    }
+    dnnl::post_ops ops;
+    for (size_t i = 0; i < post_ops.size(); ++i) {
+      const ConvPostOp& op = post_ops[i];
+      switch (op.kind) {
+        case ConvPostOp::Kind::kEltwise: ops.append_eltwise(1.0f, op.alg, op.alpha, op.beta); break;
+        case ConvPostOp::Kind::kSum:
+          if (conv->sum >= 0) return absl::UnimplementedError("more than one sum post-op");
+          conv->sum = static_cast<int>(i);
+          ops.append_sum(1.0f);
+          break;
+        case ConvPostOp::Kind::kBinaryAdd: ops.append_binary(dnnl::algorithm::binary_add, conv->channel); break;
+        case ConvPostOp::Kind::kBinaryMul: ops.append_binary(dnnl::algorithm::binary_mul, conv->channel); break;
+      }
+    }
+    dnnl::primitive_attr attr;
+    attr.set_post_ops(ops);
+    dnnl::convolution_forward::primitive_desc pd(*d, attr, engine_, /*allow_empty=*/true);
+    if (!pd) return absl::UnimplementedError("no oneDNN convolution for these shapes and post-ops");
+    conv->prim = dnnl::convolution_forward(pd);
+    conv->src = pd.src_desc();
+    conv->dst = pd.dst_desc();
+    conv->wei = pd.weights_desc();
+    conv->reorder_src = conv->src != conv->user_src;
+    conv->reorder_dst = conv->dst != conv->user_dst;
+    conv->reorder_wei = conv->wei != conv->user_wei;
+    if (conv->reorder_src) {
+      conv->src_in = dnnl::reorder(
+          dnnl::reorder::primitive_desc(engine_, conv->user_src, engine_, conv->src));
+    }
+    if (conv->reorder_dst) {
+      conv->dst_out = dnnl::reorder(
+          dnnl::reorder::primitive_desc(engine_, conv->dst, engine_, conv->user_dst));
+      if (conv->sum >= 0) {
+        conv->dst_in = dnnl::reorder(
+            dnnl::reorder::primitive_desc(engine_, conv->user_dst, engine_, conv->dst));
+      }
+    }
+    if (conv->reorder_wei) {
+      conv->wei_in = dnnl::reorder(
+          dnnl::reorder::primitive_desc(engine_, conv->user_wei, engine_, conv->wei));
+    }
+    return absl::OkStatus();
+  });
+  if (!st.ok()) return st;
+  absl::MutexLock lock(&mu_);
+  // Bounded: a node sees few distinct shapes; start over rather than grow without limit.
+  if (cache_.size() >= 64) cache_.clear();
+  cache_[key] = conv;
+  return std::shared_ptr<const Primitive>(conv);
+}
+
+absl::Status DnnlConvolution::Run(const KernelContext& ctx, const ConvShape& s, const Tensor& x,
+                                  const Tensor& w, const Tensor* b,
+                                  absl::Span<const ConvPostOp> post_ops, Tensor& y) const {
+  for (const ConvPostOp& op : post_ops) {
+    const int64_t want = op.kind == ConvPostOp::Kind::kSum ? y.num_elements() : s.m;
+    if (op.kind != ConvPostOp::Kind::kEltwise &&
+        (op.operand == nullptr || op.operand->dtype() != v1::DT_FLOAT32 ||
+         op.operand->num_elements() != want)) {
+      return ctx.Invalid("a convolution post-op operand does not fit the output");
+    }
+  }
+  absl::StatusOr<std::shared_ptr<const Primitive>> conv = GetPrimitive(ctx, s, b != nullptr, post_ops);
+  if (!conv.ok()) return conv.status();
+  const Primitive& c = **conv;
+  return GuardDnnl(ctx.info(), "convolution", [&]() -> absl::Status {
+    dnnl::stream stream(engine_);
+    dnnl::memory user_src(c.user_src, engine_, const_cast<float*>(x.data<float>()));
+    dnnl::memory user_dst(c.user_dst, engine_, y.data<float>());
+    dnnl::memory wei;
+    std::pair<dnnl::memory, dnnl::memory> scratch;
+    {
+      absl::MutexLock lock(&c.mu);
+      if (c.reorder_wei) {
+        if (!c.weights_ref.defined() || c.weights_ref.raw_data() != w.raw_data()) {
+          dnnl::memory user_wei(c.user_wei, engine_, const_cast<float*>(w.data<float>()));
+          dnnl::memory blocked(c.wei, engine_);
+          c.wei_in.execute(stream, user_wei, blocked);
+          stream.wait();
+          c.weights = blocked;
+          c.weights_ref = w;
+        }
+        wei = c.weights;
+      }
+      if (!c.scratch.empty()) {
+        scratch = std::move(c.scratch.back());
+        c.scratch.pop_back();
+      }
+    }
+    if (!c.reorder_wei) wei = dnnl::memory(c.user_wei, engine_, const_cast<float*>(w.data<float>()));
+    if (c.reorder_src && !scratch.first) scratch.first = dnnl::memory(c.src, engine_);
+    if (c.reorder_dst && !scratch.second) scratch.second = dnnl::memory(c.dst, engine_);
+    dnnl::memory src = user_src;
+    if (c.reorder_src) {
+      src = scratch.first;
+      c.src_in.execute(stream, user_src, src);
+    }
+    dnnl::memory dst = c.reorder_dst ? scratch.second : user_dst;
+    std::unordered_map<int, dnnl::memory> args = {
+        {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
+    if (b != nullptr) {
+      args[DNNL_ARG_BIAS] = dnnl::memory(c.bias, engine_, const_cast<float*>(b->data<float>()));
+    }
+    for (size_t i = 0; i < post_ops.size(); ++i) {
+      const ConvPostOp& op = post_ops[i];
+      float* operand = op.operand ? const_cast<float*>(op.operand->data<float>()) : nullptr;
+      if (op.kind == ConvPostOp::Kind::kSum) {
+        // The sum adds what dst holds when the convolution starts.
+        if (c.reorder_dst) {
+          dnnl::memory residual(c.user_dst, engine_, operand);
+          c.dst_in.execute(stream, residual, dst);
+        } else if (operand != y.data<float>()) {
+          std::memcpy(y.data<float>(), operand, y.byte_size());
+        }
+      } else if (op.kind != ConvPostOp::Kind::kEltwise) {
+        args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i)) | DNNL_ARG_SRC_1] =
+            dnnl::memory(c.channel, engine_, operand);
+      }
+    }
+    c.prim.execute(stream, args);
+    if (c.reorder_dst) c.dst_out.execute(stream, dst, user_dst);
+    stream.wait();
+    absl::MutexLock lock(&c.mu);
+    c.scratch.push_back(std::move(scratch));
+    return absl::OkStatus();
+  });
+}
 
 absl::Status RegisterNnConvKernels(KernelRegistry& registry) {
   absl::Status s;

@@ -7,6 +7,7 @@
 #include "passes/dead_code_elimination_pass.h"
 #include "passes/eliminate_identity_pass.h"
 #include "passes/fold_batchnorm_pass.h"
+#include "passes/fuse_ops_pass.h"
 #include "passes/infer_shape_pass.h"
 #include "passes/infer_type_pass.h"
 #include "passes/inline_functions_pass.h"
@@ -27,6 +28,8 @@ absl::Status RegisterBuiltinPasses(PassRegistry* registry) {
                         SimplifyPassInfo(), FoldBatchNormPassInfo()}) {
     if (absl::Status s = registry->Register(std::move(info)); !s.ok()) return s;
   }
+  // Fusion.
+  if (absl::Status s = registry->Register(FuseOpsPassInfo()); !s.ok()) return s;
   // Memory planning.
   for (PassInfo info : {SchedulePassInfo(), PlanMemoryPassInfo()}) {
     if (absl::Status s = registry->Register(std::move(info)); !s.ok()) return s;

@@ -1,0 +1,360 @@
+#include "passes/fuse_ops_pass.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "gmock/gmock.h"
+#include "graph/fused_group.h"
+#include "graph/test_ops.h"
+#include "gtest/gtest.h"
+#include "passes/pass_test_util.h"
+
+namespace graphopt {
+namespace {
+
+using ::graphopt::testing::MakeTestOp;
+using ::graphopt::testing::OpTypes;
+using ::graphopt::testing::PassTestEnv;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// A float32 graph input of the given dims.
+std::string Input(const std::string& name, const std::vector<int>& dims) {
+  std::string shape;
+  for (int d : dims) absl::StrAppend(&shape, " dims { size: ", d, " }");
+  return absl::StrCat("inputs { name: \"", name, "\" type { dtype: DT_FLOAT32 shape {", shape,
+                      " } } }\n");
+}
+
+// A float32 initializer holding one value (a scalar), or `count` copies of it in a 1-D tensor.
+std::string Scalar(const std::string& name, float value, int count = 0) {
+  std::string raw;
+  for (int i = 0; i < std::max(count, 1); ++i) {
+    raw.append(reinterpret_cast<const char*>(&value), sizeof(value));
+  }
+  return absl::StrCat("initializers { name: \"", name, "\" dtype: DT_FLOAT32",
+                      count > 0 ? absl::StrCat(" dims: ", count) : "", " raw_data: \"",
+                      absl::CEscape(raw), "\" }\n");
+}
+
+std::string Output(const std::string& name) {
+  return absl::StrCat("outputs { name: \"", name, "\" }\n");
+}
+
+std::string Node(const std::string& op, const std::vector<std::string>& in,
+                 const std::string& out, const std::string& extra = "") {
+  std::string s = absl::StrCat("nodes { op_type: \"", op, "\" name: \"", out, "_node\"");
+  for (const std::string& i : in) absl::StrAppend(&s, " inputs: \"", i, "\"");
+  absl::StrAppend(&s, " outputs: \"", out, "\" ", extra, " }\n");
+  return s;
+}
+
+const v1::Attribute* Attr(const v1::Node& node, const std::string& name) {
+  for (const v1::Attribute& a : node.attributes()) {
+    if (a.name() == name) return &a;
+  }
+  return nullptr;
+}
+
+std::string PatternOf(const v1::Node& node) {
+  const v1::Attribute* a = Attr(node, kFusedGroupPattern);
+  return a == nullptr ? "" : a->s();
+}
+
+std::vector<std::string> BodyOps(const v1::Node& node) {
+  const v1::Attribute* a = Attr(node, kFusedGroupBody);
+  return a == nullptr ? std::vector<std::string>{} : OpTypes(a->g());
+}
+
+class FuseOpsPassTest : public ::testing::Test {
+ protected:
+  v1::Graph Fuse(const std::string& text, std::string* message = nullptr) {
+    PipelineResult result;
+    absl::StatusOr<v1::Graph> out = env_.Run(text, {"fuse_ops"}, &result);
+    EXPECT_TRUE(out.ok()) << out.status();
+    if (!out.ok()) return v1::Graph();
+    for (const PassRun& run : result.runs) {
+      if (run.name == "fuse_ops" && message != nullptr) *message = absl::StrJoin(run.messages, "\n");
+    }
+    return *out;
+  }
+
+  PassTestEnv env_;
+};
+
+TEST_F(FuseOpsPassTest, ConvBiasReluIsOneGroup) {
+  std::string message;
+  v1::Graph out = Fuse(Input("x", {1, 3, 8, 8}) + Input("w", {4, 3, 3, 3}) +
+                           Scalar("bias", 0.5f, 4) + Input("cb", {4, 1, 1}) +
+                           Node("Conv", {"x", "w", "bias"}, "c", "attributes { name: \"pads\" ints { values: [1, 1, 1, 1] } }") +
+                           Node("Add", {"c", "cb"}, "a") + Node("Relu", {"a"}, "y") + Output("y"),
+                       &message);
+  ASSERT_THAT(OpTypes(out), ElementsAre(kFusedGroupOp));
+  const v1::Node& fused = out.nodes(0);
+  EXPECT_EQ(fused.domain(), kFusedGroupDomain);
+  EXPECT_EQ(PatternOf(fused), kFusedPatternConv);
+  EXPECT_THAT(BodyOps(fused), ElementsAre("Conv", "Add", "Relu"));
+  EXPECT_THAT(fused.inputs(), ElementsAre("x", "w", "bias", "cb"));
+  EXPECT_THAT(fused.outputs(), ElementsAre("y"));
+  EXPECT_EQ(out.outputs(0).name(), "y");
+  const v1::Graph& body = Attr(fused, kFusedGroupBody)->g();
+  EXPECT_EQ(body.inputs_size(), 4);
+  EXPECT_EQ(body.outputs(0).name(), "y");
+  EXPECT_EQ(body.value_info_size(), 2);  // c and a, with their types
+  EXPECT_THAT(message, HasSubstr("fused 3 nodes into 1 groups: conv_epilogue 1"));
+  EXPECT_THAT(message, HasSubstr("activation Relu 1"));
+  EXPECT_THAT(message, HasSubstr("bias add 1"));
+}
+
+TEST_F(FuseOpsPassTest, ResidualAddAndClipJoinTheConv) {
+  std::string message;
+  v1::Graph out = Fuse(Input("x", {1, 4, 8, 8}) + Input("w", {4, 4, 1, 1}) + Scalar("lo", 0) +
+                           Scalar("hi", 6) + Node("Conv", {"x", "w"}, "c") +
+                           Node("Add", {"c", "x"}, "r") + Node("Clip", {"r", "lo", "hi"}, "y") +
+                           Output("y"),
+                       &message);
+  ASSERT_THAT(OpTypes(out), ElementsAre(kFusedGroupOp));
+  EXPECT_THAT(BodyOps(out.nodes(0)), ElementsAre("Conv", "Add", "Clip"));
+  EXPECT_THAT(message, HasSubstr("residual add 1"));
+  EXPECT_THAT(message, HasSubstr("activation Clip 1"));
+}
+
+TEST_F(FuseOpsPassTest, MatMulBiasReluAsTorchExportsIt) {
+  // torch writes the bias first: Add(bias, MatMul(x, W)).
+  v1::Graph out = Fuse(Input("x", {16, 1, 64}) + Input("w", {64, 32}) + Input("b", {32}) +
+                       Node("MatMul", {"x", "w"}, "m") + Node("Add", {"b", "m"}, "a") +
+                       Node("Relu", {"a"}, "y") + Output("y"));
+  ASSERT_THAT(OpTypes(out), ElementsAre(kFusedGroupOp));
+  EXPECT_EQ(PatternOf(out.nodes(0)), kFusedPatternMatMul);
+  EXPECT_THAT(BodyOps(out.nodes(0)), ElementsAre("MatMul", "Add", "Relu"));
+}
+
+// The three orders torch exports GELU in.
+TEST_F(FuseOpsPassTest, GeluInEveryExportedOrder) {
+  const std::string common = Input("x", {2, 8}) + Scalar("sqrt2", 1.4142135f) +
+                             Scalar("inv_sqrt2", 0.70710677f) + Scalar("one", 1) +
+                             Scalar("half", 0.5f) + Output("y");
+  const std::string erf = Node("Div", {"x", "sqrt2"}, "d") + Node("Erf", {"d"}, "e") +
+                          Node("Add", {"e", "one"}, "a");
+  const std::vector<std::string> forms = {
+      // (x * (1 + e)) * 0.5, as torch.nn.functional.gelu exports.
+      erf + Node("Mul", {"x", "a"}, "m") + Node("Mul", {"m", "half"}, "y"),
+      // (x * 0.5) * (1 + e), as x * 0.5 * (1.0 + torch.erf(x / math.sqrt(2.0))).
+      Node("Mul", {"x", "half"}, "h") + erf + Node("Mul", {"h", "a"}, "y"),
+      // ((1 + e) * 0.5) * x with x * (1/sqrt(2)) in front.
+      Node("Mul", {"inv_sqrt2", "x"}, "d") + Node("Erf", {"d"}, "e") +
+          Node("Add", {"one", "e"}, "a") + Node("Mul", {"a", "half"}, "m") +
+          Node("Mul", {"m", "x"}, "y"),
+  };
+  for (const std::string& form : forms) {
+    std::string message;
+    v1::Graph out = Fuse(common + form, &message);
+    ASSERT_THAT(OpTypes(out), ElementsAre(kFusedGroupOp)) << form;
+    EXPECT_EQ(PatternOf(out.nodes(0)), kFusedPatternGelu) << form;
+    EXPECT_EQ(BodyOps(out.nodes(0)).size(), 5u);
+    EXPECT_THAT(message, HasSubstr("gelu 1"));
+  }
+}
+
+TEST_F(FuseOpsPassTest, GeluWithOtherConstantsIsOnlyElementwise) {
+  std::string message;
+  v1::Graph out = Fuse(Input("x", {2, 8}) + Scalar("c", 1.5f) + Scalar("one", 1) +
+                           Scalar("half", 0.5f) + Node("Div", {"x", "c"}, "d") +
+                           Node("Erf", {"d"}, "e") + Node("Add", {"e", "one"}, "a") +
+                           Node("Mul", {"x", "a"}, "m") + Node("Mul", {"m", "half"}, "y") +
+                           Output("y"),
+                       &message);
+  ASSERT_THAT(OpTypes(out), ElementsAre(kFusedGroupOp));
+  EXPECT_EQ(PatternOf(out.nodes(0)), kFusedPatternElementwise);
+  EXPECT_THAT(message, ::testing::Not(HasSubstr("gelu")));
+}
+
+TEST_F(FuseOpsPassTest, GemmThenGeluIsOneGroup) {
+  std::string message;
+  v1::Graph out = Fuse(Input("x", {4, 16}) + Input("w", {8, 16}) + Input("b", {8}) +
+                           Scalar("sqrt2", 1.4142135f) + Scalar("one", 1) + Scalar("half", 0.5f) +
+                           Node("Gemm", {"x", "w", "b"}, "g", "attributes { name: \"transB\" i: 1 }") +
+                           Node("Div", {"g", "sqrt2"}, "d") + Node("Erf", {"d"}, "e") +
+                           Node("Add", {"e", "one"}, "a") + Node("Mul", {"g", "a"}, "m") +
+                           Node("Mul", {"m", "half"}, "y") + Output("y"),
+                       &message);
+  ASSERT_THAT(OpTypes(out), ElementsAre(kFusedGroupOp));
+  EXPECT_EQ(PatternOf(out.nodes(0)), kFusedPatternMatMul);
+  EXPECT_THAT(BodyOps(out.nodes(0)), ElementsAre("Gemm", "Div", "Erf", "Add", "Mul", "Mul"));
+  EXPECT_THAT(message, HasSubstr("gelu 1"));
+}
+
+std::string LayerNorm(const std::string& x, const std::string& y, bool affine) {
+  const std::string axes = "attributes { name: \"axes\" ints { values: -1 } }";
+  return Node("ReduceMean", {x}, "mean", axes) + Node("Sub", {x, "mean"}, "d") +
+         Node("Pow", {"d", "two"}, "sq") + Node("ReduceMean", {"sq"}, "var", axes) +
+         Node("Add", {"var", "eps"}, "ve") + Node("Sqrt", {"ve"}, "std") +
+         Node("Div", {"d", "std"}, affine ? "n" : y) +
+         (affine ? Node("Mul", {"n", "gamma"}, "s") + Node("Add", {"s", "beta"}, y) : "");
+}
+
+TEST_F(FuseOpsPassTest, DecomposedLayerNorm) {
+  const std::string common = Input("x", {2, 16}) + Scalar("two", 2) + Scalar("eps", 1e-5f) +
+                             Input("gamma", {16}) + Input("beta", {16}) + Output("y");
+  for (bool affine : {true, false}) {
+    std::string message;
+    v1::Graph out = Fuse(common + LayerNorm("x", "y", affine), &message);
+    ASSERT_THAT(OpTypes(out), ElementsAre(kFusedGroupOp));
+    EXPECT_EQ(PatternOf(out.nodes(0)), kFusedPatternLayerNorm);
+    EXPECT_EQ(BodyOps(out.nodes(0)).size(), affine ? 9u : 7u);
+    EXPECT_THAT(message, HasSubstr("layer_norm 1"));
+  }
+}
+
+TEST_F(FuseOpsPassTest, LayerNormWithAnotherExponentIsNotRecognised) {
+  std::string message;
+  v1::Graph out = Fuse(Input("x", {2, 16}) + Scalar("two", 3) + Scalar("eps", 1e-5f) +
+                           Input("gamma", {16}) + Input("beta", {16}) + Output("y") +
+                           LayerNorm("x", "y", true),
+                       &message);
+  EXPECT_THAT(message, ::testing::Not(HasSubstr("layer_norm")));
+  for (const v1::Node& n : out.nodes()) EXPECT_NE(PatternOf(n), kFusedPatternLayerNorm);
+}
+
+TEST_F(FuseOpsPassTest, NothingToFuseIsUnchanged) {
+  PipelineResult result;
+  absl::StatusOr<v1::Graph> out =
+      env_.Run(Input("x", {4, 4}) + Input("w", {4, 4}) + Node("Relu", {"x"}, "r") +
+                   Node("Softmax", {"r"}, "s") + Node("MatMul", {"s", "w"}, "m") +
+                   Node("Softmax", {"m"}, "y") + Output("y"),
+               {"fuse_ops"}, &result);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(OpTypes(*out), ElementsAre("Relu", "Softmax", "MatMul", "Softmax"));
+  EXPECT_FALSE(result.runs.back().changed);
+  EXPECT_THAT(result.runs.back().messages, ElementsAre("fused 0 nodes into 0 groups"));
+}
+
+TEST_F(FuseOpsPassTest, NeverFusesAcrossADependencyOutsideTheGroup) {
+  // y = conv(x) + softmax(conv(x)): the Add cannot join the Conv, Softmax sits between them.
+  v1::Graph out = Fuse(Input("x", {1, 2, 4, 4}) + Input("w", {2, 2, 1, 1}) +
+                       Node("Conv", {"x", "w"}, "c") + Node("Softmax", {"c"}, "s") +
+                       Node("Add", {"c", "s"}, "a") + Node("Relu", {"a"}, "y") + Output("y"));
+  for (const v1::Node& n : out.nodes()) {
+    if (n.op_type() != kFusedGroupOp) continue;
+    EXPECT_THAT(BodyOps(n), ::testing::Not(::testing::Contains("Conv")));
+  }
+  EXPECT_THAT(OpTypes(out), ElementsAre("Conv", "Softmax", kFusedGroupOp));
+}
+
+TEST_F(FuseOpsPassTest, GroupsStayAcyclicWhenContracted) {
+  // a2 reads a1 and b1, b2 reads b1 and a1: {a1, a2} and {b1, b2} are each convex, but as
+  // two nodes they would read each other. The pipeline's verifier rejects a cycle.
+  v1::Graph out = Fuse(Input("x", {8}) + Input("z", {8}) + Node("Relu", {"x"}, "a1") +
+                       Node("Sigmoid", {"z"}, "b1") + Node("Add", {"a1", "b1"}, "a2") +
+                       Node("Mul", {"b1", "a1"}, "b2") + Output("a2") + Output("b2"));
+  int fused = 0;
+  for (const v1::Node& n : out.nodes()) fused += n.op_type() == kFusedGroupOp;
+  EXPECT_EQ(fused, 1);
+  EXPECT_EQ(out.outputs(0).name(), "a2");
+  EXPECT_EQ(out.outputs(1).name(), "b2");
+}
+
+TEST_F(FuseOpsPassTest, GraphOutputsInsideAGroupBecomeItsOutputs) {
+  v1::Graph out = Fuse(Input("x", {1, 2, 4, 4}) + Input("w", {2, 2, 1, 1}) +
+                       Node("Conv", {"x", "w"}, "c") + Node("Relu", {"c"}, "r") +
+                       Node("Sigmoid", {"r"}, "y") + Node("Neg", {"r"}, "other") + Output("c") +
+                       Output("y") + Node("Softmax", {"other"}, "z") + Output("z"));
+  ASSERT_EQ(out.outputs_size(), 3);
+  EXPECT_EQ(out.outputs(0).name(), "c");
+  EXPECT_EQ(out.outputs(1).name(), "y");
+  EXPECT_EQ(out.outputs(2).name(), "z");
+  const v1::Node& fused = out.nodes(0);
+  ASSERT_EQ(fused.op_type(), kFusedGroupOp);
+  // c is a graph output; r and y are read outside or are outputs too.
+  EXPECT_THAT(fused.outputs(), ElementsAre("c", "y", "other"));
+}
+
+TEST_F(FuseOpsPassTest, CustomOpsFuseByTheirDeclaredPattern) {
+  OpDef swish = MakeTestOp("Swish", {"x"}, {"y"});
+  swish.descriptor.set_domain("my.ops");
+  swish.descriptor.set_fusion_pattern(v1::FUSION_ELEMWISE);
+  OpDef opaque = MakeTestOp("Mystery", {"x"}, {"y"});
+  opaque.descriptor.set_domain("my.ops");
+  ASSERT_TRUE(env_.AddOp(std::move(swish)).ok());
+  ASSERT_TRUE(env_.AddOp(std::move(opaque)).ok());
+  v1::Graph out = Fuse(Input("x", {1, 2, 4, 4}) + Input("w", {2, 2, 1, 1}) +
+                       Node("Conv", {"x", "w"}, "c") +
+                       "nodes { op_type: \"Swish\" domain: \"my.ops\" inputs: \"c\" outputs: \"s\" }\n"
+                       "nodes { op_type: \"Mystery\" domain: \"my.ops\" inputs: \"s\" outputs: \"y\" }\n" +
+                       Output("y"));
+  ASSERT_THAT(OpTypes(out), ElementsAre(kFusedGroupOp, "Mystery"));
+  EXPECT_THAT(BodyOps(out.nodes(0)), ElementsAre("Conv", "Swish"));
+}
+
+TEST_F(FuseOpsPassTest, InjectiveChainsAndReductionPrologues) {
+  std::string message;
+  v1::Graph out = Fuse(Input("x", {2, 3, 4}) +
+                           "initializers { name: \"dims\" dtype: DT_INT64 dims: 2 raw_data: "
+                           "\"\\006\\000\\000\\000\\000\\000\\000\\000\\004\\000\\000\\000\\000\\000\\000\\000\" }\n" +
+                           Node("Reshape", {"x", "dims"}, "r") +
+                           Node("Transpose", {"r"}, "t", "attributes { name: \"perm\" ints { values: [1, 0] } }") +
+                           Node("Exp", {"t"}, "e") + Node("Mul", {"e", "e"}, "sq") +
+                           Node("ReduceSum", {"sq"}, "y", "attributes { name: \"keepdims\" i: 0 }") +
+                           Output("y"),
+                       &message);
+  ASSERT_THAT(OpTypes(out), ElementsAre(kFusedGroupOp, kFusedGroupOp));
+  EXPECT_EQ(PatternOf(out.nodes(0)), kFusedPatternInjective);
+  EXPECT_THAT(BodyOps(out.nodes(0)), ElementsAre("Reshape", "Transpose"));
+  EXPECT_EQ(PatternOf(out.nodes(1)), kFusedPatternReduction);
+  EXPECT_THAT(BodyOps(out.nodes(1)), ElementsAre("Exp", "Mul", "ReduceSum"));
+}
+
+TEST_F(FuseOpsPassTest, ShapeArithmeticAndBroadcastingBeyondTheGroupStayOut) {
+  // The second Add broadcasts the Relu's [4] result to [3, 4]: another iteration shape.
+  v1::Graph out = Fuse(Input("x", {4}) + Input("z", {3, 4}) + Node("Relu", {"x"}, "r") +
+                       Node("Neg", {"r"}, "n") + Node("Add", {"n", "z"}, "y") + Output("y"));
+  ASSERT_THAT(OpTypes(out), ElementsAre(kFusedGroupOp, "Add"));
+  EXPECT_THAT(BodyOps(out.nodes(0)), ElementsAre("Relu", "Neg"));
+}
+
+TEST_F(FuseOpsPassTest, MaxGroupSizeAndDeterminism) {
+  std::string chain = Input("x", {8});
+  std::string prev = "x";
+  for (int i = 0; i < 10; ++i) {
+    chain += Node(i % 2 ? "Neg" : "Relu", {prev}, absl::StrCat("v", i));
+    prev = absl::StrCat("v", i);
+  }
+  chain += Output(prev);
+  absl::StatusOr<v1::Graph> a = env_.RunSpecs(chain, {{"fuse_ops", {{"max_group_size", "4"}}}});
+  absl::StatusOr<v1::Graph> b = env_.RunSpecs(chain, {{"fuse_ops", {{"max_group_size", "4"}}}});
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->SerializeAsString(), b->SerializeAsString());
+  EXPECT_THAT(OpTypes(*a), ElementsAre(kFusedGroupOp, kFusedGroupOp, kFusedGroupOp));
+  EXPECT_FALSE(env_.RunSpecs(chain, {{"fuse_ops", {{"max_group_size", "1"}}}}).ok());
+}
+
+}  // namespace
+}  // namespace graphopt
+
+namespace graphopt {
+namespace {
+
+// The FusedGroup descriptor lets the verifier and inference run over fused graphs: inferring
+// again after fusion gives every remaining value the type it had.
+TEST_F(FuseOpsPassTest, FusedGraphsVerifyAndInferAgain) {
+  const std::string text = Input("x", {1, 3, 8, 8}) + Input("w", {4, 3, 3, 3}) +
+                           Node("Conv", {"x", "w"}, "c") + Node("Relu", {"c"}, "r") +
+                           Node("Softmax", {"r"}, "s") + Node("Neg", {"s"}, "n") +
+                           Node("Exp", {"n"}, "y") + Output("y");
+  absl::StatusOr<v1::Graph> once = env_.Run(text, {"fuse_ops"});
+  absl::StatusOr<v1::Graph> again = env_.Run(text, {"fuse_ops", "infer_type", "infer_shape"});
+  ASSERT_TRUE(once.ok() && again.ok()) << once.status() << again.status();
+  EXPECT_THAT(OpTypes(*again), ElementsAre(kFusedGroupOp, "Softmax", kFusedGroupOp));
+  for (const char* v : {"r", "s", "y"}) {
+    EXPECT_EQ(testing::TypeOf(*again, v), testing::TypeOf(*once, v)) << v;
+  }
+  EXPECT_EQ(testing::TypeOf(*again, "y"), "float32[1,4,6,6]");
+}
+
+}  // namespace
+}  // namespace graphopt

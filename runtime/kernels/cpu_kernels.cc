@@ -4,7 +4,8 @@ namespace graphopt::runtime {
 
 absl::Status RegisterCpuKernels(KernelRegistry& registry) {
   for (auto fn : {RegisterElementwiseKernels, RegisterTensorKernels, RegisterReductionKernels,
-                  RegisterNnKernels, RegisterControlFlowKernels, RegisterMiscKernels}) {
+                  RegisterNnKernels, RegisterControlFlowKernels, RegisterMiscKernels,
+                  RegisterFusedKernels}) {
     absl::Status status = fn(registry);
     if (!status.ok()) return status;
   }

@@ -1,0 +1,618 @@
+// The FusedGroup kernel: runs a group that fuse_ops made (graph/fused_group.h) as one kernel.
+//
+// The body's nodes are split, in order, into steps:
+//  - a Conv and the chain of elementwise nodes after it: one oneDNN convolution with the chain
+//    as post-ops (bias and residual adds, Relu, Clip/ReLU6, LeakyRelu, ...);
+//  - a decomposed LayerNormalization: one pass per row;
+//  - a run of float32 elementwise nodes: one tiled loop (fused_elementwise.h), GELU as one step;
+//  - any other node (MatMul/Gemm on sgemm, pools, reductions, reshapes): its own kernel, whose
+//    output the next elementwise run then updates in place (an epilogue loop).
+// When a step cannot run what it is given (a dtype, shape or post-op it does not handle), the
+// whole group runs on runtime::Executor instead, as if it had not been fused.
+//
+// Rounding: oneDNN applies post-ops to the float32 accumulator in registers, the same
+// operations in the same order as the unfused nodes; GELU computes x * (1/sqrt(2)) instead of
+// dividing by sqrt(2), LayerNormalization multiplies by 1/sqrt(var + eps) instead of dividing
+// and accumulates its means in double: results agree with the unfused graph to a few ulp.
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "graph/fused_group.h"
+#include "graph/fusion_patterns.h"
+#include "graph/proto_convert.h"
+#include "runtime/executor.h"
+#include "runtime/kernels/conv_dnnl.h"
+#include "runtime/kernels/cpu_kernels.h"
+#include "runtime/kernels/fused_elementwise.h"
+#include "runtime/kernels/kernel_util.h"
+#include "runtime/kernels/nn_util.h"
+
+namespace graphopt::runtime {
+namespace {
+
+int64_t OpsetOf(const Graph& graph, const std::string& domain) {
+  for (const v1::OpsetImport& o : graph.opset_imports) {
+    if (o.domain() == domain || (domain.empty() && o.domain() == "ai.onnx")) return o.version();
+  }
+  return 0;
+}
+
+bool IsOp(const Node& node, const char* op) {
+  return (node.domain.empty() || node.domain == "ai.onnx") && node.op_type == op;
+}
+
+class FusedGroupKernel : public OpKernel {
+ public:
+  static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const KernelInfo& info,
+                                                          const KernelRegistry& registry);
+  absl::Status Compute(KernelContext& ctx) const override;
+
+ private:
+  struct Step {
+    enum class Kind : uint8_t { kNode, kProgram, kConv, kLayerNorm };
+    Kind kind = Kind::kNode;
+    NodeId node;                        // kNode, kConv: the node run by `kernel`
+    std::unique_ptr<KernelInfo> info;   // kNode, kConv
+    std::unique_ptr<OpKernel> kernel;   // kNode, kConv (the plain convolution)
+    EwProgram program;                  // kProgram; kConv: the chain after the convolution
+    std::vector<NodeId> chain;          // kConv
+    WindowAttrs window;                 // kConv
+    int64_t group = 1;                  // kConv
+    std::unique_ptr<DnnlConvolution> dnnl;  // kConv
+    FusionPatternMatch norm;            // kLayerNorm
+    std::vector<int32_t> release;       // body values dead after this step
+  };
+
+  // What one call keeps: the body's values, and which of them this call allocated itself
+  // (so that a later step may write over them).
+  struct Frame {
+    std::vector<Tensor> slots;
+    std::vector<char> owned;
+  };
+
+  FusedGroupKernel(const KernelRegistry& registry) : registry_(registry) {}
+  absl::Status Compile(const KernelInfo& info);
+  absl::StatusOr<std::unique_ptr<Step>> NodeStep(const KernelInfo& info, NodeId id) const;
+  std::vector<NodeId> ConvChain(const std::vector<NodeId>& order, size_t i) const;
+
+  absl::StatusOr<bool> RunNode(KernelContext& ctx, const Step& step, Frame& f) const;
+  absl::StatusOr<bool> RunProgramStep(KernelContext& ctx, const EwProgram& p, size_t index,
+                                      Frame& f) const;
+  absl::StatusOr<bool> RunConv(KernelContext& ctx, const Step& step, size_t index,
+                               Frame& f) const;
+  absl::StatusOr<bool> RunLayerNorm(KernelContext& ctx, const Step& step, Frame& f) const;
+  absl::Status RunFallback(KernelContext& ctx) const;
+  // A float32 tensor of `shape` for body value v: the node's output when v is one, else new.
+  absl::StatusOr<Tensor*> Allocate(KernelContext& ctx, Frame& f, ValueId v, const Shape& shape) const;
+  // The post-ops computing the chain after a convolution of shape s, or nullopt.
+  std::optional<std::vector<ConvPostOp>> PostOps(const Step& step, const ConvShape& s,
+                                                 const Frame& f) const;
+
+  const KernelRegistry& registry_;
+  Graph body_;
+  int64_t opset_ = 0;
+  bool fallback_only_ = false;
+  std::vector<std::unique_ptr<Step>> steps_;
+  std::vector<int32_t> output_index_;  // body value -> node output index, -1
+  std::vector<int32_t> last_step_;     // body value -> last step reading it, -1
+  mutable absl::Mutex mu_;
+  mutable std::unique_ptr<Executor> fallback_ ABSL_GUARDED_BY(mu_);
+};
+
+absl::StatusOr<std::unique_ptr<OpKernel>> FusedGroupKernel::Create(const KernelInfo& info,
+                                                                   const KernelRegistry& registry) {
+  std::unique_ptr<FusedGroupKernel> k(new FusedGroupKernel(registry));
+  if (absl::Status s = k->Compile(info); !s.ok()) return s;
+  return std::unique_ptr<OpKernel>(std::move(k));
+}
+
+absl::StatusOr<std::unique_ptr<FusedGroupKernel::Step>> FusedGroupKernel::NodeStep(
+    const KernelInfo& info, NodeId id) const {
+  const Node& node = body_.node(id);
+  std::vector<TensorType> types;
+  std::vector<const Tensor*> constants;
+  for (ValueId v : node.inputs) {
+    types.push_back(v.valid() ? body_.value(v).type : TensorType());
+    const Tensor* c = nullptr;
+    for (size_t k = 0; v.valid() && k < body_.inputs().size(); ++k) {
+      if (body_.inputs()[k] == v) c = info.constant_input(static_cast<int>(k));
+    }
+    constants.push_back(c);
+  }
+  const v1::DataType dtype = types.empty() ? v1::DT_UNDEFINED : types[0].dtype;
+  const KernelFactory* factory = registry_.Find(node.domain, node.op_type, info.device(), dtype);
+  if (factory == nullptr) {
+    return absl::UnimplementedError(absl::StrCat(info.label(), ": ", body_.NodeLabel(id),
+                                                 ": no kernel for op '", node.op_type, "'"));
+  }
+  auto step = std::make_unique<Step>();
+  step->node = id;
+  step->info = std::make_unique<KernelInfo>(
+      node, absl::StrCat(info.label(), ": ", body_.NodeLabel(id)), OpsetOf(body_, node.domain),
+      std::move(types), registry_, info.options(), info.device());
+  step->info->set_constant_inputs(std::move(constants));
+  absl::StatusOr<std::unique_ptr<OpKernel>> kernel = (*factory)(*step->info);
+  if (!kernel.ok()) return kernel.status();
+  step->kernel = *std::move(kernel);
+  return step;
+}
+
+// The elementwise nodes after the Conv at order[i] that oneDNN may apply as post-ops: each
+// reads the previous one's result (its only use) once, and otherwise only values from outside.
+std::vector<NodeId> FusedGroupKernel::ConvChain(const std::vector<NodeId>& order,
+                                                size_t i) const {
+  std::vector<NodeId> chain;
+  ValueId running = body_.node(order[i]).outputs[0];
+  for (size_t j = i + 1; j < order.size(); ++j) {
+    const Value& r = body_.value(running);
+    const NodeId id = order[j];
+    if (r.uses.size() != 1 || r.uses[0].node != id || r.graph_output_count > 0 ||
+        !IsProgramNode(body_, id, opset_)) {
+      break;
+    }
+    const Node& node = body_.node(id);
+    bool outside = true;
+    for (ValueId v : node.inputs) {
+      if (!v.valid() || v == running) continue;
+      const NodeId p = body_.value(v).producer;
+      outside &= !p.valid() || std::find(order.begin(), order.begin() + i, p) != order.begin() + i;
+    }
+    if (!outside) break;
+    chain.push_back(id);
+    running = node.outputs[0];
+  }
+  return chain;
+}
+
+absl::Status FusedGroupKernel::Compile(const KernelInfo& info) {
+  const v1::Attribute* attr = info.attr(kFusedGroupBody);
+  if (attr == nullptr || attr->value_case() != v1::Attribute::kG) {
+    return info.Invalid(absl::StrCat("graph attribute '", kFusedGroupBody, "' is required"));
+  }
+  absl::StatusOr<Graph> body = GraphFromProto(attr->g());
+  if (!body.ok()) return info.Invalid(absl::StrCat("body: ", body.status().message()));
+  body_ = *std::move(body);
+  if (static_cast<int>(body_.inputs().size()) != info.num_inputs() ||
+      static_cast<int>(body_.outputs().size()) != info.num_outputs()) {
+    return info.Invalid("the body's inputs and outputs do not match the node's");
+  }
+  opset_ = OpsetOf(body_, "");
+  const int num_values = body_.num_value_slots();
+  output_index_.assign(num_values, -1);
+  for (size_t k = 0; k < body_.outputs().size(); ++k) {
+    int32_t& o = output_index_[body_.outputs()[k].value()];
+    if (o < 0) o = static_cast<int32_t>(k);
+  }
+  // The nodes in the body's order, which must be topological; anything unusual (subgraphs,
+  // initializers, undefined values) runs on the executor.
+  std::vector<NodeId> order;
+  std::vector<char> defined(num_values, 0);
+  for (ValueId v : body_.inputs()) defined[v.value()] = 1;
+  for (int i = 0; i < body_.num_node_slots(); ++i) {
+    const Node& node = body_.node(NodeId(i));
+    if (!node.alive) continue;
+    for (ValueId v : node.inputs) fallback_only_ |= v.valid() && !defined[v.value()];
+    for (const auto& [name, a] : node.attributes) {
+      fallback_only_ |= a.value_case() == v1::Attribute::kG ||
+                        a.value_case() == v1::Attribute::kGraphs;
+    }
+    for (ValueId v : node.outputs) {
+      if (v.valid()) defined[v.value()] = 1;
+    }
+    order.push_back(NodeId(i));
+  }
+  for (ValueId v : body_.outputs()) fallback_only_ |= !defined[v.value()];
+  for (int i = 0; i < num_values; ++i) fallback_only_ |= body_.value(ValueId(i)).initializer >= 0;
+  if (fallback_only_) return absl::OkStatus();
+
+  // Partition into steps.
+  std::vector<int> step_of(body_.num_node_slots(), -1);
+  std::vector<std::vector<NodeId>> members;
+  for (size_t i = 0; i < order.size();) {
+    const NodeId id = order[i];
+    const Node& node = body_.node(id);
+    std::unique_ptr<Step> step;
+    std::vector<NodeId> nodes;
+    if (IsOp(node, "ReduceMean")) {
+      std::optional<FusionPatternMatch> m = MatchLayerNorm(body_, id);
+      bool consecutive = m.has_value() && i + m->nodes.size() <= order.size();
+      for (size_t k = 0; consecutive && k < m->nodes.size(); ++k) {
+        consecutive = order[i + k] == m->nodes[k];
+      }
+      if (consecutive && body_.value(m->x).type.dtype == v1::DT_FLOAT32) {
+        step = std::make_unique<Step>();
+        step->kind = Step::Kind::kLayerNorm;
+        step->norm = *std::move(m);
+        nodes = step->norm.nodes;
+      }
+    }
+    if (step == nullptr && IsOp(node, "Conv") && node.outputs.size() == 1 &&
+        node.inputs.size() >= 2) {
+      absl::StatusOr<std::unique_ptr<Step>> s = NodeStep(info, id);
+      if (!s.ok()) return s.status();
+      step = *std::move(s);
+      step->kind = Step::Kind::kConv;
+      step->chain = ConvChain(order, i);
+      absl::StatusOr<WindowAttrs> window = ParseWindowAttrs(*step->info);
+      if (!window.ok()) return window.status();
+      step->window = *std::move(window);
+      step->group = step->info->GetInt("group", 1);
+      absl::StatusOr<std::unique_ptr<DnnlConvolution>> dnnl = DnnlConvolution::Create(info);
+      if (!dnnl.ok()) return dnnl.status();
+      step->dnnl = *std::move(dnnl);
+      nodes = {id};
+      nodes.insert(nodes.end(), step->chain.begin(), step->chain.end());
+    }
+    if (step == nullptr && IsProgramNode(body_, id, opset_)) {
+      step = std::make_unique<Step>();
+      step->kind = Step::Kind::kProgram;
+      for (size_t j = i; j < order.size() && IsProgramNode(body_, order[j], opset_); ++j) {
+        nodes.push_back(order[j]);
+      }
+    }
+    if (step == nullptr) {
+      absl::StatusOr<std::unique_ptr<Step>> s = NodeStep(info, id);
+      if (!s.ok()) return s.status();
+      step = *std::move(s);
+      nodes = {id};
+    }
+    for (NodeId n : nodes) step_of[n.value()] = static_cast<int>(steps_.size());
+    members.push_back(nodes);
+    steps_.push_back(std::move(step));
+    i += nodes.size();
+  }
+  // Which values each step must write out: those read by a later step or returned.
+  last_step_.assign(num_values, -1);
+  std::vector<char> needed(num_values, 0);
+  for (ValueId v : body_.outputs()) needed[v.value()] = 1;
+  for (NodeId id : order) {
+    for (ValueId v : body_.node(id).inputs) {
+      if (!v.valid()) continue;
+      last_step_[v.value()] = std::max(last_step_[v.value()], step_of[id.value()]);
+      const NodeId p = body_.value(v).producer;
+      if (p.valid() && step_of[p.value()] != step_of[id.value()]) needed[v.value()] = 1;
+    }
+  }
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    Step& step = *steps_[s];
+    if (step.kind == Step::Kind::kProgram) {
+      step.program = CompileProgram(body_, members[s], opset_, needed);
+    } else if (step.kind == Step::Kind::kConv && !step.chain.empty()) {
+      step.program = CompileProgram(body_, step.chain, opset_, needed);
+    }
+  }
+  std::vector<char> is_output(num_values, 0);
+  for (ValueId v : body_.outputs()) is_output[v.value()] = 1;
+  for (int v = 0; v < num_values; ++v) {
+    if (last_step_[v] >= 0 && !is_output[v]) steps_[last_step_[v]]->release.push_back(v);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Tensor*> FusedGroupKernel::Allocate(KernelContext& ctx, Frame& f, ValueId v,
+                                                   const Shape& shape) const {
+  const int k = output_index_[v.value()];
+  if (k >= 0) {
+    absl::StatusOr<Tensor*> t = ctx.AllocateOutput(k, v1::DT_FLOAT32, shape);
+    if (!t.ok()) return t.status();
+    f.slots[v.value()] = **t;
+    f.owned[v.value()] = 0;
+  } else {
+    absl::StatusOr<Tensor> t = Tensor::Allocate(v1::DT_FLOAT32, shape);
+    if (!t.ok()) return t.status();
+    f.slots[v.value()] = *std::move(t);
+    f.owned[v.value()] = 1;
+  }
+  return &f.slots[v.value()];
+}
+
+absl::StatusOr<bool> FusedGroupKernel::RunNode(KernelContext& ctx, const Step& step,
+                                               Frame& f) const {
+  const Node& node = body_.node(step.node);
+  std::vector<const Tensor*> in(node.inputs.size(), nullptr);
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    if (node.inputs[i].valid()) in[i] = &f.slots[node.inputs[i].value()];
+  }
+  std::vector<Tensor> out(node.outputs.size());
+  KernelContext sub(*step.info, in, absl::MakeSpan(out), ctx.outer_lookup(), ctx.num_threads());
+  if (absl::Status s = step.kernel->Compute(sub); !s.ok()) return s;
+  for (size_t i = 0; i < node.outputs.size(); ++i) {
+    const ValueId v = node.outputs[i];
+    if (!v.valid()) continue;
+    if (!out[i].defined()) {
+      return absl::InternalError(absl::StrCat(step.info->label(), ": produced no output ", i));
+    }
+    // A result sharing storage with an input is a view (Reshape, Identity): never written over.
+    bool fresh = true;
+    for (const Tensor* t : in) fresh &= t == nullptr || t->buffer() != out[i].buffer();
+    f.slots[v.value()] = std::move(out[i]);
+    f.owned[v.value()] = fresh && output_index_[v.value()] < 0;
+  }
+  return true;
+}
+
+absl::StatusOr<bool> FusedGroupKernel::RunProgramStep(KernelContext& ctx, const EwProgram& p,
+                                                      size_t index, Frame& f) const {
+  std::vector<const Tensor*> inputs;
+  for (ValueId v : p.inputs) inputs.push_back(&f.slots[v.value()]);
+  std::vector<char> taken(p.inputs.size(), 0);
+  auto allocate = [&](int k, const Shape& shape) -> absl::StatusOr<Tensor*> {
+    const ValueId v = p.outputs[k];
+    const int in = p.may_overwrite[k];
+    if (in >= 0 && !taken[in] && output_index_[v.value()] < 0) {
+      const ValueId u = p.inputs[in];
+      const Tensor& t = f.slots[u.value()];
+      if (f.owned[u.value()] && last_step_[u.value()] == static_cast<int>(index) &&
+          t.shape() == shape && t.dtype() == v1::DT_FLOAT32) {
+        taken[in] = 1;
+        f.slots[v.value()] = t;
+        f.owned[v.value()] = 1;
+        return &f.slots[v.value()];
+      }
+    }
+    return Allocate(ctx, f, v, shape);
+  };
+  return RunProgram(ctx, p, inputs, allocate);
+}
+
+// True when `t` holds one value per output channel of a convolution of shape s.
+bool PerChannel(const Tensor& t, const ConvShape& s) {
+  const int rank = static_cast<int>(s.out_shape.size());
+  if (t.rank() > rank || t.num_elements() != s.m) return false;
+  for (int i = 0; i < t.rank(); ++i) {
+    const int d = rank - t.rank() + i;
+    if (t.dim(i) != (d == 1 ? s.m : 1)) return false;
+  }
+  return true;
+}
+
+std::optional<std::vector<ConvPostOp>> FusedGroupKernel::PostOps(const Step& step,
+                                                                 const ConvShape& s,
+                                                                 const Frame& f) const {
+  std::vector<ConvPostOp> ops;
+  ValueId running = body_.node(step.node).outputs[0];
+  bool summed = false;
+  for (NodeId id : step.chain) {
+    const Node& node = body_.node(id);
+    ConvPostOp op;
+    const Tensor* other = nullptr;
+    bool running_first = node.inputs[0] == running;
+    if (node.inputs.size() == 2 && node.inputs[1].valid() && !IsOp(node, "Clip")) {
+      other = &f.slots[node.inputs[running_first ? 1 : 0].value()];
+      if (other->dtype() != v1::DT_FLOAT32) return std::nullopt;
+    }
+    const float scalar = other != nullptr && other->num_elements() == 1 ? other->data<float>()[0]
+                                                                        : std::nanf("");
+    if (IsOp(node, "Relu")) {
+      op.alg = dnnl::algorithm::eltwise_relu;
+    } else if (IsOp(node, "LeakyRelu")) {
+      op.alg = dnnl::algorithm::eltwise_relu;
+      auto a = node.attributes.find("alpha");
+      op.alpha = a != node.attributes.end() ? a->second.f() : 0.01f;
+    } else if (IsOp(node, "Sigmoid")) {
+      op.alg = dnnl::algorithm::eltwise_logistic;
+    } else if (IsOp(node, "Tanh")) {
+      op.alg = dnnl::algorithm::eltwise_tanh;
+    } else if (IsOp(node, "Clip")) {
+      op.alg = dnnl::algorithm::eltwise_clip;
+      op.alpha = -std::numeric_limits<float>::infinity();
+      op.beta = std::numeric_limits<float>::infinity();
+      if (opset_ > 0 && opset_ < 11) {
+        for (auto [name, bound] : {std::pair{"min", &op.alpha}, std::pair{"max", &op.beta}}) {
+          auto a = node.attributes.find(name);
+          if (a != node.attributes.end()) *bound = a->second.f();
+        }
+      } else {
+        for (size_t i = 1; i < node.inputs.size() && i < 3; ++i) {
+          if (!node.inputs[i].valid()) continue;
+          const Tensor& b = f.slots[node.inputs[i].value()];
+          if (b.dtype() != v1::DT_FLOAT32 || b.num_elements() != 1) return std::nullopt;
+          (i == 1 ? op.alpha : op.beta) = b.data<float>()[0];
+        }
+      }
+    } else if (IsOp(node, "Add") && other != nullptr) {
+      if (other->shape() == s.out_shape && !summed) {
+        op.kind = ConvPostOp::Kind::kSum;
+        op.operand = other;
+        summed = true;
+      } else if (PerChannel(*other, s)) {
+        op.kind = ConvPostOp::Kind::kBinaryAdd;
+        op.operand = other;
+      } else if (!std::isnan(scalar)) {
+        op.alg = dnnl::algorithm::eltwise_linear;
+        op.alpha = 1.0f;
+        op.beta = scalar;
+      } else {
+        return std::nullopt;
+      }
+    } else if (IsOp(node, "Mul") && other != nullptr) {
+      if (PerChannel(*other, s)) {
+        op.kind = ConvPostOp::Kind::kBinaryMul;
+        op.operand = other;
+      } else if (!std::isnan(scalar)) {
+        op.alg = dnnl::algorithm::eltwise_linear;
+        op.alpha = scalar;
+      } else {
+        return std::nullopt;
+      }
+    } else {
+      return std::nullopt;
+    }
+    ops.push_back(op);
+    running = node.outputs[0];
+  }
+  return ops;
+}
+
+absl::StatusOr<bool> FusedGroupKernel::RunConv(KernelContext& ctx, const Step& step, size_t index,
+                                               Frame& f) const {
+  const Node& node = body_.node(step.node);
+  const Tensor& x = f.slots[node.inputs[0].value()];
+  const Tensor& w = f.slots[node.inputs[1].value()];
+  const Tensor* b = node.inputs.size() > 2 && node.inputs[2].valid()
+                        ? &f.slots[node.inputs[2].value()]
+                        : nullptr;
+  const bool f32 = x.dtype() == v1::DT_FLOAT32 && w.dtype() == v1::DT_FLOAT32 &&
+                   (b == nullptr || b->dtype() == v1::DT_FLOAT32);
+  if (f32) {
+    // The convolution's own context, so that its errors name it.
+    KernelContext conv_ctx(*step.info, {}, {}, ctx.outer_lookup(), ctx.num_threads());
+    absl::StatusOr<ConvShape> s = CheckConv(conv_ctx, step.window, step.group, x, w, b);
+    if (!s.ok()) return s.status();
+    std::optional<std::vector<ConvPostOp>> ops;
+    if (s->window.nd <= 3 && x.num_elements() > 0 && w.num_elements() > 0) ops = PostOps(step, *s, f);
+    if (ops) {
+      const ValueId out =
+          step.chain.empty() ? node.outputs[0] : body_.node(step.chain.back()).outputs[0];
+      absl::StatusOr<Tensor*> y = Allocate(ctx, f, out, s->out_shape);
+      if (!y.ok()) return y.status();
+      absl::Status st = step.dnnl->Run(conv_ctx, *s, x, w, b, *ops, **y);
+      if (st.ok()) return true;
+      if (st.code() != absl::StatusCode::kUnimplemented) return st;
+    }
+  }
+  // The convolution on its own kernel, then the chain as a loop over its result.
+  absl::StatusOr<bool> ran = RunNode(ctx, step, f);
+  if (!ran.ok() || !*ran || step.chain.empty()) return ran;
+  return RunProgramStep(ctx, step.program, index, f);
+}
+
+absl::StatusOr<bool> FusedGroupKernel::RunLayerNorm(KernelContext& ctx, const Step& step,
+                                                    Frame& f) const {
+  const FusionPatternMatch& m = step.norm;
+  const Tensor& x = f.slots[m.x.value()];
+  const Tensor& eps = f.slots[m.epsilon.value()];
+  if (x.dtype() != v1::DT_FLOAT32 || x.rank() < 1 || eps.dtype() != v1::DT_FLOAT32 ||
+      eps.num_elements() != 1) {
+    return false;
+  }
+  for (const auto& [v, want] : m.scalars) {
+    const Tensor& t = f.slots[v.value()];
+    if (t.num_elements() != 1 || !ScalarMatches(t.ElementAsDouble(0), want)) return false;
+  }
+  const int64_t d = x.dim(x.rank() - 1);
+  // Scale and bias: along the last axis (every other dim 1), or one value.
+  auto along_last = [&](ValueId v) -> const float* {
+    if (!v.valid()) return nullptr;
+    const Tensor& t = f.slots[v.value()];
+    if (t.dtype() != v1::DT_FLOAT32 || t.rank() > x.rank()) return nullptr;
+    for (int i = 0; i + 1 < t.rank(); ++i) {
+      if (t.dim(i) != 1) return nullptr;
+    }
+    if (t.rank() > 0 && t.dim(t.rank() - 1) != d && t.dim(t.rank() - 1) != 1) return nullptr;
+    return t.data<float>();
+  };
+  const float* scale = along_last(m.scale);
+  const float* bias = along_last(m.bias);
+  if ((m.scale.valid() && scale == nullptr) || (m.bias.valid() && bias == nullptr)) return false;
+  const int64_t scale_step = m.scale.valid() && f.slots[m.scale.value()].num_elements() == d;
+  const int64_t bias_step = m.bias.valid() && f.slots[m.bias.value()].num_elements() == d;
+  absl::StatusOr<Tensor*> y =
+      Allocate(ctx, f, body_.node(m.nodes.back()).outputs[0], x.shape());
+  if (!y.ok()) return y.status();
+  if (d == 0 || x.num_elements() == 0) return true;
+  const float e = eps.data<float>()[0];
+  const float* xp = x.data<float>();
+  float* yp = (*y)->data<float>();
+  ctx.ParallelFor(x.num_elements() / d, std::max<int64_t>(1, 16384 / d), [&](int64_t b0, int64_t b1) {
+    for (int64_t r = b0; r < b1; ++r) {
+      const float* row = xp + r * d;
+      float* out = yp + r * d;
+      double sum = 0;
+      for (int64_t i = 0; i < d; ++i) sum += row[i];
+      const float mean = static_cast<float>(sum / d);
+      double sq = 0;
+      for (int64_t i = 0; i < d; ++i) {
+        const float dev = row[i] - mean;
+        sq += dev * dev;
+      }
+      const float inv = 1.0f / std::sqrt(static_cast<float>(sq / d) + e);
+      for (int64_t i = 0; i < d; ++i) {
+        float v = (row[i] - mean) * inv;
+        if (scale != nullptr) v *= scale[i * scale_step];
+        if (bias != nullptr) v += bias[i * bias_step];
+        out[i] = v;
+      }
+    }
+  });
+  return true;
+}
+
+absl::Status FusedGroupKernel::RunFallback(KernelContext& ctx) const {
+  Executor* executor = nullptr;
+  {
+    absl::MutexLock lock(&mu_);
+    if (fallback_ == nullptr) {
+      absl::StatusOr<std::unique_ptr<Executor>> e =
+          ctx.info().CreateSubgraphExecutor(kFusedGroupBody);
+      if (!e.ok()) return e.status();
+      fallback_ = *std::move(e);
+    }
+    executor = fallback_.get();
+  }
+  std::vector<Tensor> inputs(ctx.num_inputs());
+  for (int k = 0; k < ctx.num_inputs(); ++k) {
+    if (ctx.input(k) != nullptr) inputs[k] = *ctx.input(k);
+  }
+  absl::StatusOr<RunResult> r = executor->RunPositional(inputs, {}, ctx.outer_lookup());
+  if (!r.ok()) return r.status();
+  for (int k = 0; k < ctx.num_outputs() && k < static_cast<int>(r->outputs.size()); ++k) {
+    ctx.SetOutput(k, std::move(r->outputs[k]));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FusedGroupKernel::Compute(KernelContext& ctx) const {
+  if (fallback_only_) return RunFallback(ctx);
+  Frame f;
+  f.slots.resize(body_.num_value_slots());
+  f.owned.assign(body_.num_value_slots(), 0);
+  for (size_t k = 0; k < body_.inputs().size(); ++k) {
+    const Tensor* t = ctx.input(static_cast<int>(k));
+    if (t == nullptr) return RunFallback(ctx);
+    f.slots[body_.inputs()[k].value()] = *t;
+  }
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    const Step& step = *steps_[i];
+    absl::StatusOr<bool> ran = false;
+    switch (step.kind) {
+      case Step::Kind::kNode: ran = RunNode(ctx, step, f); break;
+      case Step::Kind::kProgram: ran = RunProgramStep(ctx, step.program, i, f); break;
+      case Step::Kind::kConv: ran = RunConv(ctx, step, i, f); break;
+      case Step::Kind::kLayerNorm: ran = RunLayerNorm(ctx, step, f); break;
+    }
+    if (!ran.ok()) return ran.status();
+    if (!*ran) return RunFallback(ctx);
+    for (int32_t v : step.release) f.slots[v] = Tensor();
+  }
+  for (size_t k = 0; k < body_.outputs().size(); ++k) {
+    const Tensor& t = f.slots[body_.outputs()[k].value()];
+    if (!t.defined()) {
+      return absl::InternalError(absl::StrCat(ctx.info().label(), ": output ", k, " not computed"));
+    }
+    Tensor& out = ctx.output(static_cast<int>(k));
+    if (!out.defined() || out.raw_data() != t.raw_data() || out.shape() != t.shape()) {
+      ctx.SetOutput(static_cast<int>(k), t);
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RegisterFusedKernels(KernelRegistry& registry) {
+  const KernelRegistry* r = &registry;
+  return registry.Register(
+      KernelRegistry::Key{kFusedGroupDomain, kFusedGroupOp, DeviceKind::kCpu, v1::DT_UNDEFINED},
+      [r](const KernelInfo& info) { return FusedGroupKernel::Create(info, *r); });
+}
+
+}  // namespace graphopt::runtime

@@ -1,0 +1,277 @@
+// The FusedGroup kernel against the unfused graph: each case is fused by the fuse_ops pass (or
+// written as a FusedGroup by hand) and must give the unfused graph's outputs.
+#include <cmath>
+#include <cstdlib>
+#include <memory>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/text_format.h"
+#include "graph/builtin_ops.h"
+#include "graph/fused_group.h"
+#include "graph/proto_convert.h"
+#include "gtest/gtest.h"
+#include "passes/builtin_passes.h"
+#include "passes/pipeline.h"
+#include "runtime/executor.h"
+#include "runtime/kernels/cpu_kernels.h"
+
+namespace graphopt::runtime {
+namespace {
+
+std::string Input(const std::string& name, const std::vector<int>& dims) {
+  std::string shape;
+  for (int d : dims) absl::StrAppend(&shape, " dims { size: ", d, " }");
+  return absl::StrCat("inputs { name: \"", name, "\" type { dtype: DT_FLOAT32 shape {", shape,
+                      " } } }\n");
+}
+
+// A float32 initializer of `dims` holding `values` (repeated to fill it).
+std::string Const(const std::string& name, const std::vector<int>& dims,
+                  const std::vector<float>& values) {
+  int64_t n = 1;
+  std::string d;
+  for (int x : dims) {
+    n *= x;
+    absl::StrAppend(&d, " dims: ", x);
+  }
+  std::string raw;
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = values[i % values.size()];
+    raw.append(reinterpret_cast<const char*>(&v), sizeof(v));
+  }
+  return absl::StrCat("initializers { name: \"", name, "\" dtype: DT_FLOAT32", d,
+                      " raw_data: \"", absl::CEscape(raw), "\" }\n");
+}
+
+std::string Node(const std::string& op, const std::vector<std::string>& in,
+                 const std::string& out, const std::string& attrs = "") {
+  std::string s = absl::StrCat("nodes { op_type: \"", op, "\" name: \"", out, "\"");
+  for (const std::string& i : in) absl::StrAppend(&s, " inputs: \"", i, "\"");
+  return absl::StrCat(s, " outputs: \"", out, "\" ", attrs, " }\n");
+}
+
+std::string Output(const std::string& name) {
+  return absl::StrCat("outputs { name: \"", name, "\" }\n");
+}
+
+class FusedKernelTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(RegisterBuiltinOps(&ops_).ok());
+    ASSERT_TRUE(RegisterBuiltinPasses(&passes_).ok());
+    ASSERT_TRUE(RegisterCpuKernels(kernels_).ok());
+  }
+
+  v1::Graph Parse(const std::string& text) {
+    v1::Graph g;
+    EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &g)) << text;
+    return g;
+  }
+
+  // The graph after fuse_ops, with the number of FusedGroup nodes.
+  v1::Graph Fused(const v1::Graph& graph, int* groups) {
+    absl::StatusOr<Graph> ir = GraphFromProto(graph);
+    EXPECT_TRUE(ir.ok()) << ir.status();
+    PipelineOptions options;
+    options.verify_each_pass = true;
+    absl::StatusOr<PipelineResult> r =
+        RunPipeline(*ir, {{"fuse_ops", {}}}, passes_, ops_, options);
+    EXPECT_TRUE(r.ok()) << r.status();
+    v1::Graph out = GraphToProto(*ir);
+    *groups = 0;
+    for (const v1::Node& n : out.nodes()) *groups += n.op_type() == kFusedGroupOp;
+    return out;
+  }
+
+  std::vector<Tensor> Run(v1::Graph graph, const std::vector<Tensor>& inputs, int threads = 1) {
+    absl::StatusOr<Graph> ir = GraphFromProto(std::move(graph));
+    EXPECT_TRUE(ir.ok()) << ir.status();
+    ExecutorOptions options;
+    options.num_threads = threads;
+    absl::StatusOr<std::unique_ptr<Executor>> ex = Executor::Create(*std::move(ir), kernels_, options);
+    EXPECT_TRUE(ex.ok()) << ex.status();
+    if (!ex.ok()) return {};
+    absl::StatusOr<RunResult> r = (*ex)->RunPositional(inputs);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? r->outputs : std::vector<Tensor>{};
+  }
+
+  // Random float32 inputs for the graph's (non-initializer) inputs, in [-2, 2].
+  std::vector<Tensor> Inputs(const v1::Graph& g) {
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+    std::vector<Tensor> out;
+    for (const v1::ValueInfo& in : g.inputs()) {
+      Shape shape;
+      for (const v1::Dim& d : in.type().shape().dims()) shape.push_back(d.size());
+      Tensor t = Tensor::Allocate(v1::DT_FLOAT32, shape).value();
+      for (float& v : t.mutable_span<float>()) v = dist(rng);
+      out.push_back(t);
+    }
+    return out;
+  }
+
+  static void ExpectNear(const std::vector<Tensor>& got, const std::vector<Tensor>& want,
+                         double rtol = 1e-5) {
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t k = 0; k < got.size(); ++k) {
+      ASSERT_EQ(got[k].shape(), want[k].shape()) << "output " << k;
+      for (int64_t i = 0; i < got[k].num_elements(); ++i) {
+        const float g = got[k].data<float>()[i], w = want[k].data<float>()[i];
+        ASSERT_NEAR(g, w, 1e-6 + rtol * std::fabs(w)) << "output " << k << " element " << i;
+      }
+    }
+  }
+
+  // Fuses `text` (expecting `groups` FusedGroup nodes) and compares with the unfused graph,
+  // on one and on two threads.
+  void Check(const std::string& text, int groups, double rtol = 1e-5) {
+    const v1::Graph graph = Parse(text);
+    int got_groups = 0;
+    const v1::Graph fused = Fused(graph, &got_groups);
+    EXPECT_EQ(got_groups, groups) << fused.DebugString();
+    const std::vector<Tensor> inputs = Inputs(graph);
+    const std::vector<Tensor> want = Run(graph, inputs);
+    for (int threads : {1, 2}) ExpectNear(Run(fused, inputs, threads), want, rtol);
+  }
+
+  OpRegistry ops_;
+  PassRegistry passes_;
+  KernelRegistry kernels_;
+};
+
+const char kPads[] = "attributes { name: \"pads\" ints { values: [1, 1, 1, 1] } }";
+
+TEST_F(FusedKernelTest, ConvBiasAndRelu) {
+  Check(Input("x", {1, 8, 10, 10}) + Const("w", {16, 8, 3, 3}, {0.05f, -0.03f, 0.02f}) +
+            Const("b", {16}, {0.1f, -0.2f}) + Const("cb", {16, 1, 1}, {0.3f, -0.1f, 0.0f}) +
+            Node("Conv", {"x", "w", "b"}, "c", kPads) + Node("Add", {"c", "cb"}, "a") +
+            Node("Relu", {"a"}, "y") + Output("y"),
+        1);
+}
+
+TEST_F(FusedKernelTest, ConvResidualAddRelu) {
+  Check(Input("x", {1, 8, 9, 9}) + Const("w", {8, 8, 3, 3}, {0.05f, -0.04f, 0.01f}) +
+            Node("Conv", {"x", "w"}, "c", kPads) + Node("Add", {"c", "x"}, "a") +
+            Node("Relu", {"a"}, "y") + Output("y"),
+        1);
+  // The residual first, as torch sometimes writes it.
+  Check(Input("x", {1, 8, 9, 9}) + Const("w", {8, 8, 1, 1}, {0.05f, -0.04f, 0.01f}) +
+            Node("Conv", {"x", "w"}, "c") + Node("Add", {"x", "c"}, "a") +
+            Node("Relu", {"a"}, "y") + Output("y"),
+        1);
+}
+
+TEST_F(FusedKernelTest, DepthwiseConvAndRelu6) {
+  Check(Input("x", {1, 16, 12, 12}) + Const("w", {16, 1, 3, 3}, {0.2f, -0.1f, 0.3f}) +
+            Const("b", {16}, {0.5f}) + Const("lo", {}, {0.0f}) + Const("hi", {}, {6.0f}) +
+            Node("Conv", {"x", "w", "b"}, "c",
+                 absl::StrCat(kPads, " attributes { name: \"group\" i: 16 } attributes { name: "
+                                     "\"strides\" ints { values: [2, 2] } }")) +
+            Node("Clip", {"c", "lo", "hi"}, "y") + Output("y"),
+        1);
+}
+
+TEST_F(FusedKernelTest, ConvWithOtherEpilogues) {
+  // LeakyRelu and a scalar Mul map to post-ops; Softplus does not (the loop runs it).
+  Check(Input("x", {1, 4, 6, 6}) + Const("w", {4, 4, 1, 1}, {0.5f, -0.25f}) +
+            Const("s", {}, {1.5f}) + Node("Conv", {"x", "w"}, "c") +
+            Node("LeakyRelu", {"c"}, "l", "attributes { name: \"alpha\" f: 0.2 }") +
+            Node("Mul", {"l", "s"}, "y") + Output("y"),
+        1);
+  Check(Input("x", {1, 4, 6, 6}) + Const("w", {4, 4, 1, 1}, {0.5f, -0.25f}) +
+            Node("Conv", {"x", "w"}, "c") + Node("Softplus", {"c"}, "p") +
+            Node("Sigmoid", {"p"}, "y") + Output("y"),
+        1);
+}
+
+TEST_F(FusedKernelTest, MatMulBiasRelu) {
+  Check(Input("x", {16, 1, 64}) + Const("w", {64, 48}, {0.02f, -0.03f, 0.01f}) +
+            Const("b", {48}, {0.1f, -0.1f, 0.2f}) + Node("MatMul", {"x", "w"}, "m") +
+            Node("Add", {"b", "m"}, "a") + Node("Relu", {"a"}, "y") + Output("y"),
+        1);
+}
+
+std::string Gelu(const std::string& x, const std::string& y) {
+  return Node("Div", {x, "sqrt2"}, "d") + Node("Erf", {"d"}, "e") +
+         Node("Add", {"e", "one"}, "a") + Node("Mul", {x, "a"}, "m") +
+         Node("Mul", {"m", "half"}, y);
+}
+
+TEST_F(FusedKernelTest, GemmGelu) {
+  const std::string consts = Const("one", {}, {1.0f}) + Const("half", {}, {0.5f});
+  Check(Input("x", {3, 32}) + Const("w", {24, 32}, {0.05f, -0.02f}) + Const("b", {24}, {0.1f}) +
+            Const("sqrt2", {}, {1.4142135f}) + consts +
+            Node("Gemm", {"x", "w", "b"}, "g", "attributes { name: \"transB\" i: 1 }") +
+            Gelu("g", "y") + Output("y"),
+        1);
+  // Other constants: the same nodes as a plain elementwise loop.
+  Check(Input("x", {3, 32}) + Const("sqrt2", {}, {1.25f}) + consts + Gelu("x", "y") +
+            Output("y"),
+        1);
+}
+
+TEST_F(FusedKernelTest, LayerNormalization) {
+  const std::string axes = "attributes { name: \"axes\" ints { values: -1 } }";
+  const std::string ln = Node("ReduceMean", {"x"}, "mean", axes) + Node("Sub", {"x", "mean"}, "d") +
+                         Node("Pow", {"d", "two"}, "sq") + Node("ReduceMean", {"sq"}, "var", axes) +
+                         Node("Add", {"var", "eps"}, "ve") + Node("Sqrt", {"ve"}, "std");
+  const std::string consts = Const("two", {}, {2.0f}) + Const("eps", {}, {1e-5f}) +
+                             Const("gamma", {40}, {1.0f, 0.5f, -0.3f}) +
+                             Const("beta", {40}, {0.1f, 0.0f});
+  Check(Input("x", {2, 3, 40}) + consts + ln + Node("Div", {"d", "std"}, "n") +
+            Node("Mul", {"n", "gamma"}, "s") + Node("Add", {"s", "beta"}, "y") + Output("y"),
+        1, 1e-4);
+  Check(Input("x", {5, 40}) + consts + ln + Node("Div", {"d", "std"}, "y") + Output("y"), 1,
+        1e-4);
+}
+
+TEST_F(FusedKernelTest, BroadcastingElementwiseChainsWithSeveralOutputs) {
+  Check(Input("x", {2, 3, 40}) + Input("z", {3, 1}) + Const("s", {}, {0.75f}) +
+            Node("Mul", {"x", "z"}, "a") + Node("Sub", {"a", "s"}, "b") +
+            Node("Tanh", {"b"}, "t") + Node("Exp", {"t"}, "e") + Node("Sigmoid", {"b"}, "g") +
+            Node("Add", {"e", "g"}, "y") + Node("Softmax", {"b"}, "out2") + Output("y") +
+            Output("out2"),
+        1);
+  // A long row split into several tiles, broadcast along the middle axis.
+  Check(Input("x", {2, 3, 3000}) + Input("z", {2, 1, 3000}) + Node("Max", {"x", "z"}, "m") +
+            Node("Abs", {"m"}, "a") + Node("Sqrt", {"a"}, "y") + Output("y"),
+        1);
+}
+
+TEST_F(FusedKernelTest, ReductionPrologueAndInjectiveChain) {
+  Check(Input("x", {4, 6}) + Node("Exp", {"x"}, "e") + Node("Mul", {"e", "e"}, "sq") +
+            Node("ReduceSum", {"sq"}, "y", "attributes { name: \"keepdims\" i: 0 }") +
+            "initializers { name: \"shape\" dtype: DT_INT64 dims: 2 raw_data: "
+            "\"\\003\\000\\000\\000\\000\\000\\000\\000\\010\\000\\000\\000\\000\\000\\000\\000\" }\n" +
+            Node("Reshape", {"x", "shape"}, "r") +
+            Node("Transpose", {"r"}, "t", "attributes { name: \"perm\" ints { values: [1, 0] } }") +
+            Output("y") + Output("t"),
+        2);
+}
+
+// A body whose intermediate results differ in shape: the elementwise loop declines and the group
+// runs on the executor, with the same results.
+TEST_F(FusedKernelTest, FallsBackToTheExecutor) {
+  const std::string body =
+      "name: \"g\" " + Input("x", {4}) + Input("z", {3, 4}) + Node("Relu", {"x"}, "r") +
+      Node("Add", {"r", "z"}, "y") +
+      "value_info { name: \"r\" type { dtype: DT_FLOAT32 shape { dims { size: 4 } } } }\n"
+      "outputs { name: \"y\" type { dtype: DT_FLOAT32 shape { dims { size: 3 } dims { size: 4 } } } }\n";
+  const std::string fused = Input("x", {4}) + Input("z", {3, 4}) +
+                            "nodes { op_type: \"FusedGroup\" domain: \"graphopt\" inputs: \"x\" "
+                            "inputs: \"z\" outputs: \"y\" attributes { name: \"body\" g { " +
+                            body + " } } }\n" + Output("y");
+  const std::string plain = Input("x", {4}) + Input("z", {3, 4}) + Node("Relu", {"x"}, "r") +
+                            Node("Add", {"r", "z"}, "y") + Output("y");
+  const std::vector<Tensor> inputs = Inputs(Parse(plain));
+  ExpectNear(Run(Parse(fused), inputs), Run(Parse(plain), inputs));
+}
+
+}  // namespace
+}  // namespace graphopt::runtime

@@ -130,7 +130,12 @@ absl::StatusOr<std::vector<PassSpec>> PipelineForLevel(int level) {
           {"common_subexpression_elimination", {}},
           {"dead_code_elimination", {}},
       };
-    // Level 3 (level 2, then fuse_ops, schedule and plan_memory) goes here.
+    case 3: {
+      // Level 2, then fuse_ops (schedule and plan_memory come after it).
+      std::vector<PassSpec> passes = *PipelineForLevel(2);
+      passes.push_back({"fuse_ops", {}});
+      return passes;
+    }
     default:
       break;
   }

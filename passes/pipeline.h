@@ -20,7 +20,7 @@ struct PassSpec {
 
 // Highest optimization level understood, and the level Optimize runs when a request names
 // neither passes nor a level (and `graphopt optimize` without -O or --passes).
-inline constexpr int kMaxOptLevel = 2;
+inline constexpr int kMaxOptLevel = 3;
 inline constexpr int kDefaultOptLevel = 2;
 
 // The ordered pass list of an optimization level:
@@ -31,6 +31,7 @@ inline constexpr int kDefaultOptLevel = 2;
 //   2: level 1 with fold_batchnorm, simplify and constant_fold after eliminate_identity, in that
 //      order (simplify turns Shape of static shapes into constants that constant_fold then
 //      carries through the shape arithmetic), before CSE and DCE, which clean up after them.
+//   3: level 2, then fuse_ops (FusedGroup nodes the runtime runs as one kernel each).
 // INVALID_ARGUMENT for a level outside [0, kMaxOptLevel].
 absl::StatusOr<std::vector<PassSpec>> PipelineForLevel(int level);
 

@@ -1,12 +1,13 @@
-"""Round-trips the model corpus (//models:corpus) through `graphopt optimize -O1`.
+"""Round-trips the model corpus (//models:corpus) through `graphopt optimize -O2`.
 
 For every model folder (ONNX backend-test layout: model.onnx, test_data_set_0/{input,output}_*.pb):
 
   (a) corpus sanity: ONNX Runtime (CPU, no graph optimizations) on the original model with the
       saved inputs matches torch's saved reference outputs (rtol 1e-4, atol 1e-5);
-  (b) round trip: `graphopt optimize model.onnx -o OUT.onnx -O1` (embedded mode) succeeds, OUT
-      passes onnx.checker.check_model(full_check=True), keeps the graph's inputs and outputs, and
-      ONNX Runtime's outputs on OUT equal its outputs on the original (rtol 1e-5, atol 1e-5).
+  (b) round trip: `graphopt optimize model.onnx -o OUT.onnx -O2` (embedded mode, the default
+      level) succeeds, OUT passes onnx.checker.check_model(full_check=True), keeps the graph's
+      inputs and outputs, and ONNX Runtime's outputs on OUT equal its outputs on the original
+      (rtol 1e-5, atol 1e-5).
 
 Prints one table row per model and exits 1 when any check failed.
 
@@ -136,7 +137,7 @@ def check_model(model_dir: str, graphopt: str, work_dir: str) -> Result:
 
     # (b) The round trip through graphopt.
     optimized_path = os.path.join(work_dir, f"{result.name}.onnx")
-    command = [graphopt, "optimize", model_path, "-o", optimized_path, "-O1"]
+    command = [graphopt, "optimize", model_path, "-o", optimized_path, "-O2"]
     start = time.monotonic()
     try:
         proc = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -147,7 +148,7 @@ def check_model(model_dir: str, graphopt: str, work_dir: str) -> Result:
     result.optimize_s = time.monotonic() - start
     if proc.returncode != 0:
         output = proc.stdout.decode(errors="replace").strip()
-        result.errors.append(f"`graphopt optimize {model_path} -o {result.name}.onnx -O1` "
+        result.errors.append(f"`graphopt optimize {model_path} -o {result.name}.onnx -O2` "
                              f"exited {proc.returncode}:\n{output}")
         return result
     if not os.path.exists(optimized_path):

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Runs onnx_roundtrip_test.py (the model corpus through `graphopt optimize -O1`, checked with
+# Runs onnx_roundtrip_test.py (the model corpus through `graphopt optimize -O2`, checked with
 # onnx and ONNX Runtime) under the Python that has ONNX Runtime: $GRAPHOPT_PYTHON, the venv made
 # by scripts/install_python_deps.sh. scripts/test.sh passes it with
 # --test_env=GRAPHOPT_PYTHON="$PWD/.venv/bin/python".

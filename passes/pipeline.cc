@@ -134,6 +134,8 @@ absl::StatusOr<std::vector<PassSpec>> PipelineForLevel(int level) {
       // Level 2, then fuse_ops (schedule and plan_memory come after it).
       std::vector<PassSpec> passes = *PipelineForLevel(2);
       passes.push_back({"fuse_ops", {}});
+      passes.push_back({"schedule", {}});
+      passes.push_back({"plan_memory", {}});
       return passes;
     }
     default:

@@ -31,7 +31,9 @@ inline constexpr int kDefaultOptLevel = 2;
 //   2: level 1 with fold_batchnorm, simplify and constant_fold after eliminate_identity, in that
 //      order (simplify turns Shape of static shapes into constants that constant_fold then
 //      carries through the shape arithmetic), before CSE and DCE, which clean up after them.
-//   3: level 2, then fuse_ops (FusedGroup nodes the runtime runs as one kernel each).
+//   3: level 2, then fuse_ops (FusedGroup nodes the runtime runs as one kernel each), then
+//      schedule and plan_memory (the node order with the lowest peak of live bytes, and the
+//      memory plan the executor runs from).
 // INVALID_ARGUMENT for a level outside [0, kMaxOptLevel].
 absl::StatusOr<std::vector<PassSpec>> PipelineForLevel(int level);
 

@@ -64,17 +64,17 @@ std::optional<int64_t> BoundedBytes(const TensorType& type, const DimBounds& bou
     } else if (d.is_symbol()) {
       auto it = bounds.find(d.symbol());
       if (it == bounds.end()) {
-        *why = absl::StrCat("dim ", i, " '", d.symbol(), "' has no bound (option ",
-                            kDimBoundsOption, ")");
+        *why = absl::StrCat("dim '", d.symbol(), "' has no bound (option ", kDimBoundsOption,
+                            ")");
         return std::nullopt;
       }
       size = it->second;
     } else {
-      *why = absl::StrCat("dim ", i, " is unknown");
+      *why = "a dim is unknown";
       return std::nullopt;
     }
     if (size < 0) {
-      *why = absl::StrCat("dim ", i, " is negative");
+      *why = "a dim is negative";
       return std::nullopt;
     }
     if (size != 0 && bytes > kMax / size) {

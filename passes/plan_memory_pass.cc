@@ -20,8 +20,8 @@ namespace graphopt {
 namespace {
 
 constexpr char kInPlaceOption[] = "inplace";
-// Unplanned values named in the pass messages (the plan lists them all).
-constexpr size_t kNamedUnplanned = 5;
+// Reasons for unplanned values named in the pass messages (the plan lists every value).
+constexpr size_t kNamedReasons = 4;
 
 // True when values of types `a` and `b` always have the same byte size: the same element size,
 // the same product of known dims and the same symbols (any order). Both are fully sized.
@@ -211,16 +211,26 @@ class PlanMemoryPass : public Pass {
       if (shares_with[v.value()].valid()) b->set_shares_with(graph.value(shares_with[v.value()]).name);
     }
     if (plan.unplanned_size() > 0) {
-      std::string names;
-      for (int i = 0; i < plan.unplanned_size() && i < static_cast<int>(kNamedUnplanned); ++i) {
-        absl::StrAppend(&names, i > 0 ? ", " : "", "'", plan.unplanned(i).value(), "' (",
-                        plan.unplanned(i).reason(), ")");
+      // By reason, the most frequent first, each with its first value.
+      absl::btree_map<std::string, std::pair<int, std::string>> by_reason;
+      for (const v1::UnplannedValue& u : plan.unplanned()) {
+        auto [it, added] = by_reason.try_emplace(u.reason(), 0, u.value());
+        ++it->second.first;
       }
-      if (plan.unplanned_size() > static_cast<int>(kNamedUnplanned)) {
-        absl::StrAppend(&names, " and ", plan.unplanned_size() - kNamedUnplanned, " more");
+      std::vector<std::pair<int, std::string>> reasons;
+      for (const auto& [reason, count_first] : by_reason) {
+        reasons.emplace_back(-count_first.first, reason);
       }
+      std::sort(reasons.begin(), reasons.end());
+      std::string text;
+      for (size_t i = 0; i < reasons.size() && i < kNamedReasons; ++i) {
+        const auto& [count, first] = by_reason.at(reasons[i].second);
+        absl::StrAppend(&text, i > 0 ? "; " : "", count, " because ", reasons[i].second,
+                        " (e.g. '", first, "')");
+      }
+      if (reasons.size() > kNamedReasons) absl::StrAppend(&text, "; and other reasons");
       context.Note(absl::StrCat(plan.unplanned_size(),
-                                " values left unplanned (allocated at run time): ", names));
+                                " values left unplanned (allocated at run time): ", text));
     }
     const bool changed = !graph.memory_plan ||
                          SerializeDeterministic(*graph.memory_plan) != SerializeDeterministic(plan);

@@ -14,6 +14,9 @@
 namespace graphopt {
 namespace {
 
+int64_t PeakOf(const Graph& graph, const std::vector<NodeId>& order,
+               const std::vector<std::vector<ValueId>>& reads, const std::vector<int64_t>& bytes);
+
 // Bytes of each value slot for scheduling: node outputs of known (bounded) size; 0 otherwise.
 std::vector<int64_t> ValueBytes(const Graph& graph, const DimBounds& bounds) {
   std::vector<int64_t> bytes(graph.num_value_slots(), 0);
@@ -252,7 +255,7 @@ class SchedulePass : public Pass {
         return absl::InternalError(absl::StrCat("schedule '", c.name, "' has ", c.order.size(),
                                                 " of ", base->size(), " nodes"));
       }
-      c.peak = PeakLiveBytes(graph, c.order, reads, bounds_);
+      c.peak = PeakOf(graph, c.order, reads, bytes);
       if (c.peak < candidates[best].peak) best = i;
       peaks.push_back(absl::StrCat(c.name, " ", c.peak));
     }
@@ -274,7 +277,13 @@ class SchedulePass : public Pass {
 
 int64_t PeakLiveBytes(const Graph& graph, const std::vector<NodeId>& order,
                       const std::vector<std::vector<ValueId>>& reads, const DimBounds& bounds) {
-  const std::vector<int64_t> bytes = ValueBytes(graph, bounds);
+  return PeakOf(graph, order, reads, ValueBytes(graph, bounds));
+}
+
+namespace {
+
+int64_t PeakOf(const Graph& graph, const std::vector<NodeId>& order,
+               const std::vector<std::vector<ValueId>>& reads, const std::vector<int64_t>& bytes) {
   const int32_t n = static_cast<int32_t>(order.size());
   std::vector<int32_t> end(graph.num_value_slots(), -1);
   for (int32_t s = 0; s < n; ++s) {
@@ -298,6 +307,8 @@ int64_t PeakLiveBytes(const Graph& graph, const std::vector<NodeId>& order,
   }
   return peak;
 }
+
+}  // namespace
 
 PassInfo SchedulePassInfo() {
   PassInfo info;

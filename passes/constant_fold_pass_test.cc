@@ -59,22 +59,13 @@ TEST(ConstantFoldPassTest, FoldsConstantSubgraphBitIdenticallyToTheRuntime) {
        FloatTensorProto("b", {2}, {1.5f, 2.25f}),
        FloatTensorProto("w", {2, 3}, SeededFloats(6, 2))});
   PipelineResult result;
-  auto folded = env.Run(text, {"constant_fold"}, &result);
+  auto folded = testing::OptimizeAndCompare(env, text, {{"constant_fold", {}}},
+                                            {{"x", FloatTensor({4, 3}, SeededFloats(12, 3))}},
+                                            /*bit_exact=*/true, 0, &result);
   ASSERT_TRUE(folded.ok()) << folded.status();
   EXPECT_THAT(OpTypes(*folded), ElementsAre("MatMul", "Mul"));
   EXPECT_THAT(InitializerNames(*folded), ElementsAre("s", "wt"));
   EXPECT_THAT(AllMessages(result), HasSubstr("folded 4 nodes into initializers"));
-
-  auto original = env.Parse(text);
-  ASSERT_TRUE(original.ok());
-  TestRuntime runtime;
-  const std::vector<std::pair<std::string, runtime::Tensor>> inputs = {
-      {"x", FloatTensor({4, 3}, SeededFloats(12, 3))}};
-  auto want = runtime.Run(GraphToProto(*std::move(original)), inputs);
-  auto got = runtime.Run(*folded, inputs);
-  ASSERT_TRUE(want.ok()) << want.status();
-  ASSERT_TRUE(got.ok()) << got.status();
-  EXPECT_EQ(testing::CompareOutputs(*got, *want, /*bit_exact=*/true), "");
 }
 
 TEST(ConstantFoldPassTest, ConstantNodesBecomeInitializersAndOutputsKeepNames) {
@@ -326,21 +317,12 @@ TEST(ConstantFoldPassTest, KeepsWhatASubgraphReadsByName) {
     }
     outputs { name: "o" })pb",
                                             {FloatTensorProto("a", {2}, {1, 2})});
-  PipelineResult result;
-  auto out = env.Run(text, {"constant_fold"}, &result);
+  auto out = testing::OptimizeAndCompare(
+      env, text, {{"constant_fold", {}}},
+      {{"c", runtime::Tensor::FromVector<uint8_t>(v1::DT_BOOL, {1}, {})}}, /*bit_exact=*/true);
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_THAT(OpTypes(*out), ElementsAre("If"));
   EXPECT_THAT(InitializerNames(*out), ElementsAre("a", "alias"));
-  TestRuntime runtime;
-  const std::vector<std::pair<std::string, runtime::Tensor>> inputs = {
-      {"c", runtime::Tensor::FromVector<uint8_t>(v1::DT_BOOL, {1}, {})}};
-  auto original = env.Parse(text);
-  ASSERT_TRUE(original.ok());
-  auto want = runtime.Run(GraphToProto(*std::move(original)), inputs);
-  auto got = runtime.Run(*out, inputs);
-  ASSERT_TRUE(want.ok()) << want.status();
-  ASSERT_TRUE(got.ok()) << got.status();
-  EXPECT_EQ(testing::CompareOutputs(*got, *want, /*bit_exact=*/true), "");
 }
 
 }  // namespace

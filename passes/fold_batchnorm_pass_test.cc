@@ -52,21 +52,12 @@ v1::Graph FoldAndCompare(const std::string& text, const Inputs& inputs,
                          std::string* messages = nullptr) {
   PassTestEnv env;
   PipelineResult result;
-  auto out = env.Run(text, {"fold_batchnorm"}, &result);
+  auto out = testing::OptimizeAndCompare(env, text, {{"fold_batchnorm", {}}}, inputs,
+                                         /*bit_exact=*/false, 1e-4, &result);
   EXPECT_TRUE(out.ok()) << out.status();
   if (!out.ok()) return v1::Graph();
   if (messages != nullptr) {
     for (const std::string& m : result.runs.back().messages) absl::StrAppend(messages, m, "\n");
-  }
-  auto original = env.Parse(text);
-  EXPECT_TRUE(original.ok());
-  TestRuntime runtime;
-  auto want = runtime.Run(GraphToProto(*std::move(original)), inputs);
-  auto got = runtime.Run(*out, inputs);
-  EXPECT_TRUE(want.ok()) << want.status();
-  EXPECT_TRUE(got.ok()) << got.status();
-  if (want.ok() && got.ok()) {
-    EXPECT_EQ(testing::CompareOutputs(*got, *want, /*bit_exact=*/false, 1e-4), "");
   }
   return *std::move(out);
 }

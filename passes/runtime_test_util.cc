@@ -122,5 +122,31 @@ std::string CompareOutputs(const std::vector<runtime::Tensor>& got,
   return "";
 }
 
+absl::StatusOr<v1::Graph> OptimizeAndCompare(
+    const PassTestEnv& env, const std::string& text, const std::vector<PassSpec>& passes,
+    const std::vector<std::pair<std::string, runtime::Tensor>>& inputs, bool bit_exact,
+    double rtol, PipelineResult* result) {
+  absl::StatusOr<v1::Graph> optimized = env.RunSpecs(text, passes, result);
+  if (!optimized.ok()) return optimized.status();
+  absl::StatusOr<Graph> original = env.Parse(text);
+  if (!original.ok()) return original.status();
+  TestRuntime runtime;
+  absl::StatusOr<std::vector<runtime::Tensor>> want =
+      runtime.Run(GraphToProto(*std::move(original)), inputs);
+  if (!want.ok()) {
+    return absl::Status(want.status().code(),
+                        absl::StrCat("the original does not run: ", want.status().message()));
+  }
+  absl::StatusOr<std::vector<runtime::Tensor>> got = runtime.Run(*optimized, inputs);
+  if (!got.ok()) {
+    return absl::Status(got.status().code(),
+                        absl::StrCat("the optimized graph does not run: ", got.status().message()));
+  }
+  if (std::string diff = CompareOutputs(*got, *want, bit_exact, rtol); !diff.empty()) {
+    return absl::InternalError(absl::StrCat("outputs differ: ", diff));
+  }
+  return optimized;
+}
+
 }  // namespace testing
 }  // namespace graphopt

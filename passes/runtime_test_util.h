@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "passes/pass_test_util.h"
+#include "passes/pipeline.h"
 #include "proto/graph.pb.h"
 #include "runtime/kernel.h"
 #include "runtime/tensor.h"
@@ -53,6 +55,15 @@ class TestRuntime {
 std::string CompareOutputs(const std::vector<runtime::Tensor>& got,
                            const std::vector<runtime::Tensor>& want, bool bit_exact,
                            double rtol = 1e-4);
+
+// Runs `passes` over the text-format graph `text` in `env` (verifying after each pass that
+// changed it) and checks that the result computes what the original does on `inputs`
+// (CompareOutputs with `bit_exact` and `rtol`). Returns the optimized graph, or an error saying
+// what failed or differs; `result` receives the pipeline's report.
+absl::StatusOr<v1::Graph> OptimizeAndCompare(
+    const PassTestEnv& env, const std::string& text, const std::vector<PassSpec>& passes,
+    const std::vector<std::pair<std::string, runtime::Tensor>>& inputs, bool bit_exact,
+    double rtol = 1e-4, PipelineResult* result = nullptr);
 
 }  // namespace testing
 }  // namespace graphopt

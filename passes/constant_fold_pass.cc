@@ -9,6 +9,7 @@
 
 #include "absl/container/btree_map.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -285,13 +286,19 @@ class ConstantFoldPass : public Pass {
       if (Needed(graph, out)) added += bytes;
     }
     // Constants read only by this node go away with it.
+    // Linear in the node's inputs: a value with more uses than the node has inputs is read
+    // elsewhere too, so its uses are only walked when there are few.
     std::vector<ValueId> dying;
+    absl::flat_hash_set<int32_t> seen;
     int64_t removed = 0;
     for (ValueId in : n.inputs) {
-      if (!in.valid() || std::find(dying.begin(), dying.end(), in) != dying.end()) continue;
+      if (!in.valid() || !seen.insert(in.value()).second) continue;
       const Value& v = graph.value(in);
       // A subgraph reading it by name keeps it.
-      if (v.graph_output_count > 0 || hidden_->captured(in)) continue;
+      if (v.graph_output_count > 0 || hidden_->captured(in) ||
+          v.uses.size() > n.inputs.size()) {
+        continue;
+      }
       bool only_here = true;
       for (const Use& u : v.uses) only_here &= u.node == id;
       if (!only_here) continue;

@@ -269,7 +269,8 @@ TEST(PipelineTest, MillionNodeChainOptimizes) {
 TEST(PipelineTest, LevelTwoScalesLinearly) {
   PassTestEnv env;
   // 100,000 blocks of Relu -> Transpose -> Transpose -> Mul by one (simplify's work), and a
-  // 20,000-node chain of Negs of a constant (constant_fold's): built directly in the IR.
+  // 40,000-node chain of Negs and Adds of constants (constant_fold's; the Adds all read one
+  // shared constant): built directly in the IR.
   constexpr int kBlocks = 100000;
   constexpr int kConstantChain = 20000;
   Graph g;
@@ -301,14 +302,16 @@ TEST(PipelineTest, LevelTwoScalesLinearly) {
   g.SetInitializer(c, one_tensor);
   g.mutable_value(c).type = TensorType{v1::DT_FLOAT32, Dims{}};
   for (int i = 0; i < kConstantChain; ++i) {
-    ValueId v = next();
+    // Each Neg also reads `one`, which every one of them shares.
+    ValueId v = next(), w = next();
     ASSERT_TRUE(g.AddNode("", "Neg", "", {c}, {v}).ok());
-    c = v;
+    ASSERT_TRUE(g.AddNode("", "Add", "", {v, one}, {w}).ok());
+    c = w;
   }
   g.AddGraphOutput(c);
   auto result = RunPipeline(g, *PipelineForLevel(2), env.passes(), env.ops(), {});
   ASSERT_TRUE(result.ok()) << result.status();
-  // Only the Relus are left; the Neg chain is one initializer.
+  // Only the Relus are left; the constant chain is one initializer.
   EXPECT_EQ(g.num_live_nodes(), kBlocks);
   for (const PassRun& run : result->runs) {
     std::printf("%-34s %8.1f ms  %s\n", run.name.c_str(), run.wall_time_us / 1000.0,

@@ -227,7 +227,8 @@ enum H : uint8_t {
 // instruction; when that exceeds the budget, the error names the node at which it ran out.
 enum class VOp : uint8_t {
   kRet,   // the end of the statements
-  kStmt,  // statement target2 (not a let) finishes with value R[a]
+  kStmt,    // statement target2 (an output, result or constraint) finishes with value R[a]
+  kAssert,  // assert statement target2 with condition R[a]
   kMov,   // R[dst] = R[a]
   kJmp,   // goto target
   kNode,  // R[dst] = the node's handler
@@ -256,28 +257,33 @@ enum class VOp : uint8_t {
   kLen,
   kApply1,          // R[dst] = the node's builtin of R[a]
   kApply2,          // R[dst] = the node's builtin of R[a], R[b]
-  kCompBegin,       // for x in R[a]: unknown: R[dst] = unknown, goto target; state R[b], R[c]
-  kCompNext,        // the next element into slot imm; after the last: R[dst] = list, goto target
-  kCompRangeBegin,  // for x in range(R[a]) (pos: the range call's); state R[b], R[c]
+  // Comprehensions keep their state in R[b] (next index, count) and R[c] (where the list
+  // starts in the scratch buffer, where the elements are in the heap); R[d] is the variable.
+  kCompBegin,       // for x in R[a]: unknown: R[dst] = unknown, goto target
+  kCompNext,        // R[d] = the next element; after the last: R[dst] = the list, goto target
+  kCompRangeBegin,  // for x in range(R[a]) (pos: the range call's)
   kCompRangeNext,
-  kCompFilter,  // R[a] unknown: R[dst] = unknown, goto target; false: goto target2 (next)
-  kCompPush,    // appends R[a] to the list being built
+  kCompFilter,    // R[a] unknown: R[dst] = unknown, goto target; false: goto target2 (next)
+  kCompPushNext,  // appends R[a], then as kCompNext but continuing at target2 (the body)
+  kCompRangePushNext,
   kSlice,       // R[dst] = R[a][R[b]:R[c]] (the node's bounds; R[b] or R[c] unused when absent)
   kSliceCheck,  // R[a] (a slice's first bound) not an int: R[dst] = unknown, goto target
 };
 
 struct VInsn {
   VOp op = VOp::kRet;
-  uint16_t charge = 0;  // nodes reached since the previous instruction
+  // The nodes reached since the previous instruction, charged first (the nodes themselves:
+  // Bytecode::charged from Bytecode::charge_first[pc]).
+  uint16_t charge = 0;
   uint16_t dst = 0;
   uint16_t a = 0;
   uint16_t b = 0;
   uint16_t c = 0;
+  uint16_t d = 0;  // a comprehension's variable
   int32_t node = -1;  // the node it evaluates (handler, builtin, error messages)
   int32_t pos = 0;
   int32_t target = -1;
-  int32_t target2 = -1;  // also: the comprehension variable's slot
-  int32_t charge_first = 0;  // the charged nodes: Bytecode::charged[charge_first..+charge)
+  int32_t target2 = -1;
 };
 static_assert(sizeof(VInsn) == 32, "VInsn is meant to fill half a cache line");
 
@@ -286,6 +292,7 @@ static_assert(sizeof(VInsn) == 32, "VInsn is meant to fill half a cache line");
 struct Bytecode {
   std::vector<VInsn> code;
   std::vector<int32_t> charged;
+  std::vector<int32_t> charge_first;  // per instruction
   // Registers: slots [0, num_slots), constants [first_const, first_temp), temporaries up to
   // num_regs.
   std::vector<Val> constants;
@@ -489,8 +496,8 @@ class Evaluator {
     return IntOpSlow(op, pos, a, b);
   }
   ABSL_ATTRIBUTE_NOINLINE Val IntOpSlow(Arith op, int32_t pos, const Val& a, const Val& b);
-  Tri CompareInts(Op op, const Val& a, const Val& b);
-  Tri Equal(const Val& a, const Val& b);
+  ABSL_ATTRIBUTE_NOINLINE Tri CompareInts(Op op, const Val& a, const Val& b);
+  ABSL_ATTRIBUTE_NOINLINE Tri Equal(const Val& a, const Val& b);
   // Exact min (want_max false) or max; unknown when not determined.
   Val MinMax(bool want_max, const Val& a, const Val& b);
 
@@ -596,9 +603,9 @@ class Evaluator {
   // and the linear code).
   static Val NotOf(const Val& a) { return a.unknown() ? a : Val::Bool(a.i == 0); }
   template <bool kNe>
-  Val EqualityOf(const Val& a, const Val& b);
+  ABSL_ATTRIBUTE_ALWAYS_INLINE Val EqualityOf(const Val& a, const Val& b);
   template <Op kOp>
-  Val OrderOf(const Val& a, const Val& b);
+  ABSL_ATTRIBUTE_ALWAYS_INLINE Val OrderOf(const Val& a, const Val& b);
   // Kleene and/or: whether the left operand alone decides, and the result when it does not.
   template <bool kAnd>
   static bool Decides(const Val& a) {
@@ -610,7 +617,7 @@ class Evaluator {
     if (a.unknown() || b.unknown()) return Val();
     return Val::Bool(kAnd);
   }
-  Val IndexOf(const Insn& n, const Val& l, const Val& k);
+  ABSL_ATTRIBUTE_ALWAYS_INLINE Val IndexOf(const Insn& n, const Val& l, const Val& k);
   // l[start:end] for slice node `n` (its bounds' values; those it does not have are ignored).
   Val SliceOf(const Insn& n, const Val& l, const Val& start, const Val& end);
   Val ConcatOf(int32_t pos, const Val& a, const Val& b);
@@ -1676,7 +1683,7 @@ Val Evaluator::IndexError(const Insn& n, const Val& list, int64_t index) {
 }
 
 template <bool kNe>
-Val Evaluator::EqualityOf(const Val& a, const Val& b) {
+inline Val Evaluator::EqualityOf(const Val& a, const Val& b) {
   Tri t;
   if (a.meta == b.meta && a.i == b.i && a.tag() != Tag::kUnknown && a.tag() != Tag::kList) {
     // The same representation: equal ints, or the same symbol, polynomial or c * atom
@@ -1692,7 +1699,7 @@ Val Evaluator::EqualityOf(const Val& a, const Val& b) {
 }
 
 template <Op kOp>
-Val Evaluator::OrderOf(const Val& a, const Val& b) {
+inline Val Evaluator::OrderOf(const Val& a, const Val& b) {
   if (a.tag() == Tag::kInt && b.tag() == Tag::kInt) {
     switch (kOp) {
       case Op::kLt:
@@ -1708,7 +1715,7 @@ Val Evaluator::OrderOf(const Val& a, const Val& b) {
   return FromTri(CompareInts(kOp, a, b));
 }
 
-Val Evaluator::IndexOf(const Insn& n, const Val& l, const Val& k) {
+inline Val Evaluator::IndexOf(const Insn& n, const Val& l, const Val& k) {
   if (l.unknown() || k.tag() != Tag::kInt) return Val();
   const int64_t j = k.i < 0 ? k.i + l.len() : k.i;
   if (ABSL_PREDICT_FALSE(j < 0 || j >= l.len())) return IndexError(n, l, k.i);
@@ -1864,7 +1871,7 @@ void Evaluator::CodeBudgetExceeded(const VInsn& x) {
   // past it.
   const int64_t before = steps_ - x.charge;
   const int64_t k = max_steps_ - before;  // 0 <= k < charge
-  const int32_t node = bc_->charged[x.charge_first + k];
+  const int32_t node = bc_->charged[bc_->charge_first[&x - bc_->code.data()] + k];
   Fail(code_[node].pos,
        absl::StrCat("evaluation exceeded the budget of ", limits_.max_steps, " steps"));
 }
@@ -1873,27 +1880,30 @@ bool Evaluator::Exec(Results* results) {
   // Threaded dispatch: each instruction jumps straight to the next one's code (GCC's labels as
   // values), charging its steps first.
   static const void* const kOps[] = {
-      &&op_ret,        &&op_stmt,       &&op_mov,         &&op_jmp,        &&op_node,
+      &&op_ret,        &&op_stmt,       &&op_assert,      &&op_mov,         &&op_jmp,        &&op_node,
       &&op_neg,        &&op_not,        &&op_add,         &&op_sub,        &&op_mul,
       &&op_floor_div,  &&op_mod,        &&op_eq,          &&op_ne,         &&op_lt,
       &&op_le,         &&op_gt,         &&op_ge,          &&op_and_short,  &&op_or_short,
       &&op_and_rest,   &&op_or_rest,    &&op_coal_short,  &&op_if_test,    &&op_index,
       &&op_concat,     &&op_known,      &&op_len,         &&op_apply1,     &&op_apply2,
       &&op_comp_begin, &&op_comp_next,  &&op_crange_begin, &&op_crange_next, &&op_comp_filter,
-      &&op_comp_push,  &&op_slice,      &&op_slice_check,
+      &&op_comp_push_next, &&op_crange_push_next, &&op_slice, &&op_slice_check,
   };
   static_assert(sizeof(kOps) / sizeof(kOps[0]) == static_cast<size_t>(VOp::kSliceCheck) + 1,
                 "one label per VOp");
   const VInsn* const code = bc_->code.data();
   Val* const r = slots_;
   const int64_t max_steps = max_steps_;
+  // The step count lives in a register here; steps_ holds it around the calls that charge
+  // steps themselves (handlers, builtins, polynomial arithmetic, list building).
+  int64_t steps = steps_;
   const VInsn* x = code;
   Val v;
-#define GRAPHOPT_RULES_DISPATCH()                                     \
-  do {                                                                \
-    steps_ += x->charge;                                              \
-    if (ABSL_PREDICT_FALSE(steps_ > max_steps)) goto budget_exceeded; \
-    goto* kOps[static_cast<int>(x->op)];                              \
+#define GRAPHOPT_RULES_DISPATCH()                                    \
+  do {                                                               \
+    steps += x->charge;                                              \
+    if (ABSL_PREDICT_FALSE(steps > max_steps)) goto budget_exceeded; \
+    goto* kOps[static_cast<int>(x->op)];                             \
   } while (0)
 #define GRAPHOPT_RULES_NEXT() \
   do {                        \
@@ -1908,10 +1918,19 @@ bool Evaluator::Exec(Results* results) {
   GRAPHOPT_RULES_DISPATCH();
 
 op_ret:
+  steps_ = steps;
   return true;
 op_stmt:
+  steps_ = steps;
   if (!Finish(p_.stmts[x->target2], r[x->a], results)) return false;
+  steps = steps_;
   GRAPHOPT_RULES_NEXT();
+op_assert:
+  // Holds (or is unknown): on; else Finish fails with the assertion's message.
+  if (r[x->a].unknown() || r[x->a].i != 0) GRAPHOPT_RULES_NEXT();
+  steps_ = steps;
+  Finish(p_.stmts[x->target2], r[x->a], results);
+  return false;
 op_mov:
   r[x->dst] = r[x->a];
   GRAPHOPT_RULES_NEXT();
@@ -1919,29 +1938,43 @@ op_jmp:
   GRAPHOPT_RULES_JUMP(x->target);
 op_node: {
   const Insn& n = code_[x->node];
+  steps_ = steps;
   v = kHandlers[n.handler](*this, n);
+  steps = steps_;
   goto store;
 }
 op_neg:
+  steps_ = steps;
   v = IntOp(Arith::kSub, x->pos, Val::Int(0), r[x->a]);
+  steps = steps_;
   goto store;
 op_not:
   r[x->dst] = NotOf(r[x->a]);
   GRAPHOPT_RULES_NEXT();
 op_add:
+  steps_ = steps;
   v = IntOp(Arith::kAdd, x->pos, r[x->a], r[x->b]);
+  steps = steps_;
   goto store;
 op_sub:
+  steps_ = steps;
   v = IntOp(Arith::kSub, x->pos, r[x->a], r[x->b]);
+  steps = steps_;
   goto store;
 op_mul:
+  steps_ = steps;
   v = IntOp(Arith::kMul, x->pos, r[x->a], r[x->b]);
+  steps = steps_;
   goto store;
 op_floor_div:
+  steps_ = steps;
   v = IntOp(Arith::kFloorDiv, x->pos, r[x->a], r[x->b]);
+  steps = steps_;
   goto store;
 op_mod:
+  steps_ = steps;
   v = IntOp(Arith::kMod, x->pos, r[x->a], r[x->b]);
+  steps = steps_;
   goto store;
 op_eq:
   r[x->dst] = EqualityOf<false>(r[x->a], r[x->b]);
@@ -1998,7 +2031,9 @@ op_index:
   v = IndexOf(code_[x->node], r[x->a], r[x->b]);
   goto store;
 op_concat:
+  steps_ = steps;
   v = ConcatOf(x->pos, r[x->a], r[x->b]);
+  steps = steps_;
   goto store;
 op_known:
   r[x->dst] = KnownOf(r[x->a]);
@@ -2008,12 +2043,16 @@ op_len:
   GRAPHOPT_RULES_NEXT();
 op_apply1: {
   const Val arg = r[x->a];
+  steps_ = steps;
   v = ApplyNode(code_[x->node], &arg, 1);
+  steps = steps_;
   goto store;
 }
 op_apply2: {
   const Val args[2] = {r[x->a], r[x->b]};
+  steps_ = steps;
   v = ApplyNode(code_[x->node], args, 2);
+  steps = steps_;
   goto store;
 }
 op_comp_begin: {
@@ -2023,18 +2062,23 @@ op_comp_begin: {
     GRAPHOPT_RULES_JUMP(x->target);
   }
   r[x->b].i = 0;                                      // the next element
+  r[x->b].meta = it.len();                            // the count
   r[x->c].i = static_cast<int64_t>(scratch_.size());  // where the list starts
+  r[x->c].meta = static_cast<uint64_t>(it.i);         // where the elements are
   GRAPHOPT_RULES_NEXT();
 }
+op_comp_push_next:
+  scratch_.push_back(r[x->a]);
+  // and on to the next element
 op_comp_next: {
-  const Val it = r[x->a];
   const int64_t k = r[x->b].i;
-  if (k >= it.len()) {
+  if (k >= static_cast<int64_t>(r[x->b].meta)) {
     r[x->dst] = ListFromScratch(static_cast<size_t>(r[x->c].i));
     GRAPHOPT_RULES_JUMP(x->target);
   }
-  r[x->target2] = HeapAt(it, k);
+  r[x->d] = heap_[r[x->c].meta + k];
   r[x->b].i = k + 1;
+  if (x->op == VOp::kCompPushNext) GRAPHOPT_RULES_JUMP(x->target2);
   GRAPHOPT_RULES_NEXT();
 }
 op_crange_begin: {
@@ -2048,20 +2092,26 @@ op_crange_begin: {
                               limits_.max_list_length));
     return false;
   }
+  steps_ = steps;
   if (!Charge(x->pos, std::max<int64_t>(count.i, 0))) return false;
+  steps = steps_;
   r[x->b].i = 0;
   r[x->b].meta = static_cast<uint64_t>(std::max<int64_t>(count.i, 0));  // the count
   r[x->c].i = static_cast<int64_t>(scratch_.size());
   GRAPHOPT_RULES_NEXT();
 }
+op_crange_push_next:
+  scratch_.push_back(r[x->a]);
+  // and on to the next element
 op_crange_next: {
   const int64_t k = r[x->b].i;
   if (k >= static_cast<int64_t>(r[x->b].meta)) {
     r[x->dst] = ListFromScratch(static_cast<size_t>(r[x->c].i));
     GRAPHOPT_RULES_JUMP(x->target);
   }
-  r[x->target2] = Val::Int(k);
+  r[x->d] = Val::Int(k);
   r[x->b].i = k + 1;
+  if (x->op == VOp::kCompRangePushNext) GRAPHOPT_RULES_JUMP(x->target2);
   GRAPHOPT_RULES_NEXT();
 }
 op_comp_filter: {
@@ -2074,9 +2124,6 @@ op_comp_filter: {
   if (keep.i == 0) GRAPHOPT_RULES_JUMP(x->target2);
   GRAPHOPT_RULES_NEXT();
 }
-op_comp_push:
-  scratch_.push_back(r[x->a]);
-  GRAPHOPT_RULES_NEXT();
 op_slice_check:
   // A slice's first bound is not a known int: the slice is unknown (its second bound is not
   // evaluated).
@@ -2095,6 +2142,7 @@ store:
   GRAPHOPT_RULES_NEXT();
 
 budget_exceeded:
+  steps_ = steps;
   CodeBudgetExceeded(*x);
   return false;
 #undef GRAPHOPT_RULES_JUMP
@@ -2460,8 +2508,9 @@ class Lowerer {
       }
       int r = 0;
       if (st.kind != StmtKind::kConstraint) r = Lower(st.expr);
-      bc_->code[Emit(VOp::kStmt, st.kind == StmtKind::kConstraint ? -1 : st.expr, 0, r)]
-          .target2 = static_cast<int32_t>(i);
+      const VOp op = st.kind == StmtKind::kAssert ? VOp::kAssert : VOp::kStmt;
+      bc_->code[Emit(op, st.kind == StmtKind::kConstraint ? -1 : st.expr, 0, r)].target2 =
+          static_cast<int32_t>(i);
       Release(r);
       if (too_many_) return false;
     }
@@ -2487,7 +2536,7 @@ class Lowerer {
     // Chains of nodes reached without an instruction are at most as long as the nesting.
     ABSL_RAW_CHECK(pending_.size() <= 65535, "a chain of nodes longer than the nesting limit");
     x.charge = static_cast<uint16_t>(pending_.size());
-    x.charge_first = static_cast<int32_t>(bc_->charged.size());
+    bc_->charge_first.push_back(static_cast<int32_t>(bc_->charged.size()));
     bc_->charged.insert(bc_->charged.end(), pending_.begin(), pending_.end());
     pending_.clear();
     bc_->code.push_back(x);
@@ -2681,8 +2730,9 @@ class Lowerer {
                            over_range ? Kid(n, 0) : id, dst, source, state, base);
     const int loop = Label();
     const int next =
-        Emit(over_range ? VOp::kCompRangeNext : VOp::kCompNext, id, dst, source, state, base);
-    bc_->code[next].target2 = static_cast<int32_t>(n.imm);  // the variable's slot
+        Emit(over_range ? VOp::kCompRangeNext : VOp::kCompNext, id, dst, 0, state, base);
+    bc_->code[next].d = static_cast<uint16_t>(n.imm);  // the variable's slot
+    const int body = Label();
     int filter = -1;
     if (n.num_kids > 2) {
       const int keep = Lower(Kid(n, 2));
@@ -2691,12 +2741,15 @@ class Lowerer {
       Release(keep);
     }
     const int e = Lower(Kid(n, 1));
-    Emit(VOp::kCompPush, id, 0, e);
+    const int push_next = Emit(over_range ? VOp::kCompRangePushNext : VOp::kCompPushNext, id,
+                               dst, e, state, base);
+    bc_->code[push_next].d = static_cast<uint16_t>(n.imm);
+    bc_->code[push_next].target2 = body;
     Release(e);
-    bc_->code[Emit(VOp::kJmp, id)].target = loop;
     const int end = Label();
     bc_->code[begin].target = end;
     bc_->code[next].target = end;
+    bc_->code[push_next].target = end;
     if (filter >= 0) bc_->code[filter].target = end;
     Release(base);
     Release(state);

@@ -189,6 +189,32 @@ TEST_F(EvalTest, Logic) {
   EXPECT_EQ(Bool("distinct([dim(X, 1), 2])", x), "true");
 }
 
+// The whole truth tables of and, or and not over true, false and unknown (Kleene), with the
+// operands as plain values and as results of comparisons.
+TEST_F(EvalTest, KleeneTruthTables) {
+  const std::string x = "float32[?,3]";
+  const std::vector<std::pair<std::string, std::string>> values = {
+      {"true", "true"}, {"false", "false"}, {"(dim(X, 0) == 2)", "unknown"},
+      {"(dim(X, 1) == 3)", "true"}, {"(dim(X, 1) > 3)", "false"}};
+  auto kleene_and = [](const std::string& a, const std::string& b) {
+    if (a == "false" || b == "false") return std::string("false");
+    if (a == "unknown" || b == "unknown") return std::string("unknown");
+    return std::string("true");
+  };
+  auto kleene_not = [](const std::string& a) {
+    return a == "unknown" ? a : std::string(a == "true" ? "false" : "true");
+  };
+  for (const auto& [a, va] : values) {
+    EXPECT_EQ(Bool(absl::StrCat("not ", a), x), kleene_not(va)) << a;
+    for (const auto& [b, vb] : values) {
+      EXPECT_EQ(Bool(absl::StrCat(a, " and ", b), x), kleene_and(va, vb)) << a << " and " << b;
+      EXPECT_EQ(Bool(absl::StrCat(a, " or ", b), x),
+                kleene_not(kleene_and(kleene_not(va), kleene_not(vb))))
+          << a << " or " << b;
+    }
+  }
+}
+
 TEST_F(EvalTest, UnknownRankPropagates) {
   const std::string x = "float32[?..]";
   EXPECT_EQ(List("shape(X)", x), "[?..]");
@@ -258,6 +284,31 @@ TEST_F(EvalTest, MonomialFastPath) {
   EXPECT_EQ(List("[dim(X, 0) * 4611686018427387904 * 2]", x),
             "node 'n0_Op9' (test.rules::Op9): shape_rule 1:46: integer overflow in "
             "4611686018427387904*batch * 2");
+}
+
+// c * symbol arithmetic is computed without polynomials: overflow is still detected (with the
+// operands in the message), and substituting a size for the symbol gives what the concrete
+// evaluation gives.
+TEST_F(EvalTest, MonomialFastPathOverflowAndConcreteAgreement) {
+  EXPECT_EQ(List("[dim(X, 0) * 4611686018427387904 * 4]", "float32[batch]"),
+            "node 'n0_Op0' (test.rules::Op0): shape_rule 1:46: integer overflow in "
+            "4611686018427387904*batch * 4");
+  EXPECT_EQ(List("[dim(X, 0) * 4611686018427387904 * 4]", "float32[3]"),
+            "node 'n0_Op1' (test.rules::Op1): shape_rule 1:24: integer overflow in 3 * "
+            "4611686018427387904");
+  EXPECT_EQ(List("[dim(X, 0) * 9223372036854775807 + dim(X, 0)]", "float32[batch]"),
+            "node 'n0_Op2' (test.rules::Op2): shape_rule 1:46: integer overflow in "
+            "9223372036854775807*batch + batch");
+  EXPECT_EQ(List("[-9223372036854775807 * dim(X, 0) - dim(X, 0) * 2]", "float32[batch]"),
+            "node 'n0_Op3' (test.rules::Op3): shape_rule 1:47: integer overflow in "
+            "-9223372036854775807*batch - 2*batch");
+  const std::string exprs =
+      "[dim(X, 0) * 3 * 4, 2 * dim(X, 0) + 3 * dim(X, 0), dim(X, 0) * 5 - 2 * dim(X, 0), "
+      "prod(shape(X)), prod(shape(X)) // 12, sum([dim(X, 0), dim(X, 0)]), "
+      "dim(X, 0) * 4 - dim(X, 0) * 4 + 1, 0 * dim(X, 0), -dim(X, 0) * -3]";
+  EXPECT_EQ(List(exprs, "float32[batch,3,4]"),
+            "[12*batch,5*batch,3*batch,12*batch,batch,2*batch,1,0,3*batch]");
+  EXPECT_EQ(List(exprs, "float32[7,3,4]"), "[84,35,21,84,7,14,1,0,21]");
 }
 
 TEST_F(EvalTest, Broadcasting) {

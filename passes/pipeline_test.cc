@@ -158,7 +158,9 @@ TEST(PipelineTest, PassLevelsMatchTheLevelPipelines) {
       const PassInfo* info = env.passes().Find(s.name);
       ASSERT_NE(info, nullptr) << s.name;
       EXPECT_LE(info->min_opt_level, level) << s.name;
-      if (!contains(*lower, s.name)) EXPECT_EQ(info->min_opt_level, level) << s.name;
+      if (!contains(*lower, s.name)) {
+        EXPECT_EQ(info->min_opt_level, level) << s.name;
+      }
     }
   }
   EXPECT_EQ(PipelineForLevel(kMaxOptLevel + 1).status().code(),

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/container/btree_map.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "graph/inference.h"
@@ -24,20 +25,33 @@ struct Options {
   bool ignore_signed_zeros = false;
 };
 
-bool IsFloat(v1::DataType dtype) { return IsFloatingPoint(dtype); }
+// What a constant operand of an arithmetic node is, for the neutral-element rules: its dtype
+// and dims, and whether all its elements are one, zeros of either sign, or -0.0 / +0.0 only.
+struct ConstantSummary {
+  bool known = false;  // a constant of at most kMaxInspectedElements numeric elements
+  v1::DataType dtype = v1::DT_UNDEFINED;
+  runtime::Shape dims;
+  bool all_one = false;
+  bool all_zero = false;
+  bool all_negative_zero = false;
+  bool all_positive_zero = false;
+};
 
-// Every element of `c` equals `v`; for v == 0 in floating point, `negative_zero` says which zero
-// (nullopt: either).
-bool AllEqual(const runtime::Tensor& c, double v, std::optional<bool> negative_zero) {
-  if (c.dtype() == v1::DT_STRING || c.num_elements() == 0) return false;
+ConstantSummary Summarize(const runtime::Tensor& c) {
+  ConstantSummary s;
+  if (c.dtype() == v1::DT_STRING || c.num_elements() == 0) return s;
+  s.known = true;
+  s.dtype = c.dtype();
+  s.dims = c.shape();
+  s.all_one = s.all_zero = s.all_negative_zero = s.all_positive_zero = true;
   for (int64_t i = 0; i < c.num_elements(); ++i) {
     const double e = c.ElementAsDouble(i);
-    if (e != v) return false;
-    if (v == 0 && IsFloat(c.dtype()) && negative_zero && std::signbit(e) != *negative_zero) {
-      return false;
-    }
+    s.all_one &= e == 1;
+    s.all_zero &= e == 0;
+    s.all_negative_zero &= e == 0 && std::signbit(e);
+    s.all_positive_zero &= e == 0 && !std::signbit(e);
   }
-  return true;
+  return s;
 }
 
 // Lossless (exact and injective) element conversions `from` -> `to` that the runtime computes
@@ -116,6 +130,7 @@ class SimplifyPass : public Pass {
     opset_ = DefaultDomainOpset(graph);
     ops_ = context.ops;
     hidden_.emplace(graph, *context.ops);
+    summaries_.clear();
     counts_.clear();
     kept_ = 0;
     for (NodeId id : *order) {
@@ -196,9 +211,8 @@ class SimplifyPass : public Pass {
       if (x_index == 1 && !commutative) break;
       const ValueId x = n.inputs[x_index];
       const ValueId c_value = n.inputs[1 - x_index];
-      std::optional<runtime::Tensor> c =
-          ConstantValue(graph, c_value, *hidden_, kMaxInspectedElements);
-      if (!c) continue;
+      const ConstantSummary& c = SummaryOf(graph, c_value);
+      if (!c.known) continue;
       const TensorType& xt = graph.value(x).type;
       const TensorType& out = graph.value(n.outputs[0]).type;
       // Half-precision arithmetic runs in float32 and canonicalises NaNs on the way back, so
@@ -207,23 +221,19 @@ class SimplifyPass : public Pass {
           xt.dtype == v1::DT_FLOAT16 || xt.dtype == v1::DT_BFLOAT16) {
         continue;
       }
-      const bool is_float = IsFloat(xt.dtype);
+      const bool is_float = IsFloatingPoint(xt.dtype);
+      const bool signed_zero = is_float && !options_.ignore_signed_zeros;
       bool neutral = false;
       if (op == "Add") {
         // -0.0 + -0.0 is -0.0 but -0.0 + +0.0 is +0.0: only a negative zero is neutral.
-        neutral = AllEqual(*c, 0, options_.ignore_signed_zeros || !is_float
-                                      ? std::nullopt
-                                      : std::optional<bool>(true));
+        neutral = signed_zero ? c.all_negative_zero : c.all_zero;
       } else if (op == "Sub") {
-        neutral = AllEqual(*c, 0, options_.ignore_signed_zeros || !is_float
-                                      ? std::nullopt
-                                      : std::optional<bool>(false));
+        neutral = signed_zero ? c.all_positive_zero : c.all_zero;
       } else if (op == "Pow") {
         // Integer bases with a floating exponent go through double: exact only below 2^53.
-        neutral = AllEqual(*c, 1, std::nullopt) &&
-                  (is_float || (IsInteger(xt.dtype) && IsInteger(c->dtype())));
+        neutral = c.all_one && (is_float || (IsInteger(xt.dtype) && IsInteger(c.dtype)));
       } else {
-        neutral = AllEqual(*c, 1, std::nullopt);
+        neutral = c.all_one;
       }
       if (!neutral) continue;
       // The result has x's shape when the constant's dims are all 1 and its rank is not above
@@ -231,14 +241,26 @@ class SimplifyPass : public Pass {
       bool keeps_shape = SameStaticShape(xt, out);
       if (!keeps_shape) {
         bool ones = true;
-        for (int i = 0; i < c->rank(); ++i) ones &= c->dim(i) == 1;
-        keeps_shape = ones && (c->rank() == 0 || (xt.shape && c->rank() <= static_cast<int>(
-                                                                              xt.shape->size())));
+        for (int64_t d : c.dims) ones &= d == 1;
+        keeps_shape = ones && (c.dims.empty() ||
+                               (xt.shape && c.dims.size() <= xt.shape->size()));
       }
       if (!keeps_shape) continue;
       return Bypass(graph, id, x, "neutral_operand");
     }
     return nullptr;
+  }
+
+  // The summary of the constant defining `value` (not known when there is none), computed once
+  // per value and run: a constant many nodes read is read once.
+  const ConstantSummary& SummaryOf(const Graph& graph, ValueId value) {
+    auto [it, inserted] = summaries_.try_emplace(value.value());
+    if (inserted) {
+      std::optional<runtime::Tensor> c =
+          ConstantValue(graph, value, *hidden_, kMaxInspectedElements);
+      if (c) it->second = Summarize(*c);
+    }
+    return it->second;
   }
 
   // Perm of a Transpose reading a value of rank `rank` (nullopt rank: only an explicit perm).
@@ -502,6 +524,7 @@ class SimplifyPass : public Pass {
   int64_t opset_ = 0;
   const OpRegistry* ops_ = nullptr;
   std::optional<HiddenAccess> hidden_;
+  absl::flat_hash_map<int32_t, ConstantSummary> summaries_;
   absl::btree_map<std::string, int64_t> counts_;
   int64_t kept_ = 0;
 };

@@ -103,14 +103,19 @@ class Builder {
     const Val a = Pick();
     switch (rng_() % 12) {
       case 0:
-      case 1: {
-        static const char* const kUnary[] = {"Relu", "Sigmoid", "Neg", "Abs", "Tanh"};
-        Node(kUnary[rng_() % 5], {a.name}, a.rows, a.cols);
+      case 1: {  // every float op with an in-place pair, so that each kernel runs in place
+        static const char* const kUnary[] = {
+            "Relu",  "Sigmoid", "Neg",   "Abs",        "Tanh",      "Sqrt",      "Exp",
+            "Log",   "Erf",     "Sign",  "Softplus",   "Floor",     "Ceil",      "Reciprocal",
+            "Clip",  "LeakyRelu", "HardSigmoid", "Identity"};
+        constexpr int kNum = sizeof(kUnary) / sizeof(kUnary[0]);
+        Node(kUnary[rng_() % kNum], {a.name}, a.rows, a.cols);
         break;
       }
       case 2:
       case 3: {  // equal shapes when possible, else a broadcast bias on either side
-        const char* op = rng_() % 2 ? "Add" : "Mul";
+        static const char* const kBinary[] = {"Add", "Mul", "Sub", "Div"};
+        const char* op = kBinary[rng_() % 4];
         std::vector<const Val*> same;
         for (const Val& v : vals_) {
           if (v.rows == a.rows && v.cols == a.cols) same.push_back(&v);

@@ -12,9 +12,17 @@ readonly MLP="${RUNFILES}/examples/mlp.pbtxt"
 readonly BAD="${RUNFILES}/examples/bad_cycle.pbtxt"
 readonly ONNX_MLP="${RUNFILES}/models/corpus/mlp/model.onnx"
 readonly RESNET18="${RUNFILES}/models/corpus/resnet18/model.onnx"
-# An ONNX node test case whose op (Hardmax) graphopt does not register.
-readonly UNKNOWN_OP_MODEL="/usr/share/libonnx-testdata/data/node/test_hardmax_example/model.onnx"
 readonly TMP="${TEST_TMPDIR:?}"
+# An ONNX model whose op (NoSuchOp, default domain) no descriptor describes.
+readonly UNKNOWN_OP_MODEL="${TMP}/unknown_op.onnx"
+/usr/bin/python3 - "${UNKNOWN_OP_MODEL}" <<'PY'
+import sys
+from onnx import TensorProto, helper, save
+x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+node = helper.make_node("NoSuchOp", ["x"], ["y"], name="mystery")
+save(helper.make_model(helper.make_graph([node], "g", [x], [y])), sys.argv[1])
+PY
 readonly PORT_FILE="${TMP}/port"
 readonly SERVER_LOG="${TMP}/server.log"
 
@@ -197,7 +205,7 @@ cmp -s "${TMP}/mlp_local.onnx" "${TMP}/mlp_back.onnx" || fail "ONNX -> text -> O
 # ONNX: INVALID_ARGUMENT; a blob the server lacks: FAILED_PRECONDITION naming the tensor.
 run_expect 1 "${TMP}/o" "${TMP}/unknown.err" \
   "${CLI}" optimize "${UNKNOWN_OP_MODEL}" -o "${TMP}/x.onnx" --server "${ADDR}"
-expect_grep "^error: INVALID_ARGUMENT: .*\(Hardmax\)" "${TMP}/unknown.err"
+expect_grep "^error: INVALID_ARGUMENT: .*mystery.*NoSuchOp" "${TMP}/unknown.err"
 printf 'not a model' >"${TMP}/garbage.onnx"
 run_expect 1 "${TMP}/o" "${TMP}/garbage.err" \
   "${CLI}" optimize "${TMP}/garbage.onnx" -o "${TMP}/x.onnx" --server "${ADDR}"

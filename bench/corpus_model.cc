@@ -1,7 +1,9 @@
 #include "bench/corpus_model.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -41,6 +43,24 @@ absl::StatusOr<CorpusModel> LoadCorpusModel(const std::string& dir) {
     model.inputs.emplace_back(model.graph.inputs(i).name(), *std::move(tensor));
   }
   return model;
+}
+
+std::string TestInputDimBounds(const CorpusModel& model) {
+  std::map<std::string, int64_t> bounds;
+  for (int i = 0; i < model.graph.inputs_size() && i < static_cast<int>(model.inputs.size()); ++i) {
+    const v1::Shape& shape = model.graph.inputs(i).type().shape();
+    const runtime::Tensor& t = model.inputs[i].second;
+    for (int d = 0; d < shape.dims_size() && d < t.rank(); ++d) {
+      if (!shape.dims(d).has_symbol()) continue;
+      int64_t& b = bounds[shape.dims(d).symbol()];
+      b = std::max(b, t.dim(d));
+    }
+  }
+  std::string text;
+  for (const auto& [symbol, size] : bounds) {
+    absl::StrAppend(&text, text.empty() ? "" : ",", symbol, ":", size);
+  }
+  return text;
 }
 
 }  // namespace graphopt

@@ -21,6 +21,10 @@ struct CorpusModel {
 
 absl::StatusOr<CorpusModel> LoadCorpusModel(const std::string& dir);
 
+// plan_memory's dim_bounds for running the model on its test inputs: each symbolic dim of a graph
+// input bounded by the largest size it has in those inputs ("batch:1,seq:16"; "" when none).
+std::string TestInputDimBounds(const CorpusModel& model);
+
 }  // namespace graphopt
 
 #endif  // GRAPHOPT_BENCH_CORPUS_MODEL_H_

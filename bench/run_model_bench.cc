@@ -31,6 +31,8 @@ ABSL_FLAG(int, warmup, 3, "untimed runs first");
 ABSL_FLAG(int, opt_level, 0, "optimize at this level first (0: run the model as imported)");
 ABSL_FLAG(bool, plan_memory, false, "run schedule and plan_memory after the level's passes");
 ABSL_FLAG(bool, use_memory_plan, true, "let the executor run from the graph's memory plan");
+ABSL_FLAG(std::string, dim_bounds, "auto",
+          "schedule/plan_memory's dim_bounds (auto: the sizes of the test inputs)");
 
 namespace graphopt {
 namespace {
@@ -43,6 +45,7 @@ int Fail(const absl::Status& s) {
 int Main(const std::string& dir) {
   absl::StatusOr<CorpusModel> model = LoadCorpusModel(dir);
   if (!model.ok()) return Fail(model.status());
+  const std::string test_bounds = TestInputDimBounds(*model);
   absl::StatusOr<Graph> graph = GraphFromProto(std::move(model->graph));
   if (!graph.ok()) return Fail(graph.status());
   const int level = absl::GetFlag(FLAGS_opt_level);
@@ -54,6 +57,13 @@ int Main(const std::string& dir) {
     if (absl::GetFlag(FLAGS_plan_memory) && !planned) {
       passes->push_back({"schedule", {}});
       passes->push_back({"plan_memory", {}});
+    }
+    std::string bounds = absl::GetFlag(FLAGS_dim_bounds);
+    if (bounds == "auto") bounds = test_bounds;
+    for (PassSpec& p : *passes) {
+      if (!bounds.empty() && (p.name == "schedule" || p.name == "plan_memory")) {
+        p.options["dim_bounds"] = bounds;
+      }
     }
     OpRegistry ops;
     PassRegistry pass_registry;

@@ -72,13 +72,20 @@ void ExpectSameBits(const std::vector<runtime::Tensor>& a, const std::vector<run
   }
 }
 
-// `passes` then schedule and plan_memory (unless `passes` has them).
-absl::StatusOr<v1::Graph> Plan(const Env& env, const v1::Graph& model, std::vector<PassSpec> passes) {
+// `passes` then schedule and plan_memory (unless `passes` has them), with symbolic dims bounded
+// by the test inputs' sizes.
+absl::StatusOr<v1::Graph> Plan(const Env& env, const v1::Graph& model, std::vector<PassSpec> passes,
+                               const std::string& bounds) {
   bool has_plan = false;
   for (const PassSpec& p : passes) has_plan |= p.name == "plan_memory";
   if (!has_plan) {
     passes.push_back({"schedule", {}});
     passes.push_back({"plan_memory", {}});
+  }
+  for (PassSpec& p : passes) {
+    if (!bounds.empty() && (p.name == "schedule" || p.name == "plan_memory")) {
+      p.options["dim_bounds"] = bounds;
+    }
   }
   absl::StatusOr<Graph> graph = GraphFromProto(model);
   if (!graph.ok()) return graph.status();
@@ -102,9 +109,14 @@ TEST(MemoryPlanCorpusTest, PlannedRunsGiveTheSameBits) {
     for (auto& [n, t] : model->inputs) inputs.push_back(t);
     for (int level : {1, kMaxOptLevel}) {
       if (level == 1 && kMaxOptLevel == 1) continue;
-      absl::StatusOr<v1::Graph> planned = Plan(env, model->graph, PipelineForLevel(level).value());
+      absl::StatusOr<v1::Graph> planned =
+          Plan(env, model->graph, PipelineForLevel(level).value(), TestInputDimBounds(*model));
       ASSERT_TRUE(planned.ok()) << "-O" << level << ": " << planned.status();
       ASSERT_TRUE(planned->has_memory_plan());
+      // Every value is planned once the test inputs bound the symbolic dims.
+      EXPECT_EQ(planned->memory_plan().unplanned_size(), 0)
+          << planned->memory_plan().unplanned(0).value() << ": "
+          << planned->memory_plan().unplanned(0).reason();
       for (const v1::MemoryArena& a : planned->memory_plan().arenas()) {
         const double ratio = a.liveness_lower_bound() > 0
                                  ? static_cast<double>(a.size_bytes()) / a.liveness_lower_bound()
@@ -125,8 +137,9 @@ TEST(MemoryPlanCorpusTest, PlannedRunsGiveTheSameBits) {
       ASSERT_TRUE(got.ok()) << got.status();
       ExpectSameBits(want->outputs, got->outputs, absl::StrCat("-O", level));
       // Three runs at once on the one executor: each takes its own arena. Not on models with
-      // Conv: concurrent runs of the oneDNN convolution differ even without a plan (a race in
-      // the kernel, not in the arenas; see docs/performance.md, "Memory planning").
+      // Conv: concurrent runs of the oneDNN convolution differ even without a plan (the kernel
+      // shares oneDNN's library scratchpad between threads; see docs/performance.md, "Memory
+      // planning").
       bool has_conv = false;
       for (const v1::Node& n : planned->nodes()) {
         has_conv |= n.op_type().find("Conv") != std::string::npos;

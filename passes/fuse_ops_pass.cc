@@ -403,7 +403,12 @@ class Fuser {
   // input or no output (nothing for a node to stand for) and stays as it is.
   absl::StatusOr<bool> Replace(const Group& group, const char* pattern, const std::vector<char>& in_group) {
     std::vector<ValueId> inputs, outputs;
-    std::vector<char> seen(graph_.num_value_slots(), 0);
+    // Inputs listed once each; the marks are cleared below, so that the vector serves every
+    // group without being allocated per group.
+    if (seen_.size() < static_cast<size_t>(graph_.num_value_slots())) {
+      seen_.resize(graph_.num_value_slots(), 0);
+    }
+    std::vector<char>& seen = seen_;
     for (NodeId id : group.nodes) {
       for (ValueId v : graph_.node(id).inputs) {
         if (!v.valid() || seen[v.value()]) continue;
@@ -462,6 +467,7 @@ class Fuser {
         }
       }
     }
+    for (ValueId v : inputs) seen[v.value()] = 0;
     if (inputs.empty() || outputs.empty()) return false;
     for (const v1::OpsetImport& o : graph_.opset_imports) *body.add_opset_imports() = o;
     for (const auto& [id, index] : detach) graph_.DetachOutput(id, index);
@@ -491,6 +497,7 @@ class Fuser {
   std::vector<int> node_epoch_;
   std::vector<int> group_epoch_;
   int epoch_ = 0;
+  std::vector<char> seen_;
   std::map<std::string, int> counts_;
 };
 

@@ -358,3 +358,36 @@ TEST_F(FuseOpsPassTest, FusedGraphsVerifyAndInferAgain) {
 
 }  // namespace
 }  // namespace graphopt
+
+namespace graphopt {
+namespace {
+
+// 200,000 nodes in residual blocks h' = h + sigmoid(relu(softmax(h))): linear time, one group
+// per block (the Softmax stays alone).
+TEST_F(FuseOpsPassTest, LargeGraphInLinearTime) {
+  constexpr int kBlocks = 50000;
+  Graph g;
+  ValueId h = *g.AddValue("x");
+  g.AddGraphInput(h);
+  g.mutable_value(h).type = TensorType{v1::DT_FLOAT32, Dims{Dim::Known(4), Dim::Known(8)}};
+  for (int i = 0; i < kBlocks; ++i) {
+    const std::string p = absl::StrCat("b", i, "_");
+    ValueId s = *g.AddValue(p + "s"), r = *g.AddValue(p + "r"), q = *g.AddValue(p + "q"),
+            o = *g.AddValue(p + "o");
+    ASSERT_TRUE(g.AddNode(p + "softmax", "Softmax", "", {h}, {s}).ok());
+    ASSERT_TRUE(g.AddNode(p + "relu", "Relu", "", {s}, {r}).ok());
+    ASSERT_TRUE(g.AddNode(p + "sigmoid", "Sigmoid", "", {r}, {q}).ok());
+    ASSERT_TRUE(g.AddNode(p + "add", "Add", "", {q, h}, {o}).ok());
+    h = o;
+  }
+  g.AddGraphOutput(h);
+  absl::StatusOr<PipelineResult> r =
+      RunPipeline(g, {{"fuse_ops", {}}}, env_.passes(), env_.ops(), {});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(g.num_live_nodes(), 2 * kBlocks);
+  EXPECT_THAT(r->runs.back().messages[0],
+              HasSubstr(absl::StrCat("fused ", 3 * kBlocks, " nodes into ", kBlocks, " groups")));
+}
+
+}  // namespace
+}  // namespace graphopt

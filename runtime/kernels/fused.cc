@@ -29,7 +29,7 @@
 #include "graph/fusion_patterns.h"
 #include "graph/proto_convert.h"
 #include "runtime/executor.h"
-#include "runtime/kernels/conv_dnnl.h"
+#include "runtime/kernels/float_conv.h"
 #include "runtime/kernels/cpu_kernels.h"
 #include "runtime/kernels/fused_elementwise.h"
 #include "runtime/kernels/kernel_util.h"
@@ -66,7 +66,7 @@ class FusedGroupKernel : public OpKernel {
     std::vector<NodeId> chain;          // kConv
     WindowAttrs window;                 // kConv
     int64_t group = 1;                  // kConv
-    std::unique_ptr<DnnlConvolution> dnnl;  // kConv
+    std::unique_ptr<FloatConvolution> dnnl;  // kConv
     FusionPatternMatch norm;            // kLayerNorm
     std::vector<int32_t> release;       // body values dead after this step
   };
@@ -245,7 +245,7 @@ absl::Status FusedGroupKernel::Compile(const KernelInfo& info) {
       if (!window.ok()) return window.status();
       step->window = *std::move(window);
       step->group = step->info->GetInt("group", 1);
-      absl::StatusOr<std::unique_ptr<DnnlConvolution>> dnnl = DnnlConvolution::Create(info);
+      absl::StatusOr<std::unique_ptr<FloatConvolution>> dnnl = FloatConvolution::Create(info);
       if (!dnnl.ok()) return dnnl.status();
       step->dnnl = *std::move(dnnl);
       nodes = {id};

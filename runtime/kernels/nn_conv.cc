@@ -13,7 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "oneapi/dnnl/dnnl.hpp"
-#include "runtime/kernels/conv_dnnl.h"
+#include "runtime/kernels/float_conv.h"
 #include "runtime/kernels/cpu_kernels.h"
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/nn_util.h"
@@ -105,7 +105,7 @@ class ConvKernel : public OpKernel {
     k->attrs_ = *std::move(attrs);
     k->group_ = info.GetInt("group", 1);
     if (k->group_ <= 0) return info.Invalid("attribute 'group' must be positive");
-    absl::StatusOr<std::unique_ptr<DnnlConvolution>> dnnl = DnnlConvolution::Create(info);
+    absl::StatusOr<std::unique_ptr<FloatConvolution>> dnnl = FloatConvolution::Create(info);
     if (!dnnl.ok()) return dnnl.status();
     k->dnnl_ = *std::move(dnnl);
     return std::unique_ptr<OpKernel>(std::move(k));
@@ -160,7 +160,7 @@ class ConvKernel : public OpKernel {
  private:
   WindowAttrs attrs_;
   int64_t group_ = 1;
-  std::unique_ptr<DnnlConvolution> dnnl_;
+  std::unique_ptr<FloatConvolution> dnnl_;
 };
 
 // ConvTranspose: X [N, C, in...], W [C, M/group, k...], Y [N, M, out...];
@@ -491,7 +491,7 @@ class QLinearConvKernel : public OpKernel {
 }  // namespace
 
 // A oneDNN convolution for one set of shapes and post-ops.
-struct DnnlConvolution::Primitive {
+struct FloatConvolution::Primitive {
   dnnl::convolution_forward prim;
   dnnl::memory::desc user_src, user_wei, user_dst, bias, channel;  // plain layouts
   dnnl::memory::desc src, wei, dst;                                // the primitive's layouts
@@ -509,8 +509,8 @@ struct DnnlConvolution::Primitive {
   mutable std::vector<std::pair<dnnl::memory, dnnl::memory>> scratch ABSL_GUARDED_BY(mu);
 };
 
-absl::StatusOr<std::unique_ptr<DnnlConvolution>> DnnlConvolution::Create(const KernelInfo& info) {
-  auto conv = std::make_unique<DnnlConvolution>();
+absl::StatusOr<std::unique_ptr<FloatConvolution>> FloatConvolution::Create(const KernelInfo& info) {
+  auto conv = std::make_unique<FloatConvolution>();
   absl::Status st = GuardDnnl(info, "engine creation", [&] {
     conv->engine_ = dnnl::engine(dnnl::engine::kind::cpu, 0);
     return absl::OkStatus();
@@ -519,7 +519,7 @@ absl::StatusOr<std::unique_ptr<DnnlConvolution>> DnnlConvolution::Create(const K
   return conv;
 }
 
-absl::StatusOr<std::shared_ptr<const DnnlConvolution::Primitive>> DnnlConvolution::GetPrimitive(
+absl::StatusOr<std::shared_ptr<const FloatConvolution::Primitive>> FloatConvolution::GetPrimitive(
     const KernelContext& ctx, const ConvShape& s, bool has_bias,
     absl::Span<const ConvPostOp> post_ops) const {
   std::vector<int64_t> key = {s.n, s.c, s.m, s.group, has_bias};
@@ -630,7 +630,7 @@ absl::StatusOr<std::shared_ptr<const DnnlConvolution::Primitive>> DnnlConvolutio
   return std::shared_ptr<const Primitive>(conv);
 }
 
-absl::Status DnnlConvolution::Run(const KernelContext& ctx, const ConvShape& s, const Tensor& x,
+absl::Status FloatConvolution::Run(const KernelContext& ctx, const ConvShape& s, const Tensor& x,
                                   const Tensor& w, const Tensor* b,
                                   absl::Span<const ConvPostOp> post_ops, Tensor& y) const {
   for (const ConvPostOp& op : post_ops) {
@@ -640,6 +640,10 @@ absl::Status DnnlConvolution::Run(const KernelContext& ctx, const ConvShape& s, 
          op.operand->num_elements() != want)) {
       return ctx.Invalid("a convolution post-op operand does not fit the output");
     }
+  }
+  if (s.n * s.c > 0 && PostOpsSupported(post_ops)) {
+    if (PointwiseFits(s)) return PointwiseConv(ctx, s, x, w, b, post_ops, y);
+    if (DepthwiseFits(s)) return DepthwiseConv(ctx, s, x, w, b, post_ops, y);
   }
   absl::StatusOr<std::shared_ptr<const Primitive>> conv = GetPrimitive(ctx, s, b != nullptr, post_ops);
   if (!conv.ok()) return conv.status();

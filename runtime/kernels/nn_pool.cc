@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/kernels/cpu_kernels.h"
+#include "runtime/kernels/float_conv.h"
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/nn_util.h"
 
@@ -89,6 +90,11 @@ class PoolKernel : public OpKernel {
       absl::StatusOr<Tensor*> ind = ctx.AllocateOutput(1, v1::DT_INT64, out_shape);
       if (!ind.ok()) return ind.status();
       indices = *ind;
+    }
+    if (kind_ == PoolKind::kMax && indices == nullptr && x.dtype() == v1::DT_FLOAT32 &&
+        MaxPoolFits(*w)) {
+      MaxPool(ctx, *w, x, **y);
+      return absl::OkStatus();
     }
     const WindowTaps taps = ComputeWindowTaps(*w);
     const int64_t planes = x.dim(0) * x.dim(1);

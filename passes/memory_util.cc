@@ -39,6 +39,12 @@ absl::StatusOr<DimBounds> ParseDimBounds(absl::string_view text, absl::string_vi
   return bounds;
 }
 
+absl::StatusOr<DimBounds> DimBoundsFromOptions(const std::map<std::string, std::string>& options) {
+  auto it = options.find(kDimBoundsOption);
+  if (it == options.end()) return DimBounds();
+  return ParseDimBounds(it->second, kDimBoundsOption);
+}
+
 std::optional<int64_t> BoundedBytes(const TensorType& type, const DimBounds& bounds,
                                     std::string* why) {
   const int element = DataTypeSize(type.dtype);

@@ -2,6 +2,7 @@
 #define GRAPHOPT_PASSES_MEMORY_UTIL_H_
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,6 +29,8 @@ inline constexpr int64_t kPlanAlignment = 64;
 // INVALID_ARGUMENT naming `option` for an entry that is not SYMBOL:SIZE, an empty symbol, a size
 // that is not a non-negative integer, or a symbol given twice.
 absl::StatusOr<DimBounds> ParseDimBounds(absl::string_view text, absl::string_view option);
+// The bounds a pass's options give under kDimBoundsOption (none when absent), as ParseDimBounds.
+absl::StatusOr<DimBounds> DimBoundsFromOptions(const std::map<std::string, std::string>& options);
 
 // The bytes a value of `type` needs with every symbolic dim at its bound, rounded up to
 // kPlanAlignment. nullopt when that is not known, with the reason in `why` (an element type

@@ -262,12 +262,8 @@ PassInfo PlanMemoryPassInfo() {
   info.options[kInPlaceOption] = "1 (default) to let outputs reuse dying inputs' storage, 0 not to.";
   info.min_opt_level = 3;
   info.factory = [](const PassOptions& options) -> absl::StatusOr<std::unique_ptr<Pass>> {
-    DimBounds bounds;
-    if (auto it = options.find(kDimBoundsOption); it != options.end()) {
-      absl::StatusOr<DimBounds> parsed = ParseDimBounds(it->second, kDimBoundsOption);
-      if (!parsed.ok()) return parsed.status();
-      bounds = *std::move(parsed);
-    }
+    absl::StatusOr<DimBounds> bounds = DimBoundsFromOptions(options);
+    if (!bounds.ok()) return bounds.status();
     bool inplace = true;
     if (auto it = options.find(kInPlaceOption); it != options.end()) {
       if (it->second != "0" && it->second != "1") {
@@ -277,7 +273,7 @@ PassInfo PlanMemoryPassInfo() {
       }
       inplace = it->second == "1";
     }
-    return std::unique_ptr<Pass>(std::make_unique<PlanMemoryPass>(std::move(bounds), inplace));
+    return std::unique_ptr<Pass>(std::make_unique<PlanMemoryPass>(*std::move(bounds), inplace));
   };
   return info;
 }

@@ -325,13 +325,9 @@ PassInfo SchedulePassInfo() {
       "unbounded dims count as 0 bytes).";
   info.min_opt_level = 3;
   info.factory = [](const PassOptions& options) -> absl::StatusOr<std::unique_ptr<Pass>> {
-    DimBounds bounds;
-    if (auto it = options.find(kDimBoundsOption); it != options.end()) {
-      absl::StatusOr<DimBounds> parsed = ParseDimBounds(it->second, kDimBoundsOption);
-      if (!parsed.ok()) return parsed.status();
-      bounds = *std::move(parsed);
-    }
-    return std::unique_ptr<Pass>(std::make_unique<SchedulePass>(std::move(bounds)));
+    absl::StatusOr<DimBounds> bounds = DimBoundsFromOptions(options);
+    if (!bounds.ok()) return bounds.status();
+    return std::unique_ptr<Pass>(std::make_unique<SchedulePass>(*std::move(bounds)));
   };
   return info;
 }

@@ -1,6 +1,7 @@
 #include "bench/corpus_model.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -43,6 +44,24 @@ absl::StatusOr<CorpusModel> LoadCorpusModel(const std::string& dir) {
     model.inputs.emplace_back(model.graph.inputs(i).name(), *std::move(tensor));
   }
   return model;
+}
+
+std::string TestCorpusDir() {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  const char* workspace = std::getenv("TEST_WORKSPACE");
+  return (fs::path(srcdir ? srcdir : ".") / (workspace ? workspace : "graphopt") / "models" /
+          "corpus")
+      .string();
+}
+
+std::vector<std::string> TestCorpusModelDirs() {
+  std::vector<std::string> dirs;
+  std::error_code error;
+  for (const auto& e : fs::directory_iterator(TestCorpusDir(), error)) {
+    dirs.push_back(e.path().string());
+  }
+  std::sort(dirs.begin(), dirs.end());
+  return dirs;
 }
 
 std::string TestInputDimBounds(const CorpusModel& model) {

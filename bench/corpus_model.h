@@ -21,6 +21,11 @@ struct CorpusModel {
 
 absl::StatusOr<CorpusModel> LoadCorpusModel(const std::string& dir);
 
+// In a Bazel test with //models:corpus among its data: the corpus directory in the runfiles
+// ($TEST_SRCDIR/$TEST_WORKSPACE/models/corpus), and its model directories sorted by name.
+std::string TestCorpusDir();
+std::vector<std::string> TestCorpusModelDirs();
+
 // plan_memory's dim_bounds for running the model on its test inputs: each symbolic dim of a graph
 // input bounded by the largest size it has in those inputs ("batch:1,seq:16"; "" when none).
 std::string TestInputDimBounds(const CorpusModel& model);

@@ -4,7 +4,6 @@
 // several threads at once.
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -14,44 +13,25 @@
 
 #include "absl/strings/str_cat.h"
 #include "bench/corpus_model.h"
-#include "graph/builtin_ops.h"
 #include "graph/proto_convert.h"
 #include "gtest/gtest.h"
-#include "passes/builtin_passes.h"
+#include "passes/pass_test_util.h"
 #include "passes/pipeline.h"
+#include "passes/runtime_test_util.h"
 #include "runtime/executor.h"
-#include "runtime/kernels/cpu_kernels.h"
 
 namespace graphopt {
 namespace {
 
-namespace fs = std::filesystem;
-
-fs::path Corpus() {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  const char* workspace = std::getenv("TEST_WORKSPACE");
-  return fs::path(srcdir ? srcdir : ".") / (workspace ? workspace : "graphopt") / "models" /
-         "corpus";
-}
-
 struct Env {
-  OpRegistry ops;
-  PassRegistry passes;
-  runtime::KernelRegistry kernels;
-  Env() {
-    if (!RegisterBuiltinOps(&ops).ok() || !RegisterBuiltinPasses(&passes).ok() ||
-        !runtime::RegisterCpuKernels(kernels).ok()) {
-      std::abort();
-    }
-  }
+  testing::PassTestEnv passes;  // builtin ops and passes
+  testing::TestRuntime runtime;  // CPU kernels
 };
 
-std::unique_ptr<runtime::Executor> Create(const Env& env, const v1::Graph& g, bool use_plan,
-                                          int threads = 1) {
+std::unique_ptr<runtime::Executor> Create(const Env& env, const v1::Graph& g, bool use_plan) {
   runtime::ExecutorOptions options;
   options.use_memory_plan = use_plan;
-  options.num_threads = threads;
-  auto ex = runtime::Executor::Create(GraphFromProto(g).value(), env.kernels, options);
+  auto ex = runtime::Executor::Create(GraphFromProto(g).value(), env.runtime.kernels(), options);
   EXPECT_TRUE(ex.ok()) << ex.status();
   return ex.ok() ? *std::move(ex) : nullptr;
 }
@@ -89,7 +69,8 @@ absl::StatusOr<v1::Graph> Plan(const Env& env, const v1::Graph& model, std::vect
   }
   absl::StatusOr<Graph> graph = GraphFromProto(model);
   if (!graph.ok()) return graph.status();
-  absl::StatusOr<PipelineResult> r = RunPipeline(*graph, passes, env.passes, env.ops);
+  absl::StatusOr<PipelineResult> r =
+      RunPipeline(*graph, passes, env.passes.passes(), env.passes.ops());
   if (!r.ok()) return r.status();
   return GraphToProto(*graph);
 }
@@ -97,13 +78,10 @@ absl::StatusOr<v1::Graph> Plan(const Env& env, const v1::Graph& model, std::vect
 TEST(MemoryPlanCorpusTest, PlannedRunsGiveTheSameBits) {
   const Env env;
   int models = 0;
-  std::vector<fs::path> dirs;
-  for (const auto& e : fs::directory_iterator(Corpus())) dirs.push_back(e.path());
-  std::sort(dirs.begin(), dirs.end());
-  for (const fs::path& dir : dirs) {
-    const std::string name = dir.filename().string();
+  for (const std::string& dir : TestCorpusModelDirs()) {
+    const std::string name = std::filesystem::path(dir).filename().string();
     SCOPED_TRACE(name);
-    absl::StatusOr<CorpusModel> model = LoadCorpusModel(dir.string());
+    absl::StatusOr<CorpusModel> model = LoadCorpusModel(dir);
     ASSERT_TRUE(model.ok()) << model.status();
     std::vector<runtime::Tensor> inputs;
     for (auto& [n, t] : model->inputs) inputs.push_back(t);

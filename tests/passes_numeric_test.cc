@@ -29,12 +29,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path Corpus() {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  const char* workspace = std::getenv("TEST_WORKSPACE");
-  return fs::path(srcdir ? srcdir : ".") / (workspace ? workspace : "graphopt") / "models" /
-         "corpus";
-}
+fs::path Corpus() { return TestCorpusDir(); }
 
 struct Optimized {
   v1::Graph graph;

@@ -94,12 +94,7 @@ Tally CheckSuite(const Env& env, const fs::path& suite, const std::vector<Check>
   return t;
 }
 
-fs::path RealModelCorpus() {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  const char* workspace = std::getenv("TEST_WORKSPACE");
-  return fs::path(srcdir ? srcdir : ".") / (workspace ? workspace : "graphopt") / "models" /
-         "corpus";
-}
+fs::path RealModelCorpus() { return TestCorpusDir(); }
 
 TEST(CorpusDifferentialTest, RealModelsEveryPassAndLevel) {
   absl::StatusOr<std::unique_ptr<Env>> env = Env::Create();

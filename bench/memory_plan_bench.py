@@ -15,24 +15,13 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from runtime_vs_ort import run  # noqa: E402  (one process per measurement, peak RSS by wait4)
 
 MODELS = ["mlp", "lstm", "transformer_encoder", "mobilenet_v2", "mobilenet_v2_bn", "resnet18",
           "resnet50"]
-
-
-def run(cmd):
-    """Runs cmd; returns (the JSON object of its last stdout line, its peak RSS in MiB)."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err)
-        _, status, usage = os.wait4(proc.pid, 0)
-        out.seek(0)
-        err.seek(0)
-        if os.waitstatus_to_exitcode(status) != 0:
-            raise RuntimeError(f"{' '.join(cmd)} failed: {err.read().decode()[-800:]}")
-        return json.loads(out.read().decode().strip().splitlines()[-1]), usage.ru_maxrss / 1024.0
 
 
 def main() -> int:

@@ -23,14 +23,9 @@
 namespace graphopt {
 namespace {
 
+using ::graphopt::testing::GraphText;
 using ::graphopt::testing::PassTestEnv;
 using ::testing::HasSubstr;
-
-std::string Text(const v1::Graph& g) {
-  std::string text;
-  google::protobuf::TextFormat::PrintToString(g, &text);
-  return text;
-}
 
 // Every name read by the nodes of `g` and of the graphs nested in them (a superset of what a
 // node's subgraphs capture, which is all the checker needs).
@@ -136,7 +131,7 @@ void CheckPlan(const v1::Graph& g, const OpRegistry& ops,
           x.offset() < y.offset() + y.size() && y.offset() < x.offset() + x.size();
       if (same_time && same_bytes) {
         EXPECT_TRUE(legal_in_place(y, x) || legal_in_place(x, y))
-            << "'" << x.value() << "' and '" << y.value() << "' overlap in " << Text(g);
+            << "'" << x.value() << "' and '" << y.value() << "' overlap in " << GraphText(g);
       }
     }
   }
@@ -151,7 +146,7 @@ TEST(PlanMemoryPassTest, RandomGraphsNeverOverlapLiveValues) {
   int planned = 0, in_place = 0, unplanned = 0;
   for (uint32_t seed = 1; seed <= 150; ++seed) {
     SCOPED_TRACE(seed);
-    const std::string text = Text(testing::RandomPlanningGraph(seed, 10 + seed % 40));
+    const std::string text = GraphText(testing::RandomPlanningGraph(seed, 10 + seed % 40));
     for (const char* inplace : {"1", "0"}) {
       auto out = env.RunSpecs(text, {{"schedule", {}}, {"plan_memory", {{"inplace", inplace}}}});
       ASSERT_TRUE(out.ok()) << out.status() << "\n" << text;
@@ -174,7 +169,7 @@ TEST(PlanMemoryPassTest, SymbolicDimsArePlannedAtTheirBounds) {
   PassTestEnv env;
   for (uint32_t seed = 1; seed <= 60; ++seed) {
     SCOPED_TRACE(seed);
-    const std::string text = Text(testing::RandomPlanningGraph(seed, 25, /*symbolic_rows=*/true));
+    const std::string text = GraphText(testing::RandomPlanningGraph(seed, 25, /*symbolic_rows=*/true));
     auto out = env.RunSpecs(text, {{"plan_memory", {{"dim_bounds", "batch:3"}}}});
     ASSERT_TRUE(out.ok()) << out.status();
     CheckPlan(*out, env.ops(), {{"batch", 3}});
@@ -286,13 +281,13 @@ TEST(PlanMemoryPassTest, BadOptionsAreInvalidArgumentNamingTheOption) {
 
 TEST(PlanMemoryPassTest, DeterministicAndUnchangedTheSecondTime) {
   PassTestEnv env;
-  const std::string text = Text(testing::RandomPlanningGraph(99, 60));
+  const std::string text = GraphText(testing::RandomPlanningGraph(99, 60));
   auto a = env.Run(text, {"schedule", "plan_memory"});
   auto b = env.Run(text, {"schedule", "plan_memory"});
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ(SerializeDeterministic(*a), SerializeDeterministic(*b));
   PipelineResult result;
-  auto again = env.Run(Text(*a), {"plan_memory"}, &result);
+  auto again = env.Run(GraphText(*a), {"plan_memory"}, &result);
   ASSERT_TRUE(again.ok());
   EXPECT_FALSE(result.runs.back().changed);
   // (value_info comes in value-id order, which reading the graph again renumbers.)

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/text_format.h"
 
 namespace graphopt {
 namespace testing {
@@ -242,6 +243,12 @@ class Builder {
 
 v1::Graph RandomPlanningGraph(uint32_t seed, int num_nodes, bool symbolic_rows) {
   return Builder(seed, symbolic_rows).Build(num_nodes);
+}
+
+std::string GraphText(const v1::Graph& graph) {
+  std::string text;
+  google::protobuf::TextFormat::PrintToString(graph, &text);
+  return text;
 }
 
 }  // namespace testing

@@ -16,6 +16,9 @@ namespace testing {
 // `symbolic_rows` the rows are the symbol "batch". Graph inputs are "x0" and "x1".
 v1::Graph RandomPlanningGraph(uint32_t seed, int num_nodes, bool symbolic_rows = false);
 
+// `graph` in protobuf text format (what PassTestEnv::Run takes).
+std::string GraphText(const v1::Graph& graph);
+
 }  // namespace testing
 }  // namespace graphopt
 

@@ -18,14 +18,9 @@ namespace graphopt {
 namespace {
 
 using ::graphopt::testing::OpTypes;
+using ::graphopt::testing::GraphText;
 using ::graphopt::testing::PassTestEnv;
 using ::testing::HasSubstr;
-
-std::string Text(const v1::Graph& g) {
-  std::string text;
-  google::protobuf::TextFormat::PrintToString(g, &text);
-  return text;
-}
 
 // Three wide branches, each narrowed right away; in node order all wide values are computed
 // before the first is narrowed.
@@ -68,7 +63,7 @@ TEST(SchedulePassTest, NarrowsEachBranchBeforeOpeningTheNext) {
   EXPECT_THAT(result.runs.back().messages[0], HasSubstr("current 24640"));
   // Scheduling again keeps the order.
   PipelineResult again;
-  ASSERT_TRUE(env.Run(Text(*out), {"schedule"}, &again).ok());
+  ASSERT_TRUE(env.Run(GraphText(*out), {"schedule"}, &again).ok());
   EXPECT_FALSE(again.runs.back().changed);
 }
 
@@ -104,7 +99,7 @@ TEST(SchedulePassTest, RandomGraphsStayTopologicalAndNeverPeakHigher) {
   int improved = 0;
   for (uint32_t seed = 1; seed <= 120; ++seed) {
     SCOPED_TRACE(seed);
-    const std::string text = Text(testing::RandomPlanningGraph(seed, 10 + seed % 50));
+    const std::string text = GraphText(testing::RandomPlanningGraph(seed, 10 + seed % 50));
     auto before = env.Run(text, {"infer_shape"});
     auto out = env.Run(text, {"schedule"});
     ASSERT_TRUE(before.ok() && out.ok()) << out.status();

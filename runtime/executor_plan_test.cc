@@ -13,32 +13,23 @@
 #include "gtest/gtest.h"
 #include "passes/pass_test_util.h"
 #include "passes/plan_memory_test_util.h"
+#include "passes/runtime_test_util.h"
 #include "runtime/executor.h"
-#include "runtime/kernels/cpu_kernels.h"
 
 namespace graphopt::runtime {
 namespace {
 
+using ::graphopt::testing::GraphText;
 using ::testing::HasSubstr;
 
-KernelRegistry& Registry() {
-  static KernelRegistry* registry = [] {
-    auto* r = new KernelRegistry();
-    EXPECT_TRUE(RegisterCpuKernels(*r).ok());
-    return r;
-  }();
-  return *registry;
+const KernelRegistry& Registry() {
+  static const auto* runtime = new graphopt::testing::TestRuntime();
+  return runtime->kernels();
 }
 
 const graphopt::testing::PassTestEnv& Env() {
   static const auto* env = new graphopt::testing::PassTestEnv();
   return *env;
-}
-
-std::string Text(const v1::Graph& g) {
-  std::string text;
-  google::protobuf::TextFormat::PrintToString(g, &text);
-  return text;
 }
 
 // `text` through schedule and plan_memory (with `options` for plan_memory).
@@ -93,7 +84,7 @@ TEST(ExecutorPlanTest, RandomGraphsGiveTheSameBitsPlannedOrNot) {
     SCOPED_TRACE(seed);
     const bool symbolic = seed % 3 == 0;
     const v1::Graph g = Planned(
-        Text(graphopt::testing::RandomPlanningGraph(seed, 10 + seed % 40, symbolic)),
+        GraphText(graphopt::testing::RandomPlanningGraph(seed, 10 + seed % 40, symbolic)),
         symbolic ? PassOptions{{"dim_bounds", "batch:3"}} : PassOptions{});
     std::unique_ptr<Executor> planned = Create(g, true);
     std::unique_ptr<Executor> plain = Create(g, false);
@@ -105,7 +96,7 @@ TEST(ExecutorPlanTest, RandomGraphsGiveTheSameBitsPlannedOrNot) {
     for (int64_t rows : symbolic ? std::vector<int64_t>{3, 1, 5} : std::vector<int64_t>{0}) {
       const std::vector<Tensor> inputs = Inputs(g, seed, rows);
       absl::StatusOr<RunResult> want = plain->RunPositional(inputs);
-      ASSERT_TRUE(want.ok()) << want.status() << "\n" << Text(g);
+      ASSERT_TRUE(want.ok()) << want.status() << "\n" << GraphText(g);
       // Twice: the second run reuses the pooled arena.
       for (int k = 0; k < 2; ++k) {
         absl::StatusOr<RunResult> got = planned->RunPositional(inputs);
@@ -118,7 +109,7 @@ TEST(ExecutorPlanTest, RandomGraphsGiveTheSameBitsPlannedOrNot) {
 }
 
 TEST(ExecutorPlanTest, OutputsSurviveLaterRunsAndConcurrentRunsAreSafe) {
-  const v1::Graph g = Planned(Text(graphopt::testing::RandomPlanningGraph(4242, 60)));
+  const v1::Graph g = Planned(GraphText(graphopt::testing::RandomPlanningGraph(4242, 60)));
   std::unique_ptr<Executor> planned = Create(g, true);
   std::unique_ptr<Executor> plain = Create(g, false);
   ASSERT_TRUE(planned->uses_memory_plan()) << planned->memory_plan_status();

@@ -1,10 +1,12 @@
 #include "rules/evaluator.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <limits>
 #include <map>
-#include <cstring>
 #include <memory>
 #include <new>
 #include <string>
@@ -14,7 +16,6 @@
 
 #include "absl/base/attributes.h"
 #include "absl/base/optimization.h"
-#include "absl/base/internal/raw_logging.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "graph/types.h"
@@ -2449,6 +2450,13 @@ bool AppliesToArguments(Fn fn) {
   }
 }
 
+// Aborts on a bug in the lowering (never on a rule's text or data).
+void Invariant(bool holds, const char* what) {
+  if (holds) return;
+  std::fprintf(stderr, "rules: internal error in the linear code: %s\n", what);
+  std::abort();
+}
+
 // Lowers a program's statements into a Bytecode (see VOp).
 class Lowerer {
  public:
@@ -2533,8 +2541,10 @@ class Lowerer {
     x.a = static_cast<uint16_t>(a);
     x.b = static_cast<uint16_t>(b);
     x.c = static_cast<uint16_t>(c);
-    // Chains of nodes reached without an instruction are at most as long as the nesting.
-    ABSL_RAW_CHECK(pending_.size() <= 65535, "a chain of nodes longer than the nesting limit");
+    // Chains of nodes reached without an instruction are at most as long as the nesting; one
+    // longer than a charge can hold (limits far above the defaults) leaves the program without
+    // linear code.
+    if (pending_.size() > 65535) too_many_ = true;
     x.charge = static_cast<uint16_t>(pending_.size());
     bc_->charge_first.push_back(static_cast<int32_t>(bc_->charged.size()));
     bc_->charged.insert(bc_->charged.end(), pending_.begin(), pending_.end());
@@ -2545,7 +2555,7 @@ class Lowerer {
   int Here() const { return static_cast<int>(bc_->code.size()); }
   // A jump target: nothing may be pending there (every path reaching it charged its nodes).
   int Label() const {
-    ABSL_RAW_CHECK(pending_.empty(), "nodes reached but not charged at a jump target");
+    Invariant(pending_.empty(), "nodes reached but not charged at a jump target");
     return Here();
   }
 
@@ -2559,7 +2569,7 @@ class Lowerer {
   // not temporaries.
   void Release(int r) {
     if (r < first_temp_) return;
-    ABSL_RAW_CHECK(r == first_temp_ + num_temps_ - 1, "temporaries released out of order");
+    Invariant(r == first_temp_ + num_temps_ - 1, "temporaries released out of order");
     --num_temps_;
   }
   int Kid(const Node& n, int k) const { return p_.kid(n, k); }

@@ -4,24 +4,31 @@
 # rules/dogfood/onnx_ops.pbtxt, counted by callgrind around the timed loop only: repeatable,
 # unlike the wall-clock medians of bench/rules_vs_cpp.sh on a shared VM.
 # Usage: bench/rule_instructions.sh [--graphs "G1 G2 ..."] [--ops "Op1 Op2 ..."] [--n N]
+#                                   [--binary PATH]
+# --binary: a prebuilt rule_infer_shape_benchmark (another revision's) instead of this tree's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 graphs="resnet50 resnet50@sym mobilenet_v2 mobilenet_v2@sym transformer_encoder transformer_encoder@sym mlp mlp@sym rule_ops_synthetic rule_ops_synthetic@static"
 ops="Add MatMul Gemm Conv Transpose Concat Reshape ReduceMean Softmax Gather"
 n=5
+bin=
 while (( $# > 0 )); do
   case "$1" in
     --graphs) graphs=$2; shift 2 ;;
     --ops) ops=$2; shift 2 ;;
     --n) n=$2; shift 2 ;;
-    *) echo "usage: $0 [--graphs \"G ...\"] [--ops \"Op ...\"] [--n N]" >&2; exit 2 ;;
+    --binary) bin=$2; shift 2 ;;
+    *) echo "usage: $0 [--graphs \"G ...\"] [--ops \"Op ...\"] [--n N] [--binary PATH]" >&2
+       exit 2 ;;
   esac
 done
-if ! log=$(bazel build -c opt //bench:rule_infer_shape_benchmark //models:corpus 2>&1); then
+targets="//models:corpus"
+[[ -z "$bin" ]] && targets="$targets //bench:rule_infer_shape_benchmark"
+if ! log=$(bazel build -c opt $targets 2>&1); then
   echo "$log" >&2
   exit 1
 fi
-bin=.bazel/bin/bench/rule_infer_shape_benchmark
+bin=${bin:-.bazel/bin/bench/rule_infer_shape_benchmark}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 # Instructions of one run of `--loop=$1`, divided by $2.

@@ -3,28 +3,43 @@
 # shape rules of rules/dogfood/onnx_ops.pbtxt (issue 4, item 9: rule evaluation adds at most 2x
 # to infer_shape time). Runs bench/rule_infer_shape_benchmark with warm-up and repetitions and
 # prints the medians and the rule/cpp ratios per graph, then per op on the synthetic graph.
-# Usage: bench/rules_vs_cpp.sh [--repetitions N] [--min_time SECONDS]
+# Usage: bench/rules_vs_cpp.sh [--repetitions N] [--min_time SECONDS] [--filter REGEX]
+#                              [--binary PATH]
+# --filter: only the benchmarks matching REGEX ("InferShape/" for the passes only); --binary: a
+# prebuilt rule_infer_shape_benchmark (another revision's, for before/after figures) instead of
+# building this tree's. The machine's load average is printed with the figures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 reps=7
 min_time=0.5
+filter=.
+bin=
 while (( $# > 0 )); do
   case "$1" in
     --repetitions) reps=$2; shift 2 ;;
     --min_time) min_time=$2; shift 2 ;;
-    *) echo "usage: $0 [--repetitions N] [--min_time SECONDS]" >&2; exit 2 ;;
+    --filter) filter=$2; shift 2 ;;
+    --binary) bin=$2; shift 2 ;;
+    *) echo "usage: $0 [--repetitions N] [--min_time SECONDS] [--filter REGEX] [--binary PATH]" >&2
+       exit 2 ;;
   esac
 done
-if ! log=$(bazel build -c opt //bench:rule_infer_shape_benchmark //models:corpus 2>&1); then
+targets="//models:corpus"
+[[ -z "$bin" ]] && targets="$targets //bench:rule_infer_shape_benchmark"
+if ! log=$(bazel build -c opt $targets 2>&1); then
   echo "$log" >&2
   exit 1
 fi
+bin=${bin:-.bazel/bin/bench/rule_infer_shape_benchmark}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-.bazel/bin/bench/rule_infer_shape_benchmark --ops=rules/dogfood/onnx_ops.pbtxt \
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+"$bin" --ops=rules/dogfood/onnx_ops.pbtxt \
   --corpus_dir=.bazel/bin/models/corpus --benchmark_min_warmup_time=0.2 \
   --benchmark_min_time="$min_time" --benchmark_repetitions="$reps" \
+  --benchmark_filter="$filter" \
   --benchmark_report_aggregates_only=true --benchmark_format=json >"$out"
+echo "load average before/after: $load_before / $(cut -d' ' -f1-3 /proc/loadavg)"
 /usr/bin/python3 - "$out" "$reps" <<'PY'
 import json, sys
 data = json.load(open(sys.argv[1]))

@@ -595,7 +595,15 @@ class Evaluator {
     return e.EvalCall<kFn>(n);
   }
 
-  Val EvalAttr(const Insn& n);
+  // attr.NAME / attr("NAME"[, fallback]), read from the node the first time.
+  Val EvalAttr(const Insn& n) {
+    const size_t index = static_cast<size_t>(n.imm);
+    if (index < kCached && (attr_cached_ >> index & 1) != 0) {
+      return AttrCache(static_cast<int>(index));
+    }
+    return ReadAttr(n);
+  }
+  ABSL_ATTRIBUTE_NOINLINE Val ReadAttr(const Insn& n);
   Val EvalList(const Insn& n);
   Val EvalSlice(const Insn& n);
   Val EvalComprehension(const Insn& n);
@@ -635,7 +643,14 @@ class Evaluator {
     return VariadicIndex(n, index);
   }
   bool VariadicIndex(const Insn& n, int* index);
-  Val InputShape(int i, int32_t pos);
+  // Input i's shape, read from the node the first time (charging its length).
+  Val InputShape(int i, int32_t pos) {
+    if (ABSL_PREDICT_TRUE(static_cast<unsigned>(i) < kCached && (shape_cached_ >> i & 1) != 0)) {
+      return ShapeCache(i);  // present: only a present input's shape is cached
+    }
+    return ReadInputShape(i, pos);
+  }
+  ABSL_ATTRIBUTE_NOINLINE Val ReadInputShape(int i, int32_t pos);
   Val InputValue(int i, int32_t pos);
   // ctx_.has_input without the virtual node() call.
   bool HasInput(int i) const {
@@ -982,9 +997,8 @@ std::string Evaluator::FormatParts(const int32_t* ids, size_t n, bool* ok) {
   return out;
 }
 
-Val Evaluator::InputShape(int i, int32_t pos) {
+Val Evaluator::ReadInputShape(int i, int32_t pos) {
   if (ABSL_PREDICT_FALSE(!HasInput(i))) return Absent(i, pos);
-  if (i < kCached && (shape_cached_ >> i & 1) != 0) return ShapeCache(i);
   Val v;
   if (const std::optional<Dims>& shape = ctx_.input_shape(i)) {
     const size_t n = shape->size();
@@ -1044,11 +1058,8 @@ bool Evaluator::VariadicIndex(const Insn& n, int* index) {
   return true;
 }
 
-Val Evaluator::EvalAttr(const Insn& n) {
+Val Evaluator::ReadAttr(const Insn& n) {
   const size_t index = static_cast<size_t>(n.imm);
-  if (index < kCached && (attr_cached_ >> index & 1) != 0) {
-    return AttrCache(static_cast<int>(index));
-  }
   const AttrRef& ref = p_.attrs[index];
   const v1::Attribute* a = ctx_.attr(ref.name);
   if (a == nullptr) {

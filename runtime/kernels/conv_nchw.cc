@@ -16,69 +16,147 @@ namespace graphopt::runtime {
 namespace {
 
 // Compiled for x86-64-v3 (AVX2, FMA) and baseline x86-64; the loader picks (as fast_math.cc).
-#define GRAPHOPT_MULTIVERSION __attribute__((target_clones("arch=x86-64-v3", "default")))
+#define GRAPHOPT_MULTIVERSION __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+// Helpers of the multiversioned functions, inlined into each clone.
+#define GRAPHOPT_INLINE_PLANE inline __attribute__((always_inline))
 
 // Columns of one sgemm block: the block's output rows stay in cache for the epilogue.
 constexpr int64_t kColumnBlock = 1024;
 
-// acc[i] += v * src[i].
-GRAPHOPT_MULTIVERSION void MulAdd(float* acc, const float* src, float v, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) acc[i] += v * src[i];
+// The padded plane of one channel: `rows` rows of `width` floats, the input placed at (top, left)
+// and `fill` around it; for stride 2 the even and odd columns of a row are stored apart (two
+// halves of `width / 2`), so that every tap of an output row reads consecutive floats.
+struct PlaneGeometry {
+  int64_t h = 0, w = 0;          // input
+  int64_t ho = 0, wo = 0;        // output
+  int64_t kh = 0, kw = 0;        // kernel
+  int64_t stride = 1, top = 0, left = 0;
+  int64_t rows = 0, width = 0;   // padded plane
+};
+
+PlaneGeometry Geometry(const Window& w) {
+  PlaneGeometry g;
+  g.h = w.in[0];
+  g.w = w.in[1];
+  g.ho = w.out[0];
+  g.wo = w.out[1];
+  g.kh = w.kernel[0];
+  g.kw = w.kernel[1];
+  g.stride = w.stride[0];
+  g.top = w.pad_begin[0];
+  g.left = w.pad_begin[1];
+  // Every tap of every output lies inside: rows up to (out-1)*s + k, columns likewise.
+  g.rows = std::max(g.h + g.top, (g.ho - 1) * g.stride + g.kh);
+  g.width = std::max(g.w + g.left, (g.wo - 1) * g.stride + g.kw);
+  if (g.stride == 2) g.width += g.width % 2;
+  return g;
 }
 
-// acc[i] = max(acc[i], src[i]).
-GRAPHOPT_MULTIVERSION void MaxInto(float* acc, const float* src, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) acc[i] = src[i] > acc[i] ? src[i] : acc[i];
+// Everything for one plane is compiled as one function (for x86-64-v3 and baseline), so the
+// tap loops inline and vectorise along the output row.
+GRAPHOPT_INLINE_PLANE void FillPlane(const PlaneGeometry& g, const float* x, float fill,
+                                     float* plane) {
+  std::fill(plane, plane + g.rows * g.width, fill);
+  const int64_t half = g.width / 2;
+  for (int64_t r = 0; r < g.h; ++r) {
+    float* row = plane + (r + g.top) * g.width;
+    const float* in = x + r * g.w;
+    if (g.stride == 2) {
+      // Input column c lands on padded column c + left: even ones in the first half.
+      const int64_t first_even = g.left % 2;
+      for (int64_t c = first_even, d = (first_even + g.left) / 2; c < g.w; c += 2, ++d) row[d] = in[c];
+      for (int64_t c = 1 - first_even, d = (1 - first_even + g.left) / 2; c < g.w; c += 2, ++d) {
+        row[half + d] = in[c];
+      }
+    } else {
+      std::memcpy(row + g.left, in, g.w * sizeof(float));
+    }
+  }
 }
 
-// The padded plane of one channel: rows of `width` floats, the input placed at (top, left),
-// `fill` around it; for stride 2, even and odd columns stored apart (two half planes), so that
-// every tap of a row reads consecutive floats.
-struct PaddedPlane {
-  int64_t rows = 0, width = 0, top = 0, left = 0, stride = 1;
-  std::vector<float> data;
+// The floats tap (i, j) reads for output row r.
+GRAPHOPT_INLINE_PLANE const float* Tap(const PlaneGeometry& g, const float* plane, int64_t r,
+                                       int64_t i, int64_t j) {
+  const float* row = plane + (r * g.stride + i) * g.width;
+  return g.stride == 2 ? row + (j % 2) * (g.width / 2) + j / 2 : row + j;
+}
 
-  // Columns as stored: column c of a stride-2 plane is at (c % 2) * half + c / 2.
-  int64_t half() const { return (width + 1) / 2; }
+// Output rows of a plane: y = bias + sum of the taps (kSum) or the largest tap (kMax). For a
+// kernel size known at compile time (KH, KW > 0) each output is accumulated in a register over
+// all taps, whose row pointers are set up once per output row; otherwise tap by tap over the row.
+enum class Reduce { kSum, kMax };
 
-  void Fill(const float* x, int64_t h, int64_t w, float fill) {
-    data.assign(static_cast<size_t>(rows * width), fill);
-    for (int64_t r = 0; r < h; ++r) {
-      float* row = data.data() + (r + top) * width;
-      const float* in = x + r * w;
-      if (stride == 2) {
-        for (int64_t c = 0; c < w; ++c) {
-          const int64_t p = c + left;
-          row[(p % 2) * half() + p / 2] = in[c];
+template <Reduce R, int KH, int KW>
+GRAPHOPT_INLINE_PLANE void PlaneRows(const PlaneGeometry& g, const float* plane, const float* k,
+                                     float init, float* y) {
+  if constexpr (KH > 0 && KW > 0) {
+    float kv[KH * KW];
+    for (int t = 0; t < KH * KW; ++t) kv[t] = R == Reduce::kSum ? k[t] : 0.0f;
+    for (int64_t r = 0; r < g.ho; ++r) {
+      const float* src[KH * KW];
+      for (int i = 0; i < KH; ++i) {
+        for (int j = 0; j < KW; ++j) src[i * KW + j] = Tap(g, plane, r, i, j);
+      }
+      float* out = y + r * g.wo;
+      for (int64_t o = 0; o < g.wo; ++o) {
+        float a = init;
+        for (int t = 0; t < KH * KW; ++t) {
+          if constexpr (R == Reduce::kSum) {
+            a += kv[t] * src[t][o];
+          } else {
+            a = src[t][o] > a ? src[t][o] : a;
+          }
         }
-      } else {
-        std::memcpy(row + left, in, w * sizeof(float));
+        out[o] = a;
+      }
+    }
+  } else {
+    for (int64_t r = 0; r < g.ho; ++r) {
+      float* acc = y + r * g.wo;
+      for (int64_t o = 0; o < g.wo; ++o) acc[o] = init;
+      for (int64_t i = 0; i < g.kh; ++i) {
+        for (int64_t j = 0; j < g.kw; ++j) {
+          const float* src = Tap(g, plane, r, i, j);
+          if constexpr (R == Reduce::kSum) {
+            const float v = k[i * g.kw + j];
+            for (int64_t o = 0; o < g.wo; ++o) acc[o] += v * src[o];
+          } else {
+            for (int64_t o = 0; o < g.wo; ++o) acc[o] = src[o] > acc[o] ? src[o] : acc[o];
+          }
+        }
       }
     }
   }
+}
 
-  // The floats tap kw reads for output columns 0.. of row r.
-  const float* Tap(int64_t r, int64_t kw) const {
-    const float* row = data.data() + r * width;
-    return stride == 2 ? row + (kw % 2) * half() + kw / 2 : row + kw;
+GRAPHOPT_MULTIVERSION void DepthwisePlane(const PlaneGeometry& g, const float* x, const float* k,
+                                          float bias, float* plane, float* y) {
+  FillPlane(g, x, 0.0f, plane);
+  if (g.kh == 3 && g.kw == 3) {
+    PlaneRows<Reduce::kSum, 3, 3>(g, plane, k, bias, y);
+  } else if (g.kh == 5 && g.kw == 5) {
+    PlaneRows<Reduce::kSum, 5, 5>(g, plane, k, bias, y);
+  } else {
+    PlaneRows<Reduce::kSum, 0, 0>(g, plane, k, bias, y);
   }
-};
+}
+
+GRAPHOPT_MULTIVERSION void MaxPoolPlane(const PlaneGeometry& g, const float* x, float* plane,
+                                        float* y) {
+  const float lowest = -std::numeric_limits<float>::infinity();
+  FillPlane(g, x, lowest, plane);
+  if (g.kh == 3 && g.kw == 3) {
+    PlaneRows<Reduce::kMax, 3, 3>(g, plane, nullptr, lowest, y);
+  } else if (g.kh == 2 && g.kw == 2) {
+    PlaneRows<Reduce::kMax, 2, 2>(g, plane, nullptr, lowest, y);
+  } else {
+    PlaneRows<Reduce::kMax, 0, 0>(g, plane, nullptr, lowest, y);
+  }
+}
 
 bool PlaneFits(const Window& w) {
   if (w.nd != 2 || (w.stride[0] != w.stride[1]) || w.stride[0] > 2) return false;
   return w.dilation[0] == 1 && w.dilation[1] == 1;
-}
-
-PaddedPlane MakePlane(const Window& w) {
-  PaddedPlane p;
-  p.stride = w.stride[0];
-  p.top = w.pad_begin[0];
-  p.left = w.pad_begin[1];
-  // Every tap of every output lies inside: rows up to (out-1)*s + k, columns likewise.
-  p.rows = std::max(w.in[0] + p.top, (w.out[0] - 1) * p.stride + w.kernel[0]);
-  p.width = std::max(w.in[1] + p.left, (w.out[1] - 1) * p.stride + w.kernel[1]);
-  if (p.stride == 2) p.width += p.width % 2;
-  return p;
 }
 
 }  // namespace
@@ -100,9 +178,16 @@ bool PostOpsSupported(absl::Span<const ConvPostOp> ops) {
   return true;
 }
 
-void ApplyPostOps(absl::Span<const ConvPostOp> ops, int64_t channel, int64_t offset, float* y,
-                  int64_t n) {
-  for (const ConvPostOp& op : ops) {
+namespace {
+
+// ApplyPostOps on one chunk small enough for L1, each op a loop the compiler vectorises.
+GRAPHOPT_MULTIVERSION void PostOpsChunk(const ConvPostOp* ops, size_t count, int64_t channel,
+                                        int64_t offset, float bias, float* y, int64_t n) {
+  if (bias != 0.0f) {
+    for (int64_t i = 0; i < n; ++i) y[i] += bias;
+  }
+  for (size_t k = 0; k < count; ++k) {
+    const ConvPostOp& op = ops[k];
     switch (op.kind) {
       case ConvPostOp::Kind::kSum: {
         const float* r = op.operand->data<float>() + offset;
@@ -120,13 +205,20 @@ void ApplyPostOps(absl::Span<const ConvPostOp> ops, int64_t channel, int64_t off
         break;
       }
       case ConvPostOp::Kind::kEltwise: {
+        // Written with min/max (no conditional stores) so that they vectorise; NaN stays NaN.
         const float a = op.alpha, b = op.beta;
         switch (op.alg) {
           case dnnl::algorithm::eltwise_relu:
-            for (int64_t i = 0; i < n; ++i) y[i] = y[i] < 0.0f ? a * y[i] : y[i];
+            if (a == 0.0f) {
+              for (int64_t i = 0; i < n; ++i) y[i] = std::max(y[i], 0.0f);
+            } else {
+              for (int64_t i = 0; i < n; ++i) {
+                y[i] = std::max(y[i], 0.0f) + a * std::min(y[i], 0.0f);
+              }
+            }
             break;
           case dnnl::algorithm::eltwise_clip:
-            for (int64_t i = 0; i < n; ++i) y[i] = y[i] < a ? a : (y[i] > b ? b : y[i]);
+            for (int64_t i = 0; i < n; ++i) y[i] = std::min(std::max(y[i], a), b);
             break;
           case dnnl::algorithm::eltwise_linear:
             for (int64_t i = 0; i < n; ++i) y[i] = a * y[i] + b;
@@ -146,10 +238,22 @@ void ApplyPostOps(absl::Span<const ConvPostOp> ops, int64_t channel, int64_t off
   }
 }
 
+}  // namespace
+
+void ApplyPostOps(absl::Span<const ConvPostOp> ops, int64_t channel, int64_t offset, float* y,
+                  int64_t n, float bias) {
+  constexpr int64_t kChunk = 512;
+  for (int64_t i = 0; i < n; i += kChunk) {
+    PostOpsChunk(ops.data(), ops.size(), channel, offset + i, bias, y + i, std::min(kChunk, n - i));
+  }
+}
+
 bool PointwiseFits(const ConvShape& s) {
-  if (s.group != 1) return false;
+  // Below 28x28 outputs (and with strides) oneDNN's blocked 1x1 kernels win, reorders included.
+  if (s.group != 1 || s.window.out_size() < 28 * 28) return false;
   for (int i = 0; i < s.window.nd; ++i) {
-    if (s.window.kernel[i] != 1 || s.window.pad_begin[i] != 0 || s.window.pad_end[i] != 0) {
+    if (s.window.kernel[i] != 1 || s.window.pad_begin[i] != 0 || s.window.pad_end[i] != 0 ||
+        s.window.stride[i] != 1) {
       return false;
     }
   }
@@ -162,25 +266,8 @@ absl::Status PointwiseConv(const KernelContext& ctx, const ConvShape& s, const T
   const Window& win = s.window;
   const int64_t in_plane = win.in_size(), out_plane = win.out_size();
   if (!PostOpsSupported(ops)) return absl::UnimplementedError("post-op without a direct loop");
-  bool strided = false;
-  for (int i = 0; i < win.nd; ++i) strided |= win.stride[i] != 1 || win.out[i] != win.in[i];
-  std::vector<float> gathered(strided ? static_cast<size_t>(s.c * out_plane) : 0);
   for (int64_t n = 0; n < s.n; ++n) {
     const float* xn = x.data<float>() + n * s.c * in_plane;
-    if (strided) {
-      // The input positions the 1x1 kernel visits, as a dense [C, out] matrix.
-      std::vector<int64_t> pos(win.nd, 0);
-      for (int64_t o = 0; o < out_plane; ++o) {
-        int64_t off = 0;
-        for (int i = 0; i < win.nd; ++i) off = off * win.in[i] + pos[i] * win.stride[i];
-        for (int64_t c = 0; c < s.c; ++c) gathered[c * out_plane + o] = xn[c * in_plane + off];
-        for (int i = win.nd - 1; i >= 0; --i) {
-          if (++pos[i] < win.out[i]) break;
-          pos[i] = 0;
-        }
-      }
-      xn = gathered.data();
-    }
     float* yn = y.data<float>() + n * s.m * out_plane;
     for (int64_t j0 = 0; j0 < out_plane; j0 += kColumnBlock) {
       const int64_t cols = std::min(kColumnBlock, out_plane - j0);
@@ -188,12 +275,8 @@ absl::Status PointwiseConv(const KernelContext& ctx, const ConvShape& s, const T
                               xn + j0, out_plane, 0.0f, yn + j0, out_plane);
       if (!st.ok()) return st;
       for (int64_t m = 0; m < s.m; ++m) {
-        float* row = yn + m * out_plane + j0;
-        if (b != nullptr) {
-          const float bias = b->data<float>()[m];
-          for (int64_t i = 0; i < cols; ++i) row[i] += bias;
-        }
-        ApplyPostOps(ops, m, (n * s.m + m) * out_plane + j0, row, cols);
+        ApplyPostOps(ops, m, (n * s.m + m) * out_plane + j0, yn + m * out_plane + j0, cols,
+                     b != nullptr ? b->data<float>()[m] : 0.0f);
       }
     }
   }
@@ -201,7 +284,8 @@ absl::Status PointwiseConv(const KernelContext& ctx, const ConvShape& s, const T
 }
 
 bool DepthwiseFits(const ConvShape& s) {
-  return s.group == s.c && s.m == s.c && PlaneFits(s.window);
+  // On smaller planes oneDNN's kernels, vectorised across channels, win.
+  return s.group == s.c && s.m == s.c && PlaneFits(s.window) && s.window.out_size() >= 28 * 28;
 }
 
 absl::Status DepthwiseConv(const KernelContext& ctx, const ConvShape& s, const Tensor& x,
@@ -209,26 +293,16 @@ absl::Status DepthwiseConv(const KernelContext& ctx, const ConvShape& s, const T
                            Tensor& y) {
   const Window& win = s.window;
   const int64_t kh = win.kernel[0], kw = win.kernel[1];
-  const int64_t ho = win.out[0], wo = win.out[1];
   const int64_t in_plane = win.in_size(), out_plane = win.out_size();
   if (!PostOpsSupported(ops)) return absl::UnimplementedError("post-op without a direct loop");
+  const PlaneGeometry g = Geometry(win);
   ctx.ParallelFor(s.n * s.c, 1, [&](int64_t begin, int64_t end) {
-    PaddedPlane plane = MakePlane(win);
+    std::vector<float> plane(static_cast<size_t>(g.rows * g.width));
     for (int64_t nc = begin; nc < end; ++nc) {
       const int64_t c = nc % s.c;
-      plane.Fill(x.data<float>() + nc * in_plane, win.in[0], win.in[1], 0.0f);
-      const float* k = w.data<float>() + c * kh * kw;
-      const float bias = b != nullptr ? b->data<float>()[c] : 0.0f;
       float* out = y.data<float>() + nc * out_plane;
-      for (int64_t r = 0; r < ho; ++r) {
-        float* acc = out + r * wo;
-        std::fill(acc, acc + wo, bias);
-        for (int64_t i = 0; i < kh; ++i) {
-          for (int64_t j = 0; j < kw; ++j) {
-            MulAdd(acc, plane.Tap(r * plane.stride + i, j), k[i * kw + j], wo);
-          }
-        }
-      }
+      DepthwisePlane(g, x.data<float>() + nc * in_plane, w.data<float>() + c * kh * kw,
+                     b != nullptr ? b->data<float>()[c] : 0.0f, plane.data(), out);
       ApplyPostOps(ops, c, nc * out_plane, out, out_plane);
     }
   });
@@ -239,22 +313,12 @@ bool MaxPoolFits(const Window& w) { return PlaneFits(w); }
 
 void MaxPool(const KernelContext& ctx, const Window& win, const Tensor& x, Tensor& y) {
   const int64_t planes = x.dim(0) * x.dim(1);
-  const int64_t kh = win.kernel[0], kw = win.kernel[1];
-  const int64_t ho = win.out[0], wo = win.out[1];
   const int64_t in_plane = win.in_size(), out_plane = win.out_size();
+  const PlaneGeometry g = Geometry(win);
   ctx.ParallelFor(planes, 1, [&](int64_t begin, int64_t end) {
-    PaddedPlane plane = MakePlane(win);
+    std::vector<float> plane(static_cast<size_t>(g.rows * g.width));
     for (int64_t p = begin; p < end; ++p) {
-      plane.Fill(x.data<float>() + p * in_plane, win.in[0], win.in[1],
-                 -std::numeric_limits<float>::infinity());
-      float* out = y.data<float>() + p * out_plane;
-      for (int64_t r = 0; r < ho; ++r) {
-        float* acc = out + r * wo;
-        std::fill(acc, acc + wo, -std::numeric_limits<float>::infinity());
-        for (int64_t i = 0; i < kh; ++i) {
-          for (int64_t j = 0; j < kw; ++j) MaxInto(acc, plane.Tap(r * plane.stride + i, j), wo);
-        }
-      }
+      MaxPoolPlane(g, x.data<float>() + p * in_plane, plane.data(), y.data<float>() + p * out_plane);
     }
   });
 }

@@ -83,18 +83,19 @@ class FloatConvolution {
 
 // True when every post-op has a direct implementation (ApplyPostOps).
 bool PostOpsSupported(absl::Span<const ConvPostOp> ops);
-// Applies `ops` to y[0..n), n consecutive outputs of output channel `channel` starting at
-// element `offset` of the output tensor (where a kSum operand is read).
+// Adds `bias`, then applies `ops` to y[0..n), n consecutive outputs of output channel
+// `channel` starting at element `offset` of the output tensor (where a kSum operand is read).
 void ApplyPostOps(absl::Span<const ConvPostOp> ops, int64_t channel, int64_t offset, float* y,
-                  int64_t n);
+                  int64_t n, float bias = 0.0f);
 
-// 1x1 kernels, no padding, group 1 (any stride): Y[M, out] = W[M, C] X[C, out] per image.
+// 1x1 kernels, stride 1, no padding, group 1, at least 28x28 outputs (below that oneDNN wins):
+// Y[M, out] = W[M, C] X[C, out] per image.
 bool PointwiseFits(const ConvShape& s);
 absl::Status PointwiseConv(const KernelContext& ctx, const ConvShape& s, const Tensor& x,
                            const Tensor& w, const Tensor* b, absl::Span<const ConvPostOp> ops,
                            Tensor& y);
 
-// 2-D, group = C = M, stride 1 or 2 (both axes alike), no dilation.
+// 2-D, group = C = M, stride 1 or 2 (both axes alike), no dilation, at least 28x28 outputs.
 bool DepthwiseFits(const ConvShape& s);
 absl::Status DepthwiseConv(const KernelContext& ctx, const ConvShape& s, const Tensor& x,
                            const Tensor& w, const Tensor* b, absl::Span<const ConvPostOp> ops,

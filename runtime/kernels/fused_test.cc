@@ -177,6 +177,26 @@ TEST_F(FusedKernelTest, DepthwiseConvAndRelu6) {
         1);
 }
 
+// From 28x28 outputs on, 1x1 and depthwise convolutions run as direct NCHW loops with the
+// post-ops applied per channel (conv_nchw.cc).
+TEST_F(FusedKernelTest, DirectLoopsWithPostOps) {
+  Check(Input("x", {1, 8, 30, 30}) + Const("w", {8, 8, 1, 1}, {0.05f, -0.04f, 0.01f}) +
+            Const("b", {8}, {0.2f, -0.3f}) + Const("cb", {8, 1, 1}, {0.3f, -0.1f, 0.0f}) +
+            Node("Conv", {"x", "w", "b"}, "c") + Node("Add", {"c", "cb"}, "p") +
+            Node("Add", {"x", "p"}, "a") + Node("Relu", {"a"}, "y") + Output("y"),
+        1);
+  Check(Input("x", {1, 6, 57, 57}) + Const("w", {6, 1, 3, 3}, {0.2f, -0.1f, 0.3f}) +
+            Const("b", {6}, {0.5f}) + Const("lo", {}, {0.0f}) + Const("hi", {}, {6.0f}) +
+            Const("s", {}, {0.5f}) +
+            Node("Conv", {"x", "w", "b"}, "c",
+                 absl::StrCat(kPads, " attributes { name: \"group\" i: 6 } attributes { name: "
+                                     "\"strides\" ints { values: [2, 2] } }")) +
+            Node("Mul", {"c", "s"}, "m") +
+            Node("LeakyRelu", {"m"}, "l", "attributes { name: \"alpha\" f: 0.1 }") +
+            Node("Clip", {"l", "lo", "hi"}, "y") + Output("y"),
+        1);
+}
+
 TEST_F(FusedKernelTest, ConvWithOtherEpilogues) {
   // LeakyRelu and a scalar Mul map to post-ops; Softplus does not (the loop runs it).
   Check(Input("x", {1, 4, 6, 6}) + Const("w", {4, 4, 1, 1}, {0.5f, -0.25f}) +

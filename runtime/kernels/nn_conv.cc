@@ -566,7 +566,9 @@ absl::StatusOr<std::shared_ptr<const FloatConvolution::Primitive>> FloatConvolut
     conv->user_wei = dnnl::memory::desc(w_dims, dt::f32, w_tag);
     conv->bias = dnnl::memory::desc({s.m}, dt::f32, tag::x);
     conv->channel = dnnl::memory::desc(channel_dims, dt::f32, act_tag);
-    const dnnl::memory::desc any_src(src_dims, dt::f32, tag::any);
+    // A few input channels (an image): the plain layout, read directly, beats a reorder.
+    const dnnl::memory::desc any_src =
+        s.c <= 4 ? conv->user_src : dnnl::memory::desc(src_dims, dt::f32, tag::any);
     const dnnl::memory::desc any_dst(dst_dims, dt::f32, tag::any);
     const dnnl::memory::desc any_wei(w_dims, dt::f32, tag::any);
     std::unique_ptr<dnnl::convolution_forward::desc> d;

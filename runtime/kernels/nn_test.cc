@@ -4,6 +4,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "graph/proto_convert.h"
@@ -90,6 +91,90 @@ TEST(ConvTest, GroupedStridedDilatedPaddedMatchesNaive) {
     const std::vector<float> want =
         NaiveConv2d(x, 2, 4, 7, 6, w, 6, 3, 2, 2, b, 2, 1, 1, 2, 1, 0, 4, 5);
     EXPECT_THAT(ToFloats((*out)[0]), Pointwise(FloatNear(1e-4), want));
+  }
+}
+
+// The direct NCHW loops (conv_nchw.cc) take 1x1 and depthwise convolutions with outputs of at
+// least 28x28: odd sizes, asymmetric pads, strides 1 and 2, kernels of 3, 5 and 7 (the last on
+// the generic loop), two images.
+TEST(ConvTest, DirectNchwPathsMatchNaive) {
+  struct Case {
+    int c, m, h, w, k, group, stride, pt, pl, pb, pr;
+  };
+  const Case cases[] = {
+      {5, 7, 30, 29, 1, 1, 1, 0, 0, 0, 0},     // 1x1 on sgemm
+      {6, 6, 31, 30, 3, 6, 1, 1, 1, 1, 1},     // depthwise 3x3
+      {4, 4, 61, 58, 3, 4, 2, 1, 0, 2, 1},     // stride 2, asymmetric pads
+      {3, 3, 32, 33, 5, 3, 1, 2, 2, 2, 2},     // 5x5
+      {2, 2, 60, 62, 7, 2, 2, 3, 3, 3, 3},     // 7x7 (generic loop)
+  };
+  int seed = 10;
+  for (const Case& t : cases) {
+    const int oh = (t.h + t.pt + t.pb - t.k) / t.stride + 1;
+    const int ow = (t.w + t.pl + t.pr - t.k) / t.stride + 1;
+    const std::vector<float> x = Random(2 * t.c * t.h * t.w, ++seed);
+    const std::vector<float> w = Random(t.m * (t.c / t.group) * t.k * t.k, ++seed);
+    const std::vector<float> b = Random(t.m, ++seed);
+    const std::vector<std::string> attrs = {
+        absl::StrCat("name: \"group\" i: ", t.group),
+        absl::StrCat("name: \"strides\" ints { values: [", t.stride, ", ", t.stride, "] }"),
+        absl::StrCat("name: \"pads\" ints { values: [", t.pt, ", ", t.pl, ", ", t.pb, ", ",
+                     t.pr, "] }")};
+    absl::StatusOr<std::vector<Tensor>> out =
+        RunNode("Conv", attrs,
+                {F32(x, {2, t.c, t.h, t.w}), F32(w, {t.m, t.c / t.group, t.k, t.k}), F32(b, {t.m})});
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_THAT((*out)[0].shape(), ElementsAre(2, t.m, oh, ow));
+    EXPECT_THAT(ToFloats((*out)[0]),
+                Pointwise(FloatNear(1e-4), NaiveConv2d(x, 2, t.c, t.h, t.w, w, t.m, t.k, t.k,
+                                                       t.group, b, t.stride, t.stride, 1, 1, t.pt,
+                                                       t.pl, oh, ow)))
+        << "c" << t.c << " k" << t.k << " stride " << t.stride;
+  }
+}
+
+// MaxPool 2-D float32 without Indices runs on the same row loops: padding never wins, and with
+// ceil_mode the last window may hang over the end.
+TEST(PoolTest, MaxPoolRowLoopsMatchNaive) {
+  struct Case {
+    int h, w, k, stride, pad, ceil;
+  };
+  for (const Case& t : {Case{31, 30, 3, 2, 1, 0}, Case{12, 13, 2, 2, 0, 1}, Case{9, 9, 3, 1, 1, 0},
+                        Case{10, 11, 5, 2, 2, 1}}) {
+    const std::vector<float> x = Random(2 * 3 * t.h * t.w, t.h * t.w);
+    auto out_dim = [&](int in) {
+      const int span = in + 2 * t.pad - t.k;
+      return (t.ceil ? (span + t.stride - 1) / t.stride : span / t.stride) + 1;
+    };
+    const int oh = out_dim(t.h), ow = out_dim(t.w);
+    absl::StatusOr<std::vector<Tensor>> out = RunNode(
+        "MaxPool",
+        {absl::StrCat("name: \"kernel_shape\" ints { values: [", t.k, ", ", t.k, "] }"),
+         absl::StrCat("name: \"strides\" ints { values: [", t.stride, ", ", t.stride, "] }"),
+         absl::StrCat("name: \"pads\" ints { values: [", t.pad, ", ", t.pad, ", ", t.pad, ", ",
+                      t.pad, "] }"),
+         absl::StrCat("name: \"ceil_mode\" i: ", t.ceil)},
+        {F32(x, {2, 3, t.h, t.w})});
+    ASSERT_TRUE(out.ok()) << out.status();
+    ASSERT_THAT((*out)[0].shape(), ElementsAre(2, 3, oh, ow));
+    std::vector<float> want;
+    for (int p = 0; p < 6; ++p) {
+      for (int oy = 0; oy < oh; ++oy) {
+        for (int ox = 0; ox < ow; ++ox) {
+          float best = -INFINITY;
+          for (int ky = 0; ky < t.k; ++ky) {
+            for (int kx = 0; kx < t.k; ++kx) {
+              const int iy = oy * t.stride - t.pad + ky, ix = ox * t.stride - t.pad + kx;
+              if (iy >= 0 && iy < t.h && ix >= 0 && ix < t.w) {
+                best = std::max(best, x[(p * t.h + iy) * t.w + ix]);
+              }
+            }
+          }
+          want.push_back(best);
+        }
+      }
+    }
+    EXPECT_THAT(ToFloats((*out)[0]), ElementsAreArray(want)) << t.h << "x" << t.w << " k" << t.k;
   }
 }
 

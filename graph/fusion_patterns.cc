@@ -177,7 +177,8 @@ std::optional<FusionPatternMatch> MatchLayerNorm(const Graph& graph, NodeId mean
     return std::nullopt;
   }
   m.nodes = {mean, sub, square, var, add_eps, sqrt, div};
-  // Optional elementwise affine: * scale, then + bias.
+  // Optional elementwise affine: * scale, then + bias (either may be missing: simplify removes
+  // a multiplication by ones).
   NodeId next = SoleUser(graph, Out(graph, div));
   if (IsOp(graph, next, "Mul") && Shape(graph, next, 2)) {
     m.scale = OtherOperand(graph, next, Out(graph, div));
@@ -186,7 +187,7 @@ std::optional<FusionPatternMatch> MatchLayerNorm(const Graph& graph, NodeId mean
       next = SoleUser(graph, Out(graph, next));
     }
   }
-  if (m.scale.valid() && IsOp(graph, next, "Add") && Shape(graph, next, 2)) {
+  if (IsOp(graph, next, "Add") && Shape(graph, next, 2)) {
     m.bias = OtherOperand(graph, next, Out(graph, m.nodes.back()));
     if (m.bias.valid()) m.nodes.push_back(next);
   }

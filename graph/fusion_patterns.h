@@ -38,7 +38,7 @@ std::optional<FusionPatternMatch> MatchGelu(const Graph& graph, NodeId erf);
 
 // y = (x - mean) / sqrt(mean((x - mean)^2) + eps) [* scale] [+ bias] over the last axis,
 // starting at the first ReduceMean `mean` (ReduceMean, Sub, Pow 2 or Mul d*d, ReduceMean, Add
-// eps, Sqrt, Div, then optionally Mul scale and Add bias).
+// eps, Sqrt, Div, then optionally Mul scale, then optionally Add bias).
 std::optional<FusionPatternMatch> MatchLayerNorm(const Graph& graph, NodeId mean);
 
 // The single element of a numeric tensor (float32/64, int32/64) as a double, or nullopt.

@@ -181,8 +181,9 @@ class Fuser {
       m.nodes.resize(7);
       m.scale = m.bias = ValueId();
     }
-    if (m.bias.valid() && !fits(m.bias, m.nodes[8])) {
-      m.nodes.resize(8);
+    const size_t bias_at = m.scale.valid() ? 8 : 7;
+    if (m.bias.valid() && !fits(m.bias, m.nodes[bias_at])) {
+      m.nodes.resize(bias_at);
       m.bias = ValueId();
     }
     return SameShape(graph_.value(graph_.node(m.nodes.back()).outputs[0]).type.shape, x.shape);

@@ -209,6 +209,12 @@ TEST_F(FuseOpsPassTest, DecomposedLayerNorm) {
     EXPECT_EQ(BodyOps(out.nodes(0)).size(), affine ? 9u : 7u);
     EXPECT_THAT(message, HasSubstr("layer_norm 1"));
   }
+  // Only the bias (simplify removes a scale of ones).
+  std::string message;
+  v1::Graph out =
+      Fuse(common + LayerNorm("x", "n", false) + Node("Add", {"n", "beta"}, "y"), &message);
+  ASSERT_THAT(OpTypes(out), ElementsAre(kFusedGroupOp));
+  EXPECT_EQ(BodyOps(out.nodes(0)).size(), 8u);
 }
 
 TEST_F(FuseOpsPassTest, LayerNormWithAnotherExponentIsNotRecognised) {

@@ -322,7 +322,9 @@ absl::StatusOr<bool> FusedGroupKernel::RunNode(KernelContext& ctx, const Step& s
     if (node.inputs[i].valid()) in[i] = &f.slots[node.inputs[i].value()];
   }
   std::vector<Tensor> out(node.outputs.size());
-  KernelContext sub(*step.info, in, absl::MakeSpan(out), ctx.outer_lookup(), ctx.num_threads());
+  // Bodies read nothing from enclosing graphs (Compile sends bodies with subgraphs to the
+  // executor), so the node needs no lookup of outer values.
+  KernelContext sub(*step.info, in, absl::MakeSpan(out), nullptr, ctx.num_threads());
   if (absl::Status s = step.kernel->Compute(sub); !s.ok()) return s;
   for (size_t i = 0; i < node.outputs.size(); ++i) {
     const ValueId v = node.outputs[i];
@@ -464,7 +466,7 @@ absl::StatusOr<bool> FusedGroupKernel::RunConv(KernelContext& ctx, const Step& s
                    (b == nullptr || b->dtype() == v1::DT_FLOAT32);
   if (f32) {
     // The convolution's own context, so that its errors name it.
-    KernelContext conv_ctx(*step.info, {}, {}, ctx.outer_lookup(), ctx.num_threads());
+    KernelContext conv_ctx(*step.info, {}, {}, nullptr, ctx.num_threads());
     absl::StatusOr<ConvShape> s = CheckConv(conv_ctx, step.window, step.group, x, w, b);
     if (!s.ok()) return s.status();
     std::optional<std::vector<ConvPostOp>> ops;

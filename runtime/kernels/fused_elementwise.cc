@@ -392,9 +392,10 @@ absl::StatusOr<bool> RunProgram(const KernelContext& ctx, const EwProgram& p,
   std::vector<float*> output_of(p.num_values, nullptr);
   for (size_t k = 0; k < p.outputs.size(); ++k) output_of[p.output_value[k]] = outputs[k];
   const int num_temps = p.num_values - static_cast<int>(num_inputs);
+  const int64_t tile = std::min(kTile, inner);
   ctx.ParallelFor(rows * tiles_per_row, std::max<int64_t>(1, 16384 / std::min(inner, kTile)),
                   [&](int64_t begin, int64_t end) {
-    std::vector<float> scratch(static_cast<size_t>(num_temps) * kTile);
+    std::vector<float> scratch(static_cast<size_t>(num_temps) * tile);
     std::vector<const float*> ptr(p.num_values);
     std::vector<int> stride(p.num_values, 1);
     std::vector<int64_t> index(rank, 0);
@@ -424,7 +425,7 @@ absl::StatusOr<bool> RunProgram(const KernelContext& ctx, const EwProgram& p,
       for (const EwInstr& in : code) {
         float* y = output_of[in.out] != nullptr
                        ? output_of[in.out] + row * inner + start
-                       : scratch.data() + static_cast<size_t>(in.out - num_inputs) * kTile;
+                       : scratch.data() + static_cast<size_t>(in.out - num_inputs) * tile;
         Execute(in, n, ptr.data(), stride.data(), y);
         ptr[in.out] = y;
         stride[in.out] = 1;

@@ -249,6 +249,9 @@ TEST_F(FusedKernelTest, LayerNormalization) {
         1, 1e-4);
   Check(Input("x", {5, 40}) + consts + ln + Node("Div", {"d", "std"}, "y") + Output("y"), 1,
         1e-4);
+  Check(Input("x", {5, 40}) + consts + ln + Node("Div", {"d", "std"}, "n") +
+            Node("Add", {"n", "beta"}, "y") + Output("y"),
+        1, 1e-4);
 }
 
 TEST_F(FusedKernelTest, BroadcastingElementwiseChainsWithSeveralOutputs) {

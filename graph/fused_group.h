@@ -8,6 +8,13 @@
 // string attribute kFusedGroupPattern names what fuse_ops recognised (kFusedPattern*); the
 // runtime treats it as a hint only and checks the body itself.
 
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "graph/graph.h"
+
 namespace graphopt {
 
 inline constexpr char kFusedGroupDomain[] = "graphopt";
@@ -32,6 +39,26 @@ inline constexpr char kFusedPatternLayerNorm[] = "layer_norm";
 inline constexpr char kFusedPatternReduction[] = "reduction";
 // A chain of injective ops (reshapes, transposes, slices, ...).
 inline constexpr char kFusedPatternInjective[] = "injective";
+
+// Replaces groups of nodes of one graph by FusedGroup nodes. Keeps marks between groups, so that
+// replacing many small groups costs time proportional to their sizes, not to the graph's.
+class FusedGroupBuilder {
+ public:
+  explicit FusedGroupBuilder(Graph& graph) : graph_(graph) {}
+
+  // Replaces `nodes` (live, in a topological order, and convex: no path leaves the set and comes
+  // back) by one FusedGroup node with `pattern`, named after the first node ("<name>_fused").
+  // Its inputs are the values the nodes read and do not produce, in reading order; its outputs
+  // those they produce that a node outside reads or that are graph outputs, in producing order
+  // (they keep their ids, names and types). Returns the new node, or an invalid id when the
+  // group has no input or no output (the graph is then left as it is).
+  absl::StatusOr<NodeId> Replace(absl::Span<const NodeId> nodes, absl::string_view pattern);
+
+ private:
+  Graph& graph_;
+  std::vector<char> in_group_;  // by node id
+  std::vector<char> seen_;      // by value id
+};
 
 }  // namespace graphopt
 

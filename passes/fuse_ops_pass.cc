@@ -1,7 +1,6 @@
 #include "passes/fuse_ops_pass.h"
 
 #include <algorithm>
-#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -365,7 +364,7 @@ class Fuser {
   absl::StatusOr<bool> Materialize(const PassContext& context) {
     int fused_nodes = 0;
     std::map<std::string, int> by_pattern;
-    std::vector<char> in_group(graph_.num_node_slots(), 0);
+    FusedGroupBuilder builder(graph_);
     for (Group& group : groups_) {
       if (group.nodes.size() < 2) continue;
       std::sort(group.nodes.begin(), group.nodes.end(),
@@ -373,11 +372,9 @@ class Fuser {
       const char* pattern = PatternName(group);
       std::map<std::string, int> counts;
       CountPatterns(group, counts);
-      for (NodeId id : group.nodes) in_group[id.value()] = 1;
-      absl::StatusOr<bool> replaced = Replace(group, pattern, in_group);
-      for (NodeId id : group.nodes) in_group[id.value()] = 0;
-      if (!replaced.ok()) return replaced.status();
-      if (!*replaced) continue;
+      absl::StatusOr<NodeId> fused = builder.Replace(group.nodes, pattern);
+      if (!fused.ok()) return fused.status();
+      if (!fused->valid()) continue;
       for (const auto& [name, count] : counts) counts_[name] += count;
       ++by_pattern[pattern];
       fused_nodes += static_cast<int>(group.nodes.size());
@@ -400,92 +397,6 @@ class Fuser {
     return groups > 0;
   }
 
-  // Replaces the group's nodes by one FusedGroup node holding them; false when the group has no
-  // input or no output (nothing for a node to stand for) and stays as it is.
-  absl::StatusOr<bool> Replace(const Group& group, const char* pattern, const std::vector<char>& in_group) {
-    std::vector<ValueId> inputs, outputs;
-    // Inputs listed once each; the marks are cleared below, so that the vector serves every
-    // group without being allocated per group.
-    if (seen_.size() < static_cast<size_t>(graph_.num_value_slots())) {
-      seen_.resize(graph_.num_value_slots(), 0);
-    }
-    std::vector<char>& seen = seen_;
-    for (NodeId id : group.nodes) {
-      for (ValueId v : graph_.node(id).inputs) {
-        if (!v.valid() || seen[v.value()]) continue;
-        const NodeId p = graph_.value(v).producer;
-        // Nodes added for earlier groups lie past in_group: they are in no group of this one.
-        if (p.valid() && p.value() < static_cast<int>(in_group.size()) && in_group[p.value()]) {
-          continue;
-        }
-        seen[v.value()] = 1;
-        inputs.push_back(v);
-      }
-    }
-    v1::Graph body;
-    const Node& first = graph_.node(group.nodes.front());
-    const std::string name = first.name.empty()
-                                 ? absl::StrCat("fused_", group.nodes.front().value())
-                                 : absl::StrCat(first.name, "_fused");
-    body.set_name(name);
-    auto value_info = [&](ValueId v, v1::ValueInfo* out) {
-      const Value& value = graph_.value(v);
-      out->set_name(value.name);
-      TensorTypeToProto(value.type, out->mutable_type());
-    };
-    for (ValueId v : inputs) value_info(v, body.add_inputs());
-    std::vector<std::pair<NodeId, int>> detach;
-    for (NodeId id : group.nodes) {
-      const Node& node = graph_.node(id);
-      v1::Node* out = body.add_nodes();
-      out->set_name(node.name);
-      out->set_op_type(node.op_type);
-      out->set_domain(node.domain);
-      out->set_doc_string(node.doc_string);
-      out->set_device(node.device);
-      for (ValueId v : node.inputs) out->add_inputs(v.valid() ? graph_.value(v).name : "");
-      for (const auto& [attr_name, attr] : node.attributes) {
-        v1::Attribute* a = out->add_attributes();
-        *a = attr;
-        a->set_name(attr_name);
-      }
-      for (int i = 0; i < static_cast<int>(node.outputs.size()); ++i) {
-        const ValueId v = node.outputs[i];
-        out->add_outputs(v.valid() ? graph_.value(v).name : "");
-        if (!v.valid()) continue;
-        const Value& value = graph_.value(v);
-        bool escapes = value.graph_output_count > 0;
-        for (const Use& use : value.uses) {
-          escapes |= use.node.value() >= static_cast<int>(in_group.size()) ||
-                      !in_group[use.node.value()];
-        }
-        if (escapes) {
-          outputs.push_back(v);
-          detach.emplace_back(id, i);
-          value_info(v, body.add_outputs());
-        } else {
-          value_info(v, body.add_value_info());
-        }
-      }
-    }
-    for (ValueId v : inputs) seen[v.value()] = 0;
-    if (inputs.empty() || outputs.empty()) return false;
-    for (const v1::OpsetImport& o : graph_.opset_imports) *body.add_opset_imports() = o;
-    for (const auto& [id, index] : detach) graph_.DetachOutput(id, index);
-    for (auto it = group.nodes.rbegin(); it != group.nodes.rend(); ++it) graph_.RemoveNode(*it);
-    AttributeMap attributes;
-    v1::Attribute& b = attributes[kFusedGroupBody];
-    b.set_name(kFusedGroupBody);
-    *b.mutable_g() = std::move(body);
-    v1::Attribute& p = attributes[kFusedGroupPattern];
-    p.set_name(kFusedGroupPattern);
-    p.set_s(pattern);
-    absl::StatusOr<NodeId> fused = graph_.AddNode(name, kFusedGroupOp, kFusedGroupDomain, inputs,
-                                                  outputs, std::move(attributes));
-    if (!fused.ok()) return absl::InternalError(fused.status().message());
-    return true;
-  }
-
   Graph& graph_;
   const OpRegistry& ops_;
   const int max_group_size_;
@@ -498,7 +409,6 @@ class Fuser {
   std::vector<int> node_epoch_;
   std::vector<int> group_epoch_;
   int epoch_ = 0;
-  std::vector<char> seen_;
   std::map<std::string, int> counts_;
 };
 

@@ -5,6 +5,8 @@
 #include <queue>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -214,6 +216,7 @@ absl::Status Graph::RenameValue(ValueId value, std::string name) {
   }
   value_by_name_.erase(v.name);
   v.name = std::move(name);
+  topo_valid_ = false;  // subgraphs read values by name: a capture may now resolve elsewhere
   return absl::OkStatus();
 }
 
@@ -294,6 +297,13 @@ std::string Graph::ScheduleProblem(const std::vector<NodeId>& order) const {
                             ", which produces its input '", values_[in.value()].name, "'");
       }
     }
+    for (ValueId in : CapturedInputs(id)) {
+      NodeId p = values_[in.value()].producer;
+      if (p.valid() && position[p.value()] >= position[id.value()]) {
+        return absl::StrCat(NodeLabel(id), " comes before ", NodeLabel(p), ", which produces '",
+                            values_[in.value()].name, "' that its subgraph reads");
+      }
+    }
   }
   return "";
 }
@@ -321,20 +331,31 @@ absl::StatusOr<std::vector<NodeId>> Graph::ComputeTopologicalOrder() const {
     return order;
   }
 
+  // Values a node's subgraphs read by name (If/Loop/Scan captures) order it after their
+  // producers just as its inputs do. Only nodes with graph attributes can have them.
+  std::vector<std::vector<ValueId>> captured(n);
+  absl::flat_hash_map<int32_t, std::vector<int32_t>> captured_by;  // value -> capturing nodes
+  for (int i = 0; i < n; ++i) {
+    if (!nodes_[i].alive || nodes_[i].attributes.empty()) continue;
+    captured[i] = CapturedInputs(NodeId(i));
+    for (ValueId v : captured[i]) captured_by[v.value()].push_back(i);
+  }
+  auto dependencies = [&](int i, auto&& fn) {
+    for (ValueId in : nodes_[i].inputs) {
+      if (in.valid()) fn(in);
+    }
+    for (ValueId in : captured[i]) fn(in);
+  };
+
   // Fast path: node-id order is already topological when every input is produced by a node
   // with a smaller id.
   bool sorted = true;
   for (int i = 0; i < n && sorted; ++i) {
-    const Node& node = nodes_[i];
-    if (!node.alive) continue;
-    for (ValueId in : node.inputs) {
-      if (!in.valid()) continue;
+    if (!nodes_[i].alive) continue;
+    dependencies(i, [&](ValueId in) {
       NodeId p = values_[in.value()].producer;
-      if (p.valid() && p.value() >= i) {
-        sorted = false;
-        break;
-      }
-    }
+      if (p.valid() && p.value() >= i) sorted = false;
+    });
   }
   if (sorted) {
     for (int i = 0; i < n; ++i) {
@@ -347,11 +368,10 @@ absl::StatusOr<std::vector<NodeId>> Graph::ComputeTopologicalOrder() const {
   // dependencies allow it.
   std::vector<int32_t> pending(n, 0);
   for (int i = 0; i < n; ++i) {
-    const Node& node = nodes_[i];
-    if (!node.alive) continue;
-    for (ValueId in : node.inputs) {
-      if (in.valid() && values_[in.value()].producer.valid()) ++pending[i];
-    }
+    if (!nodes_[i].alive) continue;
+    dependencies(i, [&](ValueId in) {
+      if (values_[in.value()].producer.valid()) ++pending[i];
+    });
   }
   std::priority_queue<int32_t, std::vector<int32_t>, std::greater<int32_t>> ready;
   for (int i = 0; i < n; ++i) {
@@ -365,6 +385,11 @@ absl::StatusOr<std::vector<NodeId>> Graph::ComputeTopologicalOrder() const {
       if (!out.valid()) continue;
       for (const Use& u : values_[out.value()].uses) {
         if (--pending[u.node.value()] == 0) ready.push(u.node.value());
+      }
+      if (auto it = captured_by.find(out.value()); it != captured_by.end()) {
+        for (int32_t c : it->second) {
+          if (--pending[c] == 0) ready.push(c);
+        }
       }
     }
   }
@@ -385,14 +410,10 @@ absl::StatusOr<std::vector<NodeId>> Graph::ComputeTopologicalOrder() const {
     seen_at[cur] = static_cast<int32_t>(path.size());
     path.push_back(cur);
     int32_t next = -1;
-    for (ValueId in : nodes_[cur].inputs) {
-      if (!in.valid()) continue;
+    dependencies(cur, [&](ValueId in) {
       NodeId p = values_[in.value()].producer;
-      if (p.valid() && pending[p.value()] > 0) {
-        next = p.value();
-        break;
-      }
-    }
+      if (next < 0 && p.valid() && pending[p.value()] > 0) next = p.value();
+    });
     cur = next;
   }
   std::vector<std::string> labels;
@@ -406,6 +427,80 @@ absl::StatusOr<std::vector<NodeId>> Graph::ComputeTopologicalOrder() const {
   return absl::InvalidArgumentError(absl::StrCat(
       "graph has a cycle through ", labels.empty() ? "unknown nodes" : labels.front(), " (",
       absl::StrJoin(labels, " -> "), cycle_len > labels.size() ? " -> ..." : "", ")"));
+}
+
+std::vector<std::string> FreeNames(const v1::Graph& root) {
+  // Frames of nested graphs, walked without recursion: each keeps the names it defines.
+  struct Frame {
+    const v1::Graph* graph;
+    absl::flat_hash_set<std::string> defined;
+    int parent;
+  };
+  std::vector<Frame> frames;
+  std::vector<std::string> free;
+  absl::flat_hash_set<std::string> seen;
+  frames.push_back({&root, {}, -1});
+  for (size_t f = 0; f < frames.size(); ++f) {
+    const v1::Graph& g = *frames[f].graph;
+    auto& defined = frames[f].defined;
+    for (const auto& v : g.inputs()) defined.insert(v.name());
+    for (const auto& t : g.initializers()) defined.insert(t.name());
+    for (const auto& n : g.nodes()) {
+      for (const auto& o : n.outputs()) defined.insert(o);
+    }
+    for (const auto& n : g.nodes()) {
+      for (const auto& a : n.attributes()) {
+        if (a.value_case() == v1::Attribute::kG) frames.push_back({&a.g(), {}, static_cast<int>(f)});
+        if (a.value_case() == v1::Attribute::kGraphs) {
+          for (const auto& sub : a.graphs().values()) frames.push_back({&sub, {}, static_cast<int>(f)});
+        }
+      }
+    }
+  }
+  // A name read in frame f is free when no frame on the path from f to the root defines it.
+  for (size_t f = 0; f < frames.size(); ++f) {
+    auto visit = [&](const std::string& name) {
+      if (name.empty()) return;
+      for (int p = static_cast<int>(f); p >= 0; p = frames[p].parent) {
+        if (frames[p].defined.contains(name)) return;
+      }
+      if (seen.insert(name).second) free.push_back(name);
+    };
+    for (const auto& n : frames[f].graph->nodes()) {
+      for (const auto& i : n.inputs()) visit(i);
+    }
+    for (const auto& o : frames[f].graph->outputs()) visit(o.name());
+  }
+  return free;
+}
+
+std::vector<std::string> SubgraphFreeNames(const Node& node) {
+  std::vector<std::string> names;
+  absl::flat_hash_set<std::string> seen;
+  auto add = [&](const v1::Graph& body) {
+    for (std::string& name : FreeNames(body)) {
+      if (seen.insert(name).second) names.push_back(std::move(name));
+    }
+  };
+  for (const auto& [name, attribute] : node.attributes) {
+    if (attribute.value_case() == v1::Attribute::kG) add(attribute.g());
+    if (attribute.value_case() == v1::Attribute::kGraphs) {
+      for (const v1::Graph& body : attribute.graphs().values()) add(body);
+    }
+  }
+  return names;
+}
+
+std::vector<ValueId> Graph::CapturedInputs(NodeId id) const {
+  std::vector<ValueId> captured;
+  const Node& node = nodes_[id.value()];
+  if (node.attributes.empty()) return captured;
+  for (const std::string& name : SubgraphFreeNames(node)) {
+    ValueId v = FindValue(name);
+    if (v.valid()) captured.push_back(v);  // else read from a graph further out
+  }
+  std::sort(captured.begin(), captured.end());
+  return captured;
 }
 
 }  // namespace graphopt

@@ -152,8 +152,9 @@ class Graph {
   // Live nodes in a deterministic topological order: the recorded schedule (SetSchedule) while
   // it still is a topological order of exactly the live nodes; otherwise the node-id order
   // whenever it already is topological, otherwise the order that always picks the smallest
-  // ready node id. O(n) in the first cases, O(n log n) in the last. INVALID_ARGUMENT naming
-  // nodes on a cycle.
+  // ready node id. A node comes after the producers of its inputs and of the values its
+  // subgraphs read by name (CapturedInputs). O(n) in the first cases, O(n log n) in the last,
+  // plus the size of the subgraphs. INVALID_ARGUMENT naming nodes on a cycle.
   // The order is cached until an edit that can change it (AddNode, SetInput,
   // ReplaceAllUsesWith with a value defined later than the one replaced; removing nodes keeps
   // it), so a Graph must not be read from two threads.
@@ -163,6 +164,11 @@ class Graph {
   // out) until an edit adds a node or an edge it does not respect. INVALID_ARGUMENT unless
   // `order` lists every live node once, producers before readers. O(n).
   absl::Status SetSchedule(std::vector<NodeId> order);
+
+  // Values of this graph that the graph attributes of `node` (If/Loop/Scan bodies) read by name,
+  // sorted by id; names a body reads that this graph does not define (values of graphs further
+  // out) are left out. They order the node after their producers in TopologicalOrder.
+  std::vector<ValueId> CapturedInputs(NodeId node) const;
 
   // "node 'conv1' (Conv)" or "node #12 (Conv)" for unnamed nodes; used in every error message.
   std::string NodeLabel(NodeId id) const;
@@ -198,6 +204,14 @@ class Graph {
   // Set by SetSchedule; may hold dead nodes.
   std::vector<NodeId> schedule_;
 };
+
+// Names read by `graph` (and by graphs nested in its attributes) that `graph` itself does not
+// define, in first-read order: what a subgraph captures from its enclosing graphs. Iterative.
+std::vector<std::string> FreeNames(const v1::Graph& graph);
+
+// Names the graph attributes of `node` (If/Loop/Scan bodies) read from outside themselves, in
+// first-read order without duplicates.
+std::vector<std::string> SubgraphFreeNames(const Node& node);
 
 }  // namespace graphopt
 

@@ -141,6 +141,40 @@ TEST(GraphTest, TopologicalOrderSortsOutOfOrderNodes) {
   EXPECT_THAT(*order, ElementsAre(unrelated, producer, consumer));
 }
 
+// An If whose branch reads 't' by name, with the node producing 't' added after it.
+TEST(GraphTest, TopologicalOrderPutsCapturedValuesFirst) {
+  Graph g;
+  ValueId cond = *g.AddValue("cond");
+  g.AddGraphInput(cond);
+  ValueId x = *g.AddValue("x");
+  g.AddGraphInput(x);
+  ValueId t = *g.AddValue("t");
+  ValueId y = *g.AddValue("y");
+  v1::Graph branch;
+  v1::Node* n = branch.add_nodes();
+  n->set_op_type("Identity");
+  n->add_inputs("t");
+  n->add_outputs("out");
+  branch.add_outputs()->set_name("out");
+  AttributeMap attrs;
+  for (const char* name : {"then_branch", "else_branch"}) {
+    v1::Attribute a;
+    a.set_name(name);
+    *a.mutable_g() = branch;
+    attrs[name] = a;
+  }
+  NodeId if_node = *g.AddNode("if", "If", "", {cond}, {y}, attrs);
+  NodeId producer = *g.AddNode("producer", "Relu", "", {x}, {t});
+  g.AddGraphOutput(y);
+  EXPECT_THAT(g.CapturedInputs(if_node), ElementsAre(t));
+  auto order = g.TopologicalOrder();
+  ASSERT_TRUE(order.ok()) << order.status();
+  EXPECT_THAT(*order, ElementsAre(producer, if_node));
+  // A schedule that runs the If first is refused, naming the capture.
+  absl::Status s = g.SetSchedule({if_node, producer});
+  EXPECT_THAT(s.message(), HasSubstr("that its subgraph reads"));
+}
+
 TEST(GraphTest, CycleIsReportedWithNodeNames) {
   Graph g;
   ValueId a = *g.AddValue("a");

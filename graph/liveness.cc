@@ -10,68 +10,6 @@
 
 namespace graphopt {
 
-std::vector<std::string> FreeNames(const v1::Graph& root) {
-  // Frames of nested graphs, walked without recursion: each keeps the names it defines.
-  struct Frame {
-    const v1::Graph* graph;
-    absl::flat_hash_set<std::string> defined;
-    int parent;
-  };
-  std::vector<Frame> frames;
-  std::vector<std::string> free;
-  absl::flat_hash_set<std::string> seen;
-  frames.push_back({&root, {}, -1});
-  for (size_t f = 0; f < frames.size(); ++f) {
-    const v1::Graph& g = *frames[f].graph;
-    auto& defined = frames[f].defined;
-    for (const auto& v : g.inputs()) defined.insert(v.name());
-    for (const auto& t : g.initializers()) defined.insert(t.name());
-    for (const auto& n : g.nodes()) {
-      for (const auto& o : n.outputs()) defined.insert(o);
-    }
-    for (const auto& n : g.nodes()) {
-      for (const auto& a : n.attributes()) {
-        if (a.value_case() == v1::Attribute::kG) frames.push_back({&a.g(), {}, static_cast<int>(f)});
-        if (a.value_case() == v1::Attribute::kGraphs) {
-          for (const auto& sub : a.graphs().values()) frames.push_back({&sub, {}, static_cast<int>(f)});
-        }
-      }
-    }
-  }
-  // A name read in frame f is free when no frame on the path from f to the root defines it.
-  for (size_t f = 0; f < frames.size(); ++f) {
-    auto visit = [&](const std::string& name) {
-      if (name.empty()) return;
-      for (int p = static_cast<int>(f); p >= 0; p = frames[p].parent) {
-        if (frames[p].defined.contains(name)) return;
-      }
-      if (seen.insert(name).second) free.push_back(name);
-    };
-    for (const auto& n : frames[f].graph->nodes()) {
-      for (const auto& i : n.inputs()) visit(i);
-    }
-    for (const auto& o : frames[f].graph->outputs()) visit(o.name());
-  }
-  return free;
-}
-
-std::vector<std::string> SubgraphFreeNames(const Node& node) {
-  std::vector<std::string> names;
-  absl::flat_hash_set<std::string> seen;
-  auto add = [&](const v1::Graph& body) {
-    for (std::string& name : FreeNames(body)) {
-      if (seen.insert(name).second) names.push_back(std::move(name));
-    }
-  };
-  for (const auto& [name, attribute] : node.attributes) {
-    if (attribute.value_case() == v1::Attribute::kG) add(attribute.g());
-    if (attribute.value_case() == v1::Attribute::kGraphs) {
-      for (const v1::Graph& body : attribute.graphs().values()) add(body);
-    }
-  }
-  return names;
-}
-
 Liveness ComputeLiveness(const Graph& graph, absl::Span<const NodeId> order) {
   Liveness live;
   live.def_step.assign(graph.num_value_slots(), -1);
@@ -88,13 +26,8 @@ Liveness ComputeLiveness(const Graph& graph, absl::Span<const NodeId> order) {
     }
     if (node.attributes.empty()) continue;
     std::vector<ValueId>& captured = live.captures[s];
-    for (const std::string& name : SubgraphFreeNames(node)) {
-      ValueId v = graph.FindValue(name);
-      if (!v.valid()) continue;  // read from a graph further out
-      live.last_use[v.value()] = step;
-      captured.push_back(v);
-    }
-    std::sort(captured.begin(), captured.end());
+    captured = graph.CapturedInputs(order[s]);
+    for (ValueId v : captured) live.last_use[v.value()] = step;
   }
   return live;
 }

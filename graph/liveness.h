@@ -16,13 +16,8 @@ namespace graphopt {
 // must agree on: which values each step reads, when every value is live, and whether a plan
 // still belongs to its graph. Both sides call these functions, so they cannot drift apart.
 
-// Names read by `graph` (and by graphs nested in its attributes) that `graph` itself does not
-// define, in first-read order: what a subgraph captures from its enclosing graphs. Iterative.
-std::vector<std::string> FreeNames(const v1::Graph& graph);
-
-// Names the graph attributes of `node` (If/Loop/Scan bodies) read from outside themselves, in
-// first-read order without duplicates.
-std::vector<std::string> SubgraphFreeNames(const Node& node);
+// (FreeNames and SubgraphFreeNames, what subgraphs capture, are declared in graph/graph.h: the
+// graph's topological order depends on them too.)
 
 // Live ranges of values for one execution order, in steps (positions in `order`).
 struct Liveness {

@@ -19,10 +19,12 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "graph/fused_group.h"
@@ -68,20 +70,26 @@ class FusedGroupKernel : public OpKernel {
     int64_t group = 1;                  // kConv
     std::unique_ptr<FloatConvolution> dnnl;  // kConv
     FusionPatternMatch norm;            // kLayerNorm
+    // kNode of a reshaping op (Reshape, Flatten, Squeeze, Unsqueeze, Identity) whose output
+    // shape follows from a static input shape and constant operands: when input 0 has
+    // `view_from`, the output is input 0 viewed as `view_to`, without running the kernel.
+    std::optional<Shape> view_from, view_to;
     std::vector<int32_t> release;       // body values dead after this step
   };
 
   // What one call keeps: the body's values, and which of them this call allocated itself
   // (so that a later step may write over them).
   struct Frame {
-    std::vector<Tensor> slots;
-    std::vector<char> owned;
+    absl::InlinedVector<Tensor, 16> slots;
+    absl::InlinedVector<char, 32> owned;
   };
 
   FusedGroupKernel(const KernelRegistry& registry) : registry_(registry) {}
   absl::Status Compile(const KernelInfo& info);
   absl::StatusOr<std::unique_ptr<Step>> NodeStep(const KernelInfo& info, NodeId id) const;
   std::vector<NodeId> ConvChain(const std::vector<NodeId>& order, size_t i) const;
+  // Lets a reshaping node run as a view of its input (Step::view_from).
+  void SetView(Step& step) const;
 
   absl::StatusOr<bool> RunNode(KernelContext& ctx, const Step& step, Frame& f) const;
   absl::StatusOr<bool> RunProgramStep(KernelContext& ctx, const EwProgram& p, size_t index,
@@ -170,6 +178,42 @@ std::vector<NodeId> FusedGroupKernel::ConvChain(const std::vector<NodeId>& order
     running = node.outputs[0];
   }
   return chain;
+}
+
+// The static shape of a value when every dim is known.
+std::optional<Shape> StaticShape(const TensorType& type) {
+  if (!type.shape) return std::nullopt;
+  Shape out;
+  for (const Dim& d : *type.shape) {
+    if (!d.is_known()) return std::nullopt;
+    out.push_back(d.size());
+  }
+  return out;
+}
+
+void FusedGroupKernel::SetView(Step& step) const {
+  const Node& node = body_.node(step.node);
+  const bool reshaping = IsOp(node, "Reshape") || IsOp(node, "Flatten") ||
+                         IsOp(node, "Squeeze") || IsOp(node, "Unsqueeze") ||
+                         IsOp(node, "Identity");
+  if (!reshaping || node.inputs.empty() || !node.inputs[0].valid() || node.outputs.size() != 1 ||
+      !node.outputs[0].valid()) {
+    return;
+  }
+  // Shape and axes operands must be constants of the plan, so that the output shape inferred
+  // from them holds whenever the input has its inferred shape.
+  for (size_t i = 1; i < node.inputs.size(); ++i) {
+    if (node.inputs[i].valid() && step.info->constant_input(static_cast<int>(i)) == nullptr) return;
+  }
+  const TensorType& in = body_.value(node.inputs[0]).type;
+  const TensorType& out = body_.value(node.outputs[0]).type;
+  std::optional<Shape> from = StaticShape(in), to = StaticShape(out);
+  if (!from || !to || in.dtype != out.dtype || ShapeNumElements(*from) != ShapeNumElements(*to) ||
+      ShapeNumElements(*from) < 0) {
+    return;
+  }
+  step.view_from = std::move(from);
+  step.view_to = std::move(to);
 }
 
 absl::Status FusedGroupKernel::Compile(const KernelInfo& info) {
@@ -262,6 +306,7 @@ absl::Status FusedGroupKernel::Compile(const KernelInfo& info) {
       absl::StatusOr<std::unique_ptr<Step>> s = NodeStep(info, id);
       if (!s.ok()) return s.status();
       step = *std::move(s);
+      SetView(*step);
       nodes = {id};
     }
     for (NodeId n : nodes) step_of[n.value()] = static_cast<int>(steps_.size());
@@ -317,11 +362,22 @@ absl::StatusOr<Tensor*> FusedGroupKernel::Allocate(KernelContext& ctx, Frame& f,
 absl::StatusOr<bool> FusedGroupKernel::RunNode(KernelContext& ctx, const Step& step,
                                                Frame& f) const {
   const Node& node = body_.node(step.node);
-  std::vector<const Tensor*> in(node.inputs.size(), nullptr);
+  if (step.view_from) {
+    const Tensor& x = f.slots[node.inputs[0].value()];
+    if (x.shape() == *step.view_from) {
+      absl::StatusOr<Tensor> view = x.Reshaped(*step.view_to);
+      if (view.ok()) {
+        f.slots[node.outputs[0].value()] = *std::move(view);
+        f.owned[node.outputs[0].value()] = 0;
+        return true;
+      }
+    }
+  }
+  absl::InlinedVector<const Tensor*, 4> in(node.inputs.size(), nullptr);
   for (size_t i = 0; i < node.inputs.size(); ++i) {
     if (node.inputs[i].valid()) in[i] = &f.slots[node.inputs[i].value()];
   }
-  std::vector<Tensor> out(node.outputs.size());
+  absl::InlinedVector<Tensor, 2> out(node.outputs.size());
   // Bodies read nothing from enclosing graphs (Compile sends bodies with subgraphs to the
   // executor), so the node needs no lookup of outer values.
   KernelContext sub(*step.info, in, absl::MakeSpan(out), nullptr, ctx.num_threads());

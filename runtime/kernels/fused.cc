@@ -74,6 +74,8 @@ class FusedGroupKernel : public OpKernel {
     // shape follows from a static input shape and constant operands: when input 0 has
     // `view_from`, the output is input 0 viewed as `view_to`, without running the kernel.
     std::optional<Shape> view_from, view_to;
+    // kNode, kConv: where the node's outputs go in the call's scratch (by output index).
+    std::vector<PlannedOutput> planned;
     std::vector<int32_t> release;       // body values dead after this step
   };
 
@@ -82,6 +84,8 @@ class FusedGroupKernel : public OpKernel {
   struct Frame {
     absl::InlinedVector<Tensor, 16> slots;
     absl::InlinedVector<char, 32> owned;
+    // The call's scratch for intermediates (Compile's layout), taken on first use.
+    std::shared_ptr<Buffer> scratch;
   };
 
   FusedGroupKernel(const KernelRegistry& registry) : registry_(registry) {}
@@ -90,6 +94,10 @@ class FusedGroupKernel : public OpKernel {
   std::vector<NodeId> ConvChain(const std::vector<NodeId>& order, size_t i) const;
   // Lets a reshaping node run as a view of its input (Step::view_from).
   void SetView(Step& step) const;
+  // Places the intermediates with static types in the scratch layout (scratch_offset_).
+  void PlanScratch();
+  // A scratch buffer no tensor views any more, from the pool or new.
+  absl::StatusOr<std::shared_ptr<Buffer>> AcquireScratch() const;
 
   absl::StatusOr<bool> RunNode(KernelContext& ctx, const Step& step, Frame& f) const;
   absl::StatusOr<bool> RunProgramStep(KernelContext& ctx, const EwProgram& p, size_t index,
@@ -111,7 +119,12 @@ class FusedGroupKernel : public OpKernel {
   std::vector<std::unique_ptr<Step>> steps_;
   std::vector<int32_t> output_index_;  // body value -> node output index, -1
   std::vector<int32_t> last_step_;     // body value -> last step reading it, -1
+  // Intermediates (not body outputs) of static type: their byte range in the scratch, so that
+  // a call allocates nothing for them (-1: allocated on their own).
+  std::vector<int64_t> scratch_offset_, scratch_size_;
+  int64_t scratch_bytes_ = 0;
   mutable absl::Mutex mu_;
+  mutable std::vector<std::shared_ptr<Buffer>> scratch_pool_ ABSL_GUARDED_BY(mu_);
   mutable std::unique_ptr<Executor> fallback_ ABSL_GUARDED_BY(mu_);
 };
 
@@ -214,6 +227,53 @@ void FusedGroupKernel::SetView(Step& step) const {
   }
   step.view_from = std::move(from);
   step.view_to = std::move(to);
+}
+
+void FusedGroupKernel::PlanScratch() {
+  const int num_values = body_.num_value_slots();
+  scratch_offset_.assign(num_values, -1);
+  scratch_size_.assign(num_values, 0);
+  for (int i = 0; i < body_.num_node_slots(); ++i) {
+    const Node& node = body_.node(NodeId(i));
+    if (!node.alive) continue;
+    for (ValueId v : node.outputs) {
+      if (!v.valid() || output_index_[v.value()] >= 0) continue;
+      const TensorType& t = body_.value(v).type;
+      const std::optional<Shape> shape = StaticShape(t);
+      const int element = DataTypeSize(t.dtype);
+      if (!shape || element <= 0 || t.dtype == v1::DT_STRING) continue;
+      const int64_t bytes = ShapeNumElements(*shape) * element;
+      if (bytes < 0) continue;
+      scratch_offset_[v.value()] = scratch_bytes_;
+      scratch_size_[v.value()] = bytes;
+      scratch_bytes_ += (bytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
+    }
+  }
+  for (const std::unique_ptr<Step>& step : steps_) {
+    if (step->kind != Step::Kind::kNode && step->kind != Step::Kind::kConv) continue;
+    for (ValueId v : body_.node(step->node).outputs) {
+      PlannedOutput p;
+      if (v.valid() && scratch_offset_[v.value()] >= 0) {
+        p.arena = 0;
+        p.offset = scratch_offset_[v.value()];
+        p.size = scratch_size_[v.value()];
+      }
+      step->planned.push_back(p);
+    }
+  }
+}
+
+absl::StatusOr<std::shared_ptr<Buffer>> FusedGroupKernel::AcquireScratch() const {
+  constexpr size_t kPoolSize = 4;
+  absl::MutexLock lock(&mu_);
+  for (const std::shared_ptr<Buffer>& b : scratch_pool_) {
+    if (b.use_count() == 1) return b;
+  }
+  absl::StatusOr<std::shared_ptr<Buffer>> b =
+      Buffer::AllocateCpu(static_cast<size_t>(std::max<int64_t>(scratch_bytes_, 1)));
+  if (!b.ok()) return b.status();
+  if (scratch_pool_.size() < kPoolSize) scratch_pool_.push_back(*b);
+  return b;
 }
 
 absl::Status FusedGroupKernel::Compile(const KernelInfo& info) {
@@ -339,6 +399,7 @@ absl::Status FusedGroupKernel::Compile(const KernelInfo& info) {
   for (int v = 0; v < num_values; ++v) {
     if (last_step_[v] >= 0 && !is_output[v]) steps_[last_step_[v]]->release.push_back(v);
   }
+  PlanScratch();
   return absl::OkStatus();
 }
 
@@ -351,7 +412,17 @@ absl::StatusOr<Tensor*> FusedGroupKernel::Allocate(KernelContext& ctx, Frame& f,
     f.slots[v.value()] = **t;
     f.owned[v.value()] = 0;
   } else {
-    absl::StatusOr<Tensor> t = Tensor::Allocate(v1::DT_FLOAT32, shape);
+    const int64_t bytes = ShapeNumElements(shape) * static_cast<int64_t>(sizeof(float));
+    absl::StatusOr<Tensor> t = absl::InternalError("unplanned");
+    if (scratch_offset_[v.value()] >= 0 && bytes >= 0 && bytes <= scratch_size_[v.value()]) {
+      if (f.scratch == nullptr) {
+        absl::StatusOr<std::shared_ptr<Buffer>> b = AcquireScratch();
+        if (!b.ok()) return b.status();
+        f.scratch = *std::move(b);
+      }
+      t = Tensor::InBuffer(f.scratch, scratch_offset_[v.value()], v1::DT_FLOAT32, shape);
+    }
+    if (!t.ok()) t = Tensor::Allocate(v1::DT_FLOAT32, shape);
     if (!t.ok()) return t.status();
     f.slots[v.value()] = *std::move(t);
     f.owned[v.value()] = 1;
@@ -381,6 +452,15 @@ absl::StatusOr<bool> FusedGroupKernel::RunNode(KernelContext& ctx, const Step& s
   // Bodies read nothing from enclosing graphs (Compile sends bodies with subgraphs to the
   // executor), so the node needs no lookup of outer values.
   KernelContext sub(*step.info, in, absl::MakeSpan(out), nullptr, ctx.num_threads());
+  bool planned = false;
+  for (const PlannedOutput& p : step.planned) planned |= p.arena >= 0;
+  if (planned && f.scratch == nullptr) {
+    absl::StatusOr<std::shared_ptr<Buffer>> b = AcquireScratch();
+    if (!b.ok()) return b.status();
+    f.scratch = *std::move(b);
+  }
+  const std::shared_ptr<Buffer> arenas[1] = {f.scratch};
+  if (planned) sub.SetMemoryPlan(step.planned, arenas);
   if (absl::Status s = step.kernel->Compute(sub); !s.ok()) return s;
   for (size_t i = 0; i < node.outputs.size(); ++i) {
     const ValueId v = node.outputs[i];
@@ -388,9 +468,16 @@ absl::StatusOr<bool> FusedGroupKernel::RunNode(KernelContext& ctx, const Step& s
     if (!out[i].defined()) {
       return absl::InternalError(absl::StrCat(step.info->label(), ": produced no output ", i));
     }
-    // A result sharing storage with an input is a view (Reshape, Identity): never written over.
-    bool fresh = true;
-    for (const Tensor* t : in) fresh &= t == nullptr || t->buffer() != out[i].buffer();
+    // A result in its own range of the scratch, or in a buffer no input shares, is the node's
+    // own; anything else may be a view of an input (Reshape, Identity, Slice): never written over.
+    bool fresh;
+    if (f.scratch != nullptr && out[i].buffer() == f.scratch.get()) {
+      fresh = i < step.planned.size() && step.planned[i].arena >= 0 &&
+              out[i].byte_offset() == static_cast<size_t>(step.planned[i].offset);
+    } else {
+      fresh = true;
+      for (const Tensor* t : in) fresh &= t == nullptr || t->buffer() != out[i].buffer();
+    }
     f.slots[v.value()] = std::move(out[i]);
     f.owned[v.value()] = fresh && output_index_[v.value()] < 0;
   }

@@ -8,7 +8,7 @@ interleaved and repeated --trials times; the medians are compared. Ratios are gr
 below 1 means faster or smaller. ORT runs under Python, whose interpreter, numpy and onnx
 account for part of its RSS; the "ORT base" column is that floor (the same script, no session).
 
-    bench/runtime_vs_ort.sh [--trials N] [--runs R] [--models a,b] [--threads 1,2]
+    bench/runtime_vs_ort.sh [--trials N] [--runs R] [--models a,b] [--threads 1,2] [--opt_level L]
 """
 import argparse
 import json
@@ -45,6 +45,8 @@ def main() -> int:
     p.add_argument("--runs", type=int, default=20)
     p.add_argument("--target", type=float, default=1.5,
                    help="latency target vs ORT with optimizations disabled")
+    p.add_argument("--opt_level", type=int, default=0,
+                   help="graphopt optimizes the model at this level before timing it (-O3 fuses)")
     p.add_argument("--json", help="also write the medians here")
     args = p.parse_args()
     here = os.path.dirname(os.path.abspath(__file__))
@@ -57,7 +59,7 @@ def main() -> int:
             m = {"go": [], "ort0": [], "ort3": [], "go_rss": [], "ort0_rss": [], "ort3_rss": []}
             common = ["--threads", str(threads), "--runs", str(args.runs)]
             for _ in range(args.trials):
-                r, rss = run([args.bench, d] + common)
+                r, rss = run([args.bench, d, "--opt_level", str(args.opt_level)] + common)
                 m["go"].append(r["median_ms"]); m["go_rss"].append(rss)
                 r, rss = run([args.python, ort_script, d, "--opt", "disable"] + common)
                 m["ort0"].append(r["median_ms"]); m["ort0_rss"].append(rss)
@@ -69,8 +71,8 @@ def main() -> int:
             print(f"  measured {model} at {threads} thread(s)", file=sys.stderr, flush=True)
     _, base_rss = run([args.python, ort_script, "--baseline"])
 
-    print(f"\nmedians of {args.trials} trials x {args.runs} runs, batch 1; "
-          f"ratio = graphopt / ONNX Runtime (ORT base RSS {base_rss:.0f} MiB)\n")
+    print(f"\nmedians of {args.trials} trials x {args.runs} runs, batch 1, graphopt at "
+          f"-O{args.opt_level}; ratio = graphopt / ONNX Runtime (ORT base RSS {base_rss:.0f} MiB)\n")
     hdr = (f"{'model':<20} {'thr':>3} {'graphopt ms':>11} {'ORT-O0 ms':>10} {'ORT-O3 ms':>10} "
            f"{'vs O0':>6} {'vs O3':>6} {'go MiB':>7} {'O0 MiB':>7} {'O3 MiB':>7} {'rss/O0':>6}")
     print(hdr)

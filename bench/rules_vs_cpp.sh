@@ -2,7 +2,9 @@
 # The infer_shape pass with the C++ shape functions against the same pass with the rule-language
 # shape rules of rules/dogfood/onnx_ops.pbtxt (issue 4, item 9: rule evaluation adds at most 2x
 # to infer_shape time). Runs bench/rule_infer_shape_benchmark with warm-up and repetitions and
-# prints the medians and the rule/cpp ratios per graph, then per op on the synthetic graph.
+# prints the medians and the rule/cpp ratios per graph, then per op on the synthetic graph. The
+# repetitions of all the benchmarks run in a random order, so that a burst of load on a shared
+# machine falls on the C++ and the rule side alike rather than on one of them.
 # Usage: bench/rules_vs_cpp.sh [--repetitions N] [--min_time SECONDS] [--filter REGEX]
 #                              [--binary PATH]
 # --filter: only the benchmarks matching REGEX ("InferShape/" for the passes only); --binary: a
@@ -37,7 +39,7 @@ load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 "$bin" --ops=rules/dogfood/onnx_ops.pbtxt \
   --corpus_dir=.bazel/bin/models/corpus --benchmark_min_warmup_time=0.2 \
   --benchmark_min_time="$min_time" --benchmark_repetitions="$reps" \
-  --benchmark_filter="$filter" \
+  --benchmark_filter="$filter" --benchmark_enable_random_interleaving=true \
   --benchmark_report_aggregates_only=true --benchmark_format=json >"$out"
 echo "load average before/after: $load_before / $(cut -d' ' -f1-3 /proc/loadavg)"
 /usr/bin/python3 - "$out" "$reps" <<'PY'

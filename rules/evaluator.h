@@ -12,8 +12,9 @@
 namespace graphopt {
 namespace rules {
 
-// Lowers a checked program's nodes into Program::code, the compact form the evaluator runs.
-// CompileRule calls it once after the checker; a program is evaluated only after it.
+// Compiles a checked program for the evaluator: Program::code (each node's compact form) and
+// Program::bytecode (the statements as linear register code, see evaluator.cc). CompileRule
+// calls it once after the checker; a program is evaluated only after it.
 void PrepareProgram(Program* program);
 
 // Evaluates a checked program against one node. All state lives on the stack of the call, so a

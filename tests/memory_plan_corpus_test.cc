@@ -114,20 +114,8 @@ TEST(MemoryPlanCorpusTest, PlannedRunsGiveTheSameBits) {
       absl::StatusOr<runtime::RunResult> got = with->RunPositional(inputs);
       ASSERT_TRUE(got.ok()) << got.status();
       ExpectSameBits(want->outputs, got->outputs, absl::StrCat("-O", level));
-      // Three runs at once on the one executor: each takes its own arena. Not on models with
-      // Conv: concurrent runs of the oneDNN convolution differ even without a plan (the kernel
-      // shares oneDNN's library scratchpad between threads; see docs/performance.md, "Memory
-      // planning").
-      bool has_conv = false;
-      for (const v1::Node& n : planned->nodes()) {
-        has_conv |= n.op_type().find("Conv") != std::string::npos;
-        for (const v1::Attribute& a : n.attributes()) {  // fused groups hold their nodes
-          for (const v1::Node& inner : a.g().nodes()) {
-            has_conv |= inner.op_type().find("Conv") != std::string::npos;
-          }
-        }
-      }
-      if (has_conv) continue;
+      // Three runs at once on the one executor: each takes its own arena (and every oneDNN
+      // convolution its own scratchpad).
       std::vector<absl::StatusOr<runtime::RunResult>> results(3, absl::UnknownError(""));
       std::vector<std::thread> threads;
       for (size_t t = 0; t < results.size(); ++t) {

@@ -504,10 +504,31 @@ struct FloatConvolution::Primitive {
   mutable absl::Mutex mu;
   mutable Tensor weights_ref ABSL_GUARDED_BY(mu);
   mutable dnnl::memory weights ABSL_GUARDED_BY(mu);
-  // Activations in the primitive's layouts (src, dst), kept between calls: a fresh allocation
-  // per call costs page faults on every run. One pair per concurrent call.
-  mutable std::vector<std::pair<dnnl::memory, dnnl::memory>> scratch ABSL_GUARDED_BY(mu);
+  // Every primitive here runs in oneDNN's user scratchpad mode: oneDNN's own scratchpad is
+  // shared between primitives (Debian builds it without concurrent execution), so concurrent
+  // runs of a plan would corrupt each other's temporaries. Each call brings its own, sized for
+  // the largest of the primitives it executes; each primitive's descriptor views it.
+  dnnl::memory::desc pad_conv, pad_src_in, pad_dst_out, pad_dst_in, pad_wei_in;
+  dnnl::memory::desc pad;  // bytes: the largest of the above
+  // Per concurrent call: activations in the primitive's layouts (src, dst) and a scratchpad,
+  // kept between calls (a fresh allocation per call costs page faults on every run).
+  struct Scratch {
+    dnnl::memory src, dst, pad;
+  };
+  mutable std::vector<Scratch> scratch ABSL_GUARDED_BY(mu);
 };
+
+namespace {
+
+// Executes `prim` with `args` plus `pad` (the call's scratchpad) viewed through `desc`.
+void ExecuteWithPad(const dnnl::primitive& prim, dnnl::stream& stream,
+                    std::unordered_map<int, dnnl::memory> args, const dnnl::memory::desc& desc,
+                    const dnnl::memory& pad, const dnnl::engine& engine) {
+  args[DNNL_ARG_SCRATCHPAD] = dnnl::memory(desc, engine, pad.get_data_handle());
+  prim.execute(stream, args);
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<FloatConvolution>> FloatConvolution::Create(const KernelInfo& info) {
   auto conv = std::make_unique<FloatConvolution>();
@@ -597,31 +618,40 @@ absl::StatusOr<std::shared_ptr<const FloatConvolution::Primitive>> FloatConvolut
     }
     dnnl::primitive_attr attr;
     attr.set_post_ops(ops);
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    dnnl::primitive_attr reorder_attr;
+    reorder_attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     dnnl::convolution_forward::primitive_desc pd(*d, attr, engine_, /*allow_empty=*/true);
     if (!pd) return absl::UnimplementedError("no oneDNN convolution for these shapes and post-ops");
     conv->prim = dnnl::convolution_forward(pd);
+    conv->pad_conv = pd.scratchpad_desc();
     conv->src = pd.src_desc();
     conv->dst = pd.dst_desc();
     conv->wei = pd.weights_desc();
     conv->reorder_src = conv->src != conv->user_src;
     conv->reorder_dst = conv->dst != conv->user_dst;
     conv->reorder_wei = conv->wei != conv->user_wei;
-    if (conv->reorder_src) {
-      conv->src_in = dnnl::reorder(
-          dnnl::reorder::primitive_desc(engine_, conv->user_src, engine_, conv->src));
-    }
+    // A reorder from `from` to `to` in user scratchpad mode; its scratchpad desc to `pad`.
+    auto make_reorder = [&](const dnnl::memory::desc& from, const dnnl::memory::desc& to,
+                            dnnl::memory::desc* pad) {
+      dnnl::reorder::primitive_desc rpd(engine_, from, engine_, to, reorder_attr);
+      *pad = rpd.scratchpad_desc();
+      return dnnl::reorder(rpd);
+    };
+    if (conv->reorder_src) conv->src_in = make_reorder(conv->user_src, conv->src, &conv->pad_src_in);
     if (conv->reorder_dst) {
-      conv->dst_out = dnnl::reorder(
-          dnnl::reorder::primitive_desc(engine_, conv->dst, engine_, conv->user_dst));
+      conv->dst_out = make_reorder(conv->dst, conv->user_dst, &conv->pad_dst_out);
       if (conv->sum >= 0) {
-        conv->dst_in = dnnl::reorder(
-            dnnl::reorder::primitive_desc(engine_, conv->user_dst, engine_, conv->dst));
+        conv->dst_in = make_reorder(conv->user_dst, conv->dst, &conv->pad_dst_in);
       }
     }
-    if (conv->reorder_wei) {
-      conv->wei_in = dnnl::reorder(
-          dnnl::reorder::primitive_desc(engine_, conv->user_wei, engine_, conv->wei));
+    if (conv->reorder_wei) conv->wei_in = make_reorder(conv->user_wei, conv->wei, &conv->pad_wei_in);
+    size_t pad_bytes = 1;
+    for (const dnnl::memory::desc* p : {&conv->pad_conv, &conv->pad_src_in, &conv->pad_dst_out,
+                                        &conv->pad_dst_in, &conv->pad_wei_in}) {
+      pad_bytes = std::max(pad_bytes, p->get_size());
     }
+    conv->pad = dnnl::memory::desc({static_cast<dnnl::memory::dim>(pad_bytes)}, dt::u8, tag::x);
     return absl::OkStatus();
   });
   if (!st.ok()) return st;
@@ -655,34 +685,40 @@ absl::Status FloatConvolution::Run(const KernelContext& ctx, const ConvShape& s,
     dnnl::memory user_src(c.user_src, engine_, const_cast<float*>(x.data<float>()));
     dnnl::memory user_dst(c.user_dst, engine_, y.data<float>());
     dnnl::memory wei;
-    std::pair<dnnl::memory, dnnl::memory> scratch;
+    Primitive::Scratch scratch;
+    {
+      absl::MutexLock lock(&c.mu);
+      if (!c.scratch.empty()) {
+        scratch = std::move(c.scratch.back());
+        c.scratch.pop_back();
+      }
+    }
+    if (!scratch.pad) scratch.pad = dnnl::memory(c.pad, engine_);
     {
       absl::MutexLock lock(&c.mu);
       if (c.reorder_wei) {
         if (!c.weights_ref.defined() || c.weights_ref.raw_data() != w.raw_data()) {
           dnnl::memory user_wei(c.user_wei, engine_, const_cast<float*>(w.data<float>()));
           dnnl::memory blocked(c.wei, engine_);
-          c.wei_in.execute(stream, user_wei, blocked);
+          ExecuteWithPad(c.wei_in, stream, {{DNNL_ARG_FROM, user_wei}, {DNNL_ARG_TO, blocked}},
+                         c.pad_wei_in, scratch.pad, engine_);
           stream.wait();
           c.weights = blocked;
           c.weights_ref = w;
         }
         wei = c.weights;
       }
-      if (!c.scratch.empty()) {
-        scratch = std::move(c.scratch.back());
-        c.scratch.pop_back();
-      }
     }
     if (!c.reorder_wei) wei = dnnl::memory(c.user_wei, engine_, const_cast<float*>(w.data<float>()));
-    if (c.reorder_src && !scratch.first) scratch.first = dnnl::memory(c.src, engine_);
-    if (c.reorder_dst && !scratch.second) scratch.second = dnnl::memory(c.dst, engine_);
+    if (c.reorder_src && !scratch.src) scratch.src = dnnl::memory(c.src, engine_);
+    if (c.reorder_dst && !scratch.dst) scratch.dst = dnnl::memory(c.dst, engine_);
     dnnl::memory src = user_src;
     if (c.reorder_src) {
-      src = scratch.first;
-      c.src_in.execute(stream, user_src, src);
+      src = scratch.src;
+      ExecuteWithPad(c.src_in, stream, {{DNNL_ARG_FROM, user_src}, {DNNL_ARG_TO, src}},
+                     c.pad_src_in, scratch.pad, engine_);
     }
-    dnnl::memory dst = c.reorder_dst ? scratch.second : user_dst;
+    dnnl::memory dst = c.reorder_dst ? scratch.dst : user_dst;
     std::unordered_map<int, dnnl::memory> args = {
         {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
     if (b != nullptr) {
@@ -695,7 +731,8 @@ absl::Status FloatConvolution::Run(const KernelContext& ctx, const ConvShape& s,
         // The sum adds what dst holds when the convolution starts.
         if (c.reorder_dst) {
           dnnl::memory residual(c.user_dst, engine_, operand);
-          c.dst_in.execute(stream, residual, dst);
+          ExecuteWithPad(c.dst_in, stream, {{DNNL_ARG_FROM, residual}, {DNNL_ARG_TO, dst}},
+                         c.pad_dst_in, scratch.pad, engine_);
         } else if (operand != y.data<float>()) {
           std::memcpy(y.data<float>(), operand, y.byte_size());
         }
@@ -704,8 +741,11 @@ absl::Status FloatConvolution::Run(const KernelContext& ctx, const ConvShape& s,
             dnnl::memory(c.channel, engine_, operand);
       }
     }
-    c.prim.execute(stream, args);
-    if (c.reorder_dst) c.dst_out.execute(stream, dst, user_dst);
+    ExecuteWithPad(c.prim, stream, std::move(args), c.pad_conv, scratch.pad, engine_);
+    if (c.reorder_dst) {
+      ExecuteWithPad(c.dst_out, stream, {{DNNL_ARG_FROM, dst}, {DNNL_ARG_TO, user_dst}},
+                     c.pad_dst_out, scratch.pad, engine_);
+    }
     stream.wait();
     absl::MutexLock lock(&c.mu);
     c.scratch.push_back(std::move(scratch));

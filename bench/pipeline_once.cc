@@ -1,5 +1,5 @@
-// Runs the default (-O1) pipeline once over a synthetic graph of N nodes, with callgrind's
-// instrumentation switched on only around the pipeline, so that
+// Runs the default pipeline (kDefaultOptLevel) once over a synthetic graph of N nodes, with
+// callgrind's instrumentation switched on only around the pipeline, so that
 //   valgrind --tool=callgrind --instr-atstart=no pipeline_once N
 // counts the instructions of the passes alone: a noise-free complement to the timed benchmark
 // (bench/instructions.sh). Without valgrind the macros do nothing.
@@ -34,7 +34,8 @@ int main(int argc, char** argv) {
   const int nodes = graph->num_live_nodes();
   CALLGRIND_START_INSTRUMENTATION;
   absl::StatusOr<graphopt::PipelineResult> result =
-      graphopt::RunPipeline(*graph, *graphopt::PipelineForLevel(1), passes, ops);
+      graphopt::RunPipeline(*graph, *graphopt::PipelineForLevel(graphopt::kDefaultOptLevel),
+                            passes, ops);
   CALLGRIND_STOP_INSTRUMENTATION;
   if (!result.ok()) {
     std::fprintf(stderr, "%s\n", result.status().ToString().c_str());

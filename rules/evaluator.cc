@@ -235,11 +235,7 @@ enum class VOp : uint8_t {
   kNode,  // R[dst] = the node's handler
   kNeg,
   kNot,
-  kAdd,
-  kSub,
-  kMul,
-  kFloorDiv,
-  kMod,
+  kArith,  // R[dst] = R[a] op R[b], op the Arith in c
   kEq,
   kNe,
   kLt,
@@ -1891,15 +1887,44 @@ void Evaluator::CodeBudgetExceeded(const VInsn& x) {
 bool Evaluator::Exec(Results* results) {
   // Threaded dispatch: each instruction jumps straight to the next one's code (GCC's labels as
   // values), charging its steps first.
+  // In the order of VOp.
   static const void* const kOps[] = {
-      &&op_ret,        &&op_stmt,       &&op_assert,      &&op_mov,         &&op_jmp,        &&op_node,
-      &&op_neg,        &&op_not,        &&op_add,         &&op_sub,        &&op_mul,
-      &&op_floor_div,  &&op_mod,        &&op_eq,          &&op_ne,         &&op_lt,
-      &&op_le,         &&op_gt,         &&op_ge,          &&op_and_short,  &&op_or_short,
-      &&op_and_rest,   &&op_or_rest,    &&op_coal_short,  &&op_if_test,    &&op_index,
-      &&op_concat,     &&op_known,      &&op_len,         &&op_apply1,     &&op_apply2,
-      &&op_comp_begin, &&op_comp_next,  &&op_crange_begin, &&op_crange_next, &&op_comp_filter,
-      &&op_comp_push_next, &&op_crange_push_next, &&op_slice, &&op_slice_check,
+      &&op_ret,
+      &&op_stmt,
+      &&op_assert,
+      &&op_mov,
+      &&op_jmp,
+      &&op_node,
+      &&op_neg,
+      &&op_not,
+      &&op_arith,
+      &&op_eq,
+      &&op_ne,
+      &&op_lt,
+      &&op_le,
+      &&op_gt,
+      &&op_ge,
+      &&op_and_short,
+      &&op_or_short,
+      &&op_and_rest,
+      &&op_or_rest,
+      &&op_coal_short,
+      &&op_if_test,
+      &&op_index,
+      &&op_concat,
+      &&op_known,
+      &&op_len,
+      &&op_apply1,
+      &&op_apply2,
+      &&op_comp_begin,
+      &&op_comp_next,
+      &&op_crange_begin,
+      &&op_crange_next,
+      &&op_comp_filter,
+      &&op_comp_push_next,
+      &&op_crange_push_next,
+      &&op_slice,
+      &&op_slice_check,
   };
   static_assert(sizeof(kOps) / sizeof(kOps[0]) == static_cast<size_t>(VOp::kSliceCheck) + 1,
                 "one label per VOp");
@@ -1963,29 +1988,9 @@ op_neg:
 op_not:
   r[x->dst] = NotOf(r[x->a]);
   GRAPHOPT_RULES_NEXT();
-op_add:
+op_arith:
   steps_ = steps;
-  v = IntOp(Arith::kAdd, x->pos, r[x->a], r[x->b]);
-  steps = steps_;
-  goto store;
-op_sub:
-  steps_ = steps;
-  v = IntOp(Arith::kSub, x->pos, r[x->a], r[x->b]);
-  steps = steps_;
-  goto store;
-op_mul:
-  steps_ = steps;
-  v = IntOp(Arith::kMul, x->pos, r[x->a], r[x->b]);
-  steps = steps_;
-  goto store;
-op_floor_div:
-  steps_ = steps;
-  v = IntOp(Arith::kFloorDiv, x->pos, r[x->a], r[x->b]);
-  steps = steps_;
-  goto store;
-op_mod:
-  steps_ = steps;
-  v = IntOp(Arith::kMod, x->pos, r[x->a], r[x->b]);
+  v = IntOp(static_cast<Arith>(x->c), x->pos, r[x->a], r[x->b]);
   steps = steps_;
   goto store;
 op_eq:
@@ -2605,15 +2610,15 @@ class Lowerer {
       case Op::kNot:
         return Unary(id, VOp::kNot, want);
       case Op::kAdd:
-        return Binary(id, VOp::kAdd, want);
+        return Binary(id, VOp::kArith, want, Arith::kAdd);
       case Op::kSub:
-        return Binary(id, VOp::kSub, want);
+        return Binary(id, VOp::kArith, want, Arith::kSub);
       case Op::kMul:
-        return Binary(id, VOp::kMul, want);
+        return Binary(id, VOp::kArith, want, Arith::kMul);
       case Op::kFloorDiv:
-        return Binary(id, VOp::kFloorDiv, want);
+        return Binary(id, VOp::kArith, want, Arith::kFloorDiv);
       case Op::kMod:
-        return Binary(id, VOp::kMod, want);
+        return Binary(id, VOp::kArith, want, Arith::kMod);
       case Op::kEq:
         return Binary(id, VOp::kEq, want);
       case Op::kNe:
@@ -2726,12 +2731,12 @@ class Lowerer {
     return dst;
   }
 
-  int Binary(int32_t id, VOp op, int want) {
+  int Binary(int32_t id, VOp op, int want, Arith arith = Arith::kAdd) {
     const Node& n = p_.nodes[id];
     const int dst = Dst(want);
     const int a = Lower(Kid(n, 0));
     const int b = Lower(Kid(n, 1));
-    Emit(op, id, dst, a, b);
+    Emit(op, id, dst, a, b, static_cast<int>(arith));
     Release(b);
     Release(a);
     return dst;

@@ -21,7 +21,6 @@ namespace {
 using rules_testing::AInt;
 using rules_testing::AInts;
 using rules_testing::AString;
-using rules_testing::Int64Tensor;
 using rules_testing::TestGraph;
 
 class EquivalenceTest : public ::testing::Test {
@@ -87,20 +86,7 @@ class EquivalenceTest : public ::testing::Test {
         continue;
       }
       in.push_back(name);
-      if (spec.rfind("const:", 0) == 0) {
-        std::vector<int64_t> v;
-        std::string rest = spec.substr(6);
-        size_t pos = 0;
-        while (pos < rest.size()) {
-          size_t comma = rest.find(',', pos);
-          if (comma == std::string::npos) comma = rest.size();
-          v.push_back(std::stoll(rest.substr(pos, comma - pos)));
-          pos = comma + 1;
-        }
-        g.Init(name, Int64Tensor(v));
-      } else {
-        g.In(name, spec);
-      }
+      g.Input(name, spec);
     }
     g.Node(op, in, {"y"}, c.attrs, domain);
     absl::Status s = g.Run();

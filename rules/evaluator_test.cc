@@ -10,10 +10,9 @@
 #include <thread>
 #include <vector>
 
-#include "absl/strings/numbers.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "rules/rule.h"
 #include "rules/test_util.h"
@@ -74,17 +73,8 @@ class EvalTest : public ::testing::Test {
       const std::string name = absl::StrCat("in", i);
       if (types[i].empty()) {
         in.push_back("");
-      } else if (absl::StartsWith(types[i], "const:")) {
-        std::vector<int64_t> v;
-        for (absl::string_view x : absl::StrSplit(types[i].substr(6), ',', absl::SkipEmpty())) {
-          int64_t n;
-          EXPECT_TRUE(absl::SimpleAtoi(x, &n));
-          v.push_back(n);
-        }
-        graph_->Ints(name, v);
-        in.push_back(name);
       } else {
-        graph_->In(name, types[i]);
+        graph_->Input(name, types[i]);
         in.push_back(name);
       }
     }

@@ -24,7 +24,6 @@ using rules_testing::AInt;
 using rules_testing::AInts;
 using rules_testing::AString;
 using rules_testing::Descriptor;
-using rules_testing::Int64Tensor;
 using rules_testing::TestGraph;
 
 struct Case {
@@ -67,18 +66,7 @@ class LinearCodeTest : public ::testing::Test {
         continue;
       }
       in.push_back(name);
-      if (spec.rfind("const:", 0) == 0) {
-        std::vector<int64_t> v;
-        for (size_t pos = 6; pos < spec.size();) {
-          size_t comma = spec.find(',', pos);
-          if (comma == std::string::npos) comma = spec.size();
-          v.push_back(std::stoll(spec.substr(pos, comma - pos)));
-          pos = comma + 1;
-        }
-        g.Init(name, Int64Tensor(v));
-      } else {
-        g.In(name, spec);
-      }
+      g.Input(name, spec);
     }
     std::vector<std::string> out;
     for (int i = 0; i < num_outputs; ++i) out.push_back(absl::StrCat("y", i));

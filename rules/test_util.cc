@@ -1,5 +1,6 @@
 #include "rules/test_util.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
@@ -120,6 +121,20 @@ void TestGraph::In(const std::string& name, const std::string& type) {
   ValueId id = Value(name);
   graph.AddGraphInput(id);
   graph.mutable_value(id).type = ParseType(type);
+}
+
+void TestGraph::Input(const std::string& name, const std::string& spec) {
+  if (spec.rfind("const:", 0) != 0) {
+    In(name, spec);
+    return;
+  }
+  std::vector<int64_t> v;
+  for (absl::string_view x : absl::StrSplit(spec.substr(6), ',', absl::SkipEmpty())) {
+    int64_t n = 0;
+    if (!absl::SimpleAtoi(x, &n)) std::abort();  // a typo in the test
+    v.push_back(n);
+  }
+  Ints(name, v);
 }
 
 void TestGraph::Init(const std::string& name, v1::Tensor t) {

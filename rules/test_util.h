@@ -50,6 +50,8 @@ class TestGraph {
   void Ints(const std::string& name, const std::vector<int64_t>& v) {
     Init(name, Int64Tensor(v));
   }
+  // "const:1,2" (an int64 initializer holding 1, 2), else a graph input of that type.
+  void Input(const std::string& name, const std::string& spec);
   // A node; "" among inputs/outputs omits an optional one.
   void Node(const std::string& op, const std::vector<std::string>& inputs,
             const std::vector<std::string>& outputs, AttributeMap attrs = {},

@@ -56,6 +56,16 @@ for b in data["benchmarks"]:
     med.setdefault((kind, graph, op), {})[impl] = b["real_time"]  # microseconds
     if "nodes" in b:
         nodes[graph] = int(b["nodes"])
+# The repetitions ran in a random order: report in a fixed one.
+graph_order = ["resnet50", "resnet50@sym", "mobilenet_v2", "mobilenet_v2@sym",
+               "transformer_encoder", "transformer_encoder@sym", "mlp", "mlp@sym",
+               "rule_ops_synthetic", "rule_ops_synthetic@static"]
+op_order = ["Add", "MatMul", "Gemm", "Conv", "Transpose", "Concat", "Reshape", "ReduceMean",
+            "Softmax", "Gather"]
+def rank(names, name):
+    return names.index(name) if name in names else len(names)
+med = dict(sorted(med.items(), key=lambda kv: (kv[0][0], rank(graph_order, kv[0][1]),
+                                                kv[0][1], rank(op_order, kv[0][2]))))
 print(f"medians of {sys.argv[2]} repetitions (real time)\n")
 print("infer_shape pass per graph")
 print(f"{'graph':<28} {'nodes':>6} {'C++ us':>10} {'rule us':>10} {'rule/C++':>9}")

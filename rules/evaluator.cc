@@ -551,18 +551,32 @@ class Evaluator {
   static Val HAttr(Evaluator& e, const Insn& n) { return e.EvalAttr(n); }
   static Val HNeg(Evaluator& e, const Insn& n);
   static Val HNot(Evaluator& e, const Insn& n);
+  // A node computing from its two operands' values (evaluated in order) with kApply.
+  template <Val (Evaluator::*kApply)(const Insn&, const Val&, const Val&)>
+  static Val HBinary(Evaluator& e, const Insn& n) {
+    const Val a = e.Kid(n, 0);
+    if (a.failed()) return a;
+    const Val b = e.Kid(n, 1);
+    if (b.failed()) return b;
+    return (e.*kApply)(n, a, b);
+  }
   template <Arith kOp>
-  static Val HArith(Evaluator& e, const Insn& n);
+  Val ArithNode(const Insn& n, const Val& a, const Val& b) {
+    return IntOp(kOp, n.pos, a, b);
+  }
   template <bool kNe>
-  static Val HEquality(Evaluator& e, const Insn& n);
+  Val EqualityNode(const Insn& n, const Val& a, const Val& b) {
+    return EqualityOf<kNe>(a, b);
+  }
   template <Op kOp>
-  static Val HOrder(Evaluator& e, const Insn& n);
+  Val OrderNode(const Insn& n, const Val& a, const Val& b) {
+    return OrderOf<kOp>(a, b);
+  }
+  Val ConcatNode(const Insn& n, const Val& a, const Val& b) { return ConcatOf(n.pos, a, b); }
   template <bool kAnd>
   static Val HAndOr(Evaluator& e, const Insn& n);
   static Val HCoalesce(Evaluator& e, const Insn& n);
   static Val HIf(Evaluator& e, const Insn& n);
-  static Val HIndex(Evaluator& e, const Insn& n);
-  static Val HConcat(Evaluator& e, const Insn& n);
   static Val HIn(Evaluator& e, const Insn& n) { return e.EvalIn(n); }
   static Val HList(Evaluator& e, const Insn& n) { return e.EvalList(n); }
   static Val HSlice(Evaluator& e, const Insn& n) { return e.EvalSlice(n); }
@@ -1742,33 +1756,6 @@ Val Evaluator::HNot(Evaluator& e, const Insn& n) {
   return NotOf(a);
 }
 
-template <Arith kOp>
-Val Evaluator::HArith(Evaluator& e, const Insn& n) {
-  const Val a = e.Kid(n, 0);
-  if (a.failed()) return a;
-  const Val b = e.Kid(n, 1);
-  if (b.failed()) return b;
-  return e.IntOp(kOp, n.pos, a, b);
-}
-
-template <bool kNe>
-Val Evaluator::HEquality(Evaluator& e, const Insn& n) {
-  const Val a = e.Kid(n, 0);
-  if (a.failed()) return a;
-  const Val b = e.Kid(n, 1);
-  if (b.failed()) return b;
-  return e.EqualityOf<kNe>(a, b);
-}
-
-template <Op kOp>
-Val Evaluator::HOrder(Evaluator& e, const Insn& n) {
-  const Val a = e.Kid(n, 0);
-  if (a.failed()) return a;
-  const Val b = e.Kid(n, 1);
-  if (b.failed()) return b;
-  return e.OrderOf<kOp>(a, b);
-}
-
 template <bool kAnd>
 Val Evaluator::HAndOr(Evaluator& e, const Insn& n) {
   const Val a = e.Kid(n, 0);
@@ -1790,56 +1777,40 @@ Val Evaluator::HIf(Evaluator& e, const Insn& n) {
   return c.i != 0 ? e.Kid(n, 1) : e.Run(e.kids_[n.first_kid + 2]);
 }
 
-Val Evaluator::HIndex(Evaluator& e, const Insn& n) {
-  const Val l = e.Kid(n, 0);
-  if (l.failed()) return l;
-  const Val k = e.Kid(n, 1);
-  if (k.failed()) return k;
-  return e.IndexOf(n, l, k);
-}
-
-Val Evaluator::HConcat(Evaluator& e, const Insn& n) {
-  const Val a = e.Kid(n, 0);
-  if (a.failed()) return a;
-  const Val b = e.Kid(n, 1);
-  if (b.failed()) return b;
-  return e.ConcatOf(n.pos, a, b);
-}
-
 // Indexed by H.
 const Evaluator::Handler Evaluator::kHandlers[kNumHandlers] = {
-    &Evaluator::HSlotOrInt,                 // kHSlot
-    &Evaluator::HSlotOrInt,                 // kHInt
-    &Evaluator::HBool,                      // kHBool
-    &Evaluator::HString,                    // kHString
-    &Evaluator::HDType,                     // kHDType
-    &Evaluator::HUnknown,                   // kHUnknown
-    &Evaluator::HAttr,                      // kHAttr
-    &Evaluator::HNeg,                       // kHNeg
-    &Evaluator::HNot,                       // kHNot
-    &Evaluator::HArith<Arith::kAdd>,        // kHAdd
-    &Evaluator::HArith<Arith::kSub>,        // kHSub
-    &Evaluator::HArith<Arith::kMul>,        // kHMul
-    &Evaluator::HArith<Arith::kFloorDiv>,   // kHFloorDiv
-    &Evaluator::HArith<Arith::kMod>,        // kHMod
-    &Evaluator::HEquality<false>,           // kHEq
-    &Evaluator::HEquality<true>,            // kHNe
-    &Evaluator::HOrder<Op::kLt>,            // kHLt
-    &Evaluator::HOrder<Op::kLe>,            // kHLe
-    &Evaluator::HOrder<Op::kGt>,            // kHGt
-    &Evaluator::HOrder<Op::kGe>,            // kHGe
-    &Evaluator::HAndOr<true>,               // kHAnd
-    &Evaluator::HAndOr<false>,              // kHOr
-    &Evaluator::HConcat,                    // kHConcat
-    &Evaluator::HCoalesce,                  // kHCoalesce
-    &Evaluator::HIn,                        // kHIn
-    &Evaluator::HIf,                        // kHIf
-    &Evaluator::HList,                      // kHList
-    &Evaluator::HIndex,                     // kHIndex
-    &Evaluator::HSlice,                     // kHSlice
-    &Evaluator::HComprehension,             // kHComprehension
-    &Evaluator::HComprehensionRange,        // kHComprehensionRange
-    &Evaluator::HInvalid,                   // kHInvalid
+    &Evaluator::HSlotOrInt,                                        // kHSlot
+    &Evaluator::HSlotOrInt,                                        // kHInt
+    &Evaluator::HBool,                                             // kHBool
+    &Evaluator::HString,                                           // kHString
+    &Evaluator::HDType,                                            // kHDType
+    &Evaluator::HUnknown,                                          // kHUnknown
+    &Evaluator::HAttr,                                             // kHAttr
+    &Evaluator::HNeg,                                              // kHNeg
+    &Evaluator::HNot,                                              // kHNot
+    &Evaluator::HBinary<&Evaluator::ArithNode<Arith::kAdd>>,       // kHAdd
+    &Evaluator::HBinary<&Evaluator::ArithNode<Arith::kSub>>,       // kHSub
+    &Evaluator::HBinary<&Evaluator::ArithNode<Arith::kMul>>,       // kHMul
+    &Evaluator::HBinary<&Evaluator::ArithNode<Arith::kFloorDiv>>,  // kHFloorDiv
+    &Evaluator::HBinary<&Evaluator::ArithNode<Arith::kMod>>,       // kHMod
+    &Evaluator::HBinary<&Evaluator::EqualityNode<false>>,          // kHEq
+    &Evaluator::HBinary<&Evaluator::EqualityNode<true>>,           // kHNe
+    &Evaluator::HBinary<&Evaluator::OrderNode<Op::kLt>>,           // kHLt
+    &Evaluator::HBinary<&Evaluator::OrderNode<Op::kLe>>,           // kHLe
+    &Evaluator::HBinary<&Evaluator::OrderNode<Op::kGt>>,           // kHGt
+    &Evaluator::HBinary<&Evaluator::OrderNode<Op::kGe>>,           // kHGe
+    &Evaluator::HAndOr<true>,                                      // kHAnd
+    &Evaluator::HAndOr<false>,                                     // kHOr
+    &Evaluator::HBinary<&Evaluator::ConcatNode>,                   // kHConcat
+    &Evaluator::HCoalesce,                                         // kHCoalesce
+    &Evaluator::HIn,                                               // kHIn
+    &Evaluator::HIf,                                               // kHIf
+    &Evaluator::HList,                                             // kHList
+    &Evaluator::HBinary<&Evaluator::IndexOf>,                      // kHIndex
+    &Evaluator::HSlice,                                            // kHSlice
+    &Evaluator::HComprehension,                                    // kHComprehension
+    &Evaluator::HComprehensionRange,                               // kHComprehensionRange
+    &Evaluator::HInvalid,                                          // kHInvalid
     // kHFn + Fn, in the order of Fn.
     &Evaluator::HFn<Fn::kRank>,
     &Evaluator::HFn<Fn::kShape>,

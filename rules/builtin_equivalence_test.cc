@@ -77,18 +77,7 @@ class EquivalenceTest : public ::testing::Test {
       rules.set_version(c.opset);
       g.graph.opset_imports.push_back(rules);
     }
-    std::vector<std::string> in;
-    for (size_t i = 0; i < c.inputs.size(); ++i) {
-      const std::string name = absl::StrCat("in", i);
-      const std::string& spec = c.inputs[i];
-      if (spec.empty()) {
-        in.push_back("");
-        continue;
-      }
-      in.push_back(name);
-      g.Input(name, spec);
-    }
-    g.Node(op, in, {"y"}, c.attrs, domain);
+    g.Node(op, g.Inputs(c.inputs), {"y"}, c.attrs, domain);
     absl::Status s = g.Run();
     if (!s.ok()) return absl::StrCat("ERROR ", s.message());
     return absl::StrCat(g.T("y"), " value=", g.DimsValue("y"));

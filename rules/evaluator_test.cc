@@ -68,16 +68,8 @@ class EvalTest : public ::testing::Test {
                   AttributeMap attrs = {}, int64_t opset = 0, int num_outputs = -1) {
     graph_ = std::make_unique<TestGraph>(&registry_);
     if (opset > 0) graph_->SetOpset(opset, "test.rules");
-    std::vector<std::string> in, out;
-    for (size_t i = 0; i < types.size(); ++i) {
-      const std::string name = absl::StrCat("in", i);
-      if (types[i].empty()) {
-        in.push_back("");
-      } else {
-        graph_->Input(name, types[i]);
-        in.push_back(name);
-      }
-    }
+    const std::vector<std::string> in = graph_->Inputs(types);
+    std::vector<std::string> out;
     const OpDef* def = registry_.Find("test.rules", op);
     const int n = num_outputs >= 0 ? num_outputs : def->descriptor.outputs_size();
     for (int i = 0; i < n; ++i) out.push_back(absl::StrCat("out", i));

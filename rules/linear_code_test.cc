@@ -57,17 +57,7 @@ class LinearCodeTest : public ::testing::Test {
   std::string Run(const std::string& op, const Case& c, int num_outputs) {
     TestGraph g(&registry_);
     if (c.opset > 0) g.SetOpset(c.opset, "test.rules");
-    std::vector<std::string> in;
-    for (size_t i = 0; i < c.inputs.size(); ++i) {
-      const std::string name = absl::StrCat("in", i);
-      const std::string& spec = c.inputs[i];
-      if (spec.empty()) {
-        in.push_back("");
-        continue;
-      }
-      in.push_back(name);
-      g.Input(name, spec);
-    }
+    const std::vector<std::string> in = g.Inputs(c.inputs);
     std::vector<std::string> out;
     for (int i = 0; i < num_outputs; ++i) out.push_back(absl::StrCat("y", i));
     g.Node(op, in, out, c.attrs, "test.rules");

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 
 namespace graphopt {
@@ -135,6 +136,19 @@ void TestGraph::Input(const std::string& name, const std::string& spec) {
     v.push_back(n);
   }
   Ints(name, v);
+}
+
+std::vector<std::string> TestGraph::Inputs(const std::vector<std::string>& specs) {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (specs[i].empty()) {
+      names.push_back("");
+      continue;
+    }
+    names.push_back(absl::StrCat("in", i));
+    Input(names.back(), specs[i]);
+  }
+  return names;
 }
 
 void TestGraph::Init(const std::string& name, v1::Tensor t) {

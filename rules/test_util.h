@@ -52,6 +52,8 @@ class TestGraph {
   }
   // "const:1,2" (an int64 initializer holding 1, 2), else a graph input of that type.
   void Input(const std::string& name, const std::string& spec);
+  // Inputs "in0", "in1", ... from specs as Input's ("" for an omitted one); their names ("").
+  std::vector<std::string> Inputs(const std::vector<std::string>& specs);
   // A node; "" among inputs/outputs omits an optional one.
   void Node(const std::string& op, const std::vector<std::string>& inputs,
             const std::vector<std::string>& outputs, AttributeMap attrs = {},

@@ -73,26 +73,6 @@ absl::StatusOr<std::string> ReadFileBytes(const std::string& path) {
   return contents;
 }
 
-absl::Status WriteFileAtomically(const std::string& path, absl::string_view bytes) {
-  const std::string tmp_path = absl::StrCat(path, ".tmp");
-  std::FILE* file = std::fopen(tmp_path.c_str(), "wb");
-  if (file == nullptr) return ErrnoStatus(errno, "create", tmp_path);
-  const bool wrote = std::fwrite(bytes.data(), 1, bytes.size(), file) == bytes.size();
-  const int write_error = errno;
-  const bool closed = std::fclose(file) == 0;
-  const int close_error = errno;
-  if (!wrote || !closed) {
-    std::remove(tmp_path.c_str());
-    return ErrnoStatus(wrote ? close_error : write_error, "write", tmp_path);
-  }
-  if (std::rename(tmp_path.c_str(), path.c_str()) != 0) {
-    const int error = errno;
-    std::remove(tmp_path.c_str());
-    return ErrnoStatus(error, absl::StrCat("rename '", tmp_path, "' to"), path);
-  }
-  return absl::OkStatus();
-}
-
 namespace {
 
 // Whether `message` or any message below it holds fields unknown to the schema.

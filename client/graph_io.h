@@ -8,6 +8,7 @@
 #include "absl/strings/string_view.h"
 #include "google/protobuf/message.h"
 #include "proto/graph.pb.h"
+#include "util/file_util.h"  // WriteFileAtomically, used with the graph files
 
 namespace graphopt {
 
@@ -36,9 +37,6 @@ absl::Status WriteGraphFile(const std::string& path, const v1::Graph& graph);
 
 // The whole file at `path`. Errors (from errno) name the file.
 absl::StatusOr<std::string> ReadFileBytes(const std::string& path);
-
-// Writes `bytes` to `path` through `path`.tmp and a rename. Errors name the file.
-absl::Status WriteFileAtomically(const std::string& path, absl::string_view bytes);
 
 // Parses text-format `text` as a graph; INVALID_ARGUMENT "<source>:<line>:<col>: <reason>".
 absl::StatusOr<v1::Graph> ParseGraphText(absl::string_view text, absl::string_view source);

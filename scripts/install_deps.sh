@@ -12,6 +12,18 @@ PACKAGES=(
   python3-torch python3-torchvision python3-venv
 )
 
+# The tests redirect into /dev/null inside Bazel's read-only sandbox; that works only while it
+# is the character device. A tool that once renamed a file over it (as root) leaves a plain
+# file there, and every such redirect then fails with "Read-only file system". Put it back.
+if [[ ! -c /dev/null ]]; then
+  echo "install_deps: /dev/null is not the null device (a plain file replaced it); recreating it"
+  if [[ $(id -u) -eq 0 ]]; then
+    rm -f /dev/null && mknod -m 666 /dev/null c 1 3
+  else
+    sudo rm -f /dev/null && sudo mknod -m 666 /dev/null c 1 3
+  fi
+fi
+
 missing=()
 for p in "${PACKAGES[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

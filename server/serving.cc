@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "spdlog/logger.h"
+#include "util/file_util.h"
 
 namespace graphopt {
 
@@ -36,26 +37,7 @@ std::string ResolvedAddress(const std::string& listen, int port) {
 }
 
 absl::Status WritePortFile(const std::string& path, int port) {
-  const std::string tmp_path = absl::StrCat(path, ".tmp");
-  std::FILE* file = std::fopen(tmp_path.c_str(), "w");
-  if (file == nullptr) {
-    return absl::ErrnoToStatus(errno, absl::StrCat("cannot create '", tmp_path, "'"));
-  }
-  const std::string text = absl::StrCat(port, "\n");
-  const bool wrote = std::fwrite(text.data(), 1, text.size(), file) == text.size();
-  const int write_errno = errno;
-  if (std::fclose(file) != 0 || !wrote) {
-    const int error = wrote ? errno : write_errno;
-    std::remove(tmp_path.c_str());
-    return absl::ErrnoToStatus(error, absl::StrCat("cannot write '", tmp_path, "'"));
-  }
-  if (std::rename(tmp_path.c_str(), path.c_str()) != 0) {
-    const int error = errno;
-    std::remove(tmp_path.c_str());
-    return absl::ErrnoToStatus(error,
-                               absl::StrCat("cannot rename '", tmp_path, "' to '", path, "'"));
-  }
-  return absl::OkStatus();
+  return WriteFileAtomically(path, absl::StrCat(port, "\n"));
 }
 
 absl::Status BlockShutdownSignals(sigset_t* signals) {

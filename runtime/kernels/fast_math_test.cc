@@ -68,8 +68,8 @@ TEST(FastMathTest, NanStaysNanAndInfinitiesSaturate) {
 }
 
 TEST(FastMathTest, GemvAccumulatesEveryColumnBlock) {
-  // n = 45 covers the 32-wide blocks, an 8-wide block and a scalar tail; ldb > n.
-  const int64_t k = 5, n = 45, ldb = 50;
+  // n = 77: a 64-wide block, an 8-wide block and a 5-column scalar tail; ldb > n.
+  const int64_t k = 5, n = 77, ldb = 80;
   std::vector<float> a(k), b(k * ldb), y(n);
   for (int64_t p = 0; p < k; ++p) a[p] = static_cast<float>(p + 1);
   for (int64_t i = 0; i < k * ldb; ++i) b[i] = static_cast<float>(i % 7) - 3.0f;

@@ -1,132 +1,232 @@
 #include "runtime/kernels/fast_math.h"
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
 namespace graphopt::runtime {
 namespace {
 
-// Every loop here is written on GCC's vector extensions (8 float lanes), so it is vectorised
-// whatever the optimiser decides; the default clone lowers the lanes to SSE pairs.
-#define GRAPHOPT_MULTIVERSION __attribute__((target_clones("arch=x86-64-v3", "default")))
+// Every loop here is written on GCC's vector extensions, N float lanes, so it is vectorised
+// whatever the optimiser decides. Each public function has three versions, picked once by the
+// CPU it runs on: AVX-512 (x86-64-v4) with 16 lanes, AVX2+FMA (x86-64-v3) with 8, and baseline
+// x86-64 with 8 lowered to SSE pairs. Lane i of every computation is the same arithmetic in each
+// (products summed in the same order, the same polynomials), so the AVX-512 and AVX2 versions
+// agree to the bit; the baseline one rounds each multiply-add twice.
 
-// Helpers are forced inline so that they are compiled for each clone's instruction set.
+// Helpers are forced inline so that they are compiled for each version's instruction set.
 #define GRAPHOPT_INLINE inline __attribute__((always_inline))
+#define GRAPHOPT_V4 __attribute__((target("arch=x86-64-v4")))
+#define GRAPHOPT_V3 __attribute__((target("arch=x86-64-v3")))
 
-typedef float F8 __attribute__((vector_size(32)));
-typedef int32_t I8 __attribute__((vector_size(32)));
-constexpr int kLanes = 8;
+template <int N>
+struct Lanes {
+  typedef float F __attribute__((vector_size(N * sizeof(float))));
+  typedef int32_t I __attribute__((vector_size(N * sizeof(int32_t))));
+};
 
-GRAPHOPT_INLINE F8 Load(const float* p) {
-  F8 v;
+template <int N>
+using F = typename Lanes<N>::F;
+template <int N>
+using I = typename Lanes<N>::I;
+
+template <int N>
+GRAPHOPT_INLINE F<N> Load(const float* p) {
+  F<N> v;
   std::memcpy(&v, p, sizeof(v));
   return v;
 }
-GRAPHOPT_INLINE void Store(float* p, F8 v) { std::memcpy(p, &v, sizeof(v)); }
-GRAPHOPT_INLINE F8 Splat(float x) { return F8{} + x; }
+template <int N>
+GRAPHOPT_INLINE void Store(float* p, F<N> v) {
+  std::memcpy(p, &v, sizeof(v));
+}
+template <int N>
+GRAPHOPT_INLINE F<N> Splat(float x) {
+  return F<N>{} + x;
+}
 
 // exp(x) for x = n*ln2 + r, |r| <= ln2/2: exp(r) by a degree-6 polynomial (Cephes expf), 2^n by
 // building the exponent bits. Inputs are clamped to [kExpLow, kExpHigh] first.
 constexpr float kExpLow = -87.3365447506f;  // exp(kExpLow) is the smallest normal float
 constexpr float kExpHigh = 88.3762626647f;
 
-GRAPHOPT_INLINE F8 Exp(F8 x) {
-  x = x < kExpLow ? Splat(kExpLow) : x;
-  x = x > kExpHigh ? Splat(kExpHigh) : x;
-  const F8 fx = x * 1.44269504088896341f + 0.5f;
+template <int N>
+GRAPHOPT_INLINE F<N> Exp(F<N> x) {
+  x = x < kExpLow ? Splat<N>(kExpLow) : x;
+  x = x > kExpHigh ? Splat<N>(kExpHigh) : x;
+  const F<N> fx = x * 1.44269504088896341f + 0.5f;
   // floor(fx): truncate toward zero, then step down where that rounded up.
-  F8 t = __builtin_convertvector(__builtin_convertvector(fx, I8), F8);
+  F<N> t = __builtin_convertvector(__builtin_convertvector(fx, I<N>), F<N>);
   t = t > fx ? t - 1.0f : t;
-  const F8 r = x - t * 0.693359375f - t * -2.12194440e-4f;
-  const F8 z = r * r;
-  F8 y = Splat(1.9875691500e-4f);
+  const F<N> r = x - t * 0.693359375f - t * -2.12194440e-4f;
+  const F<N> z = r * r;
+  F<N> y = Splat<N>(1.9875691500e-4f);
   y = y * r + 1.3981999507e-3f;
   y = y * r + 8.3334519073e-3f;
   y = y * r + 4.1665795894e-2f;
   y = y * r + 1.6666665459e-1f;
   y = y * r + 5.0000001201e-1f;
   y = y * z + r + 1.0f;
-  const I8 bits = (__builtin_convertvector(t, I8) + 127) << 23;
-  return y * (F8)bits;  // the same 32 bytes seen as floats
+  const I<N> bits = (__builtin_convertvector(t, I<N>) + 127) << 23;
+  return y * (F<N>)bits;  // the same bytes seen as floats
 }
 
-GRAPHOPT_INLINE F8 KeepNan(F8 v, F8 result) { return v != v ? v : result; }
+template <int N>
+GRAPHOPT_INLINE F<N> KeepNan(F<N> v, F<N> result) {
+  return v != v ? v : result;
+}
 
-GRAPHOPT_INLINE F8 Sigmoid(F8 v) { return KeepNan(v, 1.0f / (1.0f + Exp(-v))); }
+template <int N>
+GRAPHOPT_INLINE F<N> Sigmoid(F<N> v) {
+  return KeepNan<N>(v, 1.0f / (1.0f + Exp<N>(-v)));
+}
 
-GRAPHOPT_INLINE F8 Tanh(F8 v) {
-  const F8 a = v < 0.0f ? -v : v;
+template <int N>
+GRAPHOPT_INLINE F<N> Tanh(F<N> v) {
+  const F<N> a = v < 0.0f ? -v : v;
   // Near 0: tanh(v) = v + v^3 * p(v^2) (Cephes tanhf), exact to float rounding.
-  const F8 z = v * v;
-  F8 p = Splat(-5.70498872745e-3f);
+  const F<N> z = v * v;
+  F<N> p = Splat<N>(-5.70498872745e-3f);
   p = p * z + 2.06390887954e-2f;
   p = p * z - 5.37397155531e-2f;
   p = p * z + 1.33314422036e-1f;
   p = p * z - 3.33332819422e-1f;
-  const F8 small = v + v * z * p;
+  const F<N> small = v + v * z * p;
   // Elsewhere: 1 - 2 / (exp(2|v|) + 1), with v's sign.
-  const F8 large_abs = 1.0f - 2.0f / (Exp(2.0f * a) + 1.0f);
-  const F8 large = v < 0.0f ? -large_abs : large_abs;
-  return a < 0.625f ? small : KeepNan(v, large);
+  const F<N> large_abs = 1.0f - 2.0f / (Exp<N>(2.0f * a) + 1.0f);
+  const F<N> large = v < 0.0f ? -large_abs : large_abs;
+  return a < 0.625f ? small : KeepNan<N>(v, large);
 }
 
-// x[0, n) = f(x) in 8-lane steps; the tail goes through a zero-padded block.
-template <typename F>
-GRAPHOPT_INLINE void Map(float* x, int64_t n, F f) {
+// x[0, n) = f(x) in N-lane steps; the tail goes through a zero-padded block.
+template <int N, typename Fn>
+GRAPHOPT_INLINE void Map(float* x, int64_t n, Fn f) {
   int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) Store(x + i, f(Load(x + i)));
+  for (; i + N <= n; i += N) Store<N>(x + i, f(Load<N>(x + i)));
   if (i < n) {
-    float tail[kLanes] = {};
+    float tail[N] = {};
     std::memcpy(tail, x + i, sizeof(float) * (n - i));
-    Store(tail, f(Load(tail)));
+    Store<N>(tail, f(Load<N>(tail)));
     std::memcpy(x + i, tail, sizeof(float) * (n - i));
   }
 }
 
-}  // namespace
-
-GRAPHOPT_MULTIVERSION
-void GemvAccumulateF32(int64_t k, int64_t n, const float* a, const float* b, int64_t ldb,
-                       float* y) {
-  int64_t j = 0;
-  // 64 columns at a time in eight accumulators (enough independent chains to hide the FMA
-  // latency): b is read once, y written once.
-  for (; j + 8 * kLanes <= n; j += 8 * kLanes) {
-    F8 acc[8];
-    for (int q = 0; q < 8; ++q) acc[q] = Load(y + j + q * kLanes);
+// Q * N columns at a time in Q accumulators: b is read once, y written once. Eight independent
+// chains hide the multiply-add latency; narrower tiers take what is left.
+template <int N, int Q>
+GRAPHOPT_INLINE int64_t GemvColumns(int64_t j, int64_t k, int64_t n, const float* a,
+                                    const float* b, int64_t ldb, float* y) {
+  for (; j + Q * N <= n; j += Q * N) {
+    F<N> acc[Q];
+    for (int q = 0; q < Q; ++q) acc[q] = Load<N>(y + j + q * N);
     const float* row = b + j;
     for (int64_t p = 0; p < k; ++p, row += ldb) {
-      const F8 s = Splat(a[p]);
-      for (int q = 0; q < 8; ++q) acc[q] += s * Load(row + q * kLanes);
+      const F<N> s = Splat<N>(a[p]);
+      for (int q = 0; q < Q; ++q) acc[q] += s * Load<N>(row + q * N);
     }
-    for (int q = 0; q < 8; ++q) Store(y + j + q * kLanes, acc[q]);
+    for (int q = 0; q < Q; ++q) Store<N>(y + j + q * N, acc[q]);
   }
-  for (; j + kLanes <= n; j += kLanes) {
-    F8 acc = Load(y + j);
-    const float* row = b + j;
-    for (int64_t p = 0; p < k; ++p, row += ldb) acc += Splat(a[p]) * Load(row);
-    Store(y + j, acc);
-  }
+  return j;
+}
+
+template <int N>
+GRAPHOPT_INLINE void Gemv(int64_t k, int64_t n, const float* a, const float* b, int64_t ldb,
+                          float* y) {
+  int64_t j = GemvColumns<N, 8>(0, k, n, a, b, ldb, y);
+  j = GemvColumns<N, 4>(j, k, n, a, b, ldb, y);
+  j = GemvColumns<N, 1>(j, k, n, a, b, ldb, y);
+  // The last columns one by one, each product fused into the sum as the vector lanes do (so a
+  // column gives the same bits whichever tier of whichever version computes it).
   for (; j < n; ++j) {
     float acc = y[j];
-    for (int64_t p = 0; p < k; ++p) acc += a[p] * b[p * ldb + j];
+    for (int64_t p = 0; p < k; ++p) acc = std::fma(a[p], b[p * ldb + j], acc);
     y[j] = acc;
   }
 }
 
-GRAPHOPT_MULTIVERSION
-void ExpF32(float* x, int64_t n) {
-  Map(x, n, [](F8 v) __attribute__((always_inline)) { return KeepNan(v, Exp(v)); });
+// The three versions of each public function.
+GRAPHOPT_V4 void GemvV4(int64_t k, int64_t n, const float* a, const float* b, int64_t ldb,
+                        float* y) {
+  Gemv<16>(k, n, a, b, ldb, y);
+}
+GRAPHOPT_V3 void GemvV3(int64_t k, int64_t n, const float* a, const float* b, int64_t ldb,
+                        float* y) {
+  Gemv<8>(k, n, a, b, ldb, y);
+}
+void GemvBase(int64_t k, int64_t n, const float* a, const float* b, int64_t ldb, float* y) {
+  Gemv<8>(k, n, a, b, ldb, y);
 }
 
-GRAPHOPT_MULTIVERSION
-void SigmoidF32(float* x, int64_t n) {
-  Map(x, n, [](F8 v) __attribute__((always_inline)) { return Sigmoid(v); });
+#define GRAPHOPT_MAP_VERSIONS(name, expr)                                             \
+  GRAPHOPT_V4 void name##V4(float* x, int64_t n) {                                     \
+    Map<16>(x, n, [](F<16> v) __attribute__((always_inline)) { return expr<16>(v); }); \
+  }                                                                                    \
+  GRAPHOPT_V3 void name##V3(float* x, int64_t n) {                                     \
+    Map<8>(x, n, [](F<8> v) __attribute__((always_inline)) { return expr<8>(v); });    \
+  }                                                                                    \
+  void name##Base(float* x, int64_t n) {                                               \
+    Map<8>(x, n, [](F<8> v) __attribute__((always_inline)) { return expr<8>(v); });    \
+  }
+
+template <int N>
+GRAPHOPT_INLINE F<N> ExpKeepNan(F<N> v) {
+  return KeepNan<N>(v, Exp<N>(v));
 }
 
-GRAPHOPT_MULTIVERSION
-void TanhF32(float* x, int64_t n) {
-  Map(x, n, [](F8 v) __attribute__((always_inline)) { return Tanh(v); });
+GRAPHOPT_MAP_VERSIONS(Exp, ExpKeepNan)
+GRAPHOPT_MAP_VERSIONS(Sigmoid, Sigmoid)
+GRAPHOPT_MAP_VERSIONS(Tanh, Tanh)
+#undef GRAPHOPT_MAP_VERSIONS
+
+}  // namespace
+
+FastMathIsa DetectedFastMathIsa() {
+  static const FastMathIsa isa = __builtin_cpu_supports("x86-64-v4")   ? FastMathIsa::kX86_64_V4
+                                 : __builtin_cpu_supports("x86-64-v3") ? FastMathIsa::kX86_64_V3
+                                                                       : FastMathIsa::kX86_64;
+  return isa;
+}
+
+const char* FastMathIsaName(FastMathIsa isa) {
+  switch (isa) {
+    case FastMathIsa::kX86_64_V4: return "x86-64-v4 (AVX-512, 16 lanes)";
+    case FastMathIsa::kX86_64_V3: return "x86-64-v3 (AVX2+FMA, 8 lanes)";
+    case FastMathIsa::kX86_64: return "x86-64 (SSE2, 8 lanes in pairs)";
+  }
+  return "?";
+}
+
+bool FastMathIsaSupported(FastMathIsa isa) {
+  return static_cast<int>(isa) >= static_cast<int>(DetectedFastMathIsa());
+}
+
+void GemvAccumulateF32(FastMathIsa isa, int64_t k, int64_t n, const float* a, const float* b,
+                       int64_t ldb, float* y) {
+  switch (isa) {
+    case FastMathIsa::kX86_64_V4: return GemvV4(k, n, a, b, ldb, y);
+    case FastMathIsa::kX86_64_V3: return GemvV3(k, n, a, b, ldb, y);
+    case FastMathIsa::kX86_64: return GemvBase(k, n, a, b, ldb, y);
+  }
+}
+
+#define GRAPHOPT_MAP_DISPATCH(name)                               \
+  void name##F32(FastMathIsa isa, float* x, int64_t n) {          \
+    switch (isa) {                                                \
+      case FastMathIsa::kX86_64_V4: return name##V4(x, n);        \
+      case FastMathIsa::kX86_64_V3: return name##V3(x, n);        \
+      case FastMathIsa::kX86_64: return name##Base(x, n);         \
+    }                                                             \
+  }                                                               \
+  void name##F32(float* x, int64_t n) { name##F32(DetectedFastMathIsa(), x, n); }
+
+GRAPHOPT_MAP_DISPATCH(Exp)
+GRAPHOPT_MAP_DISPATCH(Sigmoid)
+GRAPHOPT_MAP_DISPATCH(Tanh)
+#undef GRAPHOPT_MAP_DISPATCH
+
+void GemvAccumulateF32(int64_t k, int64_t n, const float* a, const float* b, int64_t ldb,
+                       float* y) {
+  GemvAccumulateF32(DetectedFastMathIsa(), k, n, a, b, ldb, y);
 }
 
 }  // namespace graphopt::runtime

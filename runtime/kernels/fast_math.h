@@ -1,10 +1,12 @@
 #ifndef GRAPHOPT_RUNTIME_KERNELS_FAST_MATH_H_
 #define GRAPHOPT_RUNTIME_KERNELS_FAST_MATH_H_
 
-// Vectorised float32 loops for the kernels' inner steps. Each is compiled twice (x86-64-v3, i.e.
-// AVX2+FMA, and baseline x86-64) and the loader picks the one the CPU runs (GCC's
-// target_clones), so the default build needs nothing of the machine. Results may differ in the
-// last bits between the two (FMA), never between runs on one machine.
+// Vectorised float32 loops for the kernels' inner steps. Each has three versions, the CPU's
+// best picked once (DetectedFastMathIsa): AVX-512 (x86-64-v4, 16 lanes), AVX2+FMA (x86-64-v3,
+// 8 lanes) and baseline x86-64 (SSE2), so the default build needs nothing of the machine. The
+// AVX-512 and AVX2 versions agree to the bit (the same arithmetic per lane, fused
+// multiply-adds); the baseline one may differ from them in the last bits (no FMA). Results never
+// differ between runs on one machine.
 //
 // Accuracy: exp is a degree-6 polynomial after range reduction (within 2 ulp of expf over
 // [-87, 88]; inputs are clamped there, so results are finite); sigmoid and tanh derive from it,
@@ -22,6 +24,21 @@ void GemvAccumulateF32(int64_t k, int64_t n, const float* a, const float* b, int
 void ExpF32(float* x, int64_t n);
 void SigmoidF32(float* x, int64_t n);
 void TanhF32(float* x, int64_t n);
+
+// The instruction sets of the versions, best first.
+enum class FastMathIsa { kX86_64_V4 = 0, kX86_64_V3 = 1, kX86_64 = 2 };
+// The version the functions above use on this CPU (detected once).
+FastMathIsa DetectedFastMathIsa();
+// Whether this CPU runs `isa`'s version; its name, for logs and benchmark reports.
+bool FastMathIsaSupported(FastMathIsa isa);
+const char* FastMathIsaName(FastMathIsa isa);
+// The same functions in the version of a given (supported) instruction set: the tests compare
+// the versions with each other.
+void GemvAccumulateF32(FastMathIsa isa, int64_t k, int64_t n, const float* a, const float* b,
+                       int64_t ldb, float* y);
+void ExpF32(FastMathIsa isa, float* x, int64_t n);
+void SigmoidF32(FastMathIsa isa, float* x, int64_t n);
+void TanhF32(FastMathIsa isa, float* x, int64_t n);
 
 }  // namespace graphopt::runtime
 

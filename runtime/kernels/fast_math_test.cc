@@ -17,15 +17,27 @@ std::vector<float> Sweep() {
   return v;
 }
 
+// Every version this CPU runs (the detected one and those below it).
+std::vector<FastMathIsa> Versions() {
+  std::vector<FastMathIsa> out;
+  for (FastMathIsa isa :
+       {FastMathIsa::kX86_64_V4, FastMathIsa::kX86_64_V3, FastMathIsa::kX86_64}) {
+    if (FastMathIsaSupported(isa)) out.push_back(isa);
+  }
+  return out;
+}
+
 double RelativeError(double got, double want) {
   if (got == want) return 0;
   return std::fabs(got - want) / std::max(std::fabs(want), 1e-30);
 }
 
 TEST(FastMathTest, ExpWithinTwoUlpsWhereNormal) {
+  for (FastMathIsa isa : Versions()) {
+  SCOPED_TRACE(FastMathIsaName(isa));
   std::vector<float> x = Sweep();
   std::vector<float> y = x;
-  ExpF32(y.data(), static_cast<int64_t>(y.size()));
+  ExpF32(isa, y.data(), static_cast<int64_t>(y.size()));
   for (size_t i = 0; i < x.size(); ++i) {
     const double want = std::exp(static_cast<double>(x[i]));
     if (x[i] < -87.34f) {
@@ -36,27 +48,33 @@ TEST(FastMathTest, ExpWithinTwoUlpsWhereNormal) {
       EXPECT_LT(RelativeError(y[i], want), 3e-7) << "exp(" << x[i] << ") = " << y[i];
     }
   }
+  }
 }
 
 TEST(FastMathTest, SigmoidAndTanhAccurate) {
+  for (FastMathIsa isa : Versions()) {
+  SCOPED_TRACE(FastMathIsaName(isa));
   std::vector<float> x = Sweep();
   std::vector<float> s = x, t = x;
-  SigmoidF32(s.data(), static_cast<int64_t>(s.size()));
-  TanhF32(t.data(), static_cast<int64_t>(t.size()));
+  SigmoidF32(isa, s.data(), static_cast<int64_t>(s.size()));
+  TanhF32(isa, t.data(), static_cast<int64_t>(t.size()));
   for (size_t i = 0; i < x.size(); ++i) {
     const double v = x[i];
     EXPECT_LT(RelativeError(s[i], 1.0 / (1.0 + std::exp(-v))), 1e-6) << "sigmoid(" << v << ")";
     EXPECT_LT(RelativeError(t[i], std::tanh(v)), 1e-6) << "tanh(" << v << ")";
+  }
   }
 }
 
 TEST(FastMathTest, NanStaysNanAndInfinitiesSaturate) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
+  for (FastMathIsa isa : Versions()) {
+  SCOPED_TRACE(FastMathIsaName(isa));
   std::vector<float> e = {nan, -inf}, s = {nan, inf, -inf}, t = {nan, inf, -inf};
-  ExpF32(e.data(), 2);
-  SigmoidF32(s.data(), 3);
-  TanhF32(t.data(), 3);
+  ExpF32(isa, e.data(), 2);
+  SigmoidF32(isa, s.data(), 3);
+  TanhF32(isa, t.data(), 3);
   EXPECT_TRUE(std::isnan(e[0]));
   EXPECT_LE(e[1], 1.2e-38f);
   EXPECT_TRUE(std::isnan(s[0]));
@@ -65,6 +83,7 @@ TEST(FastMathTest, NanStaysNanAndInfinitiesSaturate) {
   EXPECT_TRUE(std::isnan(t[0]));
   EXPECT_FLOAT_EQ(t[1], 1.0f);
   EXPECT_FLOAT_EQ(t[2], -1.0f);
+  }
 }
 
 TEST(FastMathTest, GemvAccumulatesEveryColumnBlock) {
@@ -73,13 +92,43 @@ TEST(FastMathTest, GemvAccumulatesEveryColumnBlock) {
   std::vector<float> a(k), b(k * ldb), y(n);
   for (int64_t p = 0; p < k; ++p) a[p] = static_cast<float>(p + 1);
   for (int64_t i = 0; i < k * ldb; ++i) b[i] = static_cast<float>(i % 7) - 3.0f;
-  for (int64_t j = 0; j < n; ++j) y[j] = static_cast<float>(j);
-  GemvAccumulateF32(k, n, a.data(), b.data(), ldb, y.data());
-  for (int64_t j = 0; j < n; ++j) {
-    float want = static_cast<float>(j);
-    for (int64_t p = 0; p < k; ++p) want += a[p] * b[p * ldb + j];
-    EXPECT_EQ(y[j], want) << j;  // small integers: exact either way
+  for (FastMathIsa isa : Versions()) {
+    SCOPED_TRACE(FastMathIsaName(isa));
+    for (int64_t j = 0; j < n; ++j) y[j] = static_cast<float>(j);
+    GemvAccumulateF32(isa, k, n, a.data(), b.data(), ldb, y.data());
+    for (int64_t j = 0; j < n; ++j) {
+      float want = static_cast<float>(j);
+      for (int64_t p = 0; p < k; ++p) want += a[p] * b[p * ldb + j];
+      EXPECT_EQ(y[j], want) << j;  // small integers: exact either way
+    }
   }
+}
+
+// The AVX-512 and AVX2 versions do the same arithmetic per lane: bit-identical results, so a
+// model's numbers do not depend on which of the two machines runs it.
+TEST(FastMathTest, WideVersionsAgreeToTheBit) {
+  if (!FastMathIsaSupported(FastMathIsa::kX86_64_V4)) {
+    GTEST_SKIP() << "this CPU has no AVX-512: only " << FastMathIsaName(DetectedFastMathIsa());
+  }
+  const FastMathIsa v4 = FastMathIsa::kX86_64_V4, v3 = FastMathIsa::kX86_64_V3;
+  const std::vector<float> x = Sweep();
+  const int64_t n = static_cast<int64_t>(x.size());
+  for (auto* f : {static_cast<void (*)(FastMathIsa, float*, int64_t)>(ExpF32),
+                  static_cast<void (*)(FastMathIsa, float*, int64_t)>(SigmoidF32),
+                  static_cast<void (*)(FastMathIsa, float*, int64_t)>(TanhF32)}) {
+    std::vector<float> a = x, b = x;
+    f(v4, a.data(), n);
+    f(v3, b.data(), n);
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(a[i], b[i]) << "x = " << x[i];
+  }
+  // Non-integer products, so rounding (and fusing) shows: 300 columns take every tier.
+  const int64_t k = 37, cols = 300;
+  std::vector<float> a(k), b(k * cols), y4(cols, 0.25f), y3(cols, 0.25f);
+  for (int64_t p = 0; p < k; ++p) a[p] = std::sin(0.7f * p);
+  for (int64_t i = 0; i < k * cols; ++i) b[i] = std::cos(0.3f * i);
+  GemvAccumulateF32(v4, k, cols, a.data(), b.data(), cols, y4.data());
+  GemvAccumulateF32(v3, k, cols, a.data(), b.data(), cols, y3.data());
+  for (int64_t j = 0; j < cols; ++j) ASSERT_EQ(y4[j], y3[j]) << "column " << j;
 }
 
 }  // namespace

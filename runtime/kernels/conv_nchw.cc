@@ -15,7 +15,8 @@
 namespace graphopt::runtime {
 namespace {
 
-// Compiled for x86-64-v3 (AVX2, FMA) and baseline x86-64; the loader picks (as fast_math.cc).
+// Compiled for x86-64-v4 (AVX-512), x86-64-v3 (AVX2, FMA) and baseline x86-64; the loader picks
+// the CPU's best (GCC's target_clones).
 #define GRAPHOPT_MULTIVERSION __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 // Helpers of the multiversioned functions, inlined into each clone.
 #define GRAPHOPT_INLINE_PLANE inline __attribute__((always_inline))

@@ -11,28 +11,6 @@
 namespace graphopt {
 namespace rules_testing {
 
-TensorType ParseType(const std::string& s) {
-  TensorType t;
-  if (s == "?") return t;
-  const size_t bracket = s.find('[');
-  t.dtype = *ParseDataType(s.substr(0, bracket));
-  const std::string dims = s.substr(bracket + 1, s.size() - bracket - 2);
-  if (dims == "?..") return t;
-  t.shape.emplace();
-  if (dims.empty()) return t;
-  for (absl::string_view d : absl::StrSplit(dims, ',')) {
-    int64_t n;
-    if (d == "?") {
-      t.shape->push_back(Dim::Unknown());
-    } else if (absl::SimpleAtoi(d, &n)) {
-      t.shape->push_back(Dim::Known(n));
-    } else {
-      t.shape->push_back(Dim::Symbol(std::string(d)));
-    }
-  }
-  return t;
-}
-
 v1::Tensor Int64Tensor(const std::vector<int64_t>& values, bool scalar) {
   v1::Tensor t;
   t.set_dtype(v1::DT_INT64);

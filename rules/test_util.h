@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "graph/builtin_ops_test_util.h"
 #include "graph/graph.h"
 #include "graph/inference.h"
 #include "graph/op_registry.h"
@@ -18,8 +19,9 @@
 namespace graphopt {
 namespace rules_testing {
 
-// "float32[batch,3,?]", "int64[]" (scalar), "float32[?..]" (rank unknown), "?" (nothing).
-TensorType ParseType(const std::string& s);
+// "float32[batch,3,?]", "int64[]" (scalar), "float32[?..]" (rank unknown), "?" (nothing): the
+// builtin ops' tests' parser.
+using ::graphopt::ParseType;
 
 v1::Tensor Int64Tensor(const std::vector<int64_t>& values, bool scalar = false);
 

@@ -43,6 +43,7 @@
 #include "runtime/executor.h"
 #include "runtime/kernels/cpu_kernels.h"
 #include "runtime/npy.h"
+#include "util/file_util.h"
 
 namespace graphopt {
 namespace {

@@ -18,6 +18,7 @@
 #include "google/protobuf/message.h"
 #include "google/protobuf/unknown_field_set.h"
 #include "graph/proto_util.h"
+#include "util/file_util.h"
 
 namespace graphopt {
 namespace {
@@ -43,37 +44,6 @@ class ErrorCollector : public google::protobuf::io::ErrorCollector {
   std::string source_;
   std::vector<std::string> errors_;
 };
-
-absl::Status ErrnoStatus(int error, absl::string_view what, const std::string& path) {
-  return absl::ErrnoToStatus(error, absl::StrCat("cannot ", what, " '", path, "'"));
-}
-
-}  // namespace
-
-absl::StatusOr<std::string> ReadFileBytes(const std::string& path) {
-  std::FILE* file = std::fopen(path.c_str(), "rb");
-  if (file == nullptr) return ErrnoStatus(errno, "open", path);
-  std::string contents;
-  // One allocation of the file's size when it is known (models can be gigabytes).
-  if (std::fseek(file, 0, SEEK_END) == 0) {
-    const long size = std::ftell(file);
-    if (size > 0) contents.reserve(static_cast<size_t>(size));
-    std::rewind(file);
-  }
-  char buffer[1 << 16];
-  while (true) {
-    const size_t n = std::fread(buffer, 1, sizeof(buffer), file);
-    contents.append(buffer, n);
-    if (n < sizeof(buffer)) break;
-  }
-  const bool failed = std::ferror(file) != 0;
-  const int error = errno;
-  std::fclose(file);
-  if (failed) return ErrnoStatus(error, "read", path);
-  return contents;
-}
-
-namespace {
 
 // Whether `message` or any message below it holds fields unknown to the schema.
 bool HasUnknownFields(const google::protobuf::Message& message) {

@@ -8,7 +8,6 @@
 #include "absl/strings/string_view.h"
 #include "google/protobuf/message.h"
 #include "proto/graph.pb.h"
-#include "util/file_util.h"  // WriteFileAtomically, used with the graph files
 
 namespace graphopt {
 
@@ -34,9 +33,6 @@ absl::StatusOr<v1::Graph> ReadGraphFile(const std::string& path);
 // deterministic serialization, so equal graphs give equal bytes). The file is written to
 // `path`.tmp and renamed, so `path` never holds a partial graph. Errors name the file.
 absl::Status WriteGraphFile(const std::string& path, const v1::Graph& graph);
-
-// The whole file at `path`. Errors (from errno) name the file.
-absl::StatusOr<std::string> ReadFileBytes(const std::string& path);
 
 // Parses text-format `text` as a graph; INVALID_ARGUMENT "<source>:<line>:<col>: <reason>".
 absl::StatusOr<v1::Graph> ParseGraphText(absl::string_view text, absl::string_view source);

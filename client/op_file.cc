@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/graph_io.h"
+#include "util/file_util.h"
 
 namespace graphopt {
 

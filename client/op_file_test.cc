@@ -3,9 +3,9 @@
 #include <cstdlib>
 #include <string>
 
-#include "client/graph_io.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "util/file_util.h"
 
 namespace graphopt {
 namespace {

@@ -7,9 +7,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "client/graph_io.h"
 #include "graph/types.h"
 #include "runtime/npy.h"
+#include "util/file_util.h"
 
 namespace graphopt {
 

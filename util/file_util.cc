@@ -28,6 +28,29 @@ absl::Status WriteWhole(const std::string& path, absl::string_view bytes) {
 
 }  // namespace
 
+absl::StatusOr<std::string> ReadFileBytes(const std::string& path) {
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) return ErrnoStatus(errno, "open", path);
+  std::string contents;
+  // One allocation of the file's size when it is known (models can be gigabytes).
+  if (std::fseek(file, 0, SEEK_END) == 0) {
+    const long size = std::ftell(file);
+    if (size > 0) contents.reserve(static_cast<size_t>(size));
+    std::rewind(file);
+  }
+  char buffer[1 << 16];
+  while (true) {
+    const size_t n = std::fread(buffer, 1, sizeof(buffer), file);
+    contents.append(buffer, n);
+    if (n < sizeof(buffer)) break;
+  }
+  const bool failed = std::ferror(file) != 0;
+  const int error = errno;
+  std::fclose(file);
+  if (failed) return ErrnoStatus(error, "read", path);
+  return contents;
+}
+
 absl::Status WriteFileAtomically(const std::string& path, absl::string_view bytes) {
   struct stat info;
   if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {

@@ -63,6 +63,19 @@ TEST(FileUtilTest, DevNullStaysADevice) {
   EXPECT_TRUE(S_ISCHR(info.st_mode));
 }
 
+TEST(FileUtilTest, ReadsWhatWasWritten) {
+  const std::string path = TempDir() + "/bytes.bin";
+  std::string bytes(200000, '\0');  // more than one read buffer, with zero bytes inside
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 7);
+  ASSERT_TRUE(WriteFileAtomically(path, bytes).ok());
+  absl::StatusOr<std::string> read = ReadFileBytes(path);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(*read, bytes);
+  absl::StatusOr<std::string> missing = ReadFileBytes(TempDir() + "/no-such-file");
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(missing.status().message().find("no-such-file"), absl::string_view::npos);
+}
+
 TEST(FileUtilTest, ErrorsNameTheFile) {
   const absl::Status missing_dir = WriteFileAtomically("/nonexistent-dir/x.bin", "x");
   EXPECT_FALSE(missing_dir.ok());

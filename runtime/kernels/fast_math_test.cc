@@ -34,35 +34,35 @@ double RelativeError(double got, double want) {
 
 TEST(FastMathTest, ExpWithinTwoUlpsWhereNormal) {
   for (FastMathIsa isa : Versions()) {
-  SCOPED_TRACE(FastMathIsaName(isa));
-  std::vector<float> x = Sweep();
-  std::vector<float> y = x;
-  ExpF32(isa, y.data(), static_cast<int64_t>(y.size()));
-  for (size_t i = 0; i < x.size(); ++i) {
-    const double want = std::exp(static_cast<double>(x[i]));
-    if (x[i] < -87.34f) {
-      EXPECT_LE(y[i], 1.2e-38f) << x[i];  // clamped to the smallest normal
-    } else if (x[i] > 88.37f) {
-      EXPECT_TRUE(std::isfinite(y[i])) << x[i];
-    } else {
-      EXPECT_LT(RelativeError(y[i], want), 3e-7) << "exp(" << x[i] << ") = " << y[i];
+    SCOPED_TRACE(FastMathIsaName(isa));
+    std::vector<float> x = Sweep();
+    std::vector<float> y = x;
+    ExpF32(isa, y.data(), static_cast<int64_t>(y.size()));
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double want = std::exp(static_cast<double>(x[i]));
+      if (x[i] < -87.34f) {
+        EXPECT_LE(y[i], 1.2e-38f) << x[i];  // clamped to the smallest normal
+      } else if (x[i] > 88.37f) {
+        EXPECT_TRUE(std::isfinite(y[i])) << x[i];
+      } else {
+        EXPECT_LT(RelativeError(y[i], want), 3e-7) << "exp(" << x[i] << ") = " << y[i];
+      }
     }
-  }
   }
 }
 
 TEST(FastMathTest, SigmoidAndTanhAccurate) {
   for (FastMathIsa isa : Versions()) {
-  SCOPED_TRACE(FastMathIsaName(isa));
-  std::vector<float> x = Sweep();
-  std::vector<float> s = x, t = x;
-  SigmoidF32(isa, s.data(), static_cast<int64_t>(s.size()));
-  TanhF32(isa, t.data(), static_cast<int64_t>(t.size()));
-  for (size_t i = 0; i < x.size(); ++i) {
-    const double v = x[i];
-    EXPECT_LT(RelativeError(s[i], 1.0 / (1.0 + std::exp(-v))), 1e-6) << "sigmoid(" << v << ")";
-    EXPECT_LT(RelativeError(t[i], std::tanh(v)), 1e-6) << "tanh(" << v << ")";
-  }
+    SCOPED_TRACE(FastMathIsaName(isa));
+    std::vector<float> x = Sweep();
+    std::vector<float> s = x, t = x;
+    SigmoidF32(isa, s.data(), static_cast<int64_t>(s.size()));
+    TanhF32(isa, t.data(), static_cast<int64_t>(t.size()));
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double v = x[i];
+      EXPECT_LT(RelativeError(s[i], 1.0 / (1.0 + std::exp(-v))), 1e-6) << "sigmoid(" << v << ")";
+      EXPECT_LT(RelativeError(t[i], std::tanh(v)), 1e-6) << "tanh(" << v << ")";
+    }
   }
 }
 
@@ -70,24 +70,25 @@ TEST(FastMathTest, NanStaysNanAndInfinitiesSaturate) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
   for (FastMathIsa isa : Versions()) {
-  SCOPED_TRACE(FastMathIsaName(isa));
-  std::vector<float> e = {nan, -inf}, s = {nan, inf, -inf}, t = {nan, inf, -inf};
-  ExpF32(isa, e.data(), 2);
-  SigmoidF32(isa, s.data(), 3);
-  TanhF32(isa, t.data(), 3);
-  EXPECT_TRUE(std::isnan(e[0]));
-  EXPECT_LE(e[1], 1.2e-38f);
-  EXPECT_TRUE(std::isnan(s[0]));
-  EXPECT_FLOAT_EQ(s[1], 1.0f);
-  EXPECT_LE(s[2], 1.2e-38f);
-  EXPECT_TRUE(std::isnan(t[0]));
-  EXPECT_FLOAT_EQ(t[1], 1.0f);
-  EXPECT_FLOAT_EQ(t[2], -1.0f);
+    SCOPED_TRACE(FastMathIsaName(isa));
+    std::vector<float> e = {nan, -inf}, s = {nan, inf, -inf}, t = {nan, inf, -inf};
+    ExpF32(isa, e.data(), 2);
+    SigmoidF32(isa, s.data(), 3);
+    TanhF32(isa, t.data(), 3);
+    EXPECT_TRUE(std::isnan(e[0]));
+    EXPECT_LE(e[1], 1.2e-38f);
+    EXPECT_TRUE(std::isnan(s[0]));
+    EXPECT_FLOAT_EQ(s[1], 1.0f);
+    EXPECT_LE(s[2], 1.2e-38f);
+    EXPECT_TRUE(std::isnan(t[0]));
+    EXPECT_FLOAT_EQ(t[1], 1.0f);
+    EXPECT_FLOAT_EQ(t[2], -1.0f);
   }
 }
 
 TEST(FastMathTest, GemvAccumulatesEveryColumnBlock) {
-  // n = 77: a 64-wide block, an 8-wide block and a 5-column scalar tail; ldb > n.
+  // n = 77: in the AVX2 version a 64-wide block, an 8-wide one and a 5-column scalar tail; in
+  // the AVX-512 one a 64-wide block and a 13-column tail. ldb > n.
   const int64_t k = 5, n = 77, ldb = 80;
   std::vector<float> a(k), b(k * ldb), y(n);
   for (int64_t p = 0; p < k; ++p) a[p] = static_cast<float>(p + 1);

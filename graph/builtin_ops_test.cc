@@ -61,6 +61,8 @@ TEST_F(BuiltinOpsTest, EveryDescriptorValidatesAndReregisters) {
   }
   // Registering twice is ALREADY_EXISTS, not a silent overwrite.
   EXPECT_EQ(RegisterBuiltinOps(&fresh).code(), absl::StatusCode::kAlreadyExists);
+  // No builtin writes its inputs: passes skip the per-node search for written values.
+  EXPECT_FALSE(registry_.HasMutatingOps());
 }
 
 TEST_F(BuiltinOpsTest, DescriptorAttributesFollowNnvmConventions) {

@@ -333,18 +333,26 @@ absl::StatusOr<std::vector<NodeId>> Graph::ComputeTopologicalOrder() const {
 
   // Values a node's subgraphs read by name (If/Loop/Scan captures) order it after their
   // producers just as its inputs do. Only nodes with graph attributes can have them.
-  std::vector<std::vector<ValueId>> captured(n);
+  // Kept sparse: most graphs have no such node, and a per-node table would cost a pass over
+  // memory of its own.
+  absl::flat_hash_map<int32_t, std::vector<ValueId>> captured;     // node -> captured values
   absl::flat_hash_map<int32_t, std::vector<int32_t>> captured_by;  // value -> capturing nodes
   for (int i = 0; i < n; ++i) {
     if (!nodes_[i].alive || nodes_[i].attributes.empty()) continue;
-    captured[i] = CapturedInputs(NodeId(i));
-    for (ValueId v : captured[i]) captured_by[v.value()].push_back(i);
+    std::vector<ValueId> values = CapturedInputs(NodeId(i));
+    if (values.empty()) continue;
+    for (ValueId v : values) captured_by[v.value()].push_back(i);
+    captured.emplace(i, std::move(values));
   }
   auto dependencies = [&](int i, auto&& fn) {
-    for (ValueId in : nodes_[i].inputs) {
+    const Node& node = nodes_[i];
+    for (ValueId in : node.inputs) {
       if (in.valid()) fn(in);
     }
-    for (ValueId in : captured[i]) fn(in);
+    if (captured.empty() || node.attributes.empty()) return;
+    if (auto it = captured.find(i); it != captured.end()) {
+      for (ValueId in : it->second) fn(in);
+    }
   };
 
   // Fast path: node-id order is already topological when every input is produced by a node

@@ -32,36 +32,39 @@ struct Use {
 using ValueIdList = absl::InlinedVector<ValueId, 3>;
 using UseList = absl::InlinedVector<Use, 2>;
 
+// Fields are ordered like Node's: what passes scanning every value slot read comes first.
 struct Value {
-  std::string name;
+  bool alive = true;
+  bool is_graph_input = false;
+  // Number of times this value is listed among the graph outputs.
+  int32_t graph_output_count = 0;
+  // Index into Graph::initializers(), or -1.
+  int32_t initializer = -1;
   // Producing node and which of its outputs; invalid for graph inputs and initializers.
   NodeId producer;
   int32_t producer_output = -1;
   // Node inputs reading this value, in no particular order.
   UseList uses;
   TensorType type;
+  std::string name;
   std::string doc_string;
-  bool is_graph_input = false;
-  // Number of times this value is listed among the graph outputs.
-  int32_t graph_output_count = 0;
-  // Index into Graph::initializers(), or -1.
-  int32_t initializer = -1;
-  bool alive = true;
 };
 
+// Fields are ordered by how often passes read them: a pass scanning every node slot touches
+// `alive`, the op and the attributes, all in the first two cache lines.
 struct Node {
-  std::string name;
+  bool alive = true;
   std::string op_type;
   std::string domain;
+  AttributeMap attributes;
   // Invalid ids mark omitted optional inputs/outputs.
   ValueIdList inputs;
   ValueIdList outputs;
-  AttributeMap attributes;
-  std::string doc_string;
-  std::string device;
-  bool alive = true;
   // For inputs[i]: position of this use in inputs[i]'s Value::uses (O(1) unlinking).
   absl::InlinedVector<int32_t, 3> use_slots;
+  std::string name;
+  std::string doc_string;
+  std::string device;
 };
 
 // The graph IR: dense node and value ids, O(1) producer and consumer lookup, and cheap

@@ -254,9 +254,17 @@ absl::Status OpRegistry::Register(OpDef def) {
   for (const v1::TypeConstraint& c : owned->descriptor.type_constraints()) {
     owned->type_constraints.emplace(c.name(), &c);
   }
+  if (owned->descriptor.mutated_inputs_size() > 0) ++local_mutating_ops_;
   index_[key.first][key.second] = owned.get();
   ops_.emplace(std::move(key), std::move(owned));
   return absl::OkStatus();
+}
+
+bool OpRegistry::HasMutatingOps() const {
+  for (const OpRegistry* r = this; r != nullptr; r = r->parent_) {
+    if (r->local_mutating_ops_ > 0) return true;
+  }
+  return false;
 }
 
 const OpDef* OpRegistry::FindLocal(absl::string_view domain, absl::string_view name) const {

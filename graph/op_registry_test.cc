@@ -93,6 +93,24 @@ TEST(OpRegistryTest, ChildFallsBackToParentAndShadows) {
   EXPECT_EQ(request.size(), request.List().size());
 }
 
+TEST(OpRegistryTest, HasMutatingOpsLooksAtEveryLayer) {
+  OpRegistry builtins;
+  ASSERT_TRUE(builtins.Register(InDomain("", "Relu")).ok());
+  EXPECT_FALSE(builtins.HasMutatingOps());
+  OpRegistry tenant(&builtins);
+  OpDef bad = MakeTestOp("Bad", {"x"}, {"y"});
+  bad.descriptor.add_mutated_inputs(3);  // out of range: refused, so not counted
+  EXPECT_FALSE(tenant.Register(bad).ok());
+  EXPECT_FALSE(tenant.HasMutatingOps());
+  OpDef accumulate = MakeTestOp("Accumulate", {"acc", "x"}, {"y"});
+  accumulate.descriptor.add_mutated_inputs(0);
+  ASSERT_TRUE(tenant.Register(accumulate).ok());
+  EXPECT_TRUE(tenant.HasMutatingOps());
+  EXPECT_FALSE(builtins.HasMutatingOps());
+  OpRegistry request(&tenant);
+  EXPECT_TRUE(request.HasMutatingOps());
+}
+
 TEST(OpRegistryTest, EmptyChildSeesParent) {
   OpRegistry builtins;
   ASSERT_TRUE(builtins.Register(InDomain("", "Relu")).ok());

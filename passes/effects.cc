@@ -8,6 +8,8 @@ namespace graphopt {
 
 std::vector<char> MutatedValues(const Graph& graph, const OpRegistry& ops) {
   std::vector<char> mutated(graph.num_value_slots(), 0);
+  // Most registries (the builtins alone) have no op that writes an input: nothing to look up.
+  if (!ops.HasMutatingOps()) return mutated;
   for (int i = 0; i < graph.num_node_slots(); ++i) {
     const Node& n = graph.node(NodeId(i));
     if (!n.alive) continue;
@@ -26,7 +28,8 @@ std::vector<char> CapturedValues(const Graph& graph) {
   std::vector<char> captured(graph.num_value_slots(), 0);
   for (int i = 0; i < graph.num_node_slots(); ++i) {
     const Node& n = graph.node(NodeId(i));
-    if (!n.alive) continue;
+    // Only graph attributes capture: a node without attributes has none.
+    if (!n.alive || n.attributes.empty()) continue;
     for (const std::string& name : SubgraphFreeNames(n)) {
       const ValueId v = graph.FindValue(name);
       if (v.valid()) captured[v.value()] = 1;

@@ -3,8 +3,19 @@
 //   valgrind --tool=callgrind --instr-atstart=no pipeline_once N
 // counts the instructions of the passes alone: a noise-free complement to the timed benchmark
 // (bench/instructions.sh). Without valgrind the macros do nothing.
+//
+// Per-pass figures, for finding which pass makes the scaling of bench/scaling.sh worse:
+//   pipeline_once N --passes       wall time of each pass of that one run
+//   pipeline_once N --steady R     afterwards, each pass again R times on the optimized graph
+//                                  (a fixpoint: nothing changes), median CPU ns per input node
+//   pipeline_once N --steady R --only PASS   the same for one pass (for perf record)
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <string>
+#include <vector>
 
 #include "bench/synthetic_graph.h"
 #include "graph/builtin_ops.h"
@@ -13,15 +24,42 @@
 #include "passes/pipeline.h"
 #include "valgrind/callgrind.h"
 
+namespace {
+
+double CpuSeconds() {
+  timespec t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
+int Usage(const char* argv0) {
+  std::fprintf(stderr, "usage: %s NUM_NODES [--passes] [--steady REPS [--only PASS]]\n", argv0);
+  return 2;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: %s NUM_NODES\n", argv[0]);
-    return 2;
-  }
+  if (argc < 2) return Usage(argv[0]);
   const long long n = std::atoll(argv[1]);
   if (n < 8) {
     std::fprintf(stderr, "NUM_NODES must be at least 8\n");
     return 2;
+  }
+  bool print_passes = false;
+  int steady_reps = 0;
+  std::string only;
+  for (int i = 2; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--passes") == 0) {
+      print_passes = true;
+    } else if (std::strcmp(argv[i], "--steady") == 0 && i + 1 < argc) {
+      steady_reps = std::atoi(argv[++i]);
+      if (steady_reps < 1) return Usage(argv[0]);
+    } else if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
+      only = argv[++i];
+    } else {
+      return Usage(argv[0]);
+    }
   }
   graphopt::OpRegistry ops;
   graphopt::PassRegistry passes;
@@ -42,5 +80,34 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::printf("%d nodes -> %d\n", nodes, graph->num_live_nodes());
+  if (print_passes) {
+    for (const graphopt::PassRun& run : result->runs) {
+      std::printf("  %-36s %10lld us\n", run.name.c_str(),
+                  static_cast<long long>(run.wall_time_us));
+    }
+  }
+  if (steady_reps > 0) {
+    std::printf("again on the optimized graph, median of %d (CPU ns per input node):\n",
+                steady_reps);
+    for (const graphopt::PassRun& run : result->runs) {
+      if (!only.empty() && run.name != only) continue;
+      absl::StatusOr<std::unique_ptr<graphopt::Pass>> pass =
+          passes.Find(run.name)->factory({});
+      if (!pass.ok()) return 1;
+      std::vector<double> ns;
+      for (int r = 0; r < steady_reps; ++r) {
+        const graphopt::PassContext context{&ops, nullptr};
+        const double start = CpuSeconds();
+        absl::StatusOr<bool> changed = (*pass)->Run(*graph, context);
+        ns.push_back((CpuSeconds() - start) * 1e9 / nodes);
+        if (!changed.ok()) {
+          std::fprintf(stderr, "%s\n", changed.status().ToString().c_str());
+          return 1;
+        }
+      }
+      std::sort(ns.begin(), ns.end());
+      std::printf("  %-36s %8.1f ns/node\n", run.name.c_str(), ns[ns.size() / 2]);
+    }
+  }
   return 0;
 }

@@ -23,6 +23,8 @@ namespace {
 
 // Columns of one sgemm block: the block's output rows stay in cache for the epilogue.
 constexpr int64_t kColumnBlock = 1024;
+// Output channels of one pointwise sgemm block, at most.
+constexpr int64_t kRowBlock = 128;
 
 // The padded plane of one channel: `rows` rows of `width` floats, the input placed at (top, left)
 // and `fill` around it; for stride 2 the even and odd columns of a row are stored apart (two
@@ -267,19 +269,37 @@ absl::Status PointwiseConv(const KernelContext& ctx, const ConvShape& s, const T
   const Window& win = s.window;
   const int64_t in_plane = win.in_size(), out_plane = win.out_size();
   if (!PostOpsSupported(ops)) return absl::UnimplementedError("post-op without a direct loop");
-  for (int64_t n = 0; n < s.n; ++n) {
-    const float* xn = x.data<float>() + n * s.c * in_plane;
-    float* yn = y.data<float>() + n * s.m * out_plane;
-    for (int64_t j0 = 0; j0 < out_plane; j0 += kColumnBlock) {
+  // Blocks of output rows (channels) and columns of all images are the units of work, spread
+  // over the threads; each block's sgemm runs in its thread (oneDNN does not nest), its epilogue
+  // right after while the block is in cache. Row blocks hold at most kRowBlock channels, split
+  // evenly, so that the smallest planes still give the threads work. The blocking depends on
+  // the shapes only, not on the thread count: neither do the results.
+  const int64_t col_blocks = (out_plane + kColumnBlock - 1) / kColumnBlock;
+  const int64_t row_blocks = (s.m + kRowBlock - 1) / kRowBlock;
+  const int64_t rows_per_block = ((s.m + row_blocks - 1) / row_blocks + 7) / 8 * 8;
+  const int64_t units = s.n * col_blocks * row_blocks;
+  std::vector<absl::Status> errors(static_cast<size_t>(units));
+  ctx.ParallelFor(units, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t unit = begin; unit < end; ++unit) {
+      const int64_t n = unit / (col_blocks * row_blocks);
+      const int64_t j0 = (unit / row_blocks % col_blocks) * kColumnBlock;
+      const int64_t m0 = unit % row_blocks * rows_per_block;
       const int64_t cols = std::min(kColumnBlock, out_plane - j0);
-      absl::Status st = Sgemm(ctx, false, false, s.m, cols, s.c, 1.0f, w.data<float>(), s.c,
-                              xn + j0, out_plane, 0.0f, yn + j0, out_plane);
-      if (!st.ok()) return st;
-      for (int64_t m = 0; m < s.m; ++m) {
+      const int64_t rows = std::min(rows_per_block, s.m - m0);
+      if (rows <= 0) continue;
+      const float* xn = x.data<float>() + n * s.c * in_plane;
+      float* yn = y.data<float>() + n * s.m * out_plane;
+      errors[unit] = Sgemm(ctx, false, false, rows, cols, s.c, 1.0f, w.data<float>() + m0 * s.c,
+                           s.c, xn + j0, out_plane, 0.0f, yn + m0 * out_plane + j0, out_plane);
+      if (!errors[unit].ok()) continue;
+      for (int64_t m = m0; m < m0 + rows; ++m) {
         ApplyPostOps(ops, m, (n * s.m + m) * out_plane + j0, yn + m * out_plane + j0, cols,
                      b != nullptr ? b->data<float>()[m] : 0.0f);
       }
     }
+  });
+  for (const absl::Status& st : errors) {
+    if (!st.ok()) return st;
   }
   return absl::OkStatus();
 }

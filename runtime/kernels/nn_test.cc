@@ -96,13 +96,15 @@ TEST(ConvTest, GroupedStridedDilatedPaddedMatchesNaive) {
 
 // The direct NCHW loops (conv_nchw.cc) take 1x1 and depthwise convolutions with outputs of at
 // least 28x28: odd sizes, asymmetric pads, strides 1 and 2, kernels of 3, 5 and 7 (the last on
-// the generic loop), two images.
+// the generic loop), two images; 1x1 ones split into blocks of channels and columns spread
+// over the threads. On one and on two threads, with equal results.
 TEST(ConvTest, DirectNchwPathsMatchNaive) {
   struct Case {
     int c, m, h, w, k, group, stride, pt, pl, pb, pr;
   };
   const Case cases[] = {
       {5, 7, 30, 29, 1, 1, 1, 0, 0, 0, 0},     // 1x1 on sgemm
+      {9, 200, 40, 40, 1, 1, 1, 0, 0, 0, 0},   // 1x1: 2 channel blocks (104, 96) x 2 column blocks
       {6, 6, 31, 30, 3, 6, 1, 1, 1, 1, 1},     // depthwise 3x3
       {4, 4, 61, 58, 3, 4, 2, 1, 0, 2, 1},     // stride 2, asymmetric pads
       {3, 3, 32, 33, 5, 3, 1, 2, 2, 2, 2},     // 5x5
@@ -120,16 +122,26 @@ TEST(ConvTest, DirectNchwPathsMatchNaive) {
         absl::StrCat("name: \"strides\" ints { values: [", t.stride, ", ", t.stride, "] }"),
         absl::StrCat("name: \"pads\" ints { values: [", t.pt, ", ", t.pl, ", ", t.pb, ", ",
                      t.pr, "] }")};
-    absl::StatusOr<std::vector<Tensor>> out =
-        RunNode("Conv", attrs,
-                {F32(x, {2, t.c, t.h, t.w}), F32(w, {t.m, t.c / t.group, t.k, t.k}), F32(b, {t.m})});
-    ASSERT_TRUE(out.ok()) << out.status();
-    EXPECT_THAT((*out)[0].shape(), ElementsAre(2, t.m, oh, ow));
-    EXPECT_THAT(ToFloats((*out)[0]),
-                Pointwise(FloatNear(1e-4), NaiveConv2d(x, 2, t.c, t.h, t.w, w, t.m, t.k, t.k,
-                                                       t.group, b, t.stride, t.stride, 1, 1, t.pt,
-                                                       t.pl, oh, ow)))
-        << "c" << t.c << " k" << t.k << " stride " << t.stride;
+    std::vector<float> first;
+    for (int threads : {1, 2}) {
+      absl::StatusOr<std::vector<Tensor>> out = RunNode(
+          "Conv", attrs,
+          {F32(x, {2, t.c, t.h, t.w}), F32(w, {t.m, t.c / t.group, t.k, t.k}), F32(b, {t.m})}, 1,
+          0, threads);
+      ASSERT_TRUE(out.ok()) << out.status();
+      EXPECT_THAT((*out)[0].shape(), ElementsAre(2, t.m, oh, ow));
+      EXPECT_THAT(ToFloats((*out)[0]),
+                  Pointwise(FloatNear(1e-4), NaiveConv2d(x, 2, t.c, t.h, t.w, w, t.m, t.k, t.k,
+                                                         t.group, b, t.stride, t.stride, 1, 1,
+                                                         t.pt, t.pl, oh, ow)))
+          << "c" << t.c << " m" << t.m << " k" << t.k << " stride " << t.stride << " threads "
+          << threads;
+      if (threads == 1) {
+        first = ToFloats((*out)[0]);
+      } else {
+        EXPECT_EQ(ToFloats((*out)[0]), first) << "the thread count changed the results";
+      }
+    }
   }
 }
 

@@ -14,6 +14,7 @@ namespace graphopt {
 
 void Graph::Reserve(int nodes, int values) {
   nodes_.reserve(nodes);
+  node_alive_.reserve(nodes);
   values_.reserve(values);
   value_by_name_.reserve(values);
 }
@@ -89,8 +90,11 @@ absl::StatusOr<NodeId> Graph::AddNode(std::string name, std::string op_type, std
   n.inputs.assign(inputs.begin(), inputs.end());
   n.outputs.assign(outputs.begin(), outputs.end());
   n.attributes = std::move(attributes);
+  n.has_subgraphs = HasGraphAttribute(n.attributes);
+  num_subgraph_nodes_ += n.has_subgraphs ? 1 : 0;
   n.use_slots.assign(n.inputs.size(), -1);
   nodes_.push_back(std::move(n));
+  node_alive_.push_back(1);
   Node& node = nodes_.back();
   for (int i = 0; i < static_cast<int>(node.inputs.size()); ++i) {
     if (node.inputs[i].valid()) AddUse(id, i);
@@ -201,7 +205,9 @@ void Graph::RemoveNode(NodeId node) {
     v.producer = NodeId();
   }
   n.alive = false;
+  node_alive_[node.value()] = 0;
   --num_live_nodes_;
+  num_subgraph_nodes_ -= n.has_subgraphs ? 1 : 0;
 }
 
 absl::Status Graph::RenameValue(ValueId value, std::string name) {
@@ -216,7 +222,9 @@ absl::Status Graph::RenameValue(ValueId value, std::string name) {
   }
   value_by_name_.erase(v.name);
   v.name = std::move(name);
-  topo_valid_ = false;  // subgraphs read values by name: a capture may now resolve elsewhere
+  // Subgraphs read values by name: a capture may now resolve elsewhere. Without subgraphs the
+  // order stands.
+  if (num_subgraph_nodes_ > 0) topo_valid_ = false;
   return absl::OkStatus();
 }
 
@@ -268,7 +276,7 @@ absl::StatusOr<std::vector<NodeId>> Graph::TopologicalOrder() const {
   std::vector<NodeId> order;
   order.reserve(num_live_nodes_);
   for (NodeId id : topo_cache_) {
-    if (nodes_[id.value()].alive) order.push_back(id);
+    if (node_alive_[id.value()]) order.push_back(id);
   }
   return order;
 }
@@ -280,7 +288,7 @@ std::string Graph::ScheduleProblem(const std::vector<NodeId>& order) const {
     if (!id.valid() || id.value() >= static_cast<int>(nodes_.size())) {
       return absl::StrCat("node id ", id.value(), " does not exist");
     }
-    if (!nodes_[id.value()].alive) continue;
+    if (!node_alive_[id.value()]) continue;
     if (position[id.value()] >= 0) return absl::StrCat(NodeLabel(id), " is listed twice");
     position[id.value()] = live++;
   }
@@ -288,7 +296,7 @@ std::string Graph::ScheduleProblem(const std::vector<NodeId>& order) const {
     return absl::StrCat("it lists ", live, " of the ", num_live_nodes_, " live nodes");
   }
   for (NodeId id : order) {
-    if (!nodes_[id.value()].alive) continue;
+    if (!node_alive_[id.value()]) continue;
     for (ValueId in : nodes_[id.value()].inputs) {
       if (!in.valid()) continue;
       NodeId p = values_[in.value()].producer;
@@ -326,7 +334,7 @@ absl::StatusOr<std::vector<NodeId>> Graph::ComputeTopologicalOrder() const {
   // A recorded schedule wins while edits have kept it valid.
   if (!schedule_.empty() && ScheduleProblem(schedule_).empty()) {
     for (NodeId id : schedule_) {
-      if (nodes_[id.value()].alive) order.push_back(id);
+      if (node_alive_[id.value()]) order.push_back(id);
     }
     return order;
   }
@@ -337,8 +345,8 @@ absl::StatusOr<std::vector<NodeId>> Graph::ComputeTopologicalOrder() const {
   // memory of its own.
   absl::flat_hash_map<int32_t, std::vector<ValueId>> captured;     // node -> captured values
   absl::flat_hash_map<int32_t, std::vector<int32_t>> captured_by;  // value -> capturing nodes
-  for (int i = 0; i < n; ++i) {
-    if (!nodes_[i].alive || nodes_[i].attributes.empty()) continue;
+  for (int i = 0; i < n && num_subgraph_nodes_ > 0; ++i) {
+    if (!node_alive_[i] || !nodes_[i].has_subgraphs) continue;
     std::vector<ValueId> values = CapturedInputs(NodeId(i));
     if (values.empty()) continue;
     for (ValueId v : values) captured_by[v.value()].push_back(i);
@@ -349,7 +357,7 @@ absl::StatusOr<std::vector<NodeId>> Graph::ComputeTopologicalOrder() const {
     for (ValueId in : node.inputs) {
       if (in.valid()) fn(in);
     }
-    if (captured.empty() || node.attributes.empty()) return;
+    if (captured.empty() || !node.has_subgraphs) return;
     if (auto it = captured.find(i); it != captured.end()) {
       for (ValueId in : it->second) fn(in);
     }
@@ -359,7 +367,7 @@ absl::StatusOr<std::vector<NodeId>> Graph::ComputeTopologicalOrder() const {
   // with a smaller id.
   bool sorted = true;
   for (int i = 0; i < n && sorted; ++i) {
-    if (!nodes_[i].alive) continue;
+    if (!node_alive_[i]) continue;
     dependencies(i, [&](ValueId in) {
       NodeId p = values_[in.value()].producer;
       if (p.valid() && p.value() >= i) sorted = false;
@@ -367,7 +375,7 @@ absl::StatusOr<std::vector<NodeId>> Graph::ComputeTopologicalOrder() const {
   }
   if (sorted) {
     for (int i = 0; i < n; ++i) {
-      if (nodes_[i].alive) order.push_back(NodeId(i));
+      if (node_alive_[i]) order.push_back(NodeId(i));
     }
     return order;
   }
@@ -376,14 +384,14 @@ absl::StatusOr<std::vector<NodeId>> Graph::ComputeTopologicalOrder() const {
   // dependencies allow it.
   std::vector<int32_t> pending(n, 0);
   for (int i = 0; i < n; ++i) {
-    if (!nodes_[i].alive) continue;
+    if (!node_alive_[i]) continue;
     dependencies(i, [&](ValueId in) {
       if (values_[in.value()].producer.valid()) ++pending[i];
     });
   }
   std::priority_queue<int32_t, std::vector<int32_t>, std::greater<int32_t>> ready;
   for (int i = 0; i < n; ++i) {
-    if (nodes_[i].alive && pending[i] == 0) ready.push(i);
+    if (node_alive_[i] && pending[i] == 0) ready.push(i);
   }
   while (!ready.empty()) {
     int32_t i = ready.top();
@@ -409,7 +417,7 @@ absl::StatusOr<std::vector<NodeId>> Graph::ComputeTopologicalOrder() const {
   std::vector<int32_t> path;
   int32_t cur = -1;
   for (int i = 0; i < n; ++i) {
-    if (nodes_[i].alive && pending[i] > 0) {
+    if (node_alive_[i] && pending[i] > 0) {
       cur = i;
       break;
     }
@@ -480,6 +488,16 @@ std::vector<std::string> FreeNames(const v1::Graph& root) {
     for (const auto& o : frames[f].graph->outputs()) visit(o.name());
   }
   return free;
+}
+
+bool HasGraphAttribute(const AttributeMap& attributes) {
+  for (const auto& [name, attribute] : attributes) {
+    if (attribute.value_case() == v1::Attribute::kG ||
+        attribute.value_case() == v1::Attribute::kGraphs) {
+      return true;
+    }
+  }
+  return false;
 }
 
 std::vector<std::string> SubgraphFreeNames(const Node& node) {

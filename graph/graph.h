@@ -54,6 +54,10 @@ struct Value {
 // `alive`, the op and the attributes, all in the first two cache lines.
 struct Node {
   bool alive = true;
+  // Whether an attribute holds a graph (If/Loop/Scan bodies, fused groups): set by AddNode,
+  // the only way a node gets graph attributes (VerifyGraph checks this). Passes may edit other
+  // attributes in place.
+  bool has_subgraphs = false;
   std::string op_type;
   std::string domain;
   AttributeMap attributes;
@@ -130,6 +134,9 @@ class Graph {
   int num_node_slots() const { return static_cast<int>(nodes_.size()); }
   int num_value_slots() const { return static_cast<int>(values_.size()); }
   int num_live_nodes() const { return num_live_nodes_; }
+  // Live nodes with graph attributes. When 0 (most graphs), nothing reads values by name and
+  // passes can skip looking for captures.
+  int num_subgraph_nodes() const { return num_subgraph_nodes_; }
 
   const Node& node(NodeId id) const { return nodes_[id.value()]; }
   Node& mutable_node(NodeId id) { return nodes_[id.value()]; }
@@ -193,12 +200,16 @@ class Graph {
   void RemoveUse(NodeId node, int index);
 
   std::vector<Node> nodes_;
+  // Node::alive of every slot, dense: scans that only skip dead nodes read a byte per node
+  // instead of a node's cache line.
+  std::vector<char> node_alive_;
   std::vector<Value> values_;
   std::vector<ValueId> inputs_;
   std::vector<ValueId> outputs_;
   std::vector<v1::Tensor> initializers_;
   absl::flat_hash_map<std::string, ValueId> value_by_name_;
   int num_live_nodes_ = 0;
+  int num_subgraph_nodes_ = 0;
   // Topological order of the node slots (dead ones included) while topo_valid_, and each
   // cached node's position in it.
   mutable std::vector<NodeId> topo_cache_;
@@ -211,6 +222,9 @@ class Graph {
 // Names read by `graph` (and by graphs nested in its attributes) that `graph` itself does not
 // define, in first-read order: what a subgraph captures from its enclosing graphs. Iterative.
 std::vector<std::string> FreeNames(const v1::Graph& graph);
+
+// True when some attribute holds a graph or a list of graphs.
+bool HasGraphAttribute(const AttributeMap& attributes);
 
 // Names the graph attributes of `node` (If/Loop/Scan bodies) read from outside themselves, in
 // first-read order without duplicates.

@@ -175,6 +175,43 @@ TEST(GraphTest, TopologicalOrderPutsCapturedValuesFirst) {
   EXPECT_THAT(s.message(), HasSubstr("that its subgraph reads"));
 }
 
+// Renaming a value can make a subgraph's read by name resolve to it: the order must follow.
+// Only graphs with subgraphs pay for that; the count of such nodes follows AddNode/RemoveNode.
+TEST(GraphTest, RenameReordersCapturesAndSubgraphNodesAreCounted) {
+  Graph g;
+  ValueId cond = *g.AddValue("cond");
+  g.AddGraphInput(cond);
+  ValueId x = *g.AddValue("x");
+  g.AddGraphInput(x);
+  ValueId t = *g.AddValue("t");
+  ValueId y = *g.AddValue("y");
+  v1::Graph branch;
+  v1::Node* n = branch.add_nodes();
+  n->set_op_type("Identity");
+  n->add_inputs("renamed");
+  n->add_outputs("out");
+  branch.add_outputs()->set_name("out");
+  AttributeMap attrs;
+  v1::Attribute a;
+  a.set_name("then_branch");
+  *a.mutable_g() = branch;
+  attrs["then_branch"] = a;
+  EXPECT_EQ(g.num_subgraph_nodes(), 0);
+  NodeId if_node = *g.AddNode("if", "If", "", {cond}, {y}, attrs);
+  EXPECT_TRUE(g.node(if_node).has_subgraphs);
+  EXPECT_EQ(g.num_subgraph_nodes(), 1);
+  NodeId producer = *g.AddNode("producer", "Relu", "", {x}, {t});
+  EXPECT_FALSE(g.node(producer).has_subgraphs);
+  g.AddGraphOutput(y);
+  g.AddGraphOutput(t);
+  EXPECT_THAT(*g.TopologicalOrder(), ElementsAre(if_node, producer));  // "renamed" is outer
+  ASSERT_TRUE(g.RenameValue(t, "renamed").ok());
+  EXPECT_THAT(*g.TopologicalOrder(), ElementsAre(producer, if_node));
+  g.ReplaceGraphOutput(y, t);
+  g.RemoveNode(if_node);
+  EXPECT_EQ(g.num_subgraph_nodes(), 0);
+}
+
 TEST(GraphTest, CycleIsReportedWithNodeNames) {
   Graph g;
   ValueId a = *g.AddValue("a");

@@ -108,9 +108,21 @@ absl::StatusOr<const OpDef*> NodeOp(const Graph& graph, NodeId node, const OpReg
 }
 
 absl::Status VerifyGraph(const Graph& graph, const OpRegistry& registry) {
+  int subgraph_nodes = 0;
   for (int i = 0; i < graph.num_node_slots(); ++i) {
-    if (!graph.node(NodeId(i)).alive) continue;
+    const Node& n = graph.node(NodeId(i));
+    if (!n.alive) continue;
     if (absl::Status s = VerifyNode(graph, NodeId(i), registry); !s.ok()) return s;
+    // A graph attribute given other than through AddNode would hide captures from the passes.
+    if (HasGraphAttribute(n.attributes) && !n.has_subgraphs) {
+      return absl::InternalError(absl::StrCat(graph.NodeLabel(NodeId(i)),
+                                              ": graph attribute not added through AddNode"));
+    }
+    subgraph_nodes += n.has_subgraphs ? 1 : 0;
+  }
+  if (subgraph_nodes != graph.num_subgraph_nodes()) {
+    return absl::InternalError(absl::StrCat("the graph counts ", graph.num_subgraph_nodes(),
+                                            " nodes with subgraphs but has ", subgraph_nodes));
   }
   for (size_t i = 0; i < graph.outputs().size(); ++i) {
     ValueId out = graph.outputs()[i];

@@ -24,6 +24,9 @@ class VerifierTest : public ::testing::Test {
                                          {AttrSpec("axis", v1::ATTR_INT, true),
                                           AttrSpec("perm", v1::ATTR_INTS, false)}))
                     .ok());
+    ASSERT_TRUE(ops_.Register(MakeTestOp("WithBody", {"x"}, {"y"},
+                                         {AttrSpec("body", v1::ATTR_GRAPH, false)}))
+                    .ok());
   }
 
   // Parses a text-format graph and verifies it.
@@ -53,6 +56,31 @@ TEST_F(VerifierTest, AcceptsValidGraph) {
     nodes { name: "n4" op_type: "Sum" inputs: "a" inputs: "b" inputs: "c" outputs: "d" }
     outputs { name: "d" }
   )pb").ok());
+}
+
+// Passes skip looking for captures in graphs without subgraph nodes, which AddNode counts: a
+// graph attribute put on a node in place would be missed, and is a bug the verifier reports.
+TEST_F(VerifierTest, RejectsGraphAttributeAddedInPlace) {
+  v1::Graph proto;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(std::string(kInputs) + R"pb(
+    nodes { name: "b" op_type: "WithBody" inputs: "x" outputs: "y" }
+    outputs { name: "y" })pb", &proto));
+  absl::StatusOr<Graph> g = GraphFromProto(proto);
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_TRUE(VerifyGraph(*g, ops_).ok());
+  v1::Attribute body;
+  body.set_name("body");
+  body.mutable_g()->set_name("inner");
+  g->mutable_node(NodeId(0)).attributes["body"] = body;
+  absl::Status s = VerifyGraph(*g, ops_);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(s.message(), HasSubstr("node 'b' (WithBody): graph attribute not added through AddNode"));
+  // Through GraphFromProto (AddNode) the same node is fine.
+  *proto.mutable_nodes(0)->add_attributes() = body;
+  absl::StatusOr<Graph> ok = GraphFromProto(proto);
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->num_subgraph_nodes(), 1);
+  EXPECT_TRUE(VerifyGraph(*ok, ops_).ok());
 }
 
 TEST_F(VerifierTest, RejectsUnknownOp) {

@@ -26,10 +26,11 @@ std::vector<char> MutatedValues(const Graph& graph, const OpRegistry& ops) {
 
 std::vector<char> CapturedValues(const Graph& graph) {
   std::vector<char> captured(graph.num_value_slots(), 0);
+  // Only graph attributes capture; most graphs have none.
+  if (graph.num_subgraph_nodes() == 0) return captured;
   for (int i = 0; i < graph.num_node_slots(); ++i) {
     const Node& n = graph.node(NodeId(i));
-    // Only graph attributes capture: a node without attributes has none.
-    if (!n.alive || n.attributes.empty()) continue;
+    if (!n.alive || !n.has_subgraphs) continue;
     for (const std::string& name : SubgraphFreeNames(n)) {
       const ValueId v = graph.FindValue(name);
       if (v.valid()) captured[v.value()] = 1;

@@ -63,6 +63,7 @@ TEST_F(BuiltinOpsTest, EveryDescriptorValidatesAndReregisters) {
   EXPECT_EQ(RegisterBuiltinOps(&fresh).code(), absl::StatusCode::kAlreadyExists);
   // No builtin writes its inputs: passes skip the per-node search for written values.
   EXPECT_FALSE(registry_.HasMutatingOps());
+  EXPECT_FALSE(registry_.HasOpsWithBodies());
 }
 
 TEST_F(BuiltinOpsTest, DescriptorAttributesFollowNnvmConventions) {

@@ -255,6 +255,7 @@ absl::Status OpRegistry::Register(OpDef def) {
     owned->type_constraints.emplace(c.name(), &c);
   }
   if (owned->descriptor.mutated_inputs_size() > 0) ++local_mutating_ops_;
+  if (owned->descriptor.has_body()) ++local_ops_with_bodies_;
   index_[key.first][key.second] = owned.get();
   ops_.emplace(std::move(key), std::move(owned));
   return absl::OkStatus();
@@ -263,6 +264,13 @@ absl::Status OpRegistry::Register(OpDef def) {
 bool OpRegistry::HasMutatingOps() const {
   for (const OpRegistry* r = this; r != nullptr; r = r->parent_) {
     if (r->local_mutating_ops_ > 0) return true;
+  }
+  return false;
+}
+
+bool OpRegistry::HasOpsWithBodies() const {
+  for (const OpRegistry* r = this; r != nullptr; r = r->parent_) {
+    if (r->local_ops_with_bodies_ > 0) return true;
   }
   return false;
 }

@@ -94,11 +94,16 @@ class OpRegistry {
   // True when an op of this registry or of a parent declares mutated_inputs. No builtin op
   // does, so passes that look for writes to values can skip the per-node lookups. O(layers).
   bool HasMutatingOps() const;
+  // True when an op of this registry or of a parent has a decomposition body (no builtin op
+  // does), so that inlining has nothing to look for otherwise. O(layers).
+  bool HasOpsWithBodies() const;
 
  private:
   const OpRegistry* parent_ = nullptr;
   // Local ops declaring mutated_inputs.
   int local_mutating_ops_ = 0;
+  // Local ops with a decomposition body.
+  int local_ops_with_bodies_ = 0;
   // unique_ptr keeps OpDef addresses stable (attribute_specs points into them).
   absl::btree_map<std::pair<std::string, std::string>, std::unique_ptr<OpDef>> ops_;
   // domain -> name -> op: Find runs once per node per pass and must not allocate.

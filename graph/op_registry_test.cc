@@ -111,6 +111,20 @@ TEST(OpRegistryTest, HasMutatingOpsLooksAtEveryLayer) {
   EXPECT_TRUE(request.HasMutatingOps());
 }
 
+TEST(OpRegistryTest, HasOpsWithBodiesLooksAtEveryLayer) {
+  OpRegistry builtins;
+  ASSERT_TRUE(builtins.Register(InDomain("", "Relu")).ok());
+  OpRegistry tenant(&builtins);
+  EXPECT_FALSE(tenant.HasOpsWithBodies());
+  OpDef gelu = InDomain("my", "Gelu");
+  gelu.descriptor.mutable_body()->add_outputs()->set_name("y");
+  ASSERT_TRUE(tenant.Register(gelu).ok());
+  EXPECT_TRUE(tenant.HasOpsWithBodies());
+  EXPECT_FALSE(builtins.HasOpsWithBodies());
+  OpRegistry request(&tenant);
+  EXPECT_TRUE(request.HasOpsWithBodies());
+}
+
 TEST(OpRegistryTest, EmptyChildSeesParent) {
   OpRegistry builtins;
   ASSERT_TRUE(builtins.Register(InDomain("", "Relu")).ok());

@@ -52,8 +52,9 @@ class CommonSubexpressionEliminationPass : public Pass {
   absl::StatusOr<bool> Run(Graph& graph, const PassContext& context) override {
     absl::StatusOr<std::vector<NodeId>> order = graph.TopologicalOrder();
     if (!order.ok()) return order.status();
-    // Attribute bytes of nodes already in the table, computed once per node that has any.
-    std::vector<std::string> attr_bytes(graph.num_node_slots());
+    // Attribute bytes of nodes already in the table, computed once per node that has any
+    // (kept sparse: a string per node slot would be a pass over memory of its own).
+    AttrBytes attr_bytes;
     // hash -> first node with that hash; further nodes with the same hash but another identity
     // (true collisions, vanishingly rare) go to `overflow`.
     absl::flat_hash_map<uint64_t, NodeId> first;
@@ -70,7 +71,7 @@ class CommonSubexpressionEliminationPass : public Pass {
       if (!n.attributes.empty()) attr_bytes[id.value()] = AttributeBytes(n);
       const uint64_t hash = absl::HashOf(n.domain, n.op_type, n.outputs.size(),
                                          absl::MakeConstSpan(n.inputs),
-                                         attr_bytes[id.value()]);
+                                         BytesOf(attr_bytes, id));
       auto [it, inserted] = first.try_emplace(hash, id);
       if (inserted) continue;
       NodeId match;
@@ -95,13 +96,21 @@ class CommonSubexpressionEliminationPass : public Pass {
   }
 
  private:
+  using AttrBytes = absl::flat_hash_map<int32_t, std::string>;
+
+  // The attribute bytes of `id` ("" for a node without attributes).
+  static absl::string_view BytesOf(const AttrBytes& attr_bytes, NodeId id) {
+    auto it = attr_bytes.find(id.value());
+    return it == attr_bytes.end() ? absl::string_view() : absl::string_view(it->second);
+  }
+
   static bool SameComputation(const Graph& graph, NodeId a, NodeId b,
-                              const std::vector<std::string>& attr_bytes) {
+                              const AttrBytes& attr_bytes) {
     const Node& x = graph.node(a);
     const Node& y = graph.node(b);
     return x.op_type == y.op_type && x.domain == y.domain &&
            x.outputs.size() == y.outputs.size() && x.inputs == y.inputs &&
-           attr_bytes[a.value()] == attr_bytes[b.value()];
+           BytesOf(attr_bytes, a) == BytesOf(attr_bytes, b);
   }
 
   // Redirects `dup`'s uses to `keep` and removes `dup`. False (nothing done) when `dup` cannot

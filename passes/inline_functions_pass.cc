@@ -107,7 +107,9 @@ class InlineFunctionsPass : public Pass {
     // 1. The nodes to inline and the templates of their ops, nested ones included.
     std::vector<Item> work;
     int64_t left_with_effects = 0;
-    for (int i = 0; i < graph.num_node_slots(); ++i) {
+    // Without ops that have bodies (the builtins alone) there is nothing to look up per node.
+    const int scanned = ops_->HasOpsWithBodies() ? graph.num_node_slots() : 0;
+    for (int i = 0; i < scanned; ++i) {
       const Node& n = graph.node(NodeId(i));
       if (!n.alive) continue;
       const OpDef* op = ops_->Find(n.domain, n.op_type);

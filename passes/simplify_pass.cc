@@ -254,6 +254,8 @@ class SimplifyPass : public Pass {
   // The summary of the constant defining `value` (not known when there is none), computed once
   // per value and run: a constant many nodes read is read once.
   const ConstantSummary& SummaryOf(const Graph& graph, ValueId value) {
+    // Most operands are not constants: those are answered without growing the table.
+    if (ConstantTensorOf(graph, value) == nullptr) return not_constant_;
     auto [it, inserted] = summaries_.try_emplace(value.value());
     if (inserted) {
       std::optional<runtime::Tensor> c =
@@ -525,6 +527,7 @@ class SimplifyPass : public Pass {
   const OpRegistry* ops_ = nullptr;
   std::optional<HiddenAccess> hidden_;
   absl::flat_hash_map<int32_t, ConstantSummary> summaries_;
+  const ConstantSummary not_constant_;
   absl::btree_map<std::string, int64_t> counts_;
   int64_t kept_ = 0;
 };

@@ -5,7 +5,10 @@
 // (bench/instructions.sh). Without valgrind the macros do nothing.
 //
 // Per-pass figures, for finding which pass makes the scaling of bench/scaling.sh worse:
-//   pipeline_once N --passes       wall time of each pass of that one run
+//   pipeline_once N --passes       wall time of each pass of that one run (and of the rest:
+//                                  the input's verification)
+//   pipeline_once N --warmup K ... first K runs as the benchmark loop does them (convert,
+//                                  optimize, free), for the heap state of a long-running process
 //   pipeline_once N --steady R     afterwards, each pass again R times on the optimized graph
 //                                  (a fixpoint: nothing changes), median CPU ns per input node
 //   pipeline_once N --steady R --only PASS   the same for one pass (for perf record)
@@ -33,7 +36,7 @@ double CpuSeconds() {
 }
 
 int Usage(const char* argv0) {
-  std::fprintf(stderr, "usage: %s NUM_NODES [--passes] [--steady REPS [--only PASS]]\n", argv0);
+  std::fprintf(stderr, "usage: %s NUM_NODES [--warmup K] [--passes] [--steady REPS [--only PASS]]\n", argv0);
   return 2;
 }
 
@@ -48,6 +51,7 @@ int main(int argc, char** argv) {
   }
   bool print_passes = false;
   int steady_reps = 0;
+  int warmup = 0;
   std::string only;
   for (int i = 2; i < argc; ++i) {
     if (std::strcmp(argv[i], "--passes") == 0) {
@@ -55,6 +59,8 @@ int main(int argc, char** argv) {
     } else if (std::strcmp(argv[i], "--steady") == 0 && i + 1 < argc) {
       steady_reps = std::atoi(argv[++i]);
       if (steady_reps < 1) return Usage(argv[0]);
+    } else if (std::strcmp(argv[i], "--warmup") == 0 && i + 1 < argc) {
+      warmup = std::atoi(argv[++i]);
     } else if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
       only = argv[++i];
     } else {
@@ -66,8 +72,18 @@ int main(int argc, char** argv) {
   if (!graphopt::RegisterBuiltinOps(&ops).ok() || !graphopt::RegisterBuiltinPasses(&passes).ok()) {
     return 1;
   }
-  absl::StatusOr<graphopt::Graph> graph =
-      graphopt::GraphFromProto(graphopt::MakeSyntheticGraph(n));
+  const graphopt::v1::Graph proto = graphopt::MakeSyntheticGraph(n);
+  // Like the benchmark's loop: convert, optimize, free, `warmup` times before the measured run.
+  for (int i = 0; i < warmup; ++i) {
+    absl::StatusOr<graphopt::Graph> g = graphopt::GraphFromProto(proto);
+    if (!g.ok() || !graphopt::RunPipeline(*g, *graphopt::PipelineForLevel(
+                                                  graphopt::kDefaultOptLevel),
+                                          passes, ops)
+                        .ok()) {
+      return 1;
+    }
+  }
+  absl::StatusOr<graphopt::Graph> graph = graphopt::GraphFromProto(proto);
   if (!graph.ok()) return 1;
   const int nodes = graph->num_live_nodes();
   CALLGRIND_START_INSTRUMENTATION;
@@ -81,10 +97,14 @@ int main(int argc, char** argv) {
   }
   std::printf("%d nodes -> %d\n", nodes, graph->num_live_nodes());
   if (print_passes) {
+    int64_t in_passes = 0;
     for (const graphopt::PassRun& run : result->runs) {
       std::printf("  %-36s %10lld us\n", run.name.c_str(),
                   static_cast<long long>(run.wall_time_us));
+      in_passes += run.wall_time_us;
     }
+    std::printf("  %-36s %10lld us\n", "(input checks and the rest)",
+                static_cast<long long>(result->total_time_us - in_passes));
   }
   if (steady_reps > 0) {
     std::printf("again on the optimized graph, median of %d (CPU ns per input node):\n",

@@ -48,7 +48,10 @@ std::vector<char> ValuesWithHiddenAccess(const Graph& graph, const OpRegistry& o
 
 bool IsNondeterministic(const OpDef& op) {
   const auto& extensions = op.descriptor.extensions();
-  auto it = extensions.find(kNondeterministicExtension);
+  if (extensions.empty()) return false;
+  // The key outgrows std::string's inline buffer: build it once, not per call.
+  static const std::string* const kKey = new std::string(kNondeterministicExtension);
+  auto it = extensions.find(*kKey);
   return it != extensions.end() && it->second.i() != 0;
 }
 

@@ -46,7 +46,16 @@ std::string AttributeBytes(const Node& n) {
 // Merges nodes that compute the same op on the same inputs with the same attributes: the later
 // node's uses move to the earlier node and the later node goes away. One walk in topological
 // order, so chains of duplicates collapse in a single run. Candidates are found by a 64-bit hash
-// of (domain, op, output count, input ids, attribute bytes) and confirmed by comparing exactly.
+// of (domain, op, output count, input ids, attribute bytes) and confirmed by comparing exactly;
+// the earliest node kept so far that computes the same wins.
+//
+// Where candidates are looked up: a duplicate reads what the original reads, so the nodes kept
+// so far ("representatives") are listed per value their first input reads, in dense arrays
+// indexed by value id that follow the graph's own order through memory. A hash table keyed by
+// the hash alone would be larger than the caches on big graphs and cost a memory round trip per
+// node. Nodes without inputs, and the readers of a value once more than kMaxListed
+// representatives read it, go to that hash table instead (the value's list moves there once),
+// so no list is walked for long: linear.
 class CommonSubexpressionEliminationPass : public Pass {
  public:
   absl::StatusOr<bool> Run(Graph& graph, const PassContext& context) override {
@@ -55,11 +64,15 @@ class CommonSubexpressionEliminationPass : public Pass {
     // Attribute bytes of nodes already in the table, computed once per node that has any
     // (kept sparse: a string per node slot would be a pass over memory of its own).
     AttrBytes attr_bytes;
-    // hash -> first node with that hash; further nodes with the same hash but another identity
-    // (true collisions, vanishingly rare) go to `overflow`.
+    std::vector<Rep> reps;
+    std::vector<RepList> lists(graph.num_value_slots());
+    // hash -> first representative with that hash; further ones with the same hash but another
+    // identity (true collisions, vanishingly rare) go to `overflow`.
     absl::flat_hash_map<uint64_t, NodeId> first;
     std::vector<std::pair<uint64_t, NodeId>> overflow;
-    first.reserve(order->size());
+    auto add_to_table = [&](uint64_t hash, NodeId node) {
+      if (!first.try_emplace(hash, node).second) overflow.emplace_back(hash, node);
+    };
     const std::vector<char> mutated = ValuesWithHiddenAccess(graph, *context.ops);
     int64_t merged = 0;
     for (NodeId id : *order) {
@@ -72,24 +85,52 @@ class CommonSubexpressionEliminationPass : public Pass {
       const uint64_t hash = absl::HashOf(n.domain, n.op_type, n.outputs.size(),
                                          absl::MakeConstSpan(n.inputs),
                                          BytesOf(attr_bytes, id));
-      auto [it, inserted] = first.try_emplace(hash, id);
-      if (inserted) continue;
+      ValueId key;
+      for (ValueId in : n.inputs) {
+        if (in.valid()) {
+          key = in;
+          break;
+        }
+      }
+      RepList* list = key.valid() && !lists[key.value()].in_table ? &lists[key.value()] : nullptr;
       NodeId match;
-      if (SameComputation(graph, it->second, id, attr_bytes)) {
-        match = it->second;
-      } else {
-        for (const auto& [h, other] : overflow) {
-          if (h == hash && SameComputation(graph, other, id, attr_bytes)) {
-            match = other;
-            break;
+      if (list != nullptr) {
+        for (int32_t r = list->head; r >= 0 && !match.valid(); r = reps[r].next) {
+          if (reps[r].hash == hash && SameComputation(graph, reps[r].node, id, attr_bytes)) {
+            match = reps[r].node;
+          }
+        }
+      } else if (auto it = first.find(hash); it != first.end()) {
+        if (SameComputation(graph, it->second, id, attr_bytes)) {
+          match = it->second;
+        } else {
+          for (const auto& [h, other] : overflow) {
+            if (h == hash && SameComputation(graph, other, id, attr_bytes)) {
+              match = other;
+              break;
+            }
           }
         }
       }
-      if (!match.valid() || !Merge(graph, match, id)) {
-        overflow.emplace_back(hash, id);
+      if (match.valid() && Merge(graph, match, id)) {
+        ++merged;
         continue;
       }
-      ++merged;
+      // `id` stays: a representative from now on.
+      if (list == nullptr) {
+        add_to_table(hash, id);
+        continue;
+      }
+      const int32_t r = static_cast<int32_t>(reps.size());
+      reps.push_back(Rep{id, hash, -1});
+      (list->tail >= 0 ? reps[list->tail].next : list->head) = r;
+      list->tail = r;
+      if (++list->length > kMaxListed) {
+        for (int32_t q = list->head; q >= 0; q = reps[q].next) {
+          add_to_table(reps[q].hash, reps[q].node);
+        }
+        list->in_table = true;
+      }
     }
     context.Note(absl::StrCat("merged ", merged, " duplicate nodes"));
     return merged > 0;
@@ -97,6 +138,22 @@ class CommonSubexpressionEliminationPass : public Pass {
 
  private:
   using AttrBytes = absl::flat_hash_map<int32_t, std::string>;
+
+  // Representatives read by one value listed at most; beyond, the hash table takes them.
+  static constexpr int32_t kMaxListed = 8;
+
+  struct Rep {
+    NodeId node;
+    uint64_t hash = 0;
+    int32_t next = -1;  // the next representative on the same list, in walk order
+  };
+  // The representatives whose first input reads one value, in the order they were kept.
+  struct RepList {
+    int32_t head = -1;
+    int32_t tail = -1;
+    int32_t length = 0;
+    bool in_table = false;
+  };
 
   // The attribute bytes of `id` ("" for a node without attributes).
   static absl::string_view BytesOf(const AttrBytes& attr_bytes, NodeId id) {

@@ -66,6 +66,55 @@ TEST(CommonSubexpressionEliminationPassTest, DifferentAttributesAreNotMerged) {
   EXPECT_EQ(out->nodes(3).inputs(1), "a");
 }
 
+// Candidates are listed per value their first input reads, up to 8; a value read by more
+// distinct nodes moves its list to the hash table. Duplicates are found on either side of the
+// move, and nodes without inputs (Constant) are merged through the table.
+TEST(CommonSubexpressionEliminationPassTest, ManyDistinctReadersOfOneValue) {
+  PassTestEnv env;
+  std::string text = "inputs { name: \"x\" }\n";
+  std::vector<std::string> outs;
+  auto leaky = [&](const std::string& out, int alpha_tenths) {
+    absl::StrAppend(&text, "nodes { op_type: \"LeakyRelu\" inputs: \"x\" outputs: \"", out,
+                    "\" attributes { name: \"alpha\" f: ", alpha_tenths / 10.0, " } }\n");
+    outs.push_back(out);
+  };
+  for (int i = 1; i <= 12; ++i) leaky(absl::StrCat("l", i), i);
+  leaky("dup_first", 1);   // read from the table after the move
+  leaky("dup_last", 12);   // likewise, listed after the move
+  absl::StrAppend(&text,
+                  "nodes { op_type: \"Constant\" outputs: \"c1\" attributes { name: \"value\" "
+                  "t { dtype: DT_FLOAT32 raw_data: \"\\000\\000\\000@\" } } }\n"
+                  "nodes { op_type: \"Constant\" outputs: \"c2\" attributes { name: \"value\" "
+                  "t { dtype: DT_FLOAT32 raw_data: \"\\000\\000\\000@\" } } }\n");
+  outs.push_back("c1");
+  outs.push_back("c2");
+  std::string sum = outs[0];
+  for (size_t i = 1; i < outs.size(); ++i) {
+    const std::string next = absl::StrCat("s", i);
+    absl::StrAppend(&text, "nodes { op_type: \"Add\" inputs: \"", sum, "\" inputs: \"",
+                    outs[i], "\" outputs: \"", next, "\" }\n");
+    sum = next;
+  }
+  absl::StrAppend(&text, "outputs { name: \"", sum, "\" }");
+  auto out = env.Run(text, {"common_subexpression_elimination"});
+  ASSERT_TRUE(out.ok()) << out.status();
+  int leaky_relus = 0, constants = 0;
+  for (const v1::Node& n : out->nodes()) {
+    leaky_relus += n.op_type() == "LeakyRelu";
+    constants += n.op_type() == "Constant";
+  }
+  EXPECT_EQ(leaky_relus, 12);
+  EXPECT_EQ(constants, 1);
+  std::vector<std::string> reads;
+  for (const v1::Node& n : out->nodes()) {
+    if (n.op_type() == "Add") reads.insert(reads.end(), n.inputs().begin(), n.inputs().end());
+  }
+  // The Adds that read the duplicates read the originals now.
+  EXPECT_THAT(reads, ::testing::Contains("l1").Times(2));
+  EXPECT_THAT(reads, ::testing::Contains("l12").Times(2));
+  EXPECT_THAT(reads, ::testing::Contains("c1").Times(2));
+}
+
 TEST(CommonSubexpressionEliminationPassTest, KeepsDuplicateThatIsAGraphOutput) {
   PassTestEnv env;
   auto out = env.Run(R"pb(

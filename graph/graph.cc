@@ -265,12 +265,7 @@ absl::StatusOr<std::vector<NodeId>> Graph::TopologicalOrder() const {
   if (!topo_valid_) {
     absl::StatusOr<std::vector<NodeId>> order = ComputeTopologicalOrder();
     if (!order.ok()) return order.status();
-    topo_cache_ = std::move(*order);
-    topo_position_.assign(nodes_.size(), -1);
-    for (size_t i = 0; i < topo_cache_.size(); ++i) {
-      topo_position_[topo_cache_[i].value()] = static_cast<int32_t>(i);
-    }
-    topo_valid_ = true;
+    CacheOrder(*std::move(order));
   }
   // Removing nodes never breaks a topological order: drop the dead ones.
   std::vector<NodeId> order;
@@ -279,6 +274,25 @@ absl::StatusOr<std::vector<NodeId>> Graph::TopologicalOrder() const {
     if (node_alive_[id.value()]) order.push_back(id);
   }
   return order;
+}
+
+void Graph::CacheOrder(std::vector<NodeId> order) const {
+  topo_cache_ = std::move(order);
+  topo_position_.assign(nodes_.size(), -1);
+  for (size_t i = 0; i < topo_cache_.size(); ++i) {
+    topo_position_[topo_cache_[i].value()] = static_cast<int32_t>(i);
+  }
+  topo_valid_ = true;
+}
+
+void Graph::NoteIdOrderIsTopological() const {
+  if (topo_valid_ || !schedule_.empty() || num_subgraph_nodes_ > 0) return;
+  std::vector<NodeId> order;
+  order.reserve(num_live_nodes_);
+  for (int i = 0; i < static_cast<int>(nodes_.size()); ++i) {
+    if (node_alive_[i]) order.push_back(NodeId(i));
+  }
+  CacheOrder(std::move(order));
 }
 
 std::string Graph::ScheduleProblem(const std::vector<NodeId>& order) const {

@@ -212,6 +212,25 @@ TEST(GraphTest, RenameReordersCapturesAndSubgraphNodesAreCounted) {
   EXPECT_EQ(g.num_subgraph_nodes(), 0);
 }
 
+// The verifier checks id order in its own sweep and hands the result over; a recorded schedule
+// or subgraphs (captures it does not see) keep the graph's own ordering.
+TEST(GraphTest, NoteIdOrderIsTopologicalKeepsSchedules) {
+  Graph g;
+  ValueId x = *g.AddValue("x");
+  g.AddGraphInput(x);
+  ValueId a = *g.AddValue("a");
+  ValueId b = *g.AddValue("b");
+  NodeId first = *g.AddNode("first", "Relu", "", {x}, {a});
+  NodeId second = *g.AddNode("second", "Relu", "", {x}, {b});
+  g.AddGraphOutput(a);
+  g.AddGraphOutput(b);
+  g.NoteIdOrderIsTopological();
+  EXPECT_THAT(*g.TopologicalOrder(), ElementsAre(first, second));
+  ASSERT_TRUE(g.SetSchedule({second, first}).ok());
+  g.NoteIdOrderIsTopological();
+  EXPECT_THAT(*g.TopologicalOrder(), ElementsAre(second, first));
+}
+
 TEST(GraphTest, CycleIsReportedWithNodeNames) {
   Graph g;
   ValueId a = *g.AddValue("a");

@@ -109,10 +109,18 @@ absl::StatusOr<const OpDef*> NodeOp(const Graph& graph, NodeId node, const OpReg
 
 absl::Status VerifyGraph(const Graph& graph, const OpRegistry& registry) {
   int subgraph_nodes = 0;
+  // Whether node-id order is topological, checked while each node's inputs are at hand: the
+  // graph's own check would be a second sweep over every node and value.
+  bool ids_sorted = true;
   for (int i = 0; i < graph.num_node_slots(); ++i) {
     const Node& n = graph.node(NodeId(i));
     if (!n.alive) continue;
     if (absl::Status s = VerifyNode(graph, NodeId(i), registry); !s.ok()) return s;
+    for (ValueId in : n.inputs) {
+      if (!in.valid()) continue;
+      const NodeId p = graph.value(in).producer;
+      if (p.valid() && p.value() >= i) ids_sorted = false;
+    }
     // A graph attribute given other than through AddNode would hide captures from the passes.
     if (HasGraphAttribute(n.attributes) && !n.has_subgraphs) {
       return absl::InternalError(absl::StrCat(graph.NodeLabel(NodeId(i)),
@@ -133,6 +141,7 @@ absl::Status VerifyGraph(const Graph& graph, const OpRegistry& registry) {
                                                      "input or initializer"));
     }
   }
+  if (ids_sorted) graph.NoteIdOrderIsTopological();
   absl::StatusOr<std::vector<NodeId>> order = graph.TopologicalOrder();
   return order.status();
 }

@@ -285,14 +285,18 @@ void Graph::CacheOrder(std::vector<NodeId> order) const {
   topo_valid_ = true;
 }
 
-void Graph::NoteIdOrderIsTopological() const {
-  if (topo_valid_ || !schedule_.empty() || num_subgraph_nodes_ > 0) return;
+std::vector<NodeId> Graph::LiveNodesById() const {
   std::vector<NodeId> order;
   order.reserve(num_live_nodes_);
   for (int i = 0; i < static_cast<int>(nodes_.size()); ++i) {
     if (node_alive_[i]) order.push_back(NodeId(i));
   }
-  CacheOrder(std::move(order));
+  return order;
+}
+
+void Graph::NoteIdOrderIsTopological() const {
+  if (topo_valid_ || !schedule_.empty() || num_subgraph_nodes_ > 0) return;
+  CacheOrder(LiveNodesById());
 }
 
 std::string Graph::ScheduleProblem(const std::vector<NodeId>& order) const {
@@ -387,12 +391,7 @@ absl::StatusOr<std::vector<NodeId>> Graph::ComputeTopologicalOrder() const {
       if (p.valid() && p.value() >= i) sorted = false;
     });
   }
-  if (sorted) {
-    for (int i = 0; i < n; ++i) {
-      if (node_alive_[i]) order.push_back(NodeId(i));
-    }
-    return order;
-  }
+  if (sorted) return LiveNodesById();
 
   // Kahn's algorithm, always taking the smallest ready id: equals node-id order wherever the
   // dependencies allow it.

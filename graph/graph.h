@@ -204,6 +204,8 @@ class Graph {
   absl::StatusOr<std::vector<NodeId>> ComputeTopologicalOrder() const;
   // Makes `order` (a topological order of the node slots) the cached one.
   void CacheOrder(std::vector<NodeId> order) const;
+  // The live nodes in id order.
+  std::vector<NodeId> LiveNodesById() const;
   // Why `order` is not a topological order of exactly the live nodes ("" when it is).
   std::string ScheduleProblem(const std::vector<NodeId>& order) const;
   void AddUse(NodeId node, int index);

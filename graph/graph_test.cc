@@ -141,6 +141,24 @@ TEST(GraphTest, TopologicalOrderSortsOutOfOrderNodes) {
   EXPECT_THAT(*order, ElementsAre(unrelated, producer, consumer));
 }
 
+// Graph attributes `names`, each a branch whose one node reads `read` by name.
+AttributeMap BranchesReading(const std::string& read, std::vector<std::string> names) {
+  v1::Graph branch;
+  v1::Node* n = branch.add_nodes();
+  n->set_op_type("Identity");
+  n->add_inputs(read);
+  n->add_outputs("out");
+  branch.add_outputs()->set_name("out");
+  AttributeMap attrs;
+  for (const std::string& name : names) {
+    v1::Attribute a;
+    a.set_name(name);
+    *a.mutable_g() = branch;
+    attrs[name] = a;
+  }
+  return attrs;
+}
+
 // An If whose branch reads 't' by name, with the node producing 't' added after it.
 TEST(GraphTest, TopologicalOrderPutsCapturedValuesFirst) {
   Graph g;
@@ -150,20 +168,8 @@ TEST(GraphTest, TopologicalOrderPutsCapturedValuesFirst) {
   g.AddGraphInput(x);
   ValueId t = *g.AddValue("t");
   ValueId y = *g.AddValue("y");
-  v1::Graph branch;
-  v1::Node* n = branch.add_nodes();
-  n->set_op_type("Identity");
-  n->add_inputs("t");
-  n->add_outputs("out");
-  branch.add_outputs()->set_name("out");
-  AttributeMap attrs;
-  for (const char* name : {"then_branch", "else_branch"}) {
-    v1::Attribute a;
-    a.set_name(name);
-    *a.mutable_g() = branch;
-    attrs[name] = a;
-  }
-  NodeId if_node = *g.AddNode("if", "If", "", {cond}, {y}, attrs);
+  NodeId if_node = *g.AddNode("if", "If", "", {cond}, {y},
+                              BranchesReading("t", {"then_branch", "else_branch"}));
   NodeId producer = *g.AddNode("producer", "Relu", "", {x}, {t});
   g.AddGraphOutput(y);
   EXPECT_THAT(g.CapturedInputs(if_node), ElementsAre(t));
@@ -185,19 +191,9 @@ TEST(GraphTest, RenameReordersCapturesAndSubgraphNodesAreCounted) {
   g.AddGraphInput(x);
   ValueId t = *g.AddValue("t");
   ValueId y = *g.AddValue("y");
-  v1::Graph branch;
-  v1::Node* n = branch.add_nodes();
-  n->set_op_type("Identity");
-  n->add_inputs("renamed");
-  n->add_outputs("out");
-  branch.add_outputs()->set_name("out");
-  AttributeMap attrs;
-  v1::Attribute a;
-  a.set_name("then_branch");
-  *a.mutable_g() = branch;
-  attrs["then_branch"] = a;
   EXPECT_EQ(g.num_subgraph_nodes(), 0);
-  NodeId if_node = *g.AddNode("if", "If", "", {cond}, {y}, attrs);
+  NodeId if_node =
+      *g.AddNode("if", "If", "", {cond}, {y}, BranchesReading("renamed", {"then_branch"}));
   EXPECT_TRUE(g.node(if_node).has_subgraphs);
   EXPECT_EQ(g.num_subgraph_nodes(), 1);
   NodeId producer = *g.AddNode("producer", "Relu", "", {x}, {t});

@@ -261,18 +261,19 @@ absl::Status OpRegistry::Register(OpDef def) {
   return absl::OkStatus();
 }
 
-bool OpRegistry::HasMutatingOps() const {
+bool OpRegistry::AnyLayerCounts(int OpRegistry::*count) const {
   for (const OpRegistry* r = this; r != nullptr; r = r->parent_) {
-    if (r->local_mutating_ops_ > 0) return true;
+    if (r->*count > 0) return true;
   }
   return false;
 }
 
+bool OpRegistry::HasMutatingOps() const {
+  return AnyLayerCounts(&OpRegistry::local_mutating_ops_);
+}
+
 bool OpRegistry::HasOpsWithBodies() const {
-  for (const OpRegistry* r = this; r != nullptr; r = r->parent_) {
-    if (r->local_ops_with_bodies_ > 0) return true;
-  }
-  return false;
+  return AnyLayerCounts(&OpRegistry::local_ops_with_bodies_);
 }
 
 const OpDef* OpRegistry::FindLocal(absl::string_view domain, absl::string_view name) const {

@@ -99,6 +99,9 @@ class OpRegistry {
   bool HasOpsWithBodies() const;
 
  private:
+  // True when `count` is positive in this layer or a parent's.
+  bool AnyLayerCounts(int OpRegistry::*count) const;
+
   const OpRegistry* parent_ = nullptr;
   // Local ops declaring mutated_inputs.
   int local_mutating_ops_ = 0;

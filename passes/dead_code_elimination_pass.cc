@@ -55,9 +55,7 @@ class DeadCodeEliminationPass : public Pass {
         if (in.valid()) needed[in.value()] = 1;
       }
       if (!n.has_subgraphs) continue;
-      for (const std::string& name : SubgraphFreeNames(n)) {
-        const ValueId v = graph.FindValue(name);
-        if (!v.valid()) continue;
+      for (ValueId v : graph.CapturedInputs(*it)) {
         captured[v.value()] = 1;
         needed[v.value()] = 1;
       }

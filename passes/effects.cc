@@ -31,10 +31,7 @@ std::vector<char> CapturedValues(const Graph& graph) {
   for (int i = 0; i < graph.num_node_slots(); ++i) {
     const Node& n = graph.node(NodeId(i));
     if (!n.alive || !n.has_subgraphs) continue;
-    for (const std::string& name : SubgraphFreeNames(n)) {
-      const ValueId v = graph.FindValue(name);
-      if (v.valid()) captured[v.value()] = 1;
-    }
+    for (ValueId v : graph.CapturedInputs(NodeId(i))) captured[v.value()] = 1;
   }
   return captured;
 }

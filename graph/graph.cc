@@ -15,6 +15,7 @@ namespace graphopt {
 void Graph::Reserve(int nodes, int values) {
   nodes_.reserve(nodes);
   node_alive_.reserve(nodes);
+  node_kind_.reserve(nodes);
   values_.reserve(values);
   value_by_name_.reserve(values);
 }
@@ -62,6 +63,7 @@ void Graph::SetInitializer(ValueId value, v1::Tensor tensor) {
   }
   v.initializer = static_cast<int32_t>(initializers_.size());
   initializers_.push_back(std::move(tensor));
+  initializer_values_.push_back(value);
 }
 
 absl::StatusOr<NodeId> Graph::AddNode(std::string name, std::string op_type, std::string domain,
@@ -95,6 +97,8 @@ absl::StatusOr<NodeId> Graph::AddNode(std::string name, std::string op_type, std
   n.use_slots.assign(n.inputs.size(), -1);
   nodes_.push_back(std::move(n));
   node_alive_.push_back(1);
+  node_kind_.push_back(InternOpKind(nodes_.back().domain, nodes_.back().op_type));
+  ++kind_live_count_[node_kind_.back().value()];
   Node& node = nodes_.back();
   for (int i = 0; i < static_cast<int>(node.inputs.size()); ++i) {
     if (node.inputs[i].valid()) AddUse(id, i);
@@ -206,6 +210,7 @@ void Graph::RemoveNode(NodeId node) {
   }
   n.alive = false;
   node_alive_[node.value()] = 0;
+  --kind_live_count_[node_kind_[node.value()].value()];
   --num_live_nodes_;
   num_subgraph_nodes_ -= n.has_subgraphs ? 1 : 0;
 }
@@ -234,8 +239,48 @@ void Graph::RemoveInitializer(ValueId value) {
     return;
   }
   initializers_[v.initializer] = v1::Tensor();
+  initializer_values_[v.initializer] = ValueId();
   v.initializer = -1;
   v.alive = false;
+}
+
+OpKindId Graph::InternOpKind(const std::string& domain, const std::string& op_type) {
+  auto& kinds = kinds_by_op_type_[op_type];
+  for (const auto& [d, kind] : kinds) {
+    if (d == domain) return kind;
+  }
+  const OpKindId kind(static_cast<int32_t>(kind_live_count_.size()));
+  kind_live_count_.push_back(0);
+  kind_names_.emplace_back(domain, op_type);
+  kinds.emplace_back(domain, kind);
+  return kind;
+}
+
+OpKindId Graph::FindOpKind(absl::string_view domain, absl::string_view op_type) const {
+  auto it = kinds_by_op_type_.find(op_type);
+  if (it == kinds_by_op_type_.end()) return OpKindId();
+  for (const auto& [d, kind] : it->second) {
+    if (d == domain) return kind;
+  }
+  return OpKindId();
+}
+
+std::vector<NodeId> Graph::LiveNodesOfKinds(std::initializer_list<OpKindId> kinds) const {
+  std::vector<NodeId> out;
+  int64_t expected = 0;
+  for (OpKindId k : kinds) expected += num_live_nodes_of_kind(k);
+  if (expected == 0) return out;
+  out.reserve(expected);
+  for (int i = 0; i < static_cast<int>(node_kind_.size()); ++i) {
+    if (!node_alive_[i]) continue;
+    for (OpKindId k : kinds) {
+      if (node_kind_[i] == k) {
+        out.push_back(NodeId(i));
+        break;
+      }
+    }
+  }
+  return out;
 }
 
 ValueId Graph::FindValue(absl::string_view name) const {

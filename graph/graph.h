@@ -2,6 +2,7 @@
 #define GRAPHOPT_GRAPH_GRAPH_H_
 
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include "absl/strings/string_view.h"
@@ -13,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "graph/ids.h"
+#include "graph/rare_string.h"
 #include "graph/types.h"
 #include "proto/graph.pb.h"
 
@@ -47,7 +49,7 @@ struct Value {
   UseList uses;
   TensorType type;
   std::string name;
-  std::string doc_string;
+  RareString doc_string;
 };
 
 // Fields are ordered by how often passes read them: a pass scanning every node slot touches
@@ -67,8 +69,9 @@ struct Node {
   // For inputs[i]: position of this use in inputs[i]'s Value::uses (O(1) unlinking).
   absl::InlinedVector<int32_t, 3> use_slots;
   std::string name;
-  std::string doc_string;
-  std::string device;
+  RareString doc_string;
+  // Device assignment ("" = the default); set by placement or carried from the input.
+  RareString device;
 };
 
 // The graph IR: dense node and value ids, O(1) producer and consumer lookup, and cheap
@@ -146,11 +149,52 @@ class Graph {
   // Live value with this name, or an invalid id.
   ValueId FindValue(absl::string_view name) const;
 
+  // Hints for a pass that visits scattered nodes (a list of candidates rather than a sweep the
+  // hardware sees coming): start loading a node's or value's fields some iterations before
+  // they are read. No effect on results.
+  void PrefetchNode(NodeId id) const {
+    const char* p = reinterpret_cast<const char*>(&nodes_[id.value()]);
+    for (size_t offset = 0; offset < sizeof(Node); offset += 64) __builtin_prefetch(p + offset);
+  }
+  void PrefetchValue(ValueId id) const {
+    const char* p = reinterpret_cast<const char*>(&values_[id.value()]);
+    for (size_t offset = 0; offset < sizeof(Value); offset += 64) __builtin_prefetch(p + offset);
+  }
+  // The value's use list (on the heap once it has more readers than fit inline).
+  void PrefetchUses(ValueId id) const { __builtin_prefetch(values_[id.value()].uses.data()); }
+
+  // --- Op kinds -----------------------------------------------------------------------------
+  // Every node's (domain, op_type) is interned when the node is added (the two fields do not
+  // change afterwards; VerifyGraph checks), so a pass looking for one op reads 4 dense bytes
+  // per node slot instead of the node, and one that finds none of its ops in the graph skips
+  // the sweep.
+
+  // The interned kind of a node slot (dead ones keep theirs).
+  OpKindId op_kind(NodeId id) const { return node_kind_[id.value()]; }
+  // The (domain, op_type) a kind stands for.
+  const std::string& op_kind_domain(OpKindId kind) const { return kind_names_[kind.value()].first; }
+  const std::string& op_kind_type(OpKindId kind) const { return kind_names_[kind.value()].second; }
+  // The kind of (domain, op_type), or an invalid id when no node of the graph ever had it.
+  OpKindId FindOpKind(absl::string_view domain, absl::string_view op_type) const;
+  // Live nodes of this kind (0 for an invalid id).
+  int num_live_nodes_of_kind(OpKindId kind) const {
+    return kind.valid() ? kind_live_count_[kind.value()] : 0;
+  }
+  int num_live_nodes_of_op(absl::string_view domain, absl::string_view op_type) const {
+    return num_live_nodes_of_kind(FindOpKind(domain, op_type));
+  }
+  // The live nodes of any of these kinds (invalid ones ignored), in id order. O(node slots)
+  // over the dense kind array; nothing when none of them has a live node.
+  std::vector<NodeId> LiveNodesOfKinds(std::initializer_list<OpKindId> kinds) const;
+
   const std::vector<ValueId>& inputs() const { return inputs_; }
   const std::vector<ValueId>& outputs() const { return outputs_; }
 
   // All initializer tensors, indexed by Value::initializer. Removed ones are left empty.
   const std::vector<v1::Tensor>& initializers() const { return initializers_; }
+  // The value whose initializer is initializers()[index]; invalid for removed ones. Lets a pass
+  // visit the initializers without a sweep over every value slot.
+  ValueId initializer_value(int index) const { return initializer_values_[index]; }
   const v1::Tensor* initializer_of(ValueId value) const;
   // Moves the initializer tensors out, for writing a graph out once at the end of its life;
   // afterwards the graph may only be read for its structure (GraphToProto) and destroyed.
@@ -210,15 +254,25 @@ class Graph {
   std::string ScheduleProblem(const std::vector<NodeId>& order) const;
   void AddUse(NodeId node, int index);
   void RemoveUse(NodeId node, int index);
+  OpKindId InternOpKind(const std::string& domain, const std::string& op_type);
 
   std::vector<Node> nodes_;
   // Node::alive of every slot, dense: scans that only skip dead nodes read a byte per node
   // instead of a node's cache line.
   std::vector<char> node_alive_;
+  // Interned op kind of every node slot (see op_kind), the kinds' (domain, op_type) keyed by
+  // op_type then domain, and each kind's live node count.
+  std::vector<OpKindId> node_kind_;
+  absl::flat_hash_map<std::string, absl::InlinedVector<std::pair<std::string, OpKindId>, 1>>
+      kinds_by_op_type_;
+  std::vector<int32_t> kind_live_count_;
+  std::vector<std::pair<std::string, std::string>> kind_names_;
   std::vector<Value> values_;
   std::vector<ValueId> inputs_;
   std::vector<ValueId> outputs_;
   std::vector<v1::Tensor> initializers_;
+  // initializer_values_[i] holds initializers_[i]; invalid once removed.
+  std::vector<ValueId> initializer_values_;
   absl::flat_hash_map<std::string, ValueId> value_by_name_;
   int num_live_nodes_ = 0;
   int num_subgraph_nodes_ = 0;

@@ -45,6 +45,54 @@ TEST(GraphTest, ProducerAndConsumerLookup) {
   EXPECT_EQ(c.g.num_live_nodes(), 2);
 }
 
+TEST(GraphTest, OpKindsAreInternedAndCounted) {
+  Chain c = MakeChain();
+  const OpKindId relu = c.g.FindOpKind("", "Relu");
+  ASSERT_TRUE(relu.valid());
+  EXPECT_EQ(c.g.op_kind(c.n0), relu);
+  EXPECT_EQ(c.g.op_kind(c.n1), relu);
+  EXPECT_EQ(c.g.op_kind_type(relu), "Relu");
+  EXPECT_EQ(c.g.op_kind_domain(relu), "");
+  EXPECT_EQ(c.g.num_live_nodes_of_kind(relu), 2);
+  // Never seen: invalid, and no nodes.
+  EXPECT_FALSE(c.g.FindOpKind("", "Tanh").valid());
+  EXPECT_EQ(c.g.num_live_nodes_of_op("", "Tanh"), 0);
+  EXPECT_TRUE(c.g.LiveNodesOfKinds({c.g.FindOpKind("", "Tanh")}).empty());
+  // The same op_type in another domain is another kind.
+  ValueId z = *c.g.AddValue("z");
+  NodeId custom = *c.g.AddNode("c", "Relu", "my.domain", {c.y}, {z});
+  const OpKindId custom_relu = c.g.FindOpKind("my.domain", "Relu");
+  ASSERT_TRUE(custom_relu.valid());
+  EXPECT_NE(custom_relu, relu);
+  EXPECT_EQ(c.g.op_kind(custom), custom_relu);
+  EXPECT_EQ(c.g.num_live_nodes_of_kind(relu), 2);
+  EXPECT_THAT(c.g.LiveNodesOfKinds({custom_relu, relu}), ElementsAre(c.n0, c.n1, custom));
+  EXPECT_THAT(c.g.LiveNodesOfKinds({custom_relu, OpKindId()}), ElementsAre(custom));
+  // Removed nodes leave the count and the lists; their slot keeps its kind.
+  c.g.ReplaceAllUsesWith(c.a, c.x);
+  c.g.RemoveNode(c.n0);
+  EXPECT_EQ(c.g.num_live_nodes_of_kind(relu), 1);
+  EXPECT_EQ(c.g.op_kind(c.n0), relu);
+  EXPECT_THAT(c.g.LiveNodesOfKinds({relu}), ElementsAre(c.n1));
+}
+
+TEST(GraphTest, InitializerValuesFollowSetAndRemove) {
+  Graph g;
+  ValueId w = *g.AddValue("w");
+  ValueId b = *g.AddValue("b");
+  v1::Tensor t;
+  t.set_name("w");
+  g.SetInitializer(w, t);
+  g.SetInitializer(b, t);
+  g.SetInitializer(w, t);  // replaces, no second entry
+  ASSERT_EQ(g.initializers().size(), 2u);
+  EXPECT_EQ(g.initializer_value(0), w);
+  EXPECT_EQ(g.initializer_value(1), b);
+  g.RemoveInitializer(w);
+  EXPECT_FALSE(g.initializer_value(0).valid());
+  EXPECT_EQ(g.initializer_value(1), b);
+}
+
 TEST(GraphTest, DuplicateValueNameRejected) {
   Graph g;
   ASSERT_TRUE(g.AddValue("v").ok());

@@ -32,6 +32,8 @@ class Id {
 
 using NodeId = Id<struct NodeIdTag>;
 using ValueId = Id<struct ValueIdTag>;
+// A (domain, op_type) pair interned by one Graph (Graph::op_kind); means nothing elsewhere.
+using OpKindId = Id<struct OpKindIdTag>;
 
 }  // namespace graphopt
 

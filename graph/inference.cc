@@ -216,18 +216,20 @@ std::string AllowedList(const v1::TypeConstraint& c) {
 
 DimsValueTable InitialDimsValues(const Graph& graph) {
   DimsValueTable dims_values(graph.num_value_slots());
-  for (int i = 0; i < graph.num_value_slots(); ++i) {
-    ValueId id(i);
+  // Only initializers qualify: visit them, not every value slot.
+  for (int k = 0; k < static_cast<int>(graph.initializers().size()); ++k) {
+    const ValueId id = graph.initializer_value(k);
+    if (!id.valid()) continue;
     const Value& v = graph.value(id);
-    if (!v.alive || v.initializer < 0 || v.is_graph_input) continue;
-    const v1::Tensor& t = *graph.initializer_of(id);
+    if (!v.alive || v.is_graph_input) continue;
+    const v1::Tensor& t = graph.initializers()[k];
     if (t.dims_size() > 1) continue;
     absl::StatusOr<std::vector<int64_t>> ints = TensorToInts(t, kMaxDimsValueElements);
     if (!ints.ok()) continue;
     Dims dims;
     dims.reserve(ints->size());
     for (int64_t x : *ints) dims.push_back(Dim::Known(x));
-    dims_values[i] = std::move(dims);
+    dims_values[id.value()] = std::move(dims);
   }
   return dims_values;
 }

@@ -115,6 +115,15 @@ absl::Status VerifyGraph(const Graph& graph, const OpRegistry& registry) {
   for (int i = 0; i < graph.num_node_slots(); ++i) {
     const Node& n = graph.node(NodeId(i));
     if (!n.alive) continue;
+    // Passes find nodes by their interned kind, so op_type and domain must not be edited in
+    // place (a node is replaced instead).
+    const OpKindId kind = graph.op_kind(NodeId(i));
+    if (n.op_type != graph.op_kind_type(kind) || n.domain != graph.op_kind_domain(kind)) {
+      return absl::InternalError(absl::StrCat(
+          graph.NodeLabel(NodeId(i)), ": op changed in place from '",
+          OpLabel(graph.op_kind_domain(kind), graph.op_kind_type(kind)),
+          "' (replace the node instead)"));
+    }
     if (absl::Status s = VerifyNode(graph, NodeId(i), registry); !s.ok()) return s;
     for (ValueId in : n.inputs) {
       if (!in.valid()) continue;

@@ -60,6 +60,24 @@ TEST_F(VerifierTest, AcceptsValidGraph) {
 
 // Passes skip looking for captures in graphs without subgraph nodes, which AddNode counts: a
 // graph attribute put on a node in place would be missed, and is a bug the verifier reports.
+// Passes find nodes through the op kinds AddNode interns: an op edited in place would be missed.
+TEST_F(VerifierTest, RejectsOpChangedInPlace) {
+  v1::Graph proto;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(std::string(kInputs) + R"pb(
+    nodes { name: "n1" op_type: "Unary" inputs: "x" outputs: "a" }
+    outputs { name: "a" })pb", &proto));
+  absl::StatusOr<Graph> g = GraphFromProto(proto);
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_TRUE(VerifyGraph(*g, ops_).ok());
+  g->mutable_node(NodeId(0)).op_type = "Binary";
+  absl::Status s = VerifyGraph(*g, ops_);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(s.message(), HasSubstr("node 'n1' (Binary): op changed in place from 'Unary'"));
+  g->mutable_node(NodeId(0)).op_type = "Unary";
+  g->mutable_node(NodeId(0)).domain = "test.domain";
+  EXPECT_EQ(VerifyGraph(*g, ops_).code(), absl::StatusCode::kInternal);
+}
+
 TEST_F(VerifierTest, RejectsGraphAttributeAddedInPlace) {
   v1::Graph proto;
   ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(std::string(kInputs) + R"pb(

@@ -150,11 +150,13 @@ class ConstantFoldPass : public Pass {
     computed_.assign(num_values, 0);
     tensors_.clear();
     hidden_.emplace(graph, *context.ops);
-    for (int i = 0; i < num_values; ++i) {
-      const Value& v = graph.value(ValueId(i));
-      // A value some node writes is no constant.
-      constant_[i] = v.alive && v.initializer >= 0 && !v.is_graph_input &&
-                     !hidden_->mutated(ValueId(i));
+    // The initializers (not every value slot): those that are no graph input and that no node
+    // writes are the constants to start from.
+    for (int k = 0; k < static_cast<int>(graph.initializers().size()); ++k) {
+      const ValueId id = graph.initializer_value(k);
+      if (!id.valid()) continue;
+      const Value& v = graph.value(id);
+      constant_[id.value()] = v.alive && !v.is_graph_input && !hidden_->mutated(id);
     }
     Stats stats;
     growth_ = 0;

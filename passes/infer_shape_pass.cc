@@ -18,46 +18,45 @@ class InferShapePass : public Pass {
     absl::StatusOr<std::vector<NodeId>> order = graph.TopologicalOrder();
     if (!order.ok()) return order.status();
     DimsValueTable dims_values = InitialDimsValues(graph);
+    ShapeCounts counts;
     for (NodeId id : *order) {
       absl::StatusOr<const OpDef*> op = NodeOp(graph, id, *context.ops);
       if (!op.ok()) return op.status();
       if (absl::Status s = InferNodeShapes(graph, id, **op, &dims_values); !s.ok()) return s;
+      // Counted while the node's outputs are at hand, not in a second sweep over every value.
+      for (ValueId out : graph.node(id).outputs) {
+        if (out.valid()) counts.Add(graph.value(out).type.shape);
+      }
     }
-    Summarize(graph, context);
+    context.Note(absl::StrCat("shapes of node outputs: ", counts.known, " static, ",
+                              counts.symbolic, " symbolic, ", counts.partial,
+                              " partially known, ", counts.unknown_rank, " of unknown rank"));
     return false;
   }
 
  private:
-  static void Summarize(const Graph& graph, const PassContext& context) {
+  struct ShapeCounts {
     int64_t known = 0, symbolic = 0, partial = 0, unknown_rank = 0;
-    for (int i = 0; i < graph.num_node_slots(); ++i) {
-      const Node& n = graph.node(NodeId(i));
-      if (!n.alive) continue;
-      for (ValueId out : n.outputs) {
-        if (!out.valid()) continue;
-        const std::optional<Dims>& shape = graph.value(out).type.shape;
-        if (!shape) {
-          ++unknown_rank;
-          continue;
-        }
-        bool any_unknown = false, any_symbol = false;
-        for (const Dim& d : *shape) {
-          any_unknown |= d.is_unknown();
-          any_symbol |= d.is_symbol();
-        }
-        if (any_unknown) {
-          ++partial;
-        } else if (any_symbol) {
-          ++symbolic;
-        } else {
-          ++known;
-        }
+
+    void Add(const std::optional<Dims>& shape) {
+      if (!shape) {
+        ++unknown_rank;
+        return;
+      }
+      bool any_unknown = false, any_symbol = false;
+      for (const Dim& d : *shape) {
+        any_unknown |= d.is_unknown();
+        any_symbol |= d.is_symbol();
+      }
+      if (any_unknown) {
+        ++partial;
+      } else if (any_symbol) {
+        ++symbolic;
+      } else {
+        ++known;
       }
     }
-    context.Note(absl::StrCat("shapes of node outputs: ", known, " static, ", symbolic,
-                              " symbolic, ", partial, " partially known, ", unknown_rank,
-                              " of unknown rank"));
-  }
+  };
 };
 
 }  // namespace

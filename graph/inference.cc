@@ -217,12 +217,10 @@ std::string AllowedList(const v1::TypeConstraint& c) {
 DimsValueTable InitialDimsValues(const Graph& graph) {
   DimsValueTable dims_values(graph.num_value_slots());
   // Only initializers qualify: visit them, not every value slot.
-  for (int k = 0; k < static_cast<int>(graph.initializers().size()); ++k) {
-    const ValueId id = graph.initializer_value(k);
-    if (!id.valid()) continue;
+  for (ValueId id : graph.InitializerValues()) {
     const Value& v = graph.value(id);
     if (!v.alive || v.is_graph_input) continue;
-    const v1::Tensor& t = graph.initializers()[k];
+    const v1::Tensor& t = *graph.initializer_of(id);
     if (t.dims_size() > 1) continue;
     absl::StatusOr<std::vector<int64_t>> ints = TensorToInts(t, kMaxDimsValueElements);
     if (!ints.ok()) continue;

@@ -29,13 +29,18 @@ class VerifierTest : public ::testing::Test {
                     .ok());
   }
 
-  // Parses a text-format graph and verifies it.
-  absl::Status Check(const std::string& text) {
+  // Parses a text-format graph into the IR.
+  static absl::StatusOr<Graph> Parse(const std::string& text) {
     v1::Graph proto;
     if (!google::protobuf::TextFormat::ParseFromString(text, &proto)) {
       return absl::InternalError("test graph does not parse");
     }
-    absl::StatusOr<Graph> g = GraphFromProto(std::move(proto));
+    return GraphFromProto(std::move(proto));
+  }
+
+  // Parses a text-format graph and verifies it.
+  absl::Status Check(const std::string& text) {
+    absl::StatusOr<Graph> g = Parse(text);
     if (!g.ok()) return g.status();
     return VerifyGraph(*g, ops_);
   }
@@ -58,15 +63,11 @@ TEST_F(VerifierTest, AcceptsValidGraph) {
   )pb").ok());
 }
 
-// Passes skip looking for captures in graphs without subgraph nodes, which AddNode counts: a
-// graph attribute put on a node in place would be missed, and is a bug the verifier reports.
 // Passes find nodes through the op kinds AddNode interns: an op edited in place would be missed.
 TEST_F(VerifierTest, RejectsOpChangedInPlace) {
-  v1::Graph proto;
-  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(std::string(kInputs) + R"pb(
+  absl::StatusOr<Graph> g = Parse(std::string(kInputs) + R"pb(
     nodes { name: "n1" op_type: "Unary" inputs: "x" outputs: "a" }
-    outputs { name: "a" })pb", &proto));
-  absl::StatusOr<Graph> g = GraphFromProto(proto);
+    outputs { name: "a" })pb");
   ASSERT_TRUE(g.ok()) << g.status();
   ASSERT_TRUE(VerifyGraph(*g, ops_).ok());
   g->mutable_node(NodeId(0)).op_type = "Binary";
@@ -78,6 +79,8 @@ TEST_F(VerifierTest, RejectsOpChangedInPlace) {
   EXPECT_EQ(VerifyGraph(*g, ops_).code(), absl::StatusCode::kInternal);
 }
 
+// Passes skip looking for captures in graphs without subgraph nodes, which AddNode counts: a
+// graph attribute put on a node in place would be missed, and is a bug the verifier reports.
 TEST_F(VerifierTest, RejectsGraphAttributeAddedInPlace) {
   v1::Graph proto;
   ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(std::string(kInputs) + R"pb(

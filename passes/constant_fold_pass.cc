@@ -152,9 +152,7 @@ class ConstantFoldPass : public Pass {
     hidden_.emplace(graph, *context.ops);
     // The initializers (not every value slot): those that are no graph input and that no node
     // writes are the constants to start from.
-    for (int k = 0; k < static_cast<int>(graph.initializers().size()); ++k) {
-      const ValueId id = graph.initializer_value(k);
-      if (!id.valid()) continue;
+    for (ValueId id : graph.InitializerValues()) {
       const Value& v = graph.value(id);
       constant_[id.value()] = v.alive && !v.is_graph_input && !hidden_->mutated(id);
     }

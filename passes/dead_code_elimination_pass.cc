@@ -80,9 +80,7 @@ class DeadCodeEliminationPass : public Pass {
     }
     int64_t removed_initializers = 0;
     // The initializers, not every value slot.
-    for (int k = 0; k < static_cast<int>(graph.initializers().size()); ++k) {
-      const ValueId id = graph.initializer_value(k);
-      if (!id.valid()) continue;
+    for (ValueId id : graph.InitializerValues()) {
       const Value& v = graph.value(id);
       if (v.alive && v.uses.empty() && !v.is_graph_input && v.graph_output_count == 0 &&
           !captured[id.value()]) {

@@ -376,6 +376,7 @@ absl::Status RegisterBuiltinOps(OpRegistry* registry) {
   builtin_internal::AddSignalOps(&ops);
   builtin_internal::AddMiscOps(&ops);
   builtin_internal::AddFusedOps(&ops);
+  builtin_internal::AddLayoutOps(&ops);
   for (OpDef& op : ops) {
     if (absl::Status s = registry->Register(std::move(op)); !s.ok()) return s;
   }

@@ -254,6 +254,7 @@ void AddTensorOps(std::vector<OpDef>* ops);
 void AddShapeOps(std::vector<OpDef>* ops);
 void AddRecurrentOps(std::vector<OpDef>* ops);
 void AddFusedOps(std::vector<OpDef>* ops);  // FusedGroup, domain graphopt
+void AddLayoutOps(std::vector<OpDef>* ops);  // NhwcConv and the NHWC pools, domain graphopt
 void AddMathOps(std::vector<OpDef>* ops);
 void AddNnExtraOps(std::vector<OpDef>* ops);
 void AddIndexOps(std::vector<OpDef>* ops);

@@ -1,6 +1,7 @@
 #include "runtime/kernel.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "graph/proto_convert.h"
@@ -213,8 +214,8 @@ class FunctionKernel : public OpKernel {
 };
 }  // namespace
 
-absl::Status KernelRegistry::Register(absl::string_view op_type, KernelFunction fn) {
-  return Register(Key{"", std::string(op_type)},
+absl::Status KernelRegistry::Register(Key key, KernelFunction fn) {
+  return Register(std::move(key),
                   [fn](const KernelInfo&) -> absl::StatusOr<std::unique_ptr<OpKernel>> {
                     return std::make_unique<FunctionKernel>(fn);
                   });

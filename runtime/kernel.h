@@ -190,8 +190,11 @@ class KernelRegistry {
   absl::Status Register(absl::string_view op_type, KernelFactory factory) {
     return Register(Key{"", std::string(op_type)}, std::move(factory));
   }
-  // A stateless kernel for op_type on the CPU, any dtype.
-  absl::Status Register(absl::string_view op_type, KernelFunction fn);
+  // A stateless kernel for `key`, or for op_type on the CPU, any dtype.
+  absl::Status Register(Key key, KernelFunction fn);
+  absl::Status Register(absl::string_view op_type, KernelFunction fn) {
+    return Register(Key{"", std::string(op_type)}, fn);
+  }
 
   // The best factory for the node's key, or nullptr.
   const KernelFactory* Find(absl::string_view domain, absl::string_view op_type,

@@ -22,17 +22,24 @@
 
 namespace graphopt::runtime {
 
-// The shapes of one convolution: X [N, C, in...], W [M, C/group, k...], Y [N, M, out...].
+// The shapes of one convolution: X [N, C, in...], W [M, C/group, k...], Y [N, M, out...]; or,
+// when channels_last (NhwcConv), X [N, in..., C] and Y [N, out..., M].
 struct ConvShape {
   int64_t n = 0, c = 0, m = 0, group = 1;
+  bool channels_last = false;
   Window window;
-  Shape out_shape;
+  Shape out_shape;  // Y's shape in its own layout
 };
 
 // Checks X, W and B of a (forward) convolution and resolves its window.
 absl::StatusOr<ConvShape> CheckConv(const KernelContext& ctx, const WindowAttrs& attrs,
                                     int64_t group, const Tensor& x, const Tensor& w,
                                     const Tensor* b);
+// The same for NhwcConv: X [N, in..., C]; the result has channels_last set.
+absl::StatusOr<ConvShape> CheckConvChannelsLast(const KernelContext& ctx,
+                                                const WindowAttrs& attrs, int64_t group,
+                                                const Tensor& x, const Tensor& w,
+                                                const Tensor* b);
 
 // One step applied to a convolution's result, in order (a oneDNN post-op).
 struct ConvPostOp {
@@ -49,19 +56,21 @@ struct ConvPostOp {
   const Tensor* operand = nullptr;
 };
 
-// A float32 convolution of one node (1 to 3 spatial dims). 1x1 convolutions without padding
-// run as sgemm on the NCHW tensors, 2-D depthwise ones (group = C = M, stride 1 or 2) as row
-// loops; everything else on oneDNN, in the layouts oneDNN prefers for the primitive: plain
-// (ONNX) activations are reordered in and out around it through scratch buffers kept between
-// calls; weights are reordered once per weight tensor and kept. oneDNN primitives are cached
-// per shapes and post-ops. Thread-safe.
+// A float32 convolution of one node (1 to 3 spatial dims). On channels-first (ONNX) tensors,
+// 1x1 convolutions without padding run as sgemm, 2-D depthwise ones (group = C = M, stride 1
+// or 2) as row loops; everything else on oneDNN, in the layouts oneDNN prefers for the
+// primitive: the activations are reordered in and out around it through scratch buffers kept
+// between calls. Channels-last tensors (ConvShape::channels_last) are oneDNN's own layout for
+// its fast kernels and go to oneDNN as they are, without reorders. Weights are reordered once
+// per weight tensor and kept. oneDNN primitives are cached per shapes and post-ops.
+// Thread-safe.
 class FloatConvolution {
  public:
   // INTERNAL naming the node when oneDNN has no CPU engine.
   static absl::StatusOr<std::unique_ptr<FloatConvolution>> Create(const KernelInfo& info);
 
   // y = conv(x, w) + b, then `post_ops` in order. y is float32 of s.out_shape, allocated by the
-  // caller (a kSum operand may be y itself). UNIMPLEMENTED when oneDNN has no primitive for
+  // caller (a kSum operand may be y itself); x, y and a kSum operand are in s's layout. UNIMPLEMENTED when oneDNN has no primitive for
   // these shapes and post-ops: the caller computes them another way.
   absl::Status Run(const KernelContext& ctx, const ConvShape& s, const Tensor& x, const Tensor& w,
                    const Tensor* b, absl::Span<const ConvPostOp> post_ops, Tensor& y) const;

@@ -1,8 +1,8 @@
 // The FusedGroup kernel: runs a group that fuse_ops made (graph/fused_group.h) as one kernel.
 //
 // The body's nodes are split, in order, into steps:
-//  - a Conv and the chain of elementwise nodes after it: one oneDNN convolution with the chain
-//    as post-ops (bias and residual adds, Relu, Clip/ReLU6, LeakyRelu, ...);
+//  - a Conv or NhwcConv and the chain of elementwise nodes after it: one oneDNN convolution with
+//    the chain as post-ops (bias and residual adds, Relu, Clip/ReLU6, LeakyRelu, ...);
 //  - a decomposed LayerNormalization: one pass per row;
 //  - a run of float32 elementwise nodes: one tiled loop (fused_elementwise.h), GELU as one step;
 //  - any other node (MatMul/Gemm on sgemm, pools, reductions, reshapes): its own kernel, whose
@@ -29,6 +29,7 @@
 #include "absl/synchronization/mutex.h"
 #include "graph/fused_group.h"
 #include "graph/fusion_patterns.h"
+#include "graph/layout_ops.h"
 #include "graph/proto_convert.h"
 #include "runtime/executor.h"
 #include "runtime/kernels/float_conv.h"
@@ -68,6 +69,7 @@ class FusedGroupKernel : public OpKernel {
     std::vector<NodeId> chain;          // kConv
     WindowAttrs window;                 // kConv
     int64_t group = 1;                  // kConv
+    bool channels_last = false;         // kConv: an NhwcConv
     std::unique_ptr<FloatConvolution> dnnl;  // kConv
     FusionPatternMatch norm;            // kLayerNorm
     // kNode of a reshaping op (Reshape, Flatten, Squeeze, Unsqueeze, Identity) whose output
@@ -338,12 +340,14 @@ absl::Status FusedGroupKernel::Compile(const KernelInfo& info) {
         nodes = step->norm.nodes;
       }
     }
-    if (step == nullptr && IsOp(node, "Conv") && node.outputs.size() == 1 &&
+    const bool nhwc_conv = node.domain == kLayoutDomain && node.op_type == kNhwcConvOp;
+    if (step == nullptr && (IsOp(node, "Conv") || nhwc_conv) && node.outputs.size() == 1 &&
         node.inputs.size() >= 2) {
       absl::StatusOr<std::unique_ptr<Step>> s = NodeStep(info, id);
       if (!s.ok()) return s.status();
       step = *std::move(s);
       step->kind = Step::Kind::kConv;
+      step->channels_last = nhwc_conv;
       step->chain = ConvChain(order, i);
       absl::StatusOr<WindowAttrs> window = ParseWindowAttrs(*step->info);
       if (!window.ok()) return window.status();
@@ -508,13 +512,15 @@ absl::StatusOr<bool> FusedGroupKernel::RunProgramStep(KernelContext& ctx, const 
   return RunProgram(ctx, p, inputs, allocate);
 }
 
-// True when `t` holds one value per output channel of a convolution of shape s.
+// True when `t` holds one value per output channel of a convolution of shape s (broadcast
+// along the channel axis of s's layout).
 bool PerChannel(const Tensor& t, const ConvShape& s) {
   const int rank = static_cast<int>(s.out_shape.size());
+  const int channel_axis = s.channels_last ? rank - 1 : 1;
   if (t.rank() > rank || t.num_elements() != s.m) return false;
   for (int i = 0; i < t.rank(); ++i) {
     const int d = rank - t.rank() + i;
-    if (t.dim(i) != (d == 1 ? s.m : 1)) return false;
+    if (t.dim(i) != (d == channel_axis ? s.m : 1)) return false;
   }
   return true;
 }
@@ -610,7 +616,10 @@ absl::StatusOr<bool> FusedGroupKernel::RunConv(KernelContext& ctx, const Step& s
   if (f32) {
     // The convolution's own context, so that its errors name it.
     KernelContext conv_ctx(*step.info, {}, {}, nullptr, ctx.num_threads());
-    absl::StatusOr<ConvShape> s = CheckConv(conv_ctx, step.window, step.group, x, w, b);
+    absl::StatusOr<ConvShape> s =
+        step.channels_last
+            ? CheckConvChannelsLast(conv_ctx, step.window, step.group, x, w, b)
+            : CheckConv(conv_ctx, step.window, step.group, x, w, b);
     if (!s.ok()) return s.status();
     std::optional<std::vector<ConvPostOp>> ops;
     if (s->window.nd <= 3 && x.num_elements() > 0 && w.num_elements() > 0) ops = PostOps(step, *s, f);

@@ -25,10 +25,20 @@ absl::StatusOr<std::vector<Tensor>> RunNode(const std::string& op_type,
                                             const std::vector<std::string>& attributes,
                                             const std::vector<Tensor>& inputs, int num_outputs,
                                             int64_t opset, int num_threads) {
+  return RunDomainNode("", op_type, attributes, inputs, num_outputs, opset, num_threads);
+}
+
+absl::StatusOr<std::vector<Tensor>> RunDomainNode(const std::string& domain,
+                                                  const std::string& op_type,
+                                                  const std::vector<std::string>& attributes,
+                                                  const std::vector<Tensor>& inputs,
+                                                  int num_outputs, int64_t opset,
+                                                  int num_threads) {
   v1::Graph proto;
   v1::Node* node = proto.add_nodes();
   node->set_name("n");
   node->set_op_type(op_type);
+  node->set_domain(domain);
   for (const std::string& text : attributes) {
     if (!google::protobuf::TextFormat::ParseFromString(text, node->add_attributes())) {
       return absl::InvalidArgumentError(absl::StrCat("bad attribute text: ", text));

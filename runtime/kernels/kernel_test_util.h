@@ -20,6 +20,13 @@ absl::StatusOr<std::vector<Tensor>> RunNode(const std::string& op_type,
                                             const std::vector<std::string>& attributes,
                                             const std::vector<Tensor>& inputs, int num_outputs = 1,
                                             int64_t opset = 0, int num_threads = 1);
+// The same for an op of `domain`.
+absl::StatusOr<std::vector<Tensor>> RunDomainNode(const std::string& domain,
+                                                  const std::string& op_type,
+                                                  const std::vector<std::string>& attributes,
+                                                  const std::vector<Tensor>& inputs,
+                                                  int num_outputs = 1, int64_t opset = 0,
+                                                  int num_threads = 1);
 
 // Tensor helpers for tests.
 Tensor F32(std::vector<float> values, Shape shape);

@@ -12,6 +12,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "graph/layout_ops.h"
 #include "oneapi/dnnl/dnnl.hpp"
 #include "runtime/kernels/float_conv.h"
 #include "runtime/kernels/cpu_kernels.h"
@@ -20,25 +21,25 @@
 
 namespace graphopt::runtime {
 
-absl::StatusOr<ConvShape> CheckConv(const KernelContext& ctx, const WindowAttrs& attrs,
-                                    int64_t group, const Tensor& x, const Tensor& w,
-                                    const Tensor* b) {
-  if (x.rank() < 3) {
-    return ctx.Invalid(absl::StrCat("input X must have rank >= 3 ([N, C, spatial...]), got ",
-                                    ShapeString(x.shape())));
-  }
-  if (w.rank() != x.rank()) {
+namespace {
+
+// CheckConv on X's shape `xs` given channels-first; `shown` is X's shape as errors show it.
+absl::StatusOr<ConvShape> CheckConvShapes(const KernelContext& ctx, const WindowAttrs& attrs,
+                                          int64_t group, const Shape& xs, const Shape& shown,
+                                          const Tensor& w, const Tensor* b) {
+  const int rank = static_cast<int>(xs.size());
+  if (w.rank() != rank) {
     return ctx.Invalid(absl::StrCat("input W ", ShapeString(w.shape()),
-                                    " must have the rank of X ", ShapeString(x.shape())));
+                                    " must have the rank of X ", ShapeString(shown)));
   }
   ConvShape s;
-  s.n = x.dim(0);
-  s.c = x.dim(1);
+  s.n = xs[0];
+  s.c = xs[1];
   s.m = w.dim(0);
   s.group = group;
   if (group <= 0 || s.c % group != 0 || s.m % group != 0 || w.dim(1) * group != s.c) {
     return ctx.Invalid(absl::StrCat("W ", ShapeString(w.shape()), " does not fit X ",
-                                    ShapeString(x.shape()), " with group ", group));
+                                    ShapeString(shown), " with group ", group));
   }
   absl::Span<const int64_t> kernel(w.shape().data() + 2, w.rank() - 2);
   if (!attrs.kernel_shape.empty() &&
@@ -51,11 +52,42 @@ absl::StatusOr<ConvShape> CheckConv(const KernelContext& ctx, const WindowAttrs&
     return ctx.Invalid(absl::StrCat("input B ", ShapeString(b->shape()), " must be [", s.m, "]"));
   }
   absl::StatusOr<Window> win = ResolveForwardWindow(
-      ctx.info(), attrs, absl::Span<const int64_t>(x.shape().data() + 2, x.rank() - 2), kernel);
+      ctx.info(), attrs, absl::Span<const int64_t>(xs.data() + 2, rank - 2), kernel);
   if (!win.ok()) return win.status();
   s.window = *std::move(win);
   s.out_shape = {s.n, s.m};
   for (int64_t d : s.window.out) s.out_shape.push_back(d);
+  return s;
+}
+
+}  // namespace
+
+absl::StatusOr<ConvShape> CheckConv(const KernelContext& ctx, const WindowAttrs& attrs,
+                                    int64_t group, const Tensor& x, const Tensor& w,
+                                    const Tensor* b) {
+  if (x.rank() < 3) {
+    return ctx.Invalid(absl::StrCat("input X must have rank >= 3 ([N, C, spatial...]), got ",
+                                    ShapeString(x.shape())));
+  }
+  return CheckConvShapes(ctx, attrs, group, x.shape(), x.shape(), w, b);
+}
+
+absl::StatusOr<ConvShape> CheckConvChannelsLast(const KernelContext& ctx,
+                                                const WindowAttrs& attrs, int64_t group,
+                                                const Tensor& x, const Tensor& w,
+                                                const Tensor* b) {
+  if (x.rank() < 3) {
+    return ctx.Invalid(absl::StrCat("input X must have rank >= 3 ([N, spatial..., C]), got ",
+                                    ShapeString(x.shape())));
+  }
+  Shape first = {x.dim(0), x.dim(x.rank() - 1)};
+  first.insert(first.end(), x.shape().begin() + 1, x.shape().end() - 1);
+  absl::StatusOr<ConvShape> s = CheckConvShapes(ctx, attrs, group, first, x.shape(), w, b);
+  if (!s.ok()) return s.status();
+  s->channels_last = true;
+  s->out_shape = {s->n};
+  for (int64_t d : s->window.out) s->out_shape.push_back(d);
+  s->out_shape.push_back(s->m);
   return s;
 }
 
@@ -155,6 +187,80 @@ class ConvKernel : public OpKernel {
     return absl::UnimplementedError(absl::StrCat(ctx.info().label(), ": Conv of element type ",
                                                  DataTypeName((*x)->dtype()),
                                                  " is not supported"));
+  }
+
+ private:
+  WindowAttrs attrs_;
+  int64_t group_ = 1;
+  std::unique_ptr<FloatConvolution> dnnl_;
+};
+
+// NhwcConv (graph/layout_ops.h): float32 on oneDNN in the tensors' own channels-last layout;
+// direct loops over channels-first copies where oneDNN has no primitive.
+class NhwcConvKernel : public OpKernel {
+ public:
+  static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const KernelInfo& info) {
+    absl::StatusOr<WindowAttrs> attrs = ParseWindowAttrs(info);
+    if (!attrs.ok()) return attrs.status();
+    auto k = std::make_unique<NhwcConvKernel>();
+    k->attrs_ = *std::move(attrs);
+    k->group_ = info.GetInt("group", 1);
+    if (k->group_ <= 0) return info.Invalid("attribute 'group' must be positive");
+    absl::StatusOr<std::unique_ptr<FloatConvolution>> dnnl = FloatConvolution::Create(info);
+    if (!dnnl.ok()) return dnnl.status();
+    k->dnnl_ = *std::move(dnnl);
+    return std::unique_ptr<OpKernel>(std::move(k));
+  }
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    absl::StatusOr<const Tensor*> x = RequireInput(ctx, 0);
+    if (!x.ok()) return x.status();
+    absl::StatusOr<const Tensor*> w = RequireInput(ctx, 1);
+    if (!w.ok()) return w.status();
+    const Tensor* b = ctx.input(2);
+    if ((*x)->dtype() != v1::DT_FLOAT32 || (*w)->dtype() != v1::DT_FLOAT32 ||
+        (b && b->dtype() != v1::DT_FLOAT32)) {
+      return ctx.Invalid("inputs X, W and B must be float32");
+    }
+    absl::StatusOr<ConvShape> s = CheckConvChannelsLast(ctx, attrs_, group_, **x, **w, b);
+    if (!s.ok()) return s.status();
+    absl::StatusOr<Tensor*> y = ctx.AllocateOutput(0, v1::DT_FLOAT32, s->out_shape);
+    if (!y.ok()) return y.status();
+    float* yp = (*y)->data<float>();
+    if ((*y)->num_elements() == 0) return absl::OkStatus();
+    if ((*x)->num_elements() == 0 || (*w)->num_elements() == 0) {
+      // Empty reduction: the bias alone (or zero); channels are the last axis.
+      for (int64_t i = 0; i < (*y)->num_elements(); ++i) yp[i] = b ? b->data<float>()[i % s->m] : 0.0f;
+      return absl::OkStatus();
+    }
+    if (s->window.nd <= 3) {
+      absl::Status st = dnnl_->Run(ctx, *s, **x, **w, b, {}, **y);
+      if (st.code() != absl::StatusCode::kUnimplemented) return st;
+    }
+    // Channels-first copies of X and Y around the direct loops.
+    const int64_t in_plane = s->window.in_size(), out_plane = s->window.out_size();
+    std::vector<float> xf(static_cast<size_t>((*x)->num_elements()));
+    std::vector<float> yf(static_cast<size_t>((*y)->num_elements()));
+    const float* xp = (*x)->data<float>();
+    for (int64_t n = 0; n < s->n; ++n) {
+      for (int64_t p = 0; p < in_plane; ++p) {
+        for (int64_t c = 0; c < s->c; ++c) {
+          xf[(n * s->c + c) * in_plane + p] = xp[(n * in_plane + p) * s->c + c];
+        }
+      }
+    }
+    ConvShape first = *s;
+    first.channels_last = false;
+    DirectConv<float, float, float>(first, xf.data(), 0.0f, (*w)->data<float>(), nullptr,
+                                    b ? b->data<float>() : nullptr, yf.data(), ctx);
+    for (int64_t n = 0; n < s->n; ++n) {
+      for (int64_t p = 0; p < out_plane; ++p) {
+        for (int64_t m = 0; m < s->m; ++m) {
+          yp[(n * out_plane + p) * s->m + m] = yf[(n * s->m + m) * out_plane + p];
+        }
+      }
+    }
+    return absl::OkStatus();
   }
 
  private:
@@ -543,7 +649,7 @@ absl::StatusOr<std::unique_ptr<FloatConvolution>> FloatConvolution::Create(const
 absl::StatusOr<std::shared_ptr<const FloatConvolution::Primitive>> FloatConvolution::GetPrimitive(
     const KernelContext& ctx, const ConvShape& s, bool has_bias,
     absl::Span<const ConvPostOp> post_ops) const {
-  std::vector<int64_t> key = {s.n, s.c, s.m, s.group, has_bias};
+  std::vector<int64_t> key = {s.n, s.c, s.m, s.group, has_bias, s.channels_last};
   for (const std::vector<int64_t>* v : {&s.window.in, &s.window.kernel, &s.window.stride,
                                         &s.window.dilation, &s.window.pad_begin, &s.window.pad_end}) {
     key.insert(key.end(), v->begin(), v->end());
@@ -563,12 +669,15 @@ absl::StatusOr<std::shared_ptr<const FloatConvolution::Primitive>> FloatConvolut
   using tag = dnnl::memory::format_tag;
   using dt = dnnl::memory::data_type;
   const int nd = s.window.nd;
-  const tag act_tag = nd == 1 ? tag::ncw : nd == 2 ? tag::nchw : tag::ncdhw;
+  const tag act_tag = s.channels_last ? (nd == 1 ? tag::nwc : nd == 2 ? tag::nhwc : tag::ndhwc)
+                                      : (nd == 1 ? tag::ncw : nd == 2 ? tag::nchw : tag::ncdhw);
   const tag w_tag = s.group > 1 ? (nd == 1 ? tag::goiw : nd == 2 ? tag::goihw : tag::goidhw)
                                 : (nd == 1 ? tag::oiw : nd == 2 ? tag::oihw : tag::oidhw);
   dims src_dims = {s.n, s.c};
   for (int64_t d : s.window.in) src_dims.push_back(d);
-  dims dst_dims(s.out_shape.begin(), s.out_shape.end());
+  // oneDNN's dims are channels-first whatever the layout (the tag says where channels are).
+  dims dst_dims = {s.n, s.m};
+  for (int64_t d : s.window.out) dst_dims.push_back(d);
   dims w_dims;
   if (s.group > 1) w_dims = {s.group, s.m / s.group, s.c / s.group};
   else w_dims = {s.m, s.c};
@@ -588,9 +697,12 @@ absl::StatusOr<std::shared_ptr<const FloatConvolution::Primitive>> FloatConvolut
     conv->bias = dnnl::memory::desc({s.m}, dt::f32, tag::x);
     conv->channel = dnnl::memory::desc(channel_dims, dt::f32, act_tag);
     // A few input channels (an image): the plain layout, read directly, beats a reorder.
-    const dnnl::memory::desc any_src =
-        s.c <= 4 ? conv->user_src : dnnl::memory::desc(src_dims, dt::f32, tag::any);
-    const dnnl::memory::desc any_dst(dst_dims, dt::f32, tag::any);
+    // Channels-last activations are what oneDNN's fast kernels take: used as they are.
+    const dnnl::memory::desc any_src = s.c <= 4 || s.channels_last
+                                           ? conv->user_src
+                                           : dnnl::memory::desc(src_dims, dt::f32, tag::any);
+    const dnnl::memory::desc any_dst =
+        s.channels_last ? conv->user_dst : dnnl::memory::desc(dst_dims, dt::f32, tag::any);
     const dnnl::memory::desc any_wei(w_dims, dt::f32, tag::any);
     std::unique_ptr<dnnl::convolution_forward::desc> d;
     if (has_bias) {
@@ -673,7 +785,7 @@ absl::Status FloatConvolution::Run(const KernelContext& ctx, const ConvShape& s,
       return ctx.Invalid("a convolution post-op operand does not fit the output");
     }
   }
-  if (s.n * s.c > 0 && PostOpsSupported(post_ops)) {
+  if (!s.channels_last && s.n * s.c > 0 && PostOpsSupported(post_ops)) {
     if (PointwiseFits(s)) return PointwiseConv(ctx, s, x, w, b, post_ops, y);
     if (DepthwiseFits(s)) return DepthwiseConv(ctx, s, x, w, b, post_ops, y);
   }
@@ -756,6 +868,8 @@ absl::Status FloatConvolution::Run(const KernelContext& ctx, const ConvShape& s,
 absl::Status RegisterNnConvKernels(KernelRegistry& registry) {
   absl::Status s;
   s.Update(registry.Register("Conv", KernelFactory(ConvKernel::Create)));
+  s.Update(registry.Register(KernelRegistry::Key{kLayoutDomain, kNhwcConvOp},
+                             KernelFactory(NhwcConvKernel::Create)));
   s.Update(registry.Register("ConvTranspose", KernelFactory(ConvTransposeKernel::Create)));
   s.Update(registry.Register("ConvInteger", KernelFactory(ConvIntegerKernel::Create)));
   s.Update(registry.Register("QLinearConv", KernelFactory(QLinearConvKernel::Create)));

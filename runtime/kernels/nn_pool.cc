@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "graph/layout_ops.h"
 #include "runtime/kernels/cpu_kernels.h"
 #include "runtime/kernels/float_conv.h"
 #include "runtime/kernels/kernel_util.h"
@@ -219,6 +220,145 @@ absl::Status GlobalPoolKernel(KernelContext& ctx) {
   return Unsupported(ctx, st);
 }
 
+// The channels-last pools of graph/layout_ops.h (float32): X [N, spatial..., C], Y
+// [N, out..., C]. Each output position reduces its taps' rows of C channels, in the taps' order
+// (the order PoolKernel and GlobalPoolKernel use, so averages round alike).
+absl::StatusOr<const Tensor*> NhwcPoolInput(const KernelContext& ctx) {
+  absl::StatusOr<const Tensor*> x = RequireInput(ctx, 0);
+  if (!x.ok()) return x.status();
+  if ((*x)->rank() < 3) {
+    return ctx.Invalid(absl::StrCat("input X must have rank >= 3 ([N, spatial..., C]), got ",
+                                    ShapeString((*x)->shape())));
+  }
+  if ((*x)->dtype() != v1::DT_FLOAT32) {
+    return ctx.Invalid(absl::StrCat("input X must be float32, got ",
+                                    DataTypeName((*x)->dtype())));
+  }
+  return x;
+}
+
+class NhwcPoolKernel : public OpKernel {
+ public:
+  static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const KernelInfo& info,
+                                                          PoolKind kind) {
+    absl::StatusOr<WindowAttrs> attrs = ParseWindowAttrs(info);
+    if (!attrs.ok()) return attrs.status();
+    if (attrs->kernel_shape.empty()) return info.Invalid("attribute 'kernel_shape' is required");
+    auto k = std::make_unique<NhwcPoolKernel>();
+    k->kind_ = kind;
+    k->attrs_ = *std::move(attrs);
+    k->count_include_pad_ = info.GetInt("count_include_pad", 0) != 0;
+    return std::unique_ptr<OpKernel>(std::move(k));
+  }
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    absl::StatusOr<const Tensor*> xs = NhwcPoolInput(ctx);
+    if (!xs.ok()) return xs.status();
+    const Tensor& x = **xs;
+    const int64_t c = x.dim(x.rank() - 1);
+    absl::StatusOr<Window> w = ResolveForwardWindow(
+        ctx.info(), attrs_, absl::Span<const int64_t>(x.shape().data() + 1, x.rank() - 2),
+        attrs_.kernel_shape);
+    if (!w.ok()) return w.status();
+    Shape out_shape = {x.dim(0)};
+    for (int64_t d : w->out) out_shape.push_back(d);
+    out_shape.push_back(c);
+    absl::StatusOr<Tensor*> y = ctx.AllocateOutput(0, x.dtype(), out_shape);
+    if (!y.ok()) return y.status();
+    if ((*y)->num_elements() == 0) return absl::OkStatus();
+    const WindowTaps taps = ComputeWindowTaps(*w);
+    const int64_t in_size = w->in_size(), out_size = w->out_size();
+    const float* xp = x.data<float>();
+    float* yp = (*y)->data<float>();
+    const int64_t per_output = std::max<int64_t>(1, c * (taps.begin.back() / std::max<int64_t>(1, out_size)));
+    ctx.ParallelFor(x.dim(0) * out_size, std::max<int64_t>(1, 16384 / per_output),
+                    [&](int64_t begin, int64_t end) {
+      for (int64_t no = begin; no < end; ++no) {
+        const int64_t n = no / out_size, o = no % out_size;
+        const float* xi = xp + n * in_size * c;
+        float* out = yp + no * c;
+        const int64_t tb = taps.begin[o], te = taps.begin[o + 1];
+        if (kind_ == PoolKind::kMax) {
+          if (tb == te) {
+            std::fill(out, out + c, -std::numeric_limits<float>::infinity());
+            continue;
+          }
+          std::copy(xi + taps.input_offset[tb] * c, xi + (taps.input_offset[tb] + 1) * c, out);
+          for (int64_t t = tb + 1; t < te; ++t) {
+            const float* row = xi + taps.input_offset[t] * c;
+            for (int64_t k = 0; k < c; ++k) out[k] = row[k] > out[k] ? row[k] : out[k];
+          }
+        } else {
+          std::fill(out, out + c, 0.0f);
+          for (int64_t t = tb; t < te; ++t) {
+            const float* row = xi + taps.input_offset[t] * c;
+            for (int64_t k = 0; k < c; ++k) out[k] += row[k];
+          }
+          const int64_t count = count_include_pad_ ? taps.padded_count[o] : te - tb;
+          for (int64_t k = 0; k < c; ++k) {
+            out[k] = count > 0 ? out[k] / static_cast<float>(count) : 0.0f;
+          }
+        }
+      }
+    });
+    return absl::OkStatus();
+  }
+
+ private:
+  PoolKind kind_ = PoolKind::kMax;
+  WindowAttrs attrs_;
+  bool count_include_pad_ = false;
+};
+
+template <PoolKind kKind>
+absl::Status NhwcGlobalPoolKernel(KernelContext& ctx) {
+  absl::StatusOr<const Tensor*> xs = NhwcPoolInput(ctx);
+  if (!xs.ok()) return xs.status();
+  const Tensor& x = **xs;
+  const int64_t c = x.dim(x.rank() - 1);
+  Shape out_shape = {x.dim(0)};
+  int64_t plane = 1;
+  for (int i = 1; i + 1 < x.rank(); ++i) {
+    out_shape.push_back(1);
+    plane *= x.dim(i);
+  }
+  out_shape.push_back(c);
+  absl::StatusOr<Tensor*> y = ctx.AllocateOutput(0, x.dtype(), out_shape);
+  if (!y.ok()) return y.status();
+  const float* xp = x.data<float>();
+  float* yp = (*y)->data<float>();
+  // Blocks of 64 channels, so that every block's accumulators stay in registers or L1.
+  constexpr int64_t kBlock = 64;
+  const int64_t blocks = (c + kBlock - 1) / kBlock;
+  ctx.ParallelFor(x.dim(0) * blocks, std::max<int64_t>(1, 32768 / std::max<int64_t>(1, plane * kBlock)),
+                  [&](int64_t begin, int64_t end) {
+    for (int64_t nb = begin; nb < end; ++nb) {
+      const int64_t n = nb / blocks, c0 = (nb % blocks) * kBlock, c1 = std::min(c, c0 + kBlock);
+      float* out = yp + n * c;
+      const float* xi = xp + n * plane * c;
+      for (int64_t k = c0; k < c1; ++k) {
+        out[k] = kKind == PoolKind::kMax ? -std::numeric_limits<float>::infinity() : 0.0f;
+      }
+      for (int64_t i = 0; i < plane; ++i) {
+        const float* row = xi + i * c;
+        for (int64_t k = c0; k < c1; ++k) {
+          if constexpr (kKind == PoolKind::kMax) {
+            out[k] = std::max<float>(out[k], row[k]);
+          } else {
+            out[k] += row[k];
+          }
+        }
+      }
+      if constexpr (kKind == PoolKind::kAverage) {
+        for (int64_t k = c0; k < c1; ++k) {
+          out[k] = plane > 0 ? out[k] / static_cast<float>(plane) : 0.0f;
+        }
+      }
+    }
+  });
+  return absl::OkStatus();
+}
+
 // MaxUnpool: X, I (flat indices into Y, as MaxPool produces), optional output_shape.
 absl::Status MaxUnpoolKernel(KernelContext& ctx) {
   const KernelInfo& info = ctx.info();
@@ -315,6 +455,18 @@ absl::Status RegisterNnPoolKernels(KernelRegistry& registry) {
   s.Update(registry.Register("GlobalAveragePool", GlobalPoolKernel<PoolKind::kAverage>));
   s.Update(registry.Register("GlobalLpPool", GlobalPoolKernel<PoolKind::kLp>));
   s.Update(registry.Register("MaxUnpool", MaxUnpoolKernel));
+  s.Update(registry.Register(KernelRegistry::Key{kLayoutDomain, kNhwcMaxPoolOp},
+                             KernelFactory([](const KernelInfo& info) {
+                               return NhwcPoolKernel::Create(info, PoolKind::kMax);
+                             })));
+  s.Update(registry.Register(KernelRegistry::Key{kLayoutDomain, kNhwcAveragePoolOp},
+                             KernelFactory([](const KernelInfo& info) {
+                               return NhwcPoolKernel::Create(info, PoolKind::kAverage);
+                             })));
+  s.Update(registry.Register(KernelRegistry::Key{kLayoutDomain, kNhwcGlobalMaxPoolOp},
+                             NhwcGlobalPoolKernel<PoolKind::kMax>));
+  s.Update(registry.Register(KernelRegistry::Key{kLayoutDomain, kNhwcGlobalAveragePoolOp},
+                             NhwcGlobalPoolKernel<PoolKind::kAverage>));
   return s;
 }
 

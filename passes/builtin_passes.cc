@@ -2,6 +2,7 @@
 
 #include <memory>
 
+#include "passes/channels_last_pass.h"
 #include "passes/common_subexpression_elimination_pass.h"
 #include "passes/constant_fold_pass.h"
 #include "passes/dead_code_elimination_pass.h"
@@ -28,8 +29,10 @@ absl::Status RegisterBuiltinPasses(PassRegistry* registry) {
                         SimplifyPassInfo(), FoldBatchNormPassInfo()}) {
     if (absl::Status s = registry->Register(std::move(info)); !s.ok()) return s;
   }
-  // Fusion.
-  if (absl::Status s = registry->Register(FuseOpsPassInfo()); !s.ok()) return s;
+  // Layout and fusion.
+  for (PassInfo info : {ChannelsLastPassInfo(), FuseOpsPassInfo()}) {
+    if (absl::Status s = registry->Register(std::move(info)); !s.ok()) return s;
+  }
   // Memory planning.
   for (PassInfo info : {SchedulePassInfo(), PlanMemoryPassInfo()}) {
     if (absl::Status s = registry->Register(std::move(info)); !s.ok()) return s;

@@ -14,6 +14,7 @@
 #include "graph/fused_group.h"
 #include "graph/fusion_patterns.h"
 #include "graph/inference.h"
+#include "graph/layout_ops.h"
 #include "passes/effects.h"
 
 namespace graphopt {
@@ -324,8 +325,11 @@ class Fuser {
   const char* PatternName(const Group& group) const {
     switch (group.kind) {
       case Kind::kAnchor: {
-        const std::string& op = graph_.node(group.nodes.front()).op_type;
-        if (op == "Conv") return kFusedPatternConv;
+        const Node& anchor = graph_.node(group.nodes.front());
+        const std::string& op = anchor.op_type;
+        if (op == "Conv" || (anchor.domain == kLayoutDomain && op == kNhwcConvOp)) {
+          return kFusedPatternConv;
+        }
         if (op == "MatMul" || op == "Gemm") return kFusedPatternMatMul;
         return kFusedPatternAnchor;
       }

@@ -131,8 +131,9 @@ absl::StatusOr<std::vector<PassSpec>> PipelineForLevel(int level) {
           {"dead_code_elimination", {}},
       };
     case 3: {
-      // Level 2, then fuse_ops (schedule and plan_memory come after it).
+      // Level 2, then channels_last and fuse_ops (schedule and plan_memory come after them).
       std::vector<PassSpec> passes = *PipelineForLevel(2);
+      passes.push_back({"channels_last", {}});
       passes.push_back({"fuse_ops", {}});
       passes.push_back({"schedule", {}});
       passes.push_back({"plan_memory", {}});

@@ -23,9 +23,10 @@ absl::StatusOr<std::unique_ptr<Env>> Env::Create() {
 }
 
 std::vector<Check> AllChecks(const PassRegistry& passes) {
-  // Passes that change how float values are computed (folded weights, fused loops).
+  // Passes that change how float values are computed (folded weights, fused loops, oneDNN's
+  // channels-last convolutions, which sum in another order).
   auto reassociates = [](const std::string& name) {
-    return name == "fold_batchnorm" || name == "fuse_ops";
+    return name == "fold_batchnorm" || name == "fuse_ops" || name == "channels_last";
   };
   std::vector<Check> checks;
   for (const PassInfo* info : passes.List()) {

@@ -372,6 +372,20 @@ class Generator {
     }
     if (Chance(60)) y = Node("Relu", {y}, out);
     if (Chance(30)) Node("Add", {y, Node("Relu", {y}, out)}, out);  // a residual-style add
+    // A pool after it, as CNNs have (channels_last relayouts these too).
+    switch (Int(0, 5)) {
+      case 0:
+        Node("MaxPool", {y}, {out[0], m, out[2] - 1, out[3] - 1},
+             {IntsAttr("kernel_shape", {2, 2})});
+        break;
+      case 1:
+        Node("AveragePool", {y}, out,
+             {IntsAttr("kernel_shape", {3, 3}), IntsAttr("pads", {1, 1, 1, 1}),
+              IntAttr("count_include_pad", Int(0, 1))});
+        break;
+      case 2: Node("GlobalAveragePool", {y}, {out[0], m, 1, 1}); break;
+      default: break;
+    }
   }
 
   void Dense() {

@@ -1,0 +1,199 @@
+#include "passes/channels_last_pass.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "gmock/gmock.h"
+#include "graph/layout_ops.h"
+#include "gtest/gtest.h"
+#include "passes/pass_test_util.h"
+
+namespace graphopt {
+namespace {
+
+using ::graphopt::testing::OpTypes;
+using ::graphopt::testing::PassTestEnv;
+using ::graphopt::testing::TypeOf;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+std::string Input(const std::string& name, const std::vector<int>& dims,
+                  const std::string& dtype = "DT_FLOAT32") {
+  std::string shape;
+  for (int d : dims) absl::StrAppend(&shape, " dims { size: ", d, " }");
+  return absl::StrCat("inputs { name: \"", name, "\" type { dtype: ", dtype, " shape {", shape,
+                      " } } }\n");
+}
+
+std::string Output(const std::string& name) {
+  return absl::StrCat("outputs { name: \"", name, "\" }\n");
+}
+
+std::string Node(const std::string& op, const std::vector<std::string>& in,
+                 const std::string& out, const std::string& extra = "") {
+  std::string s = absl::StrCat("nodes { op_type: \"", op, "\" name: \"", out, "_node\"");
+  for (const std::string& i : in) absl::StrAppend(&s, " inputs: \"", i, "\"");
+  absl::StrAppend(&s, " outputs: \"", out, "\" ", extra, " }\n");
+  return s;
+}
+
+std::string Ints(const std::string& name, const std::vector<int>& v) {
+  return absl::StrCat("attributes { name: \"", name, "\" ints { values: [",
+                      absl::StrJoin(v, ", "), "] } }");
+}
+
+class ChannelsLastPassTest : public ::testing::Test {
+ protected:
+  v1::Graph Run(const std::string& text, std::string* message = nullptr) {
+    PipelineResult result;
+    absl::StatusOr<v1::Graph> out = env_.Run(text, {"channels_last"}, &result);
+    EXPECT_TRUE(out.ok()) << out.status();
+    if (!out.ok()) return v1::Graph();
+    for (const PassRun& run : result.runs) {
+      if (run.name == "channels_last" && message != nullptr) {
+        *message = absl::StrJoin(run.messages, "\n");
+      }
+    }
+    return *out;
+  }
+
+  const v1::Node* Producer(const v1::Graph& g, const std::string& value) {
+    for (const v1::Node& n : g.nodes()) {
+      for (const std::string& o : n.outputs()) {
+        if (o == value) return &n;
+      }
+    }
+    return nullptr;
+  }
+
+  PassTestEnv env_;
+};
+
+// A residual block: conv-relu-conv, the sum with the block's input, relu, then pooling and a
+// classifier. One Transpose in at the image, one out before Flatten.
+std::string ResidualBlock() {
+  return Input("x", {1, 8, 16, 16}) + Input("w1", {8, 8, 3, 3}) + Input("b1", {8}) +
+         Input("w2", {8, 8, 3, 3}) + Input("fc", {8, 10}) +
+         Node("Conv", {"x", "w1", "b1"}, "c1", Ints("pads", {1, 1, 1, 1})) +
+         Node("Relu", {"c1"}, "r1") +
+         Node("Conv", {"r1", "w2"}, "c2", Ints("pads", {1, 1, 1, 1})) +
+         Node("Add", {"c2", "x"}, "sum") + Node("Relu", {"sum"}, "r2") +
+         Node("MaxPool", {"r2"}, "pool",
+              Ints("kernel_shape", {2, 2}) + " " + Ints("strides", {2, 2})) +
+         Node("GlobalAveragePool", {"pool"}, "gap") + Node("Flatten", {"gap"}, "flat") +
+         Node("MatMul", {"flat", "fc"}, "y") + Output("y");
+}
+
+TEST_F(ChannelsLastPassTest, ResidualBlockRunsChannelsLastBetweenTwoTransposes) {
+  std::string message;
+  const v1::Graph out = Run(ResidualBlock(), &message);
+  std::vector<std::string> ops;
+  int transposes = 0;
+  for (const v1::Node& n : out.nodes()) {
+    ops.push_back(n.domain().empty() ? n.op_type() : n.domain() + "." + n.op_type());
+    transposes += n.op_type() == "Transpose";
+  }
+  EXPECT_EQ(transposes, 2) << absl::StrJoin(ops, " ");
+  EXPECT_THAT(message, HasSubstr("converted 7 nodes to channels-last (2 Conv, 2 pools, 3 "
+                                 "elementwise); transposes: 1 in, 1 out"));
+  // The image goes in once, although two nodes read it (the first Conv and the residual Add).
+  const v1::Node* in = Producer(out, "x_nhwc");
+  ASSERT_NE(in, nullptr);
+  EXPECT_EQ(in->op_type(), "Transpose");
+  EXPECT_EQ(TypeOf(out, "x_nhwc"), "float32[1,16,16,8]");
+  const v1::Node* conv = Producer(out, "c1_nhwc");
+  ASSERT_NE(conv, nullptr);
+  EXPECT_EQ(conv->domain(), kLayoutDomain);
+  EXPECT_EQ(conv->op_type(), kNhwcConvOp);
+  EXPECT_THAT(conv->inputs(), ElementsAre("x_nhwc", "w1", "b1"));
+  const v1::Node* sum = Producer(out, "sum_nhwc");
+  ASSERT_NE(sum, nullptr);
+  EXPECT_EQ(sum->op_type(), "Add");
+  EXPECT_THAT(sum->inputs(), ElementsAre("c2_nhwc", "x_nhwc"));
+  EXPECT_EQ(TypeOf(out, "pool_nhwc"), "float32[1,8,8,8]");
+  EXPECT_EQ(TypeOf(out, "gap_nhwc"), "float32[1,1,1,8]");
+  // Back to ONNX's layout before Flatten, under the original name and type.
+  const v1::Node* back = Producer(out, "gap");
+  ASSERT_NE(back, nullptr);
+  EXPECT_EQ(back->op_type(), "Transpose");
+  EXPECT_EQ(TypeOf(out, "gap"), "float32[1,8,1,1]");
+  EXPECT_EQ(TypeOf(out, "y"), "float32[1,10]");
+}
+
+TEST_F(ChannelsLastPassTest, IsDeterministic) {
+  const std::string a = Run(ResidualBlock()).SerializeAsString();
+  const std::string b = Run(ResidualBlock()).SerializeAsString();
+  EXPECT_FALSE(a.empty());
+  EXPECT_EQ(a, b);
+}
+
+// An activation read outside the region (a graph output, a Reshape) keeps its channels-first
+// value through a Transpose back; readers inside the region use the channels-last one.
+TEST_F(ChannelsLastPassTest, ReadersOutsideKeepTheirLayout) {
+  std::string message;
+  const v1::Graph out =
+      Run(Input("x", {1, 4, 8, 8}) + Input("w", {4, 4, 1, 1}) + Input("shape", {2}, "DT_INT64") +
+              Node("Conv", {"x", "w"}, "c") + Node("Relu", {"c"}, "r") +
+              Node("Conv", {"r", "w"}, "c2") + Node("Reshape", {"r", "shape"}, "flat") +
+              Output("r") + Output("c2") + Output("flat"),
+          &message);
+  EXPECT_THAT(message, HasSubstr("(2 Conv, 0 pools, 1 elementwise); transposes: 1 in, 2 out"));
+  const v1::Node* r = Producer(out, "r");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->op_type(), "Transpose");
+  EXPECT_EQ(TypeOf(out, "r"), "float32[1,4,8,8]");
+  const v1::Node* c2 = Producer(out, "c2_nhwc");
+  ASSERT_NE(c2, nullptr);
+  EXPECT_EQ(c2->inputs(0), "r_nhwc");
+  const v1::Node* flat = Producer(out, "flat");
+  ASSERT_NE(flat, nullptr);
+  EXPECT_EQ(flat->inputs(0), "r");
+}
+
+// What keeps its layout: a per-channel operand ends the region before the Add; float64 and
+// 1-D convolutions, and an elementwise op none of whose inputs is channels-last, stay ONNX ops.
+TEST_F(ChannelsLastPassTest, LeavesWhatItCannotRelayout) {
+  std::string message;
+  const v1::Graph out =
+      Run(Input("x", {1, 4, 8, 8}) + Input("w", {4, 4, 3, 3}) + Input("cb", {4, 1, 1}) +
+              Input("d", {1, 4, 8, 8}, "DT_FLOAT64") + Input("dw", {4, 4, 3, 3}, "DT_FLOAT64") +
+              Input("s", {1, 4, 9}) + Input("sw", {4, 4, 3}) +
+              Node("Conv", {"x", "w"}, "c", Ints("pads", {1, 1, 1, 1})) +
+              Node("Add", {"c", "cb"}, "biased") + Node("Relu", {"x"}, "plain") +
+              Node("Conv", {"d", "dw"}, "c64") + Node("Conv", {"s", "sw"}, "c1d") +
+              Output("biased") + Output("plain") + Output("c64") + Output("c1d"),
+          &message);
+  EXPECT_THAT(message, HasSubstr("converted 1 nodes"));
+  EXPECT_EQ(Producer(out, "biased")->op_type(), "Add");
+  EXPECT_EQ(Producer(out, "biased")->inputs(0), "c");
+  EXPECT_EQ(Producer(out, "c")->op_type(), "Transpose");
+  EXPECT_EQ(Producer(out, "plain")->op_type(), "Relu");
+  EXPECT_EQ(Producer(out, "c64")->op_type(), "Conv");
+  EXPECT_EQ(Producer(out, "c1d")->op_type(), "Conv");
+}
+
+TEST_F(ChannelsLastPassTest, MaxPoolWithIndicesStays) {
+  const v1::Graph out = Run(Input("x", {1, 4, 8, 8}) +
+                            "nodes { op_type: \"MaxPool\" name: \"p\" inputs: \"x\" outputs: "
+                            "\"y\" outputs: \"i\" " +
+                            Ints("kernel_shape", {2, 2}) + " }\n" + Output("y") + Output("i"));
+  EXPECT_THAT(OpTypes(out), ElementsAre("MaxPool"));
+}
+
+TEST_F(ChannelsLastPassTest, ScalarOperandsFollowTheRegion) {
+  std::string message;
+  const v1::Graph out = Run(
+      Input("x", {1, 4, 8, 8}) + Input("w", {4, 4, 1, 1}) + Input("lo", {}) + Input("hi", {1}) +
+          Node("Conv", {"x", "w"}, "c") + Node("Clip", {"c", "lo", "hi"}, "clipped") +
+          Node("Conv", {"clipped", "w"}, "y") + Output("y"),
+      &message);
+  EXPECT_THAT(message, HasSubstr("(2 Conv, 0 pools, 1 elementwise); transposes: 1 in, 1 out"));
+  const v1::Node* clip = Producer(out, "clipped_nhwc");
+  ASSERT_NE(clip, nullptr);
+  EXPECT_THAT(clip->inputs(), ElementsAre("c_nhwc", "lo", "hi"));
+}
+
+}  // namespace
+}  // namespace graphopt

@@ -65,6 +65,9 @@ void AddFusedOps(std::vector<OpDef>* ops) {
           .Attr(kFusedGroupPattern, v1::ATTR_STRING,
                 "What fuse_ops recognised (conv_epilogue, matmul_epilogue, gelu, layer_norm, "
                 "...): a hint, the body is authoritative.")
+          .Attr(kFusedGroupInPlace, v1::ATTR_INTS,
+                "Pairs (input index, output index): the output may take over the input's "
+                "storage when the input dies at this node (as a descriptor's in-place pairs).")
           .Fusion(v1::FUSION_OPAQUE)
           .ShapeFn(FusedGroupShape)
           .TypeFn(FusedGroupType)

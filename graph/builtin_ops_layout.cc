@@ -95,6 +95,10 @@ void AddLayoutOps(std::vector<OpDef>* ops) {
           .OptionalInput("B", "T")
           .Output("Y", "T")
           .IntAttr("group", 1)
+          .IntAttr("winograd", 0,
+                   "1: compute with Winograd's algorithm where the runtime has it for the "
+                   "shapes (3x3, stride 1; rounds differently from a direct convolution: "
+                   "within 1e-5 of the largest output); 0: directly.")
           .Constraint("T", f32)
           .Fusion(v1::FUSION_OUT_ELEMWISE_FUSABLE)
           .ShapeFn(NhwcConvShapeFn)

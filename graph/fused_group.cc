@@ -8,6 +8,25 @@
 
 namespace graphopt {
 
+std::vector<v1::InPlacePair> FusedGroupInPlacePairs(const Node& node) {
+  std::vector<v1::InPlacePair> pairs;
+  if (node.domain != kFusedGroupDomain || node.op_type != kFusedGroupOp) return pairs;
+  auto it = node.attributes.find(kFusedGroupInPlace);
+  if (it == node.attributes.end() || it->second.ints().values_size() % 2 != 0) return pairs;
+  const auto& v = it->second.ints().values();
+  for (int i = 0; i + 1 < v.size(); i += 2) {
+    if (v[i] < 0 || v[i] >= static_cast<int64_t>(node.inputs.size()) || v[i + 1] < 0 ||
+        v[i + 1] >= static_cast<int64_t>(node.outputs.size())) {
+      return {};
+    }
+    v1::InPlacePair p;
+    p.set_input(static_cast<int32_t>(v[i]));
+    p.set_output(static_cast<int32_t>(v[i + 1]));
+    pairs.push_back(p);
+  }
+  return pairs;
+}
+
 absl::StatusOr<NodeId> FusedGroupBuilder::Replace(absl::Span<const NodeId> nodes,
                                                   absl::string_view pattern) {
   if (nodes.empty()) return NodeId();

@@ -14,6 +14,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "graph/graph.h"
+#include "proto/op.pb.h"
 
 namespace graphopt {
 
@@ -21,6 +22,12 @@ inline constexpr char kFusedGroupDomain[] = "graphopt";
 inline constexpr char kFusedGroupOp[] = "FusedGroup";
 inline constexpr char kFusedGroupBody[] = "body";
 inline constexpr char kFusedGroupPattern[] = "pattern";
+// Optional ints attribute: pairs (input index, output index) whose storage the output may take
+// over when the input dies at the node (the op descriptor's in-place pairs, per node, since
+// every group computes something else). fuse_ops declares it where the kernel reads each
+// element of the input before it writes the same element of the output and nothing else reads
+// that input: a convolution's residual sum.
+inline constexpr char kFusedGroupInPlace[] = "inplace";
 
 // Values of kFusedGroupPattern.
 // A Conv followed by elementwise ops (bias, residual Add, Relu, Clip, ...).
@@ -39,6 +46,10 @@ inline constexpr char kFusedPatternLayerNorm[] = "layer_norm";
 inline constexpr char kFusedPatternReduction[] = "reduction";
 // A chain of injective ops (reshapes, transposes, slices, ...).
 inline constexpr char kFusedPatternInjective[] = "injective";
+
+// The in-place pairs of kFusedGroupInPlace on a FusedGroup node (empty for other nodes, or
+// when the attribute is absent or malformed).
+std::vector<v1::InPlacePair> FusedGroupInPlacePairs(const Node& node);
 
 // Replaces groups of nodes of one graph by FusedGroup nodes. Keeps marks between groups, so that
 // replacing many small groups costs time proportional to their sizes, not to the graph's.

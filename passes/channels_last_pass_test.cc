@@ -96,8 +96,8 @@ TEST_F(ChannelsLastPassTest, ResidualBlockRunsChannelsLastBetweenTwoTransposes) 
     transposes += n.op_type() == "Transpose";
   }
   EXPECT_EQ(transposes, 2) << absl::StrJoin(ops, " ");
-  EXPECT_THAT(message, HasSubstr("converted 7 nodes to channels-last (2 Conv, 2 pools, 3 "
-                                 "elementwise); transposes: 1 in, 1 out"));
+  EXPECT_THAT(message, HasSubstr("converted 7 nodes to channels-last (2 Conv, 0 of them Winograd, 2 "
+                                 "pools, 3 elementwise); transposes: 1 in, 1 out"));
   // The image goes in once, although two nodes read it (the first Conv and the residual Add).
   const v1::Node* in = Producer(out, "x_nhwc");
   ASSERT_NE(in, nullptr);
@@ -139,7 +139,7 @@ TEST_F(ChannelsLastPassTest, ReadersOutsideKeepTheirLayout) {
               Node("Conv", {"r", "w"}, "c2") + Node("Reshape", {"r", "shape"}, "flat") +
               Output("r") + Output("c2") + Output("flat"),
           &message);
-  EXPECT_THAT(message, HasSubstr("(2 Conv, 0 pools, 1 elementwise); transposes: 1 in, 2 out"));
+  EXPECT_THAT(message, HasSubstr("(2 Conv, 0 of them Winograd, 0 pools, 1 elementwise); transposes: 1 in, 2 out"));
   const v1::Node* r = Producer(out, "r");
   ASSERT_NE(r, nullptr);
   EXPECT_EQ(r->op_type(), "Transpose");
@@ -189,10 +189,41 @@ TEST_F(ChannelsLastPassTest, ScalarOperandsFollowTheRegion) {
           Node("Conv", {"x", "w"}, "c") + Node("Clip", {"c", "lo", "hi"}, "clipped") +
           Node("Conv", {"clipped", "w"}, "y") + Output("y"),
       &message);
-  EXPECT_THAT(message, HasSubstr("(2 Conv, 0 pools, 1 elementwise); transposes: 1 in, 1 out"));
+  EXPECT_THAT(message, HasSubstr("(2 Conv, 0 of them Winograd, 0 pools, 1 elementwise); transposes: 1 in, 1 out"));
   const v1::Node* clip = Producer(out, "clipped_nhwc");
   ASSERT_NE(clip, nullptr);
   EXPECT_THAT(clip->inputs(), ElementsAre("c_nhwc", "lo", "hi"));
+}
+
+// Winograd where it pays: 3x3, stride 1, one group, 64 or more channels in and out, outputs of
+// 28x28 or more; the option turns it off.
+TEST_F(ChannelsLastPassTest, WinogradForLargeThreeByThreeConvolutions) {
+  const std::string graph =
+      Input("x", {1, 64, 28, 28}) + Input("w", {64, 64, 3, 3}) + Input("w32", {32, 64, 3, 3}) +
+      Node("Conv", {"x", "w"}, "wide", Ints("pads", {1, 1, 1, 1})) +
+      Node("Conv", {"x", "w32"}, "narrow", Ints("pads", {1, 1, 1, 1})) +
+      Node("Conv", {"x", "w"}, "strided", Ints("pads", {1, 1, 1, 1}) + " " + Ints("strides", {2, 2})) +
+      Node("Conv", {"x", "w"}, "small", Ints("pads", {0, 0, 0, 0})) +  // 26x26
+      Output("wide") + Output("narrow") + Output("strided") + Output("small");
+  auto winograd = [&](const v1::Graph& g, const std::string& out) {
+    for (const v1::Attribute& a : Producer(g, out + "_nhwc")->attributes()) {
+      if (a.name() == "winograd") return a.i();
+    }
+    return int64_t{0};
+  };
+  std::string message;
+  const v1::Graph on = Run(graph, &message);
+  EXPECT_THAT(message, HasSubstr("(4 Conv, 1 of them Winograd"));
+  EXPECT_EQ(winograd(on, "wide"), 1);
+  EXPECT_EQ(winograd(on, "narrow"), 0);
+  EXPECT_EQ(winograd(on, "strided"), 0);
+  EXPECT_EQ(winograd(on, "small"), 0);
+  absl::StatusOr<v1::Graph> off = env_.RunSpecs(graph, {{"channels_last", {{"winograd", "0"}}}});
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_EQ(winograd(*off, "wide"), 0);
+  absl::StatusOr<v1::Graph> bad = env_.RunSpecs(graph, {{"channels_last", {{"winograd", "yes"}}}});
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), HasSubstr("winograd"));
 }
 
 }  // namespace

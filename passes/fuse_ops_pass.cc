@@ -365,6 +365,65 @@ class Fuser {
     }
   }
 
+  // The residual a channels-last convolution group may overwrite with its result: the group is
+  // an NhwcConv followed by a chain of elementwise nodes, each reading the previous one's
+  // result (its only reader), one of them an Add of that result and a value from outside the
+  // group of the result's shape, which no other member reads. The kernel runs such a group as
+  // one convolution whose sum post-op reads each element of that value just before it writes
+  // the same element of the result (runtime/kernels/fused.cc). Invalid when there is none.
+  ValueId InPlaceResidual(const Group& group) const {
+    if (group.kind != Kind::kAnchor) return ValueId();
+    const Node& anchor = graph_.node(group.nodes.front());
+    if (anchor.domain != kLayoutDomain || anchor.op_type != kNhwcConvOp) return ValueId();
+    ValueId running = anchor.outputs[0];
+    ValueId residual;
+    for (size_t i = 1; i < group.nodes.size(); ++i) {
+      const Value& r = graph_.value(running);
+      if (r.uses.size() != 1 || r.uses[0].node != group.nodes[i] || r.graph_output_count > 0) {
+        return ValueId();
+      }
+      const Node& node = graph_.node(group.nodes[i]);
+      if (node.outputs.size() != 1) return ValueId();
+      if (node.op_type == "Add" && node.domain.empty() && node.inputs.size() == 2 &&
+          !residual.valid()) {
+        const ValueId other = node.inputs[0] == running ? node.inputs[1] : node.inputs[0];
+        const Value& o = graph_.value(other);
+        const bool outside = !o.producer.valid() || GroupOf(o.producer) != GroupOf(group.nodes[0]);
+        if (other != running && outside && SameShape(o.type.shape, r.type.shape) &&
+            o.type.dtype == r.type.dtype) {
+          residual = other;
+        }
+      }
+      running = node.outputs[0];
+    }
+    if (!residual.valid()) return ValueId();
+    int readers_in_group = 0;
+    for (const Use& u : graph_.value(residual).uses) {
+      readers_in_group += GroupOf(u.node) == GroupOf(group.nodes[0]);
+    }
+    return readers_in_group == 1 ? residual : ValueId();
+  }
+
+  // The group of a node of the graph as the pass found it; -1 for nodes it made since.
+  int GroupOf(NodeId id) const {
+    return id.value() < static_cast<int>(group_of_.size()) ? group_of_[id.value()] : -1;
+  }
+
+  // Declares that the fused node's single output may take over `residual`'s storage.
+  void DeclareInPlace(NodeId fused, ValueId residual) {
+    Node& node = graph_.mutable_node(fused);
+    if (node.outputs.size() != 1) return;
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      if (node.inputs[i] != residual) continue;
+      v1::Attribute a;
+      a.mutable_ints()->add_values(static_cast<int64_t>(i));
+      a.mutable_ints()->add_values(0);
+      node.attributes[kFusedGroupInPlace] = std::move(a);
+      ++counts_["in-place residual"];
+      return;
+    }
+  }
+
   absl::StatusOr<bool> Materialize(const PassContext& context) {
     int fused_nodes = 0;
     std::map<std::string, int> by_pattern;
@@ -376,9 +435,11 @@ class Fuser {
       const char* pattern = PatternName(group);
       std::map<std::string, int> counts;
       CountPatterns(group, counts);
+      const ValueId residual = InPlaceResidual(group);
       absl::StatusOr<NodeId> fused = builder.Replace(group.nodes, pattern);
       if (!fused.ok()) return fused.status();
       if (!fused->valid()) continue;
+      if (residual.valid()) DeclareInPlace(*fused, residual);
       for (const auto& [name, count] : counts) counts_[name] += count;
       ++by_pattern[pattern];
       fused_nodes += static_cast<int>(group.nodes.size());

@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "graph/fused_group.h"
+#include "graph/layout_ops.h"
 #include "graph/test_ops.h"
 #include "gtest/gtest.h"
 #include "passes/pass_test_util.h"
@@ -122,6 +123,60 @@ TEST_F(FuseOpsPassTest, ResidualAddAndClipJoinTheConv) {
   EXPECT_THAT(BodyOps(out.nodes(0)), ElementsAre("Conv", "Add", "Clip"));
   EXPECT_THAT(message, HasSubstr("residual add 1"));
   EXPECT_THAT(message, HasSubstr("activation Clip 1"));
+}
+
+// A channels-last residual block: the group ending the block may write its result over the
+// block's input (read by no other member), and plan_memory lets it.
+TEST_F(FuseOpsPassTest, ChannelsLastResidualSumIsDeclaredInPlace) {
+  const std::string block =
+      Input("x", {1, 8, 6, 6}) + Input("w", {8, 8, 1, 1}) + Node("Conv", {"x", "w"}, "a") +
+      Node("Relu", {"a"}, "ar") + Node("Conv", {"ar", "w"}, "b") + Node("Relu", {"b"}, "br") +
+      Node("Conv", {"br", "w"}, "c") + Node("Add", {"c", "ar"}, "sum") +
+      Node("Relu", {"sum"}, "block") + Node("Conv", {"block", "w"}, "y") + Output("y");
+  PipelineResult result;
+  absl::StatusOr<v1::Graph> out =
+      env_.Run(block, {"channels_last", "fuse_ops", "plan_memory"}, &result);
+  ASSERT_TRUE(out.ok()) << out.status();
+  const v1::Node* last_group = nullptr;
+  int declared = 0;
+  for (const v1::Node& n : out->nodes()) {
+    const v1::Attribute* a = Attr(n, kFusedGroupInPlace);
+    if (a == nullptr) continue;
+    ++declared;
+    last_group = &n;
+    ASSERT_EQ(a->ints().values_size(), 2);
+    EXPECT_EQ(n.inputs(a->ints().values(0)), "ar_nhwc");
+    EXPECT_EQ(a->ints().values(1), 0);
+  }
+  ASSERT_EQ(declared, 1);
+  EXPECT_THAT(BodyOps(*last_group), ElementsAre(kNhwcConvOp, "Add", "Relu"));
+  EXPECT_EQ(last_group->outputs(0), "block_nhwc");
+  std::string shares;
+  for (const v1::PlannedBuffer& b : out->memory_plan().buffers()) {
+    if (b.value() == "block_nhwc") shares = b.shares_with();
+  }
+  EXPECT_EQ(shares, "ar_nhwc");
+  bool noted = false;
+  for (const PassRun& run : result.runs) {
+    for (const std::string& m : run.messages) noted |= m.find("in-place residual 1") != std::string::npos;
+  }
+  EXPECT_TRUE(noted);
+}
+
+// Channels-first convolutions, and residuals another member also reads, declare nothing.
+TEST_F(FuseOpsPassTest, NoInPlaceWhereTheResidualIsReadAgainOrChannelsFirst) {
+  const v1::Graph nchw = Fuse(Input("x", {1, 4, 8, 8}) + Input("w", {4, 4, 1, 1}) +
+                              Node("Conv", {"x", "w"}, "c") + Node("Add", {"c", "x"}, "y") +
+                              Output("y"));
+  ASSERT_THAT(OpTypes(nchw), ElementsAre(kFusedGroupOp));
+  EXPECT_EQ(Attr(nchw.nodes(0), kFusedGroupInPlace), nullptr);
+  absl::StatusOr<v1::Graph> twice = env_.Run(
+      Input("x", {1, 4, 8, 8}) + Input("w", {4, 4, 1, 1}) + Node("Conv", {"x", "w"}, "a") +
+          Node("Conv", {"a", "w"}, "c") + Node("Add", {"c", "a"}, "s") +
+          Node("Mul", {"s", "a"}, "m") + Node("Conv", {"m", "w"}, "y") + Output("y"),
+      {"channels_last", "fuse_ops"});
+  ASSERT_TRUE(twice.ok()) << twice.status();
+  for (const v1::Node& n : twice->nodes()) EXPECT_EQ(Attr(n, kFusedGroupInPlace), nullptr);
 }
 
 TEST_F(FuseOpsPassTest, MatMulBiasReluAsTorchExportsIt) {

@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "graph/fused_group.h"
 #include "graph/liveness.h"
 #include "graph/proto_util.h"
 #include "passes/effects.h"
@@ -110,6 +111,12 @@ class PlanMemoryPass : public Pass {
       const Node& node = graph.node((*order)[s]);
       const int32_t arena = arena_of_device.at(node.device.str());
       const OpDef* op = inplace_ ? context.ops->Find(node.domain, node.op_type) : nullptr;
+      // The descriptor's in-place pairs, and a fused group's own.
+      std::vector<v1::InPlacePair> pairs;
+      if (op != nullptr) {
+        pairs.assign(op->descriptor.inplace().begin(), op->descriptor.inplace().end());
+        for (const v1::InPlacePair& p : FusedGroupInPlacePairs(node)) pairs.push_back(p);
+      }
       std::vector<int32_t> taken;  // storages an output of this node took over
       for (size_t j = 0; j < node.outputs.size(); ++j) {
         const ValueId out = node.outputs[j];
@@ -128,7 +135,7 @@ class PlanMemoryPass : public Pass {
         planned.push_back(out);
         const int32_t last = std::max(step, live.last_use[out.value()]);
         if (op != nullptr && !mutated[out.value()]) {
-          for (const v1::InPlacePair& pair : op->descriptor.inplace()) {
+          for (const v1::InPlacePair& pair : pairs) {
             if (pair.output() != static_cast<int>(j) || pair.input() < 0 ||
                 pair.input() >= static_cast<int>(node.inputs.size())) {
               continue;

@@ -27,6 +27,9 @@ namespace graphopt::runtime {
 struct ConvShape {
   int64_t n = 0, c = 0, m = 0, group = 1;
   bool channels_last = false;
+  // Winograd's algorithm (F(2x2, 3x3)) where oneDNN has it for these shapes (NhwcConv's
+  // 'winograd' attribute); else direct.
+  bool winograd = false;
   Window window;
   Shape out_shape;  // Y's shape in its own layout
 };

@@ -70,6 +70,7 @@ class FusedGroupKernel : public OpKernel {
     WindowAttrs window;                 // kConv
     int64_t group = 1;                  // kConv
     bool channels_last = false;         // kConv: an NhwcConv
+    bool winograd = false;              // kConv: its 'winograd' attribute
     std::unique_ptr<FloatConvolution> dnnl;  // kConv
     FusionPatternMatch norm;            // kLayerNorm
     // kNode of a reshaping op (Reshape, Flatten, Squeeze, Unsqueeze, Identity) whose output
@@ -348,6 +349,7 @@ absl::Status FusedGroupKernel::Compile(const KernelInfo& info) {
       step = *std::move(s);
       step->kind = Step::Kind::kConv;
       step->channels_last = nhwc_conv;
+      step->winograd = nhwc_conv && step->info->GetInt("winograd", 0) != 0;
       step->chain = ConvChain(order, i);
       absl::StatusOr<WindowAttrs> window = ParseWindowAttrs(*step->info);
       if (!window.ok()) return window.status();
@@ -621,6 +623,7 @@ absl::StatusOr<bool> FusedGroupKernel::RunConv(KernelContext& ctx, const Step& s
             ? CheckConvChannelsLast(conv_ctx, step.window, step.group, x, w, b)
             : CheckConv(conv_ctx, step.window, step.group, x, w, b);
     if (!s.ok()) return s.status();
+    s->winograd = step.winograd;
     std::optional<std::vector<ConvPostOp>> ops;
     if (s->window.nd <= 3 && x.num_elements() > 0 && w.num_elements() > 0) ops = PostOps(step, *s, f);
     if (ops) {

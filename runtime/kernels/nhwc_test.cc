@@ -1,6 +1,8 @@
 // The channels-last kernels (graph/layout_ops.h) against their ONNX ops on the same data laid
 // out channels-first: NhwcConv within rounding (oneDNN sums in its own order for each layout),
 // the pools bit for bit (they reduce the same taps in the same order).
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -110,6 +112,40 @@ TEST(NhwcConvTest, MatchesConvOnTheSameData) {
         first = ToFloats((*got)[0]);
       } else {
         EXPECT_EQ(ToFloats((*got)[0]), first) << "the thread count changed the results: " << label;
+      }
+    }
+  }
+}
+
+// With 'winograd' set, a 3x3 stride-1 convolution runs Winograd's F(2x2, 3x3): another
+// rounding than the direct one (so the results differ), within 1e-5 of the largest output.
+// Where oneDNN has no Winograd kernel (stride 2) the attribute changes nothing.
+TEST(NhwcConvTest, WinogradAgreesWithTheDirectConvolution) {
+  const Tensor x = Relayout(F32(Random(64 * 28 * 28, 3), {1, 64, 28, 28}), true);
+  const Tensor w = F32(Random(64 * 64 * 9, 4), {64, 64, 3, 3});
+  const Tensor b = F32(Random(64, 5), {64});
+  for (int stride : {1, 2}) {
+    std::vector<std::string> attrs = {Ints("pads", {1, 1, 1, 1}), Ints("strides", {stride, stride})};
+    absl::StatusOr<std::vector<Tensor>> direct =
+        RunDomainNode(kLayoutDomain, kNhwcConvOp, attrs, {x, w, b});
+    ASSERT_TRUE(direct.ok()) << direct.status();
+    attrs.push_back("name: \"winograd\" i: 1");
+    for (int threads : {1, 2}) {
+      absl::StatusOr<std::vector<Tensor>> wino =
+          RunDomainNode(kLayoutDomain, kNhwcConvOp, attrs, {x, w, b}, 1, 0, threads);
+      ASSERT_TRUE(wino.ok()) << wino.status();
+      const std::vector<float> d = ToFloats((*direct)[0]), g = ToFloats((*wino)[0]);
+      ASSERT_EQ(d.size(), g.size());
+      float largest = 0, error = 0;
+      for (size_t i = 0; i < d.size(); ++i) {
+        largest = std::max(largest, std::abs(d[i]));
+        error = std::max(error, std::abs(d[i] - g[i]));
+      }
+      EXPECT_LE(error, 1e-5f * largest) << "stride " << stride << " threads " << threads;
+      if (stride == 1) {
+        EXPECT_GT(error, 0.0f) << "no Winograd kernel ran";
+      } else {
+        EXPECT_EQ(error, 0.0f) << "stride 2 has no Winograd kernel: direct";
       }
     }
   }

@@ -205,6 +205,7 @@ class NhwcConvKernel : public OpKernel {
     auto k = std::make_unique<NhwcConvKernel>();
     k->attrs_ = *std::move(attrs);
     k->group_ = info.GetInt("group", 1);
+    k->winograd_ = info.GetInt("winograd", 0) != 0;
     if (k->group_ <= 0) return info.Invalid("attribute 'group' must be positive");
     absl::StatusOr<std::unique_ptr<FloatConvolution>> dnnl = FloatConvolution::Create(info);
     if (!dnnl.ok()) return dnnl.status();
@@ -224,6 +225,7 @@ class NhwcConvKernel : public OpKernel {
     }
     absl::StatusOr<ConvShape> s = CheckConvChannelsLast(ctx, attrs_, group_, **x, **w, b);
     if (!s.ok()) return s.status();
+    s->winograd = winograd_;
     absl::StatusOr<Tensor*> y = ctx.AllocateOutput(0, v1::DT_FLOAT32, s->out_shape);
     if (!y.ok()) return y.status();
     float* yp = (*y)->data<float>();
@@ -266,6 +268,7 @@ class NhwcConvKernel : public OpKernel {
  private:
   WindowAttrs attrs_;
   int64_t group_ = 1;
+  bool winograd_ = false;
   std::unique_ptr<FloatConvolution> dnnl_;
 };
 
@@ -649,7 +652,7 @@ absl::StatusOr<std::unique_ptr<FloatConvolution>> FloatConvolution::Create(const
 absl::StatusOr<std::shared_ptr<const FloatConvolution::Primitive>> FloatConvolution::GetPrimitive(
     const KernelContext& ctx, const ConvShape& s, bool has_bias,
     absl::Span<const ConvPostOp> post_ops) const {
-  std::vector<int64_t> key = {s.n, s.c, s.m, s.group, has_bias, s.channels_last};
+  std::vector<int64_t> key = {s.n, s.c, s.m, s.group, has_bias, s.channels_last, s.winograd};
   for (const std::vector<int64_t>* v : {&s.window.in, &s.window.kernel, &s.window.stride,
                                         &s.window.dilation, &s.window.pad_begin, &s.window.pad_end}) {
     key.insert(key.end(), v->begin(), v->end());
@@ -704,16 +707,15 @@ absl::StatusOr<std::shared_ptr<const FloatConvolution::Primitive>> FloatConvolut
     const dnnl::memory::desc any_dst =
         s.channels_last ? conv->user_dst : dnnl::memory::desc(dst_dims, dt::f32, tag::any);
     const dnnl::memory::desc any_wei(w_dims, dt::f32, tag::any);
-    std::unique_ptr<dnnl::convolution_forward::desc> d;
-    if (has_bias) {
-      d = std::make_unique<dnnl::convolution_forward::desc>(
-          dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, any_src,
-          any_wei, conv->bias, any_dst, strides, dil, pl, pr);
-    } else {
-      d = std::make_unique<dnnl::convolution_forward::desc>(
-          dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, any_src,
-          any_wei, any_dst, strides, dil, pl, pr);
-    }
+    auto describe = [&](dnnl::algorithm alg, const dnnl::memory::desc& src,
+                        const dnnl::memory::desc& dst) {
+      if (has_bias) {
+        return dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, alg, src,
+                                               any_wei, conv->bias, dst, strides, dil, pl, pr);
+      }
+      return dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, alg, src,
+                                             any_wei, dst, strides, dil, pl, pr);
+    };
     dnnl::post_ops ops;
     for (size_t i = 0; i < post_ops.size(); ++i) {
       const ConvPostOp& op = post_ops[i];
@@ -733,7 +735,20 @@ absl::StatusOr<std::shared_ptr<const FloatConvolution::Primitive>> FloatConvolut
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     dnnl::primitive_attr reorder_attr;
     reorder_attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    dnnl::convolution_forward::primitive_desc pd(*d, attr, engine_, /*allow_empty=*/true);
+    dnnl::convolution_forward::primitive_desc pd;
+    if (s.winograd) {
+      // Winograd's kernels take oneDNN's blocked layout: reordered in and out like any other.
+      const dnnl::memory::desc blocked_src(src_dims, dt::f32, tag::any);
+      const dnnl::memory::desc blocked_dst(dst_dims, dt::f32, tag::any);
+      pd = dnnl::convolution_forward::primitive_desc(
+          describe(dnnl::algorithm::convolution_winograd, blocked_src, blocked_dst), attr,
+          engine_, /*allow_empty=*/true);
+    }
+    if (!pd) {
+      pd = dnnl::convolution_forward::primitive_desc(
+          describe(dnnl::algorithm::convolution_direct, any_src, any_dst), attr, engine_,
+          /*allow_empty=*/true);
+    }
     if (!pd) return absl::UnimplementedError("no oneDNN convolution for these shapes and post-ops");
     conv->prim = dnnl::convolution_forward(pd);
     conv->pad_conv = pd.scratchpad_desc();
@@ -785,7 +800,12 @@ absl::Status FloatConvolution::Run(const KernelContext& ctx, const ConvShape& s,
       return ctx.Invalid("a convolution post-op operand does not fit the output");
     }
   }
-  if (!s.channels_last && s.n * s.c > 0 && PostOpsSupported(post_ops)) {
+  // The direct loops write y before they add a kSum operand: not for one stored in y itself.
+  bool sums_in_place = false;
+  for (const ConvPostOp& op : post_ops) {
+    sums_in_place |= op.kind == ConvPostOp::Kind::kSum && op.operand->raw_data() == y.raw_data();
+  }
+  if (!s.channels_last && !sums_in_place && s.n * s.c > 0 && PostOpsSupported(post_ops)) {
     if (PointwiseFits(s)) return PointwiseConv(ctx, s, x, w, b, post_ops, y);
     if (DepthwiseFits(s)) return DepthwiseConv(ctx, s, x, w, b, post_ops, y);
   }

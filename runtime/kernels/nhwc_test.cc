@@ -189,12 +189,15 @@ TEST(NhwcPoolTest, PoolsMatchTheirOnnxOpsBitForBit) {
     const char* nhwc_op;
     std::vector<int64_t> kernel, strides, pads;
     int ceil, include_pad;
+    std::vector<int64_t> dilations = {1, 1};
   };
   const Case cases[] = {
       {"MaxPool", kNhwcMaxPoolOp, {3, 3}, {2, 2}, {1, 1, 1, 1}, 0, 0},
       {"MaxPool", kNhwcMaxPoolOp, {2, 3}, {2, 1}, {0, 1, 1, 0}, 1, 0},
+      {"MaxPool", kNhwcMaxPoolOp, {2, 2}, {1, 2}, {1, 0, 0, 1}, 0, 0, {2, 3}},
       {"AveragePool", kNhwcAveragePoolOp, {3, 3}, {2, 2}, {1, 1, 1, 1}, 0, 0},
       {"AveragePool", kNhwcAveragePoolOp, {3, 3}, {1, 1}, {1, 1, 1, 1}, 0, 1},
+      {"AveragePool", kNhwcAveragePoolOp, {3, 2}, {2, 2}, {0, 1, 2, 1}, 1, 1},
       {"AveragePool", kNhwcAveragePoolOp, {2, 2}, {2, 2}, {0, 0, 0, 0}, 1, 0},
   };
   const Tensor x = F32(Random(2 * 19 * 13 * 11, 5), {2, 19, 13, 11});
@@ -202,6 +205,7 @@ TEST(NhwcPoolTest, PoolsMatchTheirOnnxOpsBitForBit) {
     std::vector<std::string> attrs = {Ints("kernel_shape", t.kernel), Ints("strides", t.strides),
                                       Ints("pads", t.pads),
                                       absl::StrCat("name: \"ceil_mode\" i: ", t.ceil)};
+    if (t.dilations != std::vector<int64_t>{1, 1}) attrs.push_back(Ints("dilations", t.dilations));
     if (t.include_pad) attrs.push_back("name: \"count_include_pad\" i: 1");
     absl::StatusOr<std::vector<Tensor>> want = RunNode(t.op, attrs, {x});
     ASSERT_TRUE(want.ok()) << want.status();

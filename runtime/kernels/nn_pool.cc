@@ -237,6 +237,51 @@ absl::StatusOr<const Tensor*> NhwcPoolInput(const KernelContext& ctx) {
   return x;
 }
 
+// One output row (all columns, all channels) of a 2-D channels-last pool: each output reduces
+// the rows of C channels of its taps in row-major kernel order, as ComputeWindowTaps lists
+// them. Compiled for AVX-512, AVX2 and baseline x86-64 (the loader picks; the channel loops
+// vectorise).
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+void NhwcPoolRow(bool max, bool count_include_pad, const Window& w, int64_t c, int64_t oh,
+                 const float* x, float* out) {
+  const int64_t h = w.in[0], wd = w.in[1];
+  const int64_t ih0 = oh * w.stride[0] - w.pad_begin[0];
+  int64_t rows_padded = 0;
+  for (int64_t i = 0; i < w.kernel[0]; ++i) rows_padded += ih0 + i * w.dilation[0] < h + w.pad_end[0];
+  for (int64_t ow = 0; ow < w.out[1]; ++ow, out += c) {
+    const int64_t iw0 = ow * w.stride[1] - w.pad_begin[1];
+    int64_t taps = 0, cols_padded = 0;
+    for (int64_t j = 0; j < w.kernel[1]; ++j) cols_padded += iw0 + j * w.dilation[1] < wd + w.pad_end[1];
+    for (int64_t i = 0; i < w.kernel[0]; ++i) {
+      const int64_t ih = ih0 + i * w.dilation[0];
+      if (ih < 0 || ih >= h) continue;
+      for (int64_t j = 0; j < w.kernel[1]; ++j) {
+        const int64_t iw = iw0 + j * w.dilation[1];
+        if (iw < 0 || iw >= wd) continue;
+        const float* row = x + (ih * wd + iw) * c;
+        if (taps++ == 0) {
+          // The first tap: the maximum so far, or 0 + it (PoolKernel's sum from 0).
+          for (int64_t k = 0; k < c; ++k) out[k] = max ? row[k] : 0.0f + row[k];
+        } else if (max) {
+          for (int64_t k = 0; k < c; ++k) out[k] = row[k] > out[k] ? row[k] : out[k];
+        } else {
+          for (int64_t k = 0; k < c; ++k) out[k] += row[k];
+        }
+      }
+    }
+    if (max) {
+      if (taps == 0) {
+        for (int64_t k = 0; k < c; ++k) out[k] = -std::numeric_limits<float>::infinity();
+      }
+      continue;
+    }
+    const int64_t count = count_include_pad ? rows_padded * cols_padded : taps;
+    for (int64_t k = 0; k < c; ++k) {
+      out[k] = count > 0 ? (taps > 0 ? out[k] : 0.0f) / static_cast<float>(count) : 0.0f;
+    }
+  }
+}
+
 class NhwcPoolKernel : public OpKernel {
  public:
   static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const KernelInfo& info,
@@ -266,10 +311,22 @@ class NhwcPoolKernel : public OpKernel {
     absl::StatusOr<Tensor*> y = ctx.AllocateOutput(0, x.dtype(), out_shape);
     if (!y.ok()) return y.status();
     if ((*y)->num_elements() == 0) return absl::OkStatus();
-    const WindowTaps taps = ComputeWindowTaps(*w);
     const int64_t in_size = w->in_size(), out_size = w->out_size();
     const float* xp = x.data<float>();
     float* yp = (*y)->data<float>();
+    if (w->nd == 2) {
+      const int64_t rows = x.dim(0) * w->out[0];
+      const int64_t per_row = std::max<int64_t>(1, w->out[1] * c * w->kernel_size());
+      ctx.ParallelFor(rows, std::max<int64_t>(1, 16384 / per_row), [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+          const int64_t n = r / w->out[0], oh = r % w->out[0];
+          NhwcPoolRow(kind_ == PoolKind::kMax, count_include_pad_, *w, c, oh,
+                      xp + n * in_size * c, yp + r * w->out[1] * c);
+        }
+      });
+      return absl::OkStatus();
+    }
+    const WindowTaps taps = ComputeWindowTaps(*w);
     const int64_t per_output = std::max<int64_t>(1, c * (taps.begin.back() / std::max<int64_t>(1, out_size)));
     ctx.ParallelFor(x.dim(0) * out_size, std::max<int64_t>(1, 16384 / per_output),
                     [&](int64_t begin, int64_t end) {

@@ -116,6 +116,18 @@ void StridedCopy(const T* in, absl::Span<const int64_t> dims, absl::Span<const i
   }
   const int64_t rows = total / len;
   const int64_t grain = std::max<int64_t>(1, kCopyGrain / len);
+  if (n == 2 && last_stride != 1 && len <= 8) {
+    // Interleaving a few planes (an image's channels going last): plain loops, no odometer.
+    const int64_t row_stride = l.strides[0];
+    ctx.ParallelFor(rows, grain, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        const T* src = in + r * row_stride;
+        T* dst = out + r * len;
+        for (int64_t i = 0; i < len; ++i) dst[i] = src[i * last_stride];
+      }
+    });
+    return;
+  }
   ctx.ParallelFor(rows, grain, [&](int64_t begin, int64_t end) {
     // Odometer over the outer dims, started at `begin`.
     std::vector<int64_t> idx(n, 0);

@@ -258,7 +258,7 @@ absl::StatusOr<Executor::Arenas> Executor::AcquireArenas() const {
   }
   Arenas arenas;
   for (int64_t bytes : arena_bytes_) {
-    absl::StatusOr<std::shared_ptr<Buffer>> buffer = Buffer::AllocateCpu(static_cast<size_t>(bytes));
+    absl::StatusOr<std::shared_ptr<Buffer>> buffer = Buffer::AllocateCpu(static_cast<size_t>(bytes), Buffer::Pages::kHugeWhenLarge);
     if (!buffer.ok()) return buffer.status();
     arenas.push_back(*std::move(buffer));
   }

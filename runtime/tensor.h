@@ -21,6 +21,8 @@ using Shape = absl::InlinedVector<int64_t, 6>;
 
 // Storage alignment: enough for AVX-512 loads and for oneDNN.
 inline constexpr size_t kTensorAlignment = 64;
+// Buffers of at least this many bytes start on a (transparent) huge page (x86-64's 2 MiB).
+inline constexpr size_t kHugePageBytes = size_t{2} << 20;
 
 // Where a buffer lives. Only the CPU allocates today; a GPU device implements Device (device.h)
 // and hands out buffers of its own kind.
@@ -31,8 +33,18 @@ const char* DeviceKindName(DeviceKind kind);
 // vector of strings. Shared by every tensor that views it.
 class Buffer {
  public:
+  // How the memory is paged.
+  enum class Pages : uint8_t {
+    kDefault,
+    // For memory kernels stream through on every run (a plan's arena, reordered weights): from
+    // kHugePageBytes up, aligned to a huge page and advised to use transparent huge pages, so
+    // that every 4 KiB read does not cost a TLB miss. The tail of the last huge page may become
+    // resident too: not for memory of one-off use.
+    kHugeWhenLarge,
+  };
   // Aligned, uninitialised CPU memory. RESOURCE_EXHAUSTED when it cannot be had.
-  static absl::StatusOr<std::shared_ptr<Buffer>> AllocateCpu(size_t bytes);
+  static absl::StatusOr<std::shared_ptr<Buffer>> AllocateCpu(size_t bytes,
+                                                             Pages pages = Pages::kDefault);
   static std::shared_ptr<Buffer> Strings(size_t count);
   ~Buffer();
   Buffer(const Buffer&) = delete;

@@ -273,7 +273,8 @@ absl::StatusOr<std::shared_ptr<Buffer>> FusedGroupKernel::AcquireScratch() const
     if (b.use_count() == 1) return b;
   }
   absl::StatusOr<std::shared_ptr<Buffer>> b =
-      Buffer::AllocateCpu(static_cast<size_t>(std::max<int64_t>(scratch_bytes_, 1)));
+      Buffer::AllocateCpu(static_cast<size_t>(std::max<int64_t>(scratch_bytes_, 1)),
+                          Buffer::Pages::kHugeWhenLarge);
   if (!b.ok()) return b.status();
   if (scratch_pool_.size() < kPoolSize) scratch_pool_.push_back(*b);
   return b;

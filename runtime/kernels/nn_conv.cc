@@ -613,6 +613,8 @@ struct FloatConvolution::Primitive {
   mutable absl::Mutex mu;
   mutable Tensor weights_ref ABSL_GUARDED_BY(mu);
   mutable dnnl::memory weights ABSL_GUARDED_BY(mu);
+  // The storage of `weights` (a Buffer: huge pages for large weights).
+  mutable std::shared_ptr<Buffer> weights_storage ABSL_GUARDED_BY(mu);
   // Every primitive here runs in oneDNN's user scratchpad mode: oneDNN's own scratchpad is
   // shared between primitives (Debian builds it without concurrent execution), so concurrent
   // runs of a plan would corrupt each other's temporaries. Each call brings its own, sized for
@@ -623,6 +625,7 @@ struct FloatConvolution::Primitive {
   // kept between calls (a fresh allocation per call costs page faults on every run).
   struct Scratch {
     dnnl::memory src, dst, pad;
+    std::shared_ptr<Buffer> storage[3];  // of src, dst and pad (huge pages when large)
   };
   mutable std::vector<Scratch> scratch ABSL_GUARDED_BY(mu);
 };
@@ -825,25 +828,46 @@ absl::Status FloatConvolution::Run(const KernelContext& ctx, const ConvShape& s,
         c.scratch.pop_back();
       }
     }
-    if (!scratch.pad) scratch.pad = dnnl::memory(c.pad, engine_);
+    // The call's memory in a Buffer of ours, viewed by oneDNN: huge pages when large for the
+    // activations (touched whole on every run), not for the scratchpad (sized for the worst
+    // case and touched in part: a huge page would make all of it resident).
+    auto own = [&](const dnnl::memory::desc& desc, int slot, dnnl::memory* m) -> absl::Status {
+      absl::StatusOr<std::shared_ptr<Buffer>> b = Buffer::AllocateCpu(
+          desc.get_size(), slot == 2 ? Buffer::Pages::kDefault : Buffer::Pages::kHugeWhenLarge);
+      if (!b.ok()) return b.status();
+      *m = dnnl::memory(desc, engine_, (*b)->data());
+      scratch.storage[slot] = *std::move(b);
+      return absl::OkStatus();
+    };
+    if (!scratch.pad) {
+      if (absl::Status st = own(c.pad, 2, &scratch.pad); !st.ok()) return st;
+    }
     {
       absl::MutexLock lock(&c.mu);
       if (c.reorder_wei) {
         if (!c.weights_ref.defined() || c.weights_ref.raw_data() != w.raw_data()) {
           dnnl::memory user_wei(c.user_wei, engine_, const_cast<float*>(w.data<float>()));
-          dnnl::memory blocked(c.wei, engine_);
+          absl::StatusOr<std::shared_ptr<Buffer>> storage = Buffer::AllocateCpu(c.wei.get_size(),
+                                                                     Buffer::Pages::kHugeWhenLarge);
+          if (!storage.ok()) return storage.status();
+          dnnl::memory blocked(c.wei, engine_, (*storage)->data());
           ExecuteWithPad(c.wei_in, stream, {{DNNL_ARG_FROM, user_wei}, {DNNL_ARG_TO, blocked}},
                          c.pad_wei_in, scratch.pad, engine_);
           stream.wait();
           c.weights = blocked;
+          c.weights_storage = *std::move(storage);
           c.weights_ref = w;
         }
         wei = c.weights;
       }
     }
     if (!c.reorder_wei) wei = dnnl::memory(c.user_wei, engine_, const_cast<float*>(w.data<float>()));
-    if (c.reorder_src && !scratch.src) scratch.src = dnnl::memory(c.src, engine_);
-    if (c.reorder_dst && !scratch.dst) scratch.dst = dnnl::memory(c.dst, engine_);
+    if (c.reorder_src && !scratch.src) {
+      if (absl::Status st = own(c.src, 0, &scratch.src); !st.ok()) return st;
+    }
+    if (c.reorder_dst && !scratch.dst) {
+      if (absl::Status st = own(c.dst, 1, &scratch.dst); !st.ok()) return st;
+    }
     dnnl::memory src = user_src;
     if (c.reorder_src) {
       src = scratch.src;

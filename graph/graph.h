@@ -163,6 +163,8 @@ class Graph {
   // per node slot instead of the node, and one that finds none of its ops in the graph skips
   // the sweep.
 
+  // Kinds interned so far: valid kind ids are below this.
+  int num_op_kinds() const { return static_cast<int>(kind_names_.size()); }
   // The interned kind of a node slot (dead ones keep theirs).
   OpKindId op_kind(NodeId id) const { return node_kind_[id.value()]; }
   // The (domain, op_type) a kind stands for.

@@ -134,8 +134,11 @@ const v1::Tensor* ConstantTensorOf(const Graph& graph, ValueId value) {
   const Value& v = graph.value(value);
   if (v.initializer >= 0) return v.is_graph_input ? nullptr : graph.initializer_of(value);
   if (!v.producer.valid()) return nullptr;
+  // The producer's interned kind (a dense array) before its node: most producers are not
+  // Constants, and their nodes need not be read.
+  const OpKindId kind = graph.op_kind(v.producer);
+  if (graph.op_kind_type(kind) != "Constant" || !graph.op_kind_domain(kind).empty()) return nullptr;
   const Node& n = graph.node(v.producer);
-  if (n.op_type != "Constant" || !n.domain.empty()) return nullptr;
   auto it = n.attributes.find("value");
   if (it == n.attributes.end() || it->second.value_case() != v1::Attribute::kT) return nullptr;
   return &it->second.t();

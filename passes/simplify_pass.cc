@@ -120,6 +120,12 @@ std::optional<std::vector<int64_t>> NormalizedAxes(std::vector<int64_t> axes, in
   return axes;
 }
 
+// The default-domain ops Simplify has rules for.
+constexpr const char* kRuleOps[] = {"Add",     "Sub",       "Mul",     "Div",    "Pow",
+                                    "Transpose", "Reshape", "Cast",    "Shape",  "Size",
+                                    "Squeeze", "Unsqueeze", "Expand",  "Slice",  "Pad",
+                                    "Concat"};
+
 class SimplifyPass : public Pass {
  public:
   explicit SimplifyPass(Options options) : options_(options) {}
@@ -133,9 +139,21 @@ class SimplifyPass : public Pass {
     summaries_.clear();
     counts_.clear();
     kept_ = 0;
+    // The kinds some rule applies to, found through the dense kind array: the other nodes are
+    // not read at all.
+    std::vector<char> candidate(graph.num_op_kinds(), 0);
+    bool any_candidate = false;
+    for (const char* op : kRuleOps) {
+      const OpKindId kind = graph.FindOpKind("", op);
+      if (graph.num_live_nodes_of_kind(kind) == 0) continue;
+      candidate[kind.value()] = 1;
+      any_candidate = true;
+    }
+    if (!any_candidate) order->clear();
     for (NodeId id : *order) {
+      if (!candidate[graph.op_kind(id).value()]) continue;
       const Node& n = graph.node(id);
-      if (!n.alive || !n.domain.empty() || TouchesHiddenValue(n)) continue;
+      if (!n.alive || TouchesHiddenValue(n)) continue;
       // The inputs as they were: whatever the rewrite leaves unread goes too.
       const ValueIdList inputs = n.inputs;
       const std::string op = n.op_type;

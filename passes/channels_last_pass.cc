@@ -1,14 +1,15 @@
 #include "passes/channels_last_pass.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "graph/layout_ops.h"
 #include "passes/rewrite_util.h"
@@ -21,15 +22,25 @@ constexpr std::array<int64_t, 4> kToChannelsFirst = {0, 3, 1, 2};
 
 // Ops that compute each output element from the elements at the same position of their inputs
 // (and attributes that name no axis), so that they give the same result in either layout.
-const absl::flat_hash_set<std::string>& LayoutFreeOps() {
-  static const auto* ops = new absl::flat_hash_set<std::string>{
-      "Abs",   "Add",         "Ceil",      "Celu",    "Clip",  "Cos",      "Div",
-      "Elu",   "Erf",         "Exp",       "Floor",   "HardSigmoid",       "HardSwish",
-      "Identity", "LeakyRelu", "Log",      "Max",     "Mean",  "Min",      "Mish",
-      "Mul",   "Neg",         "Pow",       "Reciprocal",      "Relu",      "Round",
-      "Selu",  "Sigmoid",     "Sign",      "Sin",     "Softplus",          "Softsign",
-      "Sqrt",  "Sub",         "Sum",       "Tanh",    "ThresholdedRelu"};
-  return *ops;
+// Sorted, for a binary search.
+constexpr std::string_view kLayoutFreeOps[] = {
+    "Abs",   "Add",     "Ceil",      "Celu",       "Clip",     "Cos",   "Div",
+    "Elu",   "Erf",     "Exp",       "Floor",      "HardSigmoid",       "HardSwish",
+    "Identity", "LeakyRelu", "Log",  "Max",        "Mean",     "Min",   "Mish",
+    "Mul",   "Neg",     "Pow",       "Reciprocal", "Relu",     "Round", "Selu",
+    "Sigmoid", "Sign",  "Sin",       "Softplus",   "Softsign", "Sqrt",  "Sub",
+    "Sum",   "Tanh",    "ThresholdedRelu"};
+
+constexpr bool SortedAndUnique() {
+  for (size_t i = 1; i < std::size(kLayoutFreeOps); ++i) {
+    if (!(kLayoutFreeOps[i - 1] < kLayoutFreeOps[i])) return false;
+  }
+  return true;
+}
+static_assert(SortedAndUnique(), "kLayoutFreeOps must be sorted");
+
+bool IsLayoutFree(std::string_view op_type) {
+  return std::binary_search(std::begin(kLayoutFreeOps), std::end(kLayoutFreeOps), op_type);
 }
 
 // A float32 value of rank 4: an activation [N, C, H, W] the pass may relayout.
@@ -152,7 +163,7 @@ class ChannelsLastPass : public Pass {
     if (op == "AveragePool") return kNhwcAveragePoolOp;
     if (op == "GlobalAveragePool") return kNhwcGlobalAveragePoolOp;
     if (op == "GlobalMaxPool") return kNhwcGlobalMaxPoolOp;
-    if (!LayoutFreeOps().contains(op) || node.outputs.size() != 1) return std::nullopt;
+    if (!IsLayoutFree(op) || node.outputs.size() != 1) return std::nullopt;
     // Layout-free ops follow the converted nodes they read: every input of the output's shape
     // must already be available channels-last, one of them computed so (not a Transpose of a
     // channels-first value: following that would only move a Transpose behind the op), the

@@ -820,6 +820,9 @@ absl::Status FloatConvolution::Run(const KernelContext& ctx, const ConvShape& s,
     dnnl::memory user_src(c.user_src, engine_, const_cast<float*>(x.data<float>()));
     dnnl::memory user_dst(c.user_dst, engine_, y.data<float>());
     dnnl::memory wei;
+    // Holds the reordered weights' storage for this call: `wei` only views it, and another call
+    // with other weights may replace the cached copy meanwhile.
+    std::shared_ptr<Buffer> wei_storage;
     Primitive::Scratch scratch;
     {
       absl::MutexLock lock(&c.mu);
@@ -859,6 +862,7 @@ absl::Status FloatConvolution::Run(const KernelContext& ctx, const ConvShape& s,
           c.weights_ref = w;
         }
         wei = c.weights;
+        wei_storage = c.weights_storage;
       }
     }
     if (!c.reorder_wei) wei = dnnl::memory(c.user_wei, engine_, const_cast<float*>(w.data<float>()));

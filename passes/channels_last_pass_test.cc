@@ -13,36 +13,15 @@
 namespace graphopt {
 namespace {
 
+using ::graphopt::testing::InputText;
+using ::graphopt::testing::IntsText;
+using ::graphopt::testing::NodeText;
 using ::graphopt::testing::OpTypes;
+using ::graphopt::testing::OutputText;
 using ::graphopt::testing::PassTestEnv;
 using ::graphopt::testing::TypeOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-std::string Input(const std::string& name, const std::vector<int>& dims,
-                  const std::string& dtype = "DT_FLOAT32") {
-  std::string shape;
-  for (int d : dims) absl::StrAppend(&shape, " dims { size: ", d, " }");
-  return absl::StrCat("inputs { name: \"", name, "\" type { dtype: ", dtype, " shape {", shape,
-                      " } } }\n");
-}
-
-std::string Output(const std::string& name) {
-  return absl::StrCat("outputs { name: \"", name, "\" }\n");
-}
-
-std::string Node(const std::string& op, const std::vector<std::string>& in,
-                 const std::string& out, const std::string& extra = "") {
-  std::string s = absl::StrCat("nodes { op_type: \"", op, "\" name: \"", out, "_node\"");
-  for (const std::string& i : in) absl::StrAppend(&s, " inputs: \"", i, "\"");
-  absl::StrAppend(&s, " outputs: \"", out, "\" ", extra, " }\n");
-  return s;
-}
-
-std::string Ints(const std::string& name, const std::vector<int>& v) {
-  return absl::StrCat("attributes { name: \"", name, "\" ints { values: [",
-                      absl::StrJoin(v, ", "), "] } }");
-}
 
 class ChannelsLastPassTest : public ::testing::Test {
  protected:
@@ -74,16 +53,16 @@ class ChannelsLastPassTest : public ::testing::Test {
 // A residual block: conv-relu-conv, the sum with the block's input, relu, then pooling and a
 // classifier. One Transpose in at the image, one out before Flatten.
 std::string ResidualBlock() {
-  return Input("x", {1, 8, 16, 16}) + Input("w1", {8, 8, 3, 3}) + Input("b1", {8}) +
-         Input("w2", {8, 8, 3, 3}) + Input("fc", {8, 10}) +
-         Node("Conv", {"x", "w1", "b1"}, "c1", Ints("pads", {1, 1, 1, 1})) +
-         Node("Relu", {"c1"}, "r1") +
-         Node("Conv", {"r1", "w2"}, "c2", Ints("pads", {1, 1, 1, 1})) +
-         Node("Add", {"c2", "x"}, "sum") + Node("Relu", {"sum"}, "r2") +
-         Node("MaxPool", {"r2"}, "pool",
-              Ints("kernel_shape", {2, 2}) + " " + Ints("strides", {2, 2})) +
-         Node("GlobalAveragePool", {"pool"}, "gap") + Node("Flatten", {"gap"}, "flat") +
-         Node("MatMul", {"flat", "fc"}, "y") + Output("y");
+  return InputText("x", {1, 8, 16, 16}) + InputText("w1", {8, 8, 3, 3}) + InputText("b1", {8}) +
+         InputText("w2", {8, 8, 3, 3}) + InputText("fc", {8, 10}) +
+         NodeText("Conv", {"x", "w1", "b1"}, "c1", IntsText("pads", {1, 1, 1, 1})) +
+         NodeText("Relu", {"c1"}, "r1") +
+         NodeText("Conv", {"r1", "w2"}, "c2", IntsText("pads", {1, 1, 1, 1})) +
+         NodeText("Add", {"c2", "x"}, "sum") + NodeText("Relu", {"sum"}, "r2") +
+         NodeText("MaxPool", {"r2"}, "pool",
+              IntsText("kernel_shape", {2, 2}) + " " + IntsText("strides", {2, 2})) +
+         NodeText("GlobalAveragePool", {"pool"}, "gap") + NodeText("Flatten", {"gap"}, "flat") +
+         NodeText("MatMul", {"flat", "fc"}, "y") + OutputText("y");
 }
 
 TEST_F(ChannelsLastPassTest, ResidualBlockRunsChannelsLastBetweenTwoTransposes) {
@@ -134,10 +113,10 @@ TEST_F(ChannelsLastPassTest, IsDeterministic) {
 TEST_F(ChannelsLastPassTest, ReadersOutsideKeepTheirLayout) {
   std::string message;
   const v1::Graph out =
-      Run(Input("x", {1, 4, 8, 8}) + Input("w", {4, 4, 1, 1}) + Input("shape", {2}, "DT_INT64") +
-              Node("Conv", {"x", "w"}, "c") + Node("Relu", {"c"}, "r") +
-              Node("Conv", {"r", "w"}, "c2") + Node("Reshape", {"r", "shape"}, "flat") +
-              Output("r") + Output("c2") + Output("flat"),
+      Run(InputText("x", {1, 4, 8, 8}) + InputText("w", {4, 4, 1, 1}) + InputText("shape", {2}, "DT_INT64") +
+              NodeText("Conv", {"x", "w"}, "c") + NodeText("Relu", {"c"}, "r") +
+              NodeText("Conv", {"r", "w"}, "c2") + NodeText("Reshape", {"r", "shape"}, "flat") +
+              OutputText("r") + OutputText("c2") + OutputText("flat"),
           &message);
   EXPECT_THAT(message, HasSubstr("(2 Conv, 0 of them Winograd, 0 pools, 1 elementwise); transposes: 1 in, 2 out"));
   const v1::Node* r = Producer(out, "r");
@@ -157,13 +136,13 @@ TEST_F(ChannelsLastPassTest, ReadersOutsideKeepTheirLayout) {
 TEST_F(ChannelsLastPassTest, LeavesWhatItCannotRelayout) {
   std::string message;
   const v1::Graph out =
-      Run(Input("x", {1, 4, 8, 8}) + Input("w", {4, 4, 3, 3}) + Input("cb", {4, 1, 1}) +
-              Input("d", {1, 4, 8, 8}, "DT_FLOAT64") + Input("dw", {4, 4, 3, 3}, "DT_FLOAT64") +
-              Input("s", {1, 4, 9}) + Input("sw", {4, 4, 3}) +
-              Node("Conv", {"x", "w"}, "c", Ints("pads", {1, 1, 1, 1})) +
-              Node("Add", {"c", "cb"}, "biased") + Node("Relu", {"x"}, "plain") +
-              Node("Conv", {"d", "dw"}, "c64") + Node("Conv", {"s", "sw"}, "c1d") +
-              Output("biased") + Output("plain") + Output("c64") + Output("c1d"),
+      Run(InputText("x", {1, 4, 8, 8}) + InputText("w", {4, 4, 3, 3}) + InputText("cb", {4, 1, 1}) +
+              InputText("d", {1, 4, 8, 8}, "DT_FLOAT64") + InputText("dw", {4, 4, 3, 3}, "DT_FLOAT64") +
+              InputText("s", {1, 4, 9}) + InputText("sw", {4, 4, 3}) +
+              NodeText("Conv", {"x", "w"}, "c", IntsText("pads", {1, 1, 1, 1})) +
+              NodeText("Add", {"c", "cb"}, "biased") + NodeText("Relu", {"x"}, "plain") +
+              NodeText("Conv", {"d", "dw"}, "c64") + NodeText("Conv", {"s", "sw"}, "c1d") +
+              OutputText("biased") + OutputText("plain") + OutputText("c64") + OutputText("c1d"),
           &message);
   EXPECT_THAT(message, HasSubstr("converted 1 nodes"));
   EXPECT_EQ(Producer(out, "biased")->op_type(), "Add");
@@ -175,19 +154,19 @@ TEST_F(ChannelsLastPassTest, LeavesWhatItCannotRelayout) {
 }
 
 TEST_F(ChannelsLastPassTest, MaxPoolWithIndicesStays) {
-  const v1::Graph out = Run(Input("x", {1, 4, 8, 8}) +
+  const v1::Graph out = Run(InputText("x", {1, 4, 8, 8}) +
                             "nodes { op_type: \"MaxPool\" name: \"p\" inputs: \"x\" outputs: "
                             "\"y\" outputs: \"i\" " +
-                            Ints("kernel_shape", {2, 2}) + " }\n" + Output("y") + Output("i"));
+                            IntsText("kernel_shape", {2, 2}) + " }\n" + OutputText("y") + OutputText("i"));
   EXPECT_THAT(OpTypes(out), ElementsAre("MaxPool"));
 }
 
 TEST_F(ChannelsLastPassTest, ScalarOperandsFollowTheRegion) {
   std::string message;
   const v1::Graph out = Run(
-      Input("x", {1, 4, 8, 8}) + Input("w", {4, 4, 1, 1}) + Input("lo", {}) + Input("hi", {1}) +
-          Node("Conv", {"x", "w"}, "c") + Node("Clip", {"c", "lo", "hi"}, "clipped") +
-          Node("Conv", {"clipped", "w"}, "y") + Output("y"),
+      InputText("x", {1, 4, 8, 8}) + InputText("w", {4, 4, 1, 1}) + InputText("lo", {}) + InputText("hi", {1}) +
+          NodeText("Conv", {"x", "w"}, "c") + NodeText("Clip", {"c", "lo", "hi"}, "clipped") +
+          NodeText("Conv", {"clipped", "w"}, "y") + OutputText("y"),
       &message);
   EXPECT_THAT(message, HasSubstr("(2 Conv, 0 of them Winograd, 0 pools, 1 elementwise); transposes: 1 in, 1 out"));
   const v1::Node* clip = Producer(out, "clipped_nhwc");
@@ -199,12 +178,12 @@ TEST_F(ChannelsLastPassTest, ScalarOperandsFollowTheRegion) {
 // 28x28 or more; the option turns it off.
 TEST_F(ChannelsLastPassTest, WinogradForLargeThreeByThreeConvolutions) {
   const std::string graph =
-      Input("x", {1, 64, 28, 28}) + Input("w", {64, 64, 3, 3}) + Input("w32", {32, 64, 3, 3}) +
-      Node("Conv", {"x", "w"}, "wide", Ints("pads", {1, 1, 1, 1})) +
-      Node("Conv", {"x", "w32"}, "narrow", Ints("pads", {1, 1, 1, 1})) +
-      Node("Conv", {"x", "w"}, "strided", Ints("pads", {1, 1, 1, 1}) + " " + Ints("strides", {2, 2})) +
-      Node("Conv", {"x", "w"}, "small", Ints("pads", {0, 0, 0, 0})) +  // 26x26
-      Output("wide") + Output("narrow") + Output("strided") + Output("small");
+      InputText("x", {1, 64, 28, 28}) + InputText("w", {64, 64, 3, 3}) + InputText("w32", {32, 64, 3, 3}) +
+      NodeText("Conv", {"x", "w"}, "wide", IntsText("pads", {1, 1, 1, 1})) +
+      NodeText("Conv", {"x", "w32"}, "narrow", IntsText("pads", {1, 1, 1, 1})) +
+      NodeText("Conv", {"x", "w"}, "strided", IntsText("pads", {1, 1, 1, 1}) + " " + IntsText("strides", {2, 2})) +
+      NodeText("Conv", {"x", "w"}, "small", IntsText("pads", {0, 0, 0, 0})) +  // 26x26
+      OutputText("wide") + OutputText("narrow") + OutputText("strided") + OutputText("small");
   auto winograd = [&](const v1::Graph& g, const std::string& out) {
     for (const v1::Attribute& a : Producer(g, out + "_nhwc")->attributes()) {
       if (a.name() == "winograd") return a.i();

@@ -19,18 +19,13 @@ namespace graphopt {
 namespace {
 
 using ::graphopt::testing::MakeTestOp;
+using ::graphopt::testing::InputText;
+using ::graphopt::testing::NodeText;
 using ::graphopt::testing::OpTypes;
+using ::graphopt::testing::OutputText;
 using ::graphopt::testing::PassTestEnv;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-// A float32 graph input of the given dims.
-std::string Input(const std::string& name, const std::vector<int>& dims) {
-  std::string shape;
-  for (int d : dims) absl::StrAppend(&shape, " dims { size: ", d, " }");
-  return absl::StrCat("inputs { name: \"", name, "\" type { dtype: DT_FLOAT32 shape {", shape,
-                      " } } }\n");
-}
 
 // A float32 initializer holding one value (a scalar), or `count` copies of it in a 1-D tensor.
 std::string Scalar(const std::string& name, float value, int count = 0) {
@@ -41,18 +36,6 @@ std::string Scalar(const std::string& name, float value, int count = 0) {
   return absl::StrCat("initializers { name: \"", name, "\" dtype: DT_FLOAT32",
                       count > 0 ? absl::StrCat(" dims: ", count) : "", " raw_data: \"",
                       absl::CEscape(raw), "\" }\n");
-}
-
-std::string Output(const std::string& name) {
-  return absl::StrCat("outputs { name: \"", name, "\" }\n");
-}
-
-std::string Node(const std::string& op, const std::vector<std::string>& in,
-                 const std::string& out, const std::string& extra = "") {
-  std::string s = absl::StrCat("nodes { op_type: \"", op, "\" name: \"", out, "_node\"");
-  for (const std::string& i : in) absl::StrAppend(&s, " inputs: \"", i, "\"");
-  absl::StrAppend(&s, " outputs: \"", out, "\" ", extra, " }\n");
-  return s;
 }
 
 const v1::Attribute* Attr(const v1::Node& node, const std::string& name) {
@@ -90,10 +73,10 @@ class FuseOpsPassTest : public ::testing::Test {
 
 TEST_F(FuseOpsPassTest, ConvBiasReluIsOneGroup) {
   std::string message;
-  v1::Graph out = Fuse(Input("x", {1, 3, 8, 8}) + Input("w", {4, 3, 3, 3}) +
-                           Scalar("bias", 0.5f, 4) + Input("cb", {4, 1, 1}) +
-                           Node("Conv", {"x", "w", "bias"}, "c", "attributes { name: \"pads\" ints { values: [1, 1, 1, 1] } }") +
-                           Node("Add", {"c", "cb"}, "a") + Node("Relu", {"a"}, "y") + Output("y"),
+  v1::Graph out = Fuse(InputText("x", {1, 3, 8, 8}) + InputText("w", {4, 3, 3, 3}) +
+                           Scalar("bias", 0.5f, 4) + InputText("cb", {4, 1, 1}) +
+                           NodeText("Conv", {"x", "w", "bias"}, "c", "attributes { name: \"pads\" ints { values: [1, 1, 1, 1] } }") +
+                           NodeText("Add", {"c", "cb"}, "a") + NodeText("Relu", {"a"}, "y") + OutputText("y"),
                        &message);
   ASSERT_THAT(OpTypes(out), ElementsAre(kFusedGroupOp));
   const v1::Node& fused = out.nodes(0);
@@ -114,10 +97,10 @@ TEST_F(FuseOpsPassTest, ConvBiasReluIsOneGroup) {
 
 TEST_F(FuseOpsPassTest, ResidualAddAndClipJoinTheConv) {
   std::string message;
-  v1::Graph out = Fuse(Input("x", {1, 4, 8, 8}) + Input("w", {4, 4, 1, 1}) + Scalar("lo", 0) +
-                           Scalar("hi", 6) + Node("Conv", {"x", "w"}, "c") +
-                           Node("Add", {"c", "x"}, "r") + Node("Clip", {"r", "lo", "hi"}, "y") +
-                           Output("y"),
+  v1::Graph out = Fuse(InputText("x", {1, 4, 8, 8}) + InputText("w", {4, 4, 1, 1}) + Scalar("lo", 0) +
+                           Scalar("hi", 6) + NodeText("Conv", {"x", "w"}, "c") +
+                           NodeText("Add", {"c", "x"}, "r") + NodeText("Clip", {"r", "lo", "hi"}, "y") +
+                           OutputText("y"),
                        &message);
   ASSERT_THAT(OpTypes(out), ElementsAre(kFusedGroupOp));
   EXPECT_THAT(BodyOps(out.nodes(0)), ElementsAre("Conv", "Add", "Clip"));
@@ -129,10 +112,10 @@ TEST_F(FuseOpsPassTest, ResidualAddAndClipJoinTheConv) {
 // block's input (read by no other member), and plan_memory lets it.
 TEST_F(FuseOpsPassTest, ChannelsLastResidualSumIsDeclaredInPlace) {
   const std::string block =
-      Input("x", {1, 8, 6, 6}) + Input("w", {8, 8, 1, 1}) + Node("Conv", {"x", "w"}, "a") +
-      Node("Relu", {"a"}, "ar") + Node("Conv", {"ar", "w"}, "b") + Node("Relu", {"b"}, "br") +
-      Node("Conv", {"br", "w"}, "c") + Node("Add", {"c", "ar"}, "sum") +
-      Node("Relu", {"sum"}, "block") + Node("Conv", {"block", "w"}, "y") + Output("y");
+      InputText("x", {1, 8, 6, 6}) + InputText("w", {8, 8, 1, 1}) + NodeText("Conv", {"x", "w"}, "a") +
+      NodeText("Relu", {"a"}, "ar") + NodeText("Conv", {"ar", "w"}, "b") + NodeText("Relu", {"b"}, "br") +
+      NodeText("Conv", {"br", "w"}, "c") + NodeText("Add", {"c", "ar"}, "sum") +
+      NodeText("Relu", {"sum"}, "block") + NodeText("Conv", {"block", "w"}, "y") + OutputText("y");
   PipelineResult result;
   absl::StatusOr<v1::Graph> out =
       env_.Run(block, {"channels_last", "fuse_ops", "plan_memory"}, &result);
@@ -165,15 +148,15 @@ TEST_F(FuseOpsPassTest, ChannelsLastResidualSumIsDeclaredInPlace) {
 
 // Channels-first convolutions, and residuals another member also reads, declare nothing.
 TEST_F(FuseOpsPassTest, NoInPlaceWhereTheResidualIsReadAgainOrChannelsFirst) {
-  const v1::Graph nchw = Fuse(Input("x", {1, 4, 8, 8}) + Input("w", {4, 4, 1, 1}) +
-                              Node("Conv", {"x", "w"}, "c") + Node("Add", {"c", "x"}, "y") +
-                              Output("y"));
+  const v1::Graph nchw = Fuse(InputText("x", {1, 4, 8, 8}) + InputText("w", {4, 4, 1, 1}) +
+                              NodeText("Conv", {"x", "w"}, "c") + NodeText("Add", {"c", "x"}, "y") +
+                              OutputText("y"));
   ASSERT_THAT(OpTypes(nchw), ElementsAre(kFusedGroupOp));
   EXPECT_EQ(Attr(nchw.nodes(0), kFusedGroupInPlace), nullptr);
   absl::StatusOr<v1::Graph> twice = env_.Run(
-      Input("x", {1, 4, 8, 8}) + Input("w", {4, 4, 1, 1}) + Node("Conv", {"x", "w"}, "a") +
-          Node("Conv", {"a", "w"}, "c") + Node("Add", {"c", "a"}, "s") +
-          Node("Mul", {"s", "a"}, "m") + Node("Conv", {"m", "w"}, "y") + Output("y"),
+      InputText("x", {1, 4, 8, 8}) + InputText("w", {4, 4, 1, 1}) + NodeText("Conv", {"x", "w"}, "a") +
+          NodeText("Conv", {"a", "w"}, "c") + NodeText("Add", {"c", "a"}, "s") +
+          NodeText("Mul", {"s", "a"}, "m") + NodeText("Conv", {"m", "w"}, "y") + OutputText("y"),
       {"channels_last", "fuse_ops"});
   ASSERT_TRUE(twice.ok()) << twice.status();
   for (const v1::Node& n : twice->nodes()) EXPECT_EQ(Attr(n, kFusedGroupInPlace), nullptr);
@@ -181,9 +164,9 @@ TEST_F(FuseOpsPassTest, NoInPlaceWhereTheResidualIsReadAgainOrChannelsFirst) {
 
 TEST_F(FuseOpsPassTest, MatMulBiasReluAsTorchExportsIt) {
   // torch writes the bias first: Add(bias, MatMul(x, W)).
-  v1::Graph out = Fuse(Input("x", {16, 1, 64}) + Input("w", {64, 32}) + Input("b", {32}) +
-                       Node("MatMul", {"x", "w"}, "m") + Node("Add", {"b", "m"}, "a") +
-                       Node("Relu", {"a"}, "y") + Output("y"));
+  v1::Graph out = Fuse(InputText("x", {16, 1, 64}) + InputText("w", {64, 32}) + InputText("b", {32}) +
+                       NodeText("MatMul", {"x", "w"}, "m") + NodeText("Add", {"b", "m"}, "a") +
+                       NodeText("Relu", {"a"}, "y") + OutputText("y"));
   ASSERT_THAT(OpTypes(out), ElementsAre(kFusedGroupOp));
   EXPECT_EQ(PatternOf(out.nodes(0)), kFusedPatternMatMul);
   EXPECT_THAT(BodyOps(out.nodes(0)), ElementsAre("MatMul", "Add", "Relu"));
@@ -191,20 +174,20 @@ TEST_F(FuseOpsPassTest, MatMulBiasReluAsTorchExportsIt) {
 
 // The three orders torch exports GELU in.
 TEST_F(FuseOpsPassTest, GeluInEveryExportedOrder) {
-  const std::string common = Input("x", {2, 8}) + Scalar("sqrt2", 1.4142135f) +
+  const std::string common = InputText("x", {2, 8}) + Scalar("sqrt2", 1.4142135f) +
                              Scalar("inv_sqrt2", 0.70710677f) + Scalar("one", 1) +
-                             Scalar("half", 0.5f) + Output("y");
-  const std::string erf = Node("Div", {"x", "sqrt2"}, "d") + Node("Erf", {"d"}, "e") +
-                          Node("Add", {"e", "one"}, "a");
+                             Scalar("half", 0.5f) + OutputText("y");
+  const std::string erf = NodeText("Div", {"x", "sqrt2"}, "d") + NodeText("Erf", {"d"}, "e") +
+                          NodeText("Add", {"e", "one"}, "a");
   const std::vector<std::string> forms = {
       // (x * (1 + e)) * 0.5, as torch.nn.functional.gelu exports.
-      erf + Node("Mul", {"x", "a"}, "m") + Node("Mul", {"m", "half"}, "y"),
+      erf + NodeText("Mul", {"x", "a"}, "m") + NodeText("Mul", {"m", "half"}, "y"),
       // (x * 0.5) * (1 + e), as x * 0.5 * (1.0 + torch.erf(x / math.sqrt(2.0))).
-      Node("Mul", {"x", "half"}, "h") + erf + Node("Mul", {"h", "a"}, "y"),
+      NodeText("Mul", {"x", "half"}, "h") + erf + NodeText("Mul", {"h", "a"}, "y"),
       // ((1 + e) * 0.5) * x with x * (1/sqrt(2)) in front.
-      Node("Mul", {"inv_sqrt2", "x"}, "d") + Node("Erf", {"d"}, "e") +
-          Node("Add", {"one", "e"}, "a") + Node("Mul", {"a", "half"}, "m") +
-          Node("Mul", {"m", "x"}, "y"),
+      NodeText("Mul", {"inv_sqrt2", "x"}, "d") + NodeText("Erf", {"d"}, "e") +
+          NodeText("Add", {"one", "e"}, "a") + NodeText("Mul", {"a", "half"}, "m") +
+          NodeText("Mul", {"m", "x"}, "y"),
   };
   for (const std::string& form : forms) {
     std::string message;
@@ -218,11 +201,11 @@ TEST_F(FuseOpsPassTest, GeluInEveryExportedOrder) {
 
 TEST_F(FuseOpsPassTest, GeluWithOtherConstantsIsOnlyElementwise) {
   std::string message;
-  v1::Graph out = Fuse(Input("x", {2, 8}) + Scalar("c", 1.5f) + Scalar("one", 1) +
-                           Scalar("half", 0.5f) + Node("Div", {"x", "c"}, "d") +
-                           Node("Erf", {"d"}, "e") + Node("Add", {"e", "one"}, "a") +
-                           Node("Mul", {"x", "a"}, "m") + Node("Mul", {"m", "half"}, "y") +
-                           Output("y"),
+  v1::Graph out = Fuse(InputText("x", {2, 8}) + Scalar("c", 1.5f) + Scalar("one", 1) +
+                           Scalar("half", 0.5f) + NodeText("Div", {"x", "c"}, "d") +
+                           NodeText("Erf", {"d"}, "e") + NodeText("Add", {"e", "one"}, "a") +
+                           NodeText("Mul", {"x", "a"}, "m") + NodeText("Mul", {"m", "half"}, "y") +
+                           OutputText("y"),
                        &message);
   ASSERT_THAT(OpTypes(out), ElementsAre(kFusedGroupOp));
   EXPECT_EQ(PatternOf(out.nodes(0)), kFusedPatternElementwise);
@@ -231,12 +214,12 @@ TEST_F(FuseOpsPassTest, GeluWithOtherConstantsIsOnlyElementwise) {
 
 TEST_F(FuseOpsPassTest, GemmThenGeluIsOneGroup) {
   std::string message;
-  v1::Graph out = Fuse(Input("x", {4, 16}) + Input("w", {8, 16}) + Input("b", {8}) +
+  v1::Graph out = Fuse(InputText("x", {4, 16}) + InputText("w", {8, 16}) + InputText("b", {8}) +
                            Scalar("sqrt2", 1.4142135f) + Scalar("one", 1) + Scalar("half", 0.5f) +
-                           Node("Gemm", {"x", "w", "b"}, "g", "attributes { name: \"transB\" i: 1 }") +
-                           Node("Div", {"g", "sqrt2"}, "d") + Node("Erf", {"d"}, "e") +
-                           Node("Add", {"e", "one"}, "a") + Node("Mul", {"g", "a"}, "m") +
-                           Node("Mul", {"m", "half"}, "y") + Output("y"),
+                           NodeText("Gemm", {"x", "w", "b"}, "g", "attributes { name: \"transB\" i: 1 }") +
+                           NodeText("Div", {"g", "sqrt2"}, "d") + NodeText("Erf", {"d"}, "e") +
+                           NodeText("Add", {"e", "one"}, "a") + NodeText("Mul", {"g", "a"}, "m") +
+                           NodeText("Mul", {"m", "half"}, "y") + OutputText("y"),
                        &message);
   ASSERT_THAT(OpTypes(out), ElementsAre(kFusedGroupOp));
   EXPECT_EQ(PatternOf(out.nodes(0)), kFusedPatternMatMul);
@@ -246,16 +229,16 @@ TEST_F(FuseOpsPassTest, GemmThenGeluIsOneGroup) {
 
 std::string LayerNorm(const std::string& x, const std::string& y, bool affine) {
   const std::string axes = "attributes { name: \"axes\" ints { values: -1 } }";
-  return Node("ReduceMean", {x}, "mean", axes) + Node("Sub", {x, "mean"}, "d") +
-         Node("Pow", {"d", "two"}, "sq") + Node("ReduceMean", {"sq"}, "var", axes) +
-         Node("Add", {"var", "eps"}, "ve") + Node("Sqrt", {"ve"}, "std") +
-         Node("Div", {"d", "std"}, affine ? "n" : y) +
-         (affine ? Node("Mul", {"n", "gamma"}, "s") + Node("Add", {"s", "beta"}, y) : "");
+  return NodeText("ReduceMean", {x}, "mean", axes) + NodeText("Sub", {x, "mean"}, "d") +
+         NodeText("Pow", {"d", "two"}, "sq") + NodeText("ReduceMean", {"sq"}, "var", axes) +
+         NodeText("Add", {"var", "eps"}, "ve") + NodeText("Sqrt", {"ve"}, "std") +
+         NodeText("Div", {"d", "std"}, affine ? "n" : y) +
+         (affine ? NodeText("Mul", {"n", "gamma"}, "s") + NodeText("Add", {"s", "beta"}, y) : "");
 }
 
 TEST_F(FuseOpsPassTest, DecomposedLayerNorm) {
-  const std::string common = Input("x", {2, 16}) + Scalar("two", 2) + Scalar("eps", 1e-5f) +
-                             Input("gamma", {16}) + Input("beta", {16}) + Output("y");
+  const std::string common = InputText("x", {2, 16}) + Scalar("two", 2) + Scalar("eps", 1e-5f) +
+                             InputText("gamma", {16}) + InputText("beta", {16}) + OutputText("y");
   for (bool affine : {true, false}) {
     std::string message;
     v1::Graph out = Fuse(common + LayerNorm("x", "y", affine), &message);
@@ -267,15 +250,15 @@ TEST_F(FuseOpsPassTest, DecomposedLayerNorm) {
   // Only the bias (simplify removes a scale of ones).
   std::string message;
   v1::Graph out =
-      Fuse(common + LayerNorm("x", "n", false) + Node("Add", {"n", "beta"}, "y"), &message);
+      Fuse(common + LayerNorm("x", "n", false) + NodeText("Add", {"n", "beta"}, "y"), &message);
   ASSERT_THAT(OpTypes(out), ElementsAre(kFusedGroupOp));
   EXPECT_EQ(BodyOps(out.nodes(0)).size(), 8u);
 }
 
 TEST_F(FuseOpsPassTest, LayerNormWithAnotherExponentIsNotRecognised) {
   std::string message;
-  v1::Graph out = Fuse(Input("x", {2, 16}) + Scalar("two", 3) + Scalar("eps", 1e-5f) +
-                           Input("gamma", {16}) + Input("beta", {16}) + Output("y") +
+  v1::Graph out = Fuse(InputText("x", {2, 16}) + Scalar("two", 3) + Scalar("eps", 1e-5f) +
+                           InputText("gamma", {16}) + InputText("beta", {16}) + OutputText("y") +
                            LayerNorm("x", "y", true),
                        &message);
   EXPECT_THAT(message, ::testing::Not(HasSubstr("layer_norm")));
@@ -285,9 +268,9 @@ TEST_F(FuseOpsPassTest, LayerNormWithAnotherExponentIsNotRecognised) {
 TEST_F(FuseOpsPassTest, NothingToFuseIsUnchanged) {
   PipelineResult result;
   absl::StatusOr<v1::Graph> out =
-      env_.Run(Input("x", {4, 4}) + Input("w", {4, 4}) + Node("Relu", {"x"}, "r") +
-                   Node("Softmax", {"r"}, "s") + Node("MatMul", {"s", "w"}, "m") +
-                   Node("Softmax", {"m"}, "y") + Output("y"),
+      env_.Run(InputText("x", {4, 4}) + InputText("w", {4, 4}) + NodeText("Relu", {"x"}, "r") +
+                   NodeText("Softmax", {"r"}, "s") + NodeText("MatMul", {"s", "w"}, "m") +
+                   NodeText("Softmax", {"m"}, "y") + OutputText("y"),
                {"fuse_ops"}, &result);
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_THAT(OpTypes(*out), ElementsAre("Relu", "Softmax", "MatMul", "Softmax"));
@@ -297,9 +280,9 @@ TEST_F(FuseOpsPassTest, NothingToFuseIsUnchanged) {
 
 TEST_F(FuseOpsPassTest, NeverFusesAcrossADependencyOutsideTheGroup) {
   // y = conv(x) + softmax(conv(x)): the Add cannot join the Conv, Softmax sits between them.
-  v1::Graph out = Fuse(Input("x", {1, 2, 4, 4}) + Input("w", {2, 2, 1, 1}) +
-                       Node("Conv", {"x", "w"}, "c") + Node("Softmax", {"c"}, "s") +
-                       Node("Add", {"c", "s"}, "a") + Node("Relu", {"a"}, "y") + Output("y"));
+  v1::Graph out = Fuse(InputText("x", {1, 2, 4, 4}) + InputText("w", {2, 2, 1, 1}) +
+                       NodeText("Conv", {"x", "w"}, "c") + NodeText("Softmax", {"c"}, "s") +
+                       NodeText("Add", {"c", "s"}, "a") + NodeText("Relu", {"a"}, "y") + OutputText("y"));
   for (const v1::Node& n : out.nodes()) {
     if (n.op_type() != kFusedGroupOp) continue;
     EXPECT_THAT(BodyOps(n), ::testing::Not(::testing::Contains("Conv")));
@@ -310,9 +293,9 @@ TEST_F(FuseOpsPassTest, NeverFusesAcrossADependencyOutsideTheGroup) {
 TEST_F(FuseOpsPassTest, GroupsStayAcyclicWhenContracted) {
   // a2 reads a1 and b1, b2 reads b1 and a1: {a1, a2} and {b1, b2} are each convex, but as
   // two nodes they would read each other. The pipeline's verifier rejects a cycle.
-  v1::Graph out = Fuse(Input("x", {8}) + Input("z", {8}) + Node("Relu", {"x"}, "a1") +
-                       Node("Sigmoid", {"z"}, "b1") + Node("Add", {"a1", "b1"}, "a2") +
-                       Node("Mul", {"b1", "a1"}, "b2") + Output("a2") + Output("b2"));
+  v1::Graph out = Fuse(InputText("x", {8}) + InputText("z", {8}) + NodeText("Relu", {"x"}, "a1") +
+                       NodeText("Sigmoid", {"z"}, "b1") + NodeText("Add", {"a1", "b1"}, "a2") +
+                       NodeText("Mul", {"b1", "a1"}, "b2") + OutputText("a2") + OutputText("b2"));
   int fused = 0;
   for (const v1::Node& n : out.nodes()) fused += n.op_type() == kFusedGroupOp;
   EXPECT_EQ(fused, 1);
@@ -321,10 +304,10 @@ TEST_F(FuseOpsPassTest, GroupsStayAcyclicWhenContracted) {
 }
 
 TEST_F(FuseOpsPassTest, GraphOutputsInsideAGroupBecomeItsOutputs) {
-  v1::Graph out = Fuse(Input("x", {1, 2, 4, 4}) + Input("w", {2, 2, 1, 1}) +
-                       Node("Conv", {"x", "w"}, "c") + Node("Relu", {"c"}, "r") +
-                       Node("Sigmoid", {"r"}, "y") + Node("Neg", {"r"}, "other") + Output("c") +
-                       Output("y") + Node("Softmax", {"other"}, "z") + Output("z"));
+  v1::Graph out = Fuse(InputText("x", {1, 2, 4, 4}) + InputText("w", {2, 2, 1, 1}) +
+                       NodeText("Conv", {"x", "w"}, "c") + NodeText("Relu", {"c"}, "r") +
+                       NodeText("Sigmoid", {"r"}, "y") + NodeText("Neg", {"r"}, "other") + OutputText("c") +
+                       OutputText("y") + NodeText("Softmax", {"other"}, "z") + OutputText("z"));
   ASSERT_EQ(out.outputs_size(), 3);
   EXPECT_EQ(out.outputs(0).name(), "c");
   EXPECT_EQ(out.outputs(1).name(), "y");
@@ -343,25 +326,25 @@ TEST_F(FuseOpsPassTest, CustomOpsFuseByTheirDeclaredPattern) {
   opaque.descriptor.set_domain("my.ops");
   ASSERT_TRUE(env_.AddOp(std::move(swish)).ok());
   ASSERT_TRUE(env_.AddOp(std::move(opaque)).ok());
-  v1::Graph out = Fuse(Input("x", {1, 2, 4, 4}) + Input("w", {2, 2, 1, 1}) +
-                       Node("Conv", {"x", "w"}, "c") +
+  v1::Graph out = Fuse(InputText("x", {1, 2, 4, 4}) + InputText("w", {2, 2, 1, 1}) +
+                       NodeText("Conv", {"x", "w"}, "c") +
                        "nodes { op_type: \"Swish\" domain: \"my.ops\" inputs: \"c\" outputs: \"s\" }\n"
                        "nodes { op_type: \"Mystery\" domain: \"my.ops\" inputs: \"s\" outputs: \"y\" }\n" +
-                       Output("y"));
+                       OutputText("y"));
   ASSERT_THAT(OpTypes(out), ElementsAre(kFusedGroupOp, "Mystery"));
   EXPECT_THAT(BodyOps(out.nodes(0)), ElementsAre("Conv", "Swish"));
 }
 
 TEST_F(FuseOpsPassTest, InjectiveChainsAndReductionPrologues) {
   std::string message;
-  v1::Graph out = Fuse(Input("x", {2, 3, 4}) +
+  v1::Graph out = Fuse(InputText("x", {2, 3, 4}) +
                            "initializers { name: \"dims\" dtype: DT_INT64 dims: 2 raw_data: "
                            "\"\\006\\000\\000\\000\\000\\000\\000\\000\\004\\000\\000\\000\\000\\000\\000\\000\" }\n" +
-                           Node("Reshape", {"x", "dims"}, "r") +
-                           Node("Transpose", {"r"}, "t", "attributes { name: \"perm\" ints { values: [1, 0] } }") +
-                           Node("Exp", {"t"}, "e") + Node("Mul", {"e", "e"}, "sq") +
-                           Node("ReduceSum", {"sq"}, "y", "attributes { name: \"keepdims\" i: 0 }") +
-                           Output("y"),
+                           NodeText("Reshape", {"x", "dims"}, "r") +
+                           NodeText("Transpose", {"r"}, "t", "attributes { name: \"perm\" ints { values: [1, 0] } }") +
+                           NodeText("Exp", {"t"}, "e") + NodeText("Mul", {"e", "e"}, "sq") +
+                           NodeText("ReduceSum", {"sq"}, "y", "attributes { name: \"keepdims\" i: 0 }") +
+                           OutputText("y"),
                        &message);
   ASSERT_THAT(OpTypes(out), ElementsAre(kFusedGroupOp, kFusedGroupOp));
   EXPECT_EQ(PatternOf(out.nodes(0)), kFusedPatternInjective);
@@ -372,20 +355,20 @@ TEST_F(FuseOpsPassTest, InjectiveChainsAndReductionPrologues) {
 
 TEST_F(FuseOpsPassTest, ShapeArithmeticAndBroadcastingBeyondTheGroupStayOut) {
   // The second Add broadcasts the Relu's [4] result to [3, 4]: another iteration shape.
-  v1::Graph out = Fuse(Input("x", {4}) + Input("z", {3, 4}) + Node("Relu", {"x"}, "r") +
-                       Node("Neg", {"r"}, "n") + Node("Add", {"n", "z"}, "y") + Output("y"));
+  v1::Graph out = Fuse(InputText("x", {4}) + InputText("z", {3, 4}) + NodeText("Relu", {"x"}, "r") +
+                       NodeText("Neg", {"r"}, "n") + NodeText("Add", {"n", "z"}, "y") + OutputText("y"));
   ASSERT_THAT(OpTypes(out), ElementsAre(kFusedGroupOp, "Add"));
   EXPECT_THAT(BodyOps(out.nodes(0)), ElementsAre("Relu", "Neg"));
 }
 
 TEST_F(FuseOpsPassTest, MaxGroupSizeAndDeterminism) {
-  std::string chain = Input("x", {8});
+  std::string chain = InputText("x", {8});
   std::string prev = "x";
   for (int i = 0; i < 10; ++i) {
-    chain += Node(i % 2 ? "Neg" : "Relu", {prev}, absl::StrCat("v", i));
+    chain += NodeText(i % 2 ? "Neg" : "Relu", {prev}, absl::StrCat("v", i));
     prev = absl::StrCat("v", i);
   }
-  chain += Output(prev);
+  chain += OutputText(prev);
   absl::StatusOr<v1::Graph> a = env_.RunSpecs(chain, {{"fuse_ops", {{"max_group_size", "4"}}}});
   absl::StatusOr<v1::Graph> b = env_.RunSpecs(chain, {{"fuse_ops", {{"max_group_size", "4"}}}});
   ASSERT_TRUE(a.ok() && b.ok());
@@ -403,10 +386,10 @@ namespace {
 // The FusedGroup descriptor lets the verifier and inference run over fused graphs: inferring
 // again after fusion gives every remaining value the type it had.
 TEST_F(FuseOpsPassTest, FusedGraphsVerifyAndInferAgain) {
-  const std::string text = Input("x", {1, 3, 8, 8}) + Input("w", {4, 3, 3, 3}) +
-                           Node("Conv", {"x", "w"}, "c") + Node("Relu", {"c"}, "r") +
-                           Node("Softmax", {"r"}, "s") + Node("Neg", {"s"}, "n") +
-                           Node("Exp", {"n"}, "y") + Output("y");
+  const std::string text = InputText("x", {1, 3, 8, 8}) + InputText("w", {4, 3, 3, 3}) +
+                           NodeText("Conv", {"x", "w"}, "c") + NodeText("Relu", {"c"}, "r") +
+                           NodeText("Softmax", {"r"}, "s") + NodeText("Neg", {"s"}, "n") +
+                           NodeText("Exp", {"n"}, "y") + OutputText("y");
   absl::StatusOr<v1::Graph> once = env_.Run(text, {"fuse_ops"});
   absl::StatusOr<v1::Graph> again = env_.Run(text, {"fuse_ops", "infer_type", "infer_shape"});
   ASSERT_TRUE(once.ok() && again.ok()) << once.status() << again.status();

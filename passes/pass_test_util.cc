@@ -2,6 +2,9 @@
 
 #include <cstdlib>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
 #include "google/protobuf/text_format.h"
 #include "graph/builtin_ops.h"
 #include "graph/proto_convert.h"
@@ -10,6 +13,31 @@
 
 namespace graphopt {
 namespace testing {
+
+std::string InputText(const std::string& name, const std::vector<int>& dims,
+                      const std::string& dtype) {
+  std::string shape;
+  for (int d : dims) absl::StrAppend(&shape, " dims { size: ", d, " }");
+  return absl::StrCat("inputs { name: \"", name, "\" type { dtype: ", dtype, " shape {", shape,
+                      " } } }\n");
+}
+
+std::string OutputText(const std::string& name) {
+  return absl::StrCat("outputs { name: \"", name, "\" }\n");
+}
+
+std::string NodeText(const std::string& op, const std::vector<std::string>& in,
+                     const std::string& out, const std::string& extra) {
+  std::string s = absl::StrCat("nodes { op_type: \"", op, "\" name: \"", out, "_node\"");
+  for (const std::string& i : in) absl::StrAppend(&s, " inputs: \"", i, "\"");
+  absl::StrAppend(&s, " outputs: \"", out, "\" ", extra, " }\n");
+  return s;
+}
+
+std::string IntsText(const std::string& name, const std::vector<int>& values) {
+  return absl::StrCat("attributes { name: \"", name, "\" ints { values: [",
+                      absl::StrJoin(values, ", "), "] } }");
+}
 
 PassTestEnv::PassTestEnv() {
   // Test setup: a failure here is a bug in the builtin tables.

@@ -41,6 +41,18 @@ class PassTestEnv {
   PassRegistry passes_;
 };
 
+// Pieces of text-format graphs (graphopt.v1.Graph) for tests:
+// a graph input of static `dims`;
+std::string InputText(const std::string& name, const std::vector<int>& dims,
+                      const std::string& dtype = "DT_FLOAT32");
+// a graph output;
+std::string OutputText(const std::string& name);
+// a node "<out>_node" running `op` on `in` into `out`, with `extra` text inside it (attributes);
+std::string NodeText(const std::string& op, const std::vector<std::string>& in,
+                     const std::string& out, const std::string& extra = "");
+// an ints attribute, for NodeText's `extra`.
+std::string IntsText(const std::string& name, const std::vector<int>& values);
+
 // Op types of the graph's nodes in order.
 std::vector<std::string> OpTypes(const v1::Graph& graph);
 // The ValueInfo of `name` among inputs, outputs and value_info; null when absent.

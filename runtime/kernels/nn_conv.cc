@@ -128,38 +128,65 @@ void DirectConv(const ConvShape& s, const X* x, Acc x_zero, const W* w, const Ac
   });
 }
 
-class ConvKernel : public OpKernel {
- public:
-  static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const KernelInfo& info) {
+// What Conv and NhwcConv share: the window and group attributes, the convolution on oneDNN,
+// and their inputs X, W and the optional B.
+class ConvKernelBase : public OpKernel {
+ protected:
+  // Reads the attributes and creates the oneDNN side.
+  absl::Status Init(const KernelInfo& info) {
     absl::StatusOr<WindowAttrs> attrs = ParseWindowAttrs(info);
     if (!attrs.ok()) return attrs.status();
-    auto k = std::make_unique<ConvKernel>();
-    k->attrs_ = *std::move(attrs);
-    k->group_ = info.GetInt("group", 1);
-    if (k->group_ <= 0) return info.Invalid("attribute 'group' must be positive");
+    attrs_ = *std::move(attrs);
+    group_ = info.GetInt("group", 1);
+    if (group_ <= 0) return info.Invalid("attribute 'group' must be positive");
     absl::StatusOr<std::unique_ptr<FloatConvolution>> dnnl = FloatConvolution::Create(info);
     if (!dnnl.ok()) return dnnl.status();
-    k->dnnl_ = *std::move(dnnl);
-    return std::unique_ptr<OpKernel>(std::move(k));
+    dnnl_ = *std::move(dnnl);
+    return absl::OkStatus();
   }
 
-  absl::Status Compute(KernelContext& ctx) const override {
+  // X and W (required) and B (null when absent).
+  struct Inputs {
+    const Tensor* x;
+    const Tensor* w;
+    const Tensor* b;
+  };
+  static absl::StatusOr<Inputs> RequireInputs(const KernelContext& ctx) {
     absl::StatusOr<const Tensor*> x = RequireInput(ctx, 0);
     if (!x.ok()) return x.status();
     absl::StatusOr<const Tensor*> w = RequireInput(ctx, 1);
     if (!w.ok()) return w.status();
-    const Tensor* b = ctx.input(2);
-    if ((*w)->dtype() != (*x)->dtype() || (b && b->dtype() != (*x)->dtype())) {
+    return Inputs{*x, *w, ctx.input(2)};
+  }
+
+  WindowAttrs attrs_;
+  int64_t group_ = 1;
+  std::unique_ptr<FloatConvolution> dnnl_;
+};
+
+class ConvKernel : public ConvKernelBase {
+ public:
+  static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const KernelInfo& info) {
+    auto k = std::make_unique<ConvKernel>();
+    if (absl::Status st = k->Init(info); !st.ok()) return st;
+    return std::unique_ptr<OpKernel>(std::move(k));
+  }
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    absl::StatusOr<Inputs> in = RequireInputs(ctx);
+    if (!in.ok()) return in.status();
+    const Tensor *x = in->x, *w = in->w, *b = in->b;
+    if (w->dtype() != x->dtype() || (b && b->dtype() != x->dtype())) {
       return ctx.Invalid("inputs X, W and B must have the same element type");
     }
-    absl::StatusOr<ConvShape> s = CheckConv(ctx, attrs_, group_, **x, **w, b);
+    absl::StatusOr<ConvShape> s = CheckConv(ctx, attrs_, group_, *x, *w, b);
     if (!s.ok()) return s.status();
-    absl::StatusOr<Tensor*> y = ctx.AllocateOutput(0, (*x)->dtype(), s->out_shape);
+    absl::StatusOr<Tensor*> y = ctx.AllocateOutput(0, x->dtype(), s->out_shape);
     if (!y.ok()) return y.status();
     if ((*y)->num_elements() == 0) return absl::OkStatus();
-    if ((*x)->num_elements() == 0 || (*w)->num_elements() == 0) {
+    if (x->num_elements() == 0 || w->num_elements() == 0) {
       // Empty reduction: the bias alone (or zero).
-      return DispatchFloat((*x)->dtype(), [&](auto tag) -> absl::Status {
+      return DispatchFloat(x->dtype(), [&](auto tag) -> absl::Status {
         using T = typename decltype(tag)::type;
         T* yp = (*y)->data<T>();
         const int64_t plane = s->window.out_size();
@@ -169,81 +196,67 @@ class ConvKernel : public OpKernel {
         return absl::OkStatus();
       });
     }
-    if ((*x)->dtype() == v1::DT_FLOAT32 && s->window.nd <= 3) {
-      absl::Status st = dnnl_->Run(ctx, *s, **x, **w, b, {}, **y);
+    if (x->dtype() == v1::DT_FLOAT32 && s->window.nd <= 3) {
+      absl::Status st = dnnl_->Run(ctx, *s, *x, *w, b, {}, **y);
       if (st.code() != absl::StatusCode::kUnimplemented) return st;
     }
-    if ((*x)->dtype() == v1::DT_FLOAT32) {
-      DirectConv<float, float, float>(*s, (*x)->data<float>(), 0.0f, (*w)->data<float>(), nullptr,
+    if (x->dtype() == v1::DT_FLOAT32) {
+      DirectConv<float, float, float>(*s, x->data<float>(), 0.0f, w->data<float>(), nullptr,
                                       b ? b->data<float>() : nullptr, (*y)->data<float>(), ctx);
       return absl::OkStatus();
     }
-    if ((*x)->dtype() == v1::DT_FLOAT64) {
-      DirectConv<double, double, double>(*s, (*x)->data<double>(), 0.0, (*w)->data<double>(),
+    if (x->dtype() == v1::DT_FLOAT64) {
+      DirectConv<double, double, double>(*s, x->data<double>(), 0.0, w->data<double>(),
                                          nullptr, b ? b->data<double>() : nullptr,
                                          (*y)->data<double>(), ctx);
       return absl::OkStatus();
     }
     return absl::UnimplementedError(absl::StrCat(ctx.info().label(), ": Conv of element type ",
-                                                 DataTypeName((*x)->dtype()),
+                                                 DataTypeName(x->dtype()),
                                                  " is not supported"));
   }
-
- private:
-  WindowAttrs attrs_;
-  int64_t group_ = 1;
-  std::unique_ptr<FloatConvolution> dnnl_;
 };
 
 // NhwcConv (graph/layout_ops.h): float32 on oneDNN in the tensors' own channels-last layout;
 // direct loops over channels-first copies where oneDNN has no primitive.
-class NhwcConvKernel : public OpKernel {
+class NhwcConvKernel : public ConvKernelBase {
  public:
   static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const KernelInfo& info) {
-    absl::StatusOr<WindowAttrs> attrs = ParseWindowAttrs(info);
-    if (!attrs.ok()) return attrs.status();
     auto k = std::make_unique<NhwcConvKernel>();
-    k->attrs_ = *std::move(attrs);
-    k->group_ = info.GetInt("group", 1);
+    if (absl::Status st = k->Init(info); !st.ok()) return st;
     k->winograd_ = info.GetInt("winograd", 0) != 0;
-    if (k->group_ <= 0) return info.Invalid("attribute 'group' must be positive");
-    absl::StatusOr<std::unique_ptr<FloatConvolution>> dnnl = FloatConvolution::Create(info);
-    if (!dnnl.ok()) return dnnl.status();
-    k->dnnl_ = *std::move(dnnl);
     return std::unique_ptr<OpKernel>(std::move(k));
   }
 
   absl::Status Compute(KernelContext& ctx) const override {
-    absl::StatusOr<const Tensor*> x = RequireInput(ctx, 0);
-    if (!x.ok()) return x.status();
-    absl::StatusOr<const Tensor*> w = RequireInput(ctx, 1);
-    if (!w.ok()) return w.status();
-    const Tensor* b = ctx.input(2);
-    if ((*x)->dtype() != v1::DT_FLOAT32 || (*w)->dtype() != v1::DT_FLOAT32 ||
+    absl::StatusOr<Inputs> in = RequireInputs(ctx);
+    if (!in.ok()) return in.status();
+    const Tensor *x = in->x, *w = in->w, *b = in->b;
+    if (x->dtype() != v1::DT_FLOAT32 || w->dtype() != v1::DT_FLOAT32 ||
         (b && b->dtype() != v1::DT_FLOAT32)) {
       return ctx.Invalid("inputs X, W and B must be float32");
     }
-    absl::StatusOr<ConvShape> s = CheckConvChannelsLast(ctx, attrs_, group_, **x, **w, b);
+    absl::StatusOr<ConvShape> s = CheckConvChannelsLast(ctx, attrs_, group_, *x, *w, b);
     if (!s.ok()) return s.status();
     s->winograd = winograd_;
     absl::StatusOr<Tensor*> y = ctx.AllocateOutput(0, v1::DT_FLOAT32, s->out_shape);
     if (!y.ok()) return y.status();
     float* yp = (*y)->data<float>();
     if ((*y)->num_elements() == 0) return absl::OkStatus();
-    if ((*x)->num_elements() == 0 || (*w)->num_elements() == 0) {
+    if (x->num_elements() == 0 || w->num_elements() == 0) {
       // Empty reduction: the bias alone (or zero); channels are the last axis.
       for (int64_t i = 0; i < (*y)->num_elements(); ++i) yp[i] = b ? b->data<float>()[i % s->m] : 0.0f;
       return absl::OkStatus();
     }
     if (s->window.nd <= 3) {
-      absl::Status st = dnnl_->Run(ctx, *s, **x, **w, b, {}, **y);
+      absl::Status st = dnnl_->Run(ctx, *s, *x, *w, b, {}, **y);
       if (st.code() != absl::StatusCode::kUnimplemented) return st;
     }
     // Channels-first copies of X and Y around the direct loops.
     const int64_t in_plane = s->window.in_size(), out_plane = s->window.out_size();
-    std::vector<float> xf(static_cast<size_t>((*x)->num_elements()));
+    std::vector<float> xf(static_cast<size_t>(x->num_elements()));
     std::vector<float> yf(static_cast<size_t>((*y)->num_elements()));
-    const float* xp = (*x)->data<float>();
+    const float* xp = x->data<float>();
     for (int64_t n = 0; n < s->n; ++n) {
       for (int64_t p = 0; p < in_plane; ++p) {
         for (int64_t c = 0; c < s->c; ++c) {
@@ -253,7 +266,7 @@ class NhwcConvKernel : public OpKernel {
     }
     ConvShape first = *s;
     first.channels_last = false;
-    DirectConv<float, float, float>(first, xf.data(), 0.0f, (*w)->data<float>(), nullptr,
+    DirectConv<float, float, float>(first, xf.data(), 0.0f, w->data<float>(), nullptr,
                                     b ? b->data<float>() : nullptr, yf.data(), ctx);
     for (int64_t n = 0; n < s->n; ++n) {
       for (int64_t p = 0; p < out_plane; ++p) {
@@ -266,10 +279,7 @@ class NhwcConvKernel : public OpKernel {
   }
 
  private:
-  WindowAttrs attrs_;
-  int64_t group_ = 1;
   bool winograd_ = false;
-  std::unique_ptr<FloatConvolution> dnnl_;
 };
 
 // ConvTranspose: X [N, C, in...], W [C, M/group, k...], Y [N, M, out...];

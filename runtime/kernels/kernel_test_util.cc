@@ -1,5 +1,7 @@
 #include "runtime/kernels/kernel_test_util.h"
 
+#include <random>
+
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/text_format.h"
 #include "graph/proto_convert.h"
@@ -94,6 +96,14 @@ std::vector<int64_t> ToInts(const Tensor& t) {
   std::vector<int64_t> out(t.num_elements());
   for (int64_t i = 0; i < t.num_elements(); ++i) out[i] = t.ElementAsInt64(i);
   return out;
+}
+
+std::vector<float> Random(int64_t n, int seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(gen);
+  return v;
 }
 
 }  // namespace graphopt::runtime

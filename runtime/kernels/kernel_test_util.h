@@ -33,6 +33,9 @@ Tensor F32(std::vector<float> values, Shape shape);
 Tensor I64(std::vector<int64_t> values, Shape shape);
 std::vector<float> ToFloats(const Tensor& t);
 std::vector<int64_t> ToInts(const Tensor& t);
+// `n` floats drawn uniformly from [-1, 1) by a generator seeded with `seed` (the same for the
+// same seed).
+std::vector<float> Random(int64_t n, int seed);
 
 }  // namespace graphopt::runtime
 

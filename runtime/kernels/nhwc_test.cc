@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -21,14 +20,6 @@ using ::testing::ElementsAreArray;
 using ::testing::FloatNear;
 using ::testing::HasSubstr;
 using ::testing::Pointwise;
-
-std::vector<float> Random(int64_t n, int seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(gen);
-  return v;
-}
 
 // [N, C, spatial...] -> [N, spatial..., C] for channels_last, and back otherwise.
 Tensor Relayout(const Tensor& t, bool channels_last) {

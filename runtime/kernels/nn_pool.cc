@@ -55,13 +55,21 @@ absl::StatusOr<const Tensor*> PoolInput(const KernelContext& ctx) {
 
 enum class PoolKind { kMax, kAverage, kLp };
 
+// The window attributes of a pool (ONNX's pools and their channels-last twins), whose
+// 'kernel_shape' is required.
+absl::StatusOr<WindowAttrs> ParsePoolWindow(const KernelInfo& info) {
+  absl::StatusOr<WindowAttrs> attrs = ParseWindowAttrs(info);
+  if (!attrs.ok()) return attrs.status();
+  if (attrs->kernel_shape.empty()) return info.Invalid("attribute 'kernel_shape' is required");
+  return attrs;
+}
+
 class PoolKernel : public OpKernel {
  public:
   static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const KernelInfo& info,
                                                           PoolKind kind) {
-    absl::StatusOr<WindowAttrs> attrs = ParseWindowAttrs(info);
+    absl::StatusOr<WindowAttrs> attrs = ParsePoolWindow(info);
     if (!attrs.ok()) return attrs.status();
-    if (attrs->kernel_shape.empty()) return info.Invalid("attribute 'kernel_shape' is required");
     auto k = std::make_unique<PoolKernel>();
     k->kind_ = kind;
     k->attrs_ = *std::move(attrs);
@@ -286,9 +294,8 @@ class NhwcPoolKernel : public OpKernel {
  public:
   static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const KernelInfo& info,
                                                           PoolKind kind) {
-    absl::StatusOr<WindowAttrs> attrs = ParseWindowAttrs(info);
+    absl::StatusOr<WindowAttrs> attrs = ParsePoolWindow(info);
     if (!attrs.ok()) return attrs.status();
-    if (attrs->kernel_shape.empty()) return info.Invalid("attribute 'kernel_shape' is required");
     auto k = std::make_unique<NhwcPoolKernel>();
     k->kind_ = kind;
     k->attrs_ = *std::move(attrs);

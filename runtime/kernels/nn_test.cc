@@ -1,6 +1,5 @@
 #include <cmath>
 #include <cstdint>
-#include <random>
 #include <thread>
 #include <vector>
 
@@ -20,14 +19,6 @@ using ::testing::ElementsAreArray;
 using ::testing::FloatNear;
 using ::testing::HasSubstr;
 using ::testing::Pointwise;
-
-std::vector<float> Random(int n, int seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(gen);
-  return v;
-}
 
 std::vector<float> Iota(int n) {
   std::vector<float> v(n);

@@ -307,7 +307,7 @@ bool Graph::IsDefined(ValueId value) const {
 
 std::string Graph::NodeLabel(NodeId id) const {
   const Node& n = nodes_[id.value()];
-  std::string op = n.domain.empty() ? n.op_type : absl::StrCat(n.domain, "::", n.op_type);
+  std::string op = n.domain.empty() ? n.op_type : absl::StrCat(n.domain.str(), "::", n.op_type);
   if (n.name.empty()) return absl::StrCat("node #", id.value(), " (", op, ")");
   return absl::StrCat("node '", n.name, "' (", op, ")");
 }

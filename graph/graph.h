@@ -11,8 +11,10 @@
 #include "absl/container/btree_map.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
+#include "absl/hash/hash.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "graph/huge_page_allocator.h"
 #include "graph/ids.h"
 #include "graph/rare_string.h"
 #include "graph/types.h"
@@ -53,21 +55,23 @@ struct Value {
 };
 
 // Fields are ordered by how often passes read them: a pass scanning every node slot touches
-// `alive`, the op and the attributes, all in the first two cache lines.
+// `alive` and the edges (inputs, outputs), all in the node's first cache line; the op is found
+// through the graph's dense op kinds (Graph::op_kind) rather than the strings.
 struct Node {
   bool alive = true;
   // Whether an attribute holds a graph (If/Loop/Scan bodies, fused groups): set by AddNode,
   // the only way a node gets graph attributes (VerifyGraph checks this). Passes may edit other
   // attributes in place.
   bool has_subgraphs = false;
-  std::string op_type;
-  std::string domain;
-  AttributeMap attributes;
   // Invalid ids mark omitted optional inputs/outputs.
   ValueIdList inputs;
   ValueIdList outputs;
   // For inputs[i]: position of this use in inputs[i]'s Value::uses (O(1) unlinking).
   absl::InlinedVector<int32_t, 3> use_slots;
+  AttributeMap attributes;
+  std::string op_type;
+  // "" (the ONNX domain) for almost every node.
+  RareString domain;
   std::string name;
   RareString doc_string;
   // Device assignment ("" = the default); set by placement or carried from the input.
@@ -257,7 +261,9 @@ class Graph {
     for (size_t offset = 0; offset < bytes; offset += 64) __builtin_prefetch(c + offset);
   }
 
-  std::vector<Node> nodes_;
+  // The node and value slots live on huge pages once large (HugePageAllocator): passes sweep
+  // them and jump between them by id.
+  std::vector<Node, HugePageAllocator<Node>> nodes_;
   // Node::alive of every slot, dense: scans that only skip dead nodes read a byte per node
   // instead of a node's cache line.
   std::vector<char> node_alive_;
@@ -267,13 +273,26 @@ class Graph {
   std::vector<std::pair<std::string, std::string>> kind_names_;
   std::vector<int32_t> kind_live_count_;
   absl::flat_hash_map<std::string, absl::InlinedVector<OpKindId, 1>> kinds_by_op_type_;
-  std::vector<Value> values_;
+  std::vector<Value, HugePageAllocator<Value>> values_;
   std::vector<ValueId> inputs_;
   std::vector<ValueId> outputs_;
   std::vector<v1::Tensor> initializers_;
   // initializer_values_[i] holds initializers_[i]; invalid once removed.
   std::vector<ValueId> initializer_values_;
-  absl::flat_hash_map<std::string, ValueId> value_by_name_;
+  // Value names to ids; on huge pages like the slots (one lookup per edge while a graph is
+  // read, into a table as large as the node slots). Transparent: FindValue looks up a
+  // string_view without building a string.
+  struct NameHash {
+    using is_transparent = void;
+    size_t operator()(absl::string_view s) const { return absl::Hash<absl::string_view>()(s); }
+  };
+  struct NameEq {
+    using is_transparent = void;
+    bool operator()(absl::string_view a, absl::string_view b) const { return a == b; }
+  };
+  absl::flat_hash_map<std::string, ValueId, NameHash, NameEq,
+                      HugePageAllocator<std::pair<const std::string, ValueId>>>
+      value_by_name_;
   int num_live_nodes_ = 0;
   int num_subgraph_nodes_ = 0;
   // Topological order of the node slots (dead ones included) while topo_valid_, and each

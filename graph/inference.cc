@@ -156,7 +156,8 @@ class NodeContext : public InferenceContext {
   const OpDef& op() const override { return op_; }
   std::string NodeLabel() const override { return graph_.NodeLabel(id_); }
   int64_t opset_version() const override {
-    const std::string& domain = node().domain;
+    // The interned kind's domain: the node's own string is further into the node.
+    const std::string& domain = graph_.op_kind_domain(graph_.op_kind(id_));
     const bool default_domain = domain.empty() || domain == "ai.onnx";
     for (const v1::OpsetImport& o : graph_.opset_imports) {
       const bool match = default_domain ? (o.domain().empty() || o.domain() == "ai.onnx")

@@ -32,9 +32,16 @@ class RareString {
   bool empty() const { return text_ == nullptr; }
   const std::string& str() const { return text_ ? *text_ : Empty(); }
   operator const std::string&() const { return str(); }  // NOLINT: reads as a string
+  operator absl::string_view() const { return str(); }  // NOLINT: reads as a string
 
   friend bool operator==(const RareString& a, absl::string_view b) { return a.str() == b; }
   friend bool operator!=(const RareString& a, absl::string_view b) { return a.str() != b; }
+  friend bool operator==(const RareString& a, const std::string& b) { return a.str() == b; }
+  friend bool operator!=(const RareString& a, const std::string& b) { return a.str() != b; }
+  friend bool operator==(const RareString& a, const char* b) { return a.str() == b; }
+  friend bool operator!=(const RareString& a, const char* b) { return a.str() != b; }
+  friend bool operator==(const RareString& a, const RareString& b) { return a.str() == b.str(); }
+  friend bool operator!=(const RareString& a, const RareString& b) { return a.str() != b.str(); }
 
  private:
   void Assign(std::string s) {

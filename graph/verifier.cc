@@ -42,14 +42,20 @@ const char* AttributeTypeText(v1::AttributeType type) {
   }
 }
 
-}  // namespace
+// `op` when the registry knew the op of `node`, the "unknown op" error otherwise.
+absl::StatusOr<const OpDef*> NodeOpOrError(const Graph& graph, NodeId node, const OpDef* op) {
+  if (op != nullptr) return op;
+  const Node& n = graph.node(node);
+  return absl::InvalidArgumentError(absl::StrCat(graph.NodeLabel(node), ": unknown op '",
+                                                 OpLabel(n.domain, n.op_type), "'"));
+}
 
-absl::Status VerifyNode(const Graph& graph, NodeId id, const OpRegistry& registry) {
+// The per-node checks of VerifyNode once the node's op is looked up (`found`).
+absl::Status VerifyNodeOf(const Graph& graph, NodeId id, absl::StatusOr<const OpDef*> found) {
   const Node& n = graph.node(id);
   auto error = [&](auto&&... parts) {
     return absl::InvalidArgumentError(absl::StrCat(graph.NodeLabel(id), ": ", parts...));
   };
-  absl::StatusOr<const OpDef*> found = NodeOp(graph, id, registry);
   if (!found.ok()) return found.status();
   const OpDef* op = *found;
   const int num_inputs = static_cast<int>(n.inputs.size());
@@ -97,17 +103,27 @@ absl::Status VerifyNode(const Graph& graph, NodeId id, const OpRegistry& registr
   return absl::OkStatus();
 }
 
+}  // namespace
+
+absl::Status VerifyNode(const Graph& graph, NodeId id, const OpRegistry& registry) {
+  return VerifyNodeOf(graph, id, NodeOp(graph, id, registry));
+}
+
+absl::Status VerifyNode(const Graph& graph, NodeId id, const KindOps& ops) {
+  return VerifyNodeOf(graph, id, NodeOp(graph, id, ops));
+}
+
 absl::StatusOr<const OpDef*> NodeOp(const Graph& graph, NodeId node, const OpRegistry& registry) {
   const Node& n = graph.node(node);
-  const OpDef* op = registry.Find(n.domain, n.op_type);
-  if (op == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(graph.NodeLabel(node), ": unknown op '",
-                                                   OpLabel(n.domain, n.op_type), "'"));
-  }
-  return op;
+  return NodeOpOrError(graph, node, registry.Find(n.domain, n.op_type));
+}
+
+absl::StatusOr<const OpDef*> NodeOp(const Graph& graph, NodeId node, const KindOps& ops) {
+  return NodeOpOrError(graph, node, ops.Find(node));
 }
 
 absl::Status VerifyGraph(const Graph& graph, const OpRegistry& registry) {
+  const KindOps ops(graph, registry);
   int subgraph_nodes = 0;
   // Whether node-id order is topological, checked while each node's inputs are at hand: the
   // graph's own check would be a second sweep over every node and value.
@@ -124,7 +140,7 @@ absl::Status VerifyGraph(const Graph& graph, const OpRegistry& registry) {
           OpLabel(graph.op_kind_domain(kind), graph.op_kind_type(kind)),
           "' (replace the node instead)"));
     }
-    if (absl::Status s = VerifyNode(graph, NodeId(i), registry); !s.ok()) return s;
+    if (absl::Status s = VerifyNode(graph, NodeId(i), ops); !s.ok()) return s;
     for (ValueId in : n.inputs) {
       if (!in.valid()) continue;
       const NodeId p = graph.value(in).producer;

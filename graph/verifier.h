@@ -4,6 +4,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "graph/graph.h"
+#include "graph/kind_ops.h"
 #include "graph/op_registry.h"
 
 namespace graphopt {
@@ -23,9 +24,12 @@ absl::Status VerifyGraph(const Graph& graph, const OpRegistry& registry);
 // The per-node part of VerifyGraph: the op is known, the input/output counts, required
 // inputs/outputs and attributes match its descriptor, and every input is defined.
 absl::Status VerifyNode(const Graph& graph, NodeId node, const OpRegistry& registry);
+// The same with the ops of the graph's kinds looked up once (for a sweep over many nodes).
+absl::Status VerifyNode(const Graph& graph, NodeId node, const KindOps& ops);
 
 // The op of `node`, or INVALID_ARGUMENT "node 'x' (Op): unknown op 'Op'".
 absl::StatusOr<const OpDef*> NodeOp(const Graph& graph, NodeId node, const OpRegistry& registry);
+absl::StatusOr<const OpDef*> NodeOp(const Graph& graph, NodeId node, const KindOps& ops);
 
 }  // namespace graphopt
 

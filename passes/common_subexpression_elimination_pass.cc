@@ -7,6 +7,7 @@
 #include "absl/hash/hash.h"
 #include "absl/types/span.h"
 #include "absl/strings/str_cat.h"
+#include "graph/kind_ops.h"
 #include "graph/proto_util.h"
 #include "passes/effects.h"
 
@@ -46,7 +47,7 @@ std::string AttributeBytes(const Node& n) {
 // Merges nodes that compute the same op on the same inputs with the same attributes: the later
 // node's uses move to the earlier node and the later node goes away. One walk in topological
 // order, so chains of duplicates collapse in a single run. Candidates are found by a 64-bit hash
-// of (domain, op, output count, input ids, attribute bytes) and confirmed by comparing exactly;
+// of (op kind, output count, input ids, attribute bytes) and confirmed by comparing exactly;
 // the earliest node kept so far that computes the same wins.
 //
 // Where candidates are looked up: a duplicate reads what the original reads, so the nodes kept
@@ -74,6 +75,7 @@ class CommonSubexpressionEliminationPass : public Pass {
       if (!first.try_emplace(hash, node).second) overflow.emplace_back(hash, node);
     };
     const std::vector<char> mutated = ValuesWithHiddenAccess(graph, *context.ops);
+    const KindOps ops(graph, *context.ops);
     int64_t merged = 0;
     for (size_t k = 0; k < order->size(); ++k) {
       // A merge unlinks the duplicate from its inputs' use lists, which live on the heap once a
@@ -86,12 +88,13 @@ class CommonSubexpressionEliminationPass : public Pass {
       }
       const NodeId id = (*order)[k];
       const Node& n = graph.node(id);
-      if (n.outputs.empty() || !Mergeable(context.ops->Find(n.domain, n.op_type)) ||
+      if (n.outputs.empty() || !Mergeable(ops.Find(id)) ||
           TouchesMutatedValue(n, mutated)) {
         continue;
       }
       if (!n.attributes.empty()) attr_bytes[id.value()] = AttributeBytes(n);
-      const uint64_t hash = absl::HashOf(n.domain, n.op_type, n.outputs.size(),
+      // The interned kind stands for (domain, op_type): equal kinds, equal ops.
+      const uint64_t hash = absl::HashOf(graph.op_kind(id).value(), n.outputs.size(),
                                          absl::MakeConstSpan(n.inputs),
                                          BytesOf(attr_bytes, id));
       ValueId key;
@@ -174,9 +177,8 @@ class CommonSubexpressionEliminationPass : public Pass {
                               const AttrBytes& attr_bytes) {
     const Node& x = graph.node(a);
     const Node& y = graph.node(b);
-    return x.op_type == y.op_type && x.domain == y.domain &&
-           x.outputs.size() == y.outputs.size() && x.inputs == y.inputs &&
-           BytesOf(attr_bytes, a) == BytesOf(attr_bytes, b);
+    return graph.op_kind(a) == graph.op_kind(b) && x.outputs.size() == y.outputs.size() &&
+           x.inputs == y.inputs && BytesOf(attr_bytes, a) == BytesOf(attr_bytes, b);
   }
 
   // Redirects `dup`'s uses to `keep` and removes `dup`. False (nothing done) when `dup` cannot

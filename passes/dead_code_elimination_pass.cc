@@ -5,15 +5,15 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "graph/kind_ops.h"
 #include "graph/liveness.h"
 
 namespace graphopt {
 namespace {
 
 // True when the node must stay even if nothing reads its outputs.
-bool MustKeep(const Graph& graph, NodeId id, const OpRegistry& ops) {
-  const Node& n = graph.node(id);
-  const OpDef* op = ops.Find(n.domain, n.op_type);
+bool MustKeep(NodeId id, const KindOps& ops) {
+  const OpDef* op = ops.Find(id);
   // Unknown ops are kept: the pass cannot know what they do.
   return op == nullptr || HasEffects(*op);
 }
@@ -34,6 +34,7 @@ class DeadCodeEliminationPass : public Pass {
     // decided before the node. A node stays when it must (effects, written inputs, unknown op)
     // or when one of its outputs is needed: a graph output, or read by a node that stays. One
     // sweep over the order and a byte per value: linear, and no walk jumping around memory.
+    const KindOps ops(graph, *context.ops);
     std::vector<char> live(graph.num_node_slots(), 0);
     std::vector<char> needed(graph.num_value_slots(), 0);
     std::vector<char> captured(graph.num_value_slots(), 0);
@@ -49,7 +50,7 @@ class DeadCodeEliminationPass : public Pass {
           break;
         }
       }
-      if (!keep && !MustKeep(graph, *it, *context.ops)) continue;
+      if (!keep && !MustKeep(*it, ops)) continue;
       live[it->value()] = 1;
       for (ValueId in : n.inputs) {
         if (in.valid()) needed[in.value()] = 1;

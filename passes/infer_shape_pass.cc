@@ -19,8 +19,9 @@ class InferShapePass : public Pass {
     if (!order.ok()) return order.status();
     DimsValueTable dims_values = InitialDimsValues(graph);
     ShapeCounts counts;
+    const KindOps ops(graph, *context.ops);
     for (NodeId id : *order) {
-      absl::StatusOr<const OpDef*> op = NodeOp(graph, id, *context.ops);
+      absl::StatusOr<const OpDef*> op = NodeOp(graph, id, ops);
       if (!op.ok()) return op.status();
       if (absl::Status s = InferNodeShapes(graph, id, **op, &dims_values); !s.ok()) return s;
       // Counted while the node's outputs are at hand, not in a second sweep over every value.

@@ -18,8 +18,9 @@ class InferTypePass : public Pass {
     if (!order.ok()) return order.status();
     int64_t unknown = 0;
     int64_t outputs = 0;
+    const KindOps ops(graph, *context.ops);
     for (NodeId id : *order) {
-      absl::StatusOr<const OpDef*> op = NodeOp(graph, id, *context.ops);
+      absl::StatusOr<const OpDef*> op = NodeOp(graph, id, ops);
       if (!op.ok()) return op.status();
       if (absl::Status s = InferNodeTypes(graph, id, **op); !s.ok()) return s;
       for (ValueId out : graph.node(id).outputs) {

@@ -110,7 +110,8 @@ absl::Status Executor::Plan(const KernelRegistry& registry) {
     if (factory == nullptr) {
       return absl::UnimplementedError(absl::StrCat(
           graph_.NodeLabel(id), ": no ", DeviceKindName(options_.device), " kernel for op '",
-          node.op_type, "'", node.domain.empty() ? "" : absl::StrCat(" of domain '", node.domain, "'")));
+          node.op_type, "'",
+          node.domain.empty() ? "" : absl::StrCat(" of domain '", node.domain.str(), "'")));
     }
     step.info = std::make_unique<KernelInfo>(node, graph_.NodeLabel(id),
                                              OpsetOf(graph_, node.domain), std::move(input_types),

@@ -1,10 +1,7 @@
 #ifndef GRAPHOPT_GRAPH_HUGE_PAGE_ALLOCATOR_H_
 #define GRAPHOPT_GRAPH_HUGE_PAGE_ALLOCATOR_H_
 
-#include <sys/mman.h>
-
 #include <cstddef>
-#include <cstdlib>
 #include <memory>
 
 namespace graphopt {
@@ -19,6 +16,12 @@ namespace graphopt {
 inline constexpr size_t kHugePageBytes = size_t{2} << 20;
 inline constexpr size_t kHugePageAllocatorMinBytes = size_t{4} << 20;
 
+// `bytes` (rounded up to whole huge pages) on a 2 MiB boundary, advised to be huge pages.
+// Aborts when the memory cannot be had, as operator new does without exceptions.
+void* AllocateHugePages(size_t bytes);
+// Returns what AllocateHugePages(bytes) gave.
+void FreeHugePages(void* p, size_t bytes);
+
 template <typename T>
 class HugePageAllocator {
  public:
@@ -31,17 +34,14 @@ class HugePageAllocator {
   T* allocate(size_t n) {
     const size_t bytes = n * sizeof(T);
     if (bytes < kHugePageAllocatorMinBytes) return std::allocator<T>().allocate(n);
-    const size_t rounded = (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
-    void* p = std::aligned_alloc(kHugePageBytes, rounded);
-    if (p == nullptr) std::abort();  // as operator new does without exceptions
-    madvise(p, rounded, MADV_HUGEPAGE);
-    return static_cast<T*>(p);
+    return static_cast<T*>(AllocateHugePages(bytes));
   }
   void deallocate(T* p, size_t n) {
-    if (n * sizeof(T) < kHugePageAllocatorMinBytes) {
+    const size_t bytes = n * sizeof(T);
+    if (bytes < kHugePageAllocatorMinBytes) {
       std::allocator<T>().deallocate(p, n);
     } else {
-      std::free(p);
+      FreeHugePages(p, bytes);
     }
   }
 

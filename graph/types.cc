@@ -8,15 +8,23 @@
 
 namespace graphopt {
 
+Dim Dim::Symbol(std::string name) {
+  Dim d;
+  auto* text = new SymbolText();
+  text->text = std::move(name);
+  d.tag_ = reinterpret_cast<uintptr_t>(text);
+  return d;
+}
+
+const std::string& Dim::symbol() const {
+  if (const SymbolText* text = symbol_text()) return text->text;
+  static const std::string* const kEmpty = new std::string();
+  return *kEmpty;
+}
+
 std::string Dim::ToString() const {
-  switch (kind_) {
-    case Kind::kKnown:
-      return absl::StrCat(size_);
-    case Kind::kSymbol:
-      return symbol_;
-    case Kind::kUnknown:
-      break;
-  }
+  if (is_known()) return absl::StrCat(size_);
+  if (is_symbol()) return symbol();
   return "?";
 }
 

@@ -1,9 +1,11 @@
 #ifndef GRAPHOPT_GRAPH_TYPES_H_
 #define GRAPHOPT_GRAPH_TYPES_H_
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include "absl/strings/string_view.h"
 #include <vector>
 
@@ -13,20 +15,48 @@
 namespace graphopt {
 
 // One dimension: a known size, a symbol (e.g. "batch"), or unknown.
+//
+// 16 bytes: shapes are stored per value and copied by every shape rule, so their size is most
+// of what shape inference moves through memory on a large graph. A symbol's text is shared by
+// the copies of a dim (reference counted, thread-safe), so copying one never allocates.
 class Dim {
  public:
   Dim() = default;  // unknown
-  static Dim Known(int64_t size) { return Dim(Kind::kKnown, size, {}); }
-  static Dim Symbol(std::string name) { return Dim(Kind::kSymbol, 0, std::move(name)); }
+  static Dim Known(int64_t size) {
+    Dim d;
+    d.size_ = size;
+    d.tag_ = kKnownTag;
+    return d;
+  }
+  static Dim Symbol(std::string name);
   static Dim Unknown() { return Dim(); }
 
-  bool is_known() const { return kind_ == Kind::kKnown; }
-  bool is_symbol() const { return kind_ == Kind::kSymbol; }
-  bool is_unknown() const { return kind_ == Kind::kUnknown; }
+  Dim(const Dim& other) : size_(other.size_), tag_(other.tag_) {
+    if (SymbolText* text = symbol_text()) text->refs.fetch_add(1, std::memory_order_relaxed);
+  }
+  Dim(Dim&& other) noexcept : size_(other.size_), tag_(other.tag_) {
+    other.size_ = 0;
+    other.tag_ = kUnknownTag;
+  }
+  Dim& operator=(const Dim& other) {
+    Dim copy(other);
+    Swap(copy);
+    return *this;
+  }
+  Dim& operator=(Dim&& other) noexcept {
+    Dim moved(std::move(other));
+    Swap(moved);
+    return *this;
+  }
+  ~Dim() { Release(); }
+
+  bool is_known() const { return tag_ == kKnownTag; }
+  bool is_symbol() const { return tag_ > kKnownTag; }
+  bool is_unknown() const { return tag_ == kUnknownTag; }
   // Only for is_known().
   int64_t size() const { return size_; }
-  // Only for is_symbol().
-  const std::string& symbol() const { return symbol_; }
+  // The symbol for is_symbol(); "" otherwise. The string lives as long as this dim or a copy.
+  const std::string& symbol() const;
 
   // "3", "batch" or "?".
   std::string ToString() const;
@@ -34,7 +64,8 @@ class Dim {
   // Structural equality: two unknown dims compare equal here although they need not be the
   // same size at run time; use SameSize for that question.
   friend bool operator==(const Dim& a, const Dim& b) {
-    return a.kind_ == b.kind_ && a.size_ == b.size_ && a.symbol_ == b.symbol_;
+    if (a.tag_ == b.tag_) return a.size_ == b.size_;  // the same symbol text, or both sizes
+    return a.is_symbol() && b.is_symbol() && a.symbol() == b.symbol();
   }
   friend bool operator!=(const Dim& a, const Dim& b) { return !(a == b); }
 
@@ -44,13 +75,28 @@ class Dim {
   }
 
  private:
-  enum class Kind : uint8_t { kUnknown, kKnown, kSymbol };
-  Dim(Kind kind, int64_t size, std::string symbol)
-      : kind_(kind), size_(size), symbol_(std::move(symbol)) {}
+  struct SymbolText {
+    std::atomic<int32_t> refs{1};
+    std::string text;
+  };
+  // tag_: kUnknownTag, kKnownTag, or the address of the SymbolText (never 0 or 1).
+  static constexpr uintptr_t kUnknownTag = 0;
+  static constexpr uintptr_t kKnownTag = 1;
 
-  Kind kind_ = Kind::kUnknown;
+  SymbolText* symbol_text() const {
+    return is_symbol() ? reinterpret_cast<SymbolText*>(tag_) : nullptr;
+  }
+  void Release() {
+    SymbolText* text = symbol_text();
+    if (text != nullptr && text->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete text;
+  }
+  void Swap(Dim& other) noexcept {
+    std::swap(size_, other.size_);
+    std::swap(tag_, other.tag_);
+  }
+
   int64_t size_ = 0;
-  std::string symbol_;
+  uintptr_t tag_ = kUnknownTag;
 };
 
 using Dims = std::vector<Dim>;

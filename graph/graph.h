@@ -140,6 +140,8 @@ class Graph {
 
   int num_node_slots() const { return static_cast<int>(nodes_.size()); }
   int num_value_slots() const { return static_cast<int>(values_.size()); }
+  // Node slots the graph has room for without reallocating (Reserve).
+  int node_slot_capacity() const { return static_cast<int>(nodes_.capacity()); }
   int num_live_nodes() const { return num_live_nodes_; }
   // Live nodes with graph attributes. When 0 (most graphs), nothing reads values by name and
   // passes can skip looking for captures.

@@ -15,7 +15,9 @@ void ExpectNoOverlap(const std::vector<LiveBuffer>& buffers, const OffsetAssignm
   ASSERT_EQ(a.offsets.size(), buffers.size());
   for (size_t i = 0; i < buffers.size(); ++i) {
     EXPECT_GE(a.offsets[i], 0);
-    if (buffers[i].size > 0) EXPECT_LE(a.offsets[i] + buffers[i].size, a.arena_bytes);
+    if (buffers[i].size > 0) {
+      EXPECT_LE(a.offsets[i] + buffers[i].size, a.arena_bytes);
+    }
     for (size_t j = i + 1; j < buffers.size(); ++j) {
       const LiveBuffer& x = buffers[i];
       const LiveBuffer& y = buffers[j];

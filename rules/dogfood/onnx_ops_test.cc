@@ -161,7 +161,9 @@ class OnnxOpsTest : public ::testing::Test {
                       << ": " << DiffKindName(d.kind) << "\n  C++:  " << d.cpp
                       << "\n  rule: " << d.rule;
       }
-      if (!symbolic) EXPECT_EQ(sum.both_rejected, rejected);
+      if (!symbolic) {
+        EXPECT_EQ(sum.both_rejected, rejected);
+      }
     }
   }
 

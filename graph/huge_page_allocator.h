@@ -2,7 +2,10 @@
 #define GRAPHOPT_GRAPH_HUGE_PAGE_ALLOCATOR_H_
 
 #include <cstddef>
+#include <cstdlib>
 #include <memory>
+
+#include "util/huge_pages.h"
 
 namespace graphopt {
 
@@ -13,14 +16,7 @@ namespace graphopt {
 // the TLB covers, and almost every jump costs a page walk besides the cache miss. Smaller arrays
 // come from the ordinary heap. Advice only: where transparent huge pages are off, nothing
 // changes but the alignment.
-inline constexpr size_t kHugePageBytes = size_t{2} << 20;
 inline constexpr size_t kHugePageAllocatorMinBytes = size_t{4} << 20;
-
-// `bytes` (rounded up to whole huge pages) on a 2 MiB boundary, advised to be huge pages.
-// Aborts when the memory cannot be had, as operator new does without exceptions.
-void* AllocateHugePages(size_t bytes);
-// Returns what AllocateHugePages(bytes) gave.
-void FreeHugePages(void* p, size_t bytes);
 
 template <typename T>
 class HugePageAllocator {
@@ -34,14 +30,18 @@ class HugePageAllocator {
   T* allocate(size_t n) {
     const size_t bytes = n * sizeof(T);
     if (bytes < kHugePageAllocatorMinBytes) return std::allocator<T>().allocate(n);
-    return static_cast<T*>(AllocateHugePages(bytes));
+    // Whole huge pages, the last one too. Aborts when the memory cannot be had, as operator new
+    // does without exceptions.
+    void* p = MapHugePages(bytes);
+    if (p == nullptr) std::abort();
+    return static_cast<T*>(p);
   }
   void deallocate(T* p, size_t n) {
     const size_t bytes = n * sizeof(T);
     if (bytes < kHugePageAllocatorMinBytes) {
       std::allocator<T>().deallocate(p, n);
     } else {
-      FreeHugePages(p, bytes);
+      UnmapHugePages(p, bytes);
     }
   }
 

@@ -38,7 +38,10 @@ absl::StatusOr<std::shared_ptr<Buffer>> Buffer::AllocateCpu(size_t bytes, Pages 
     }
     // Advice only (without transparent huge pages, or with them always on, nothing changes),
     // and only for the huge pages the buffer covers whole: the tail keeps small pages, so that
-    // no memory beyond the buffer becomes resident.
+    // no memory beyond the buffer becomes resident. Tried and not kept: mapping these buffers
+    // from the kernel (MapHugePages, as the graph's slots are), which puts all of them on huge
+    // pages: resnet50 at -O3 ran no faster (medians of 5 runs, 45.8 -> 46.9 ms, within noise)
+    // and its peak RSS grew from 264 to 296 MiB.
     if (huge) madvise(buffer->data_, bytes / kHugePageBytes * kHugePageBytes, MADV_HUGEPAGE);
   }
   buffer->bytes_ = bytes;

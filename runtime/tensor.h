@@ -13,6 +13,7 @@
 #include "absl/types/span.h"
 #include "proto/graph.pb.h"
 #include "runtime/float16.h"
+#include "util/huge_pages.h"
 
 namespace graphopt::runtime {
 
@@ -21,8 +22,6 @@ using Shape = absl::InlinedVector<int64_t, 6>;
 
 // Storage alignment: enough for AVX-512 loads and for oneDNN.
 inline constexpr size_t kTensorAlignment = 64;
-// Buffers of at least this many bytes start on a (transparent) huge page (x86-64's 2 MiB).
-inline constexpr size_t kHugePageBytes = size_t{2} << 20;
 
 // Where a buffer lives. Only the CPU allocates today; a GPU device implements Device (device.h)
 // and hands out buffers of its own kind.

@@ -178,6 +178,60 @@ GRAPHOPT_MAP_VERSIONS(Sigmoid, Sigmoid)
 GRAPHOPT_MAP_VERSIONS(Tanh, Tanh)
 #undef GRAPHOPT_MAP_VERSIONS
 
+// --- Interleaving three planes -------------------------------------------------------------
+
+void Interleave3Base(const uint32_t* p0, const uint32_t* p1, const uint32_t* p2, int64_t n,
+                     uint32_t* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    out[3 * i] = p0[i];
+    out[3 * i + 1] = p1[i];
+    out[3 * i + 2] = p2[i];
+  }
+}
+
+// Shuffle masks for 16 pixels of three planes (a, b, c) into three vectors of 16 elements:
+// element e of output vector k is element (16k + e) of the interleaved run, which is pixel
+// (16k + e) / 3 of plane (16k + e) % 3. The first shuffle takes a and b (indices 16+ are b's),
+// the second keeps that or takes c.
+struct Interleave3Masks {
+  int32_t ab[3][16];
+  int32_t c[3][16];
+};
+constexpr Interleave3Masks MakeInterleave3Masks() {
+  Interleave3Masks m{};
+  for (int k = 0; k < 3; ++k) {
+    for (int e = 0; e < 16; ++e) {
+      const int g = 16 * k + e, pixel = g / 3, plane = g % 3;
+      m.ab[k][e] = plane == 0 ? pixel : plane == 1 ? 16 + pixel : 0;
+      m.c[k][e] = plane == 2 ? 16 + pixel : e;
+    }
+  }
+  return m;
+}
+constexpr Interleave3Masks kInterleave3Masks = MakeInterleave3Masks();
+
+GRAPHOPT_V4 void Interleave3V4(const uint32_t* p0, const uint32_t* p1, const uint32_t* p2,
+                               int64_t n, uint32_t* out) {
+  using V = I<16>;
+  V ab[3], c[3];
+  for (int k = 0; k < 3; ++k) {
+    std::memcpy(&ab[k], kInterleave3Masks.ab[k], sizeof(V));
+    std::memcpy(&c[k], kInterleave3Masks.c[k], sizeof(V));
+  }
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    V a, b, z;
+    std::memcpy(&a, p0 + i, sizeof(V));
+    std::memcpy(&b, p1 + i, sizeof(V));
+    std::memcpy(&z, p2 + i, sizeof(V));
+    for (int k = 0; k < 3; ++k) {
+      const V v = __builtin_shuffle(__builtin_shuffle(a, b, ab[k]), z, c[k]);
+      std::memcpy(out + 3 * i + 16 * k, &v, sizeof(V));
+    }
+  }
+  Interleave3Base(p0 + i, p1 + i, p2 + i, n - i, out + 3 * i);
+}
+
 }  // namespace
 
 FastMathIsa DetectedFastMathIsa() {
@@ -227,6 +281,18 @@ GRAPHOPT_MAP_DISPATCH(Tanh)
 void GemvAccumulateF32(int64_t k, int64_t n, const float* a, const float* b, int64_t ldb,
                        float* y) {
   GemvAccumulateF32(DetectedFastMathIsa(), k, n, a, b, ldb, y);
+}
+
+void Interleave3x32(FastMathIsa isa, const uint32_t* p0, const uint32_t* p1, const uint32_t* p2,
+                    int64_t n, uint32_t* out) {
+  // Only AVX-512 has a two-source shuffle of 16 lanes (vpermt2d); the others copy per element.
+  if (isa == FastMathIsa::kX86_64_V4) return Interleave3V4(p0, p1, p2, n, out);
+  Interleave3Base(p0, p1, p2, n, out);
+}
+
+void Interleave3x32(const uint32_t* p0, const uint32_t* p1, const uint32_t* p2, int64_t n,
+                    uint32_t* out) {
+  Interleave3x32(DetectedFastMathIsa(), p0, p1, p2, n, out);
 }
 
 }  // namespace graphopt::runtime

@@ -40,6 +40,14 @@ void ExpF32(FastMathIsa isa, float* x, int64_t n);
 void SigmoidF32(FastMathIsa isa, float* x, int64_t n);
 void TanhF32(FastMathIsa isa, float* x, int64_t n);
 
+// Data movement in the same versions: out[3 * i + k] = p_k[i] for i < n, three planes of 32-bit
+// elements interleaved (an image's channels going last: the input Transpose of a channels-last
+// CNN). Bit-exact in every version.
+void Interleave3x32(const uint32_t* p0, const uint32_t* p1, const uint32_t* p2, int64_t n,
+                    uint32_t* out);
+void Interleave3x32(FastMathIsa isa, const uint32_t* p0, const uint32_t* p1, const uint32_t* p2,
+                    int64_t n, uint32_t* out);
+
 }  // namespace graphopt::runtime
 
 #endif  // GRAPHOPT_RUNTIME_KERNELS_FAST_MATH_H_

@@ -107,6 +107,24 @@ TEST(FastMathTest, GemvAccumulatesEveryColumnBlock) {
 
 // The AVX-512 and AVX2 versions do the same arithmetic per lane: bit-identical results, so a
 // model's numbers do not depend on which of the two machines runs it.
+TEST(FastMathTest, Interleave3PutsEachPlaneEveryThirdElementInEveryVersion) {
+  for (FastMathIsa isa : Versions()) {
+    for (int64_t n : {0, 1, 5, 15, 16, 17, 47, 48, 100, 1000}) {
+      std::vector<uint32_t> planes(3 * n);
+      for (int64_t i = 0; i < 3 * n; ++i) planes[i] = static_cast<uint32_t>(i * 2654435761u);
+      std::vector<uint32_t> out(3 * n + 1, 7u);  // one guard element past the end
+      Interleave3x32(isa, planes.data(), planes.data() + n, planes.data() + 2 * n, n, out.data());
+      for (int64_t i = 0; i < n; ++i) {
+        for (int64_t k = 0; k < 3; ++k) {
+          ASSERT_EQ(out[3 * i + k], planes[k * n + i])
+              << FastMathIsaName(isa) << " n=" << n << " pixel " << i << " plane " << k;
+        }
+      }
+      EXPECT_EQ(out[3 * n], 7u) << FastMathIsaName(isa) << " wrote past the end, n=" << n;
+    }
+  }
+}
+
 TEST(FastMathTest, WideVersionsAgreeToTheBit) {
   if (!FastMathIsaSupported(FastMathIsa::kX86_64_V4)) {
     GTEST_SKIP() << "this CPU has no AVX-512: only " << FastMathIsaName(DetectedFastMathIsa());

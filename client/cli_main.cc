@@ -87,6 +87,8 @@ struct RunArgs {
   std::string output_dir;
   int threads = 1;
   bool profile = false;
+  // How many of the slowest nodes --profile lists.
+  int profile_nodes = 10;
   std::vector<std::string> bindings;
   uint64_t seed = 0;
   int repeat = 1;
@@ -492,7 +494,9 @@ int RunRun(const RunArgs& args) {
     std::printf("output %s\n", FormatTensorSummary(output_names[i], outcome->outputs[i]).c_str());
   }
   std::printf("%s\n", outcome->summary.c_str());
-  if (args.profile) std::printf("\n%s", FormatProfile(outcome->profile).c_str());
+  if (args.profile) {
+    std::printf("\n%s", FormatProfile(outcome->profile, args.profile_nodes).c_str());
+  }
   if (!args.output_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(args.output_dir, ec);
@@ -688,6 +692,10 @@ int Main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(1, 256));
   run->add_flag("--profile", run_args.profile, "Print the time per op and the slowest nodes");
+  run->add_option("--profile-nodes", run_args.profile_nodes,
+                  "With --profile: how many of the slowest nodes to list (0: none)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000000));
   run->add_option("--bind", run_args.bindings,
                   "Size of a symbolic input dim for random inputs: symbol=N (default 1)")
       ->delimiter(',')

@@ -1,7 +1,7 @@
 #!/bin/bash
 # `graphopt run` on every model of the real-model corpus: torch's test inputs given as .npy
 # files, outputs written with -o and compared with torch's outputs (1e-4 relative); random
-# inputs, --profile and --repeat; and clear errors for bad arguments.
+# inputs, --profile (--profile-nodes) and --repeat; and clear errors for bad arguments.
 set -euo pipefail
 
 readonly RUNFILES="${TEST_SRCDIR:?}/graphopt"
@@ -35,6 +35,13 @@ grep -qE '^input +x +float32\[3,' <<<"${out}" || fail "random input not [3,...]:
 grep -q 'median of 3' <<<"${out}" || fail "no median line: ${out}"
 grep -qE '^Gemm|^MatMul' <<<"${out}" || fail "no per-op table: ${out}"
 grep -q 'slowest nodes' <<<"${out}" || fail "no slowest nodes: ${out}"
+# --profile-nodes: how many of the slowest nodes are listed (after the section's header line).
+out=$("${CLI}" run "${CORPUS}/mlp/model.onnx" --bind batch=3 --profile --profile-nodes 2)
+listed=$(sed -n '/^slowest nodes/,$p' <<<"${out}" | tail -n +3 | grep -c .)
+[[ ${listed} -eq 2 ]] || fail "--profile-nodes 2 listed ${listed} nodes: ${out}"
+out=$("${CLI}" run "${CORPUS}/mlp/model.onnx" --bind batch=3 --profile --profile-nodes 0)
+grep -q 'slowest nodes' <<<"${out}" && fail "--profile-nodes 0 still lists nodes: ${out}"
+grep -qE '^Gemm|^MatMul' <<<"${out}" || fail "--profile-nodes 0 lost the per-op table: ${out}"
 
 # Errors: an input the model lacks, a malformed --input, a missing file.
 set +e

@@ -105,8 +105,6 @@ TEST(FastMathTest, GemvAccumulatesEveryColumnBlock) {
   }
 }
 
-// The AVX-512 and AVX2 versions do the same arithmetic per lane: bit-identical results, so a
-// model's numbers do not depend on which of the two machines runs it.
 TEST(FastMathTest, Interleave3PutsEachPlaneEveryThirdElementInEveryVersion) {
   for (FastMathIsa isa : Versions()) {
     for (int64_t n : {0, 1, 5, 15, 16, 17, 47, 48, 100, 1000}) {
@@ -125,6 +123,8 @@ TEST(FastMathTest, Interleave3PutsEachPlaneEveryThirdElementInEveryVersion) {
   }
 }
 
+// The AVX-512 and AVX2 versions do the same arithmetic per lane: bit-identical results, so a
+// model's numbers do not depend on which of the two machines runs it.
 TEST(FastMathTest, WideVersionsAgreeToTheBit) {
   if (!FastMathIsaSupported(FastMathIsa::kX86_64_V4)) {
     GTEST_SKIP() << "this CPU has no AVX-512: only " << FastMathIsaName(DetectedFastMathIsa());

@@ -35,6 +35,19 @@ absl::StatusOr<ValueId> Graph::AddValue(std::string name) {
   return id;
 }
 
+ValueId Graph::FindOrAddValue(absl::string_view name) {
+  const ValueId id(static_cast<int32_t>(values_.size()));
+  auto [it, inserted] = value_by_name_.try_emplace(name, id);
+  if (!inserted) {
+    if (values_[it->second.value()].alive) return it->second;
+    it->second = id;  // The name of a removed value is free again.
+  }
+  Value v;
+  v.name = it->first;
+  values_.push_back(std::move(v));
+  return id;
+}
+
 ValueId Graph::AddUniqueValue(absl::string_view base) {
   std::string name(base);
   // Suffixes grow from the current value count, so a fresh name is found in O(1) expected tries.
@@ -67,7 +80,8 @@ void Graph::SetInitializer(ValueId value, v1::Tensor tensor) {
 }
 
 absl::StatusOr<NodeId> Graph::AddNode(std::string name, std::string op_type, std::string domain,
-                                      std::vector<ValueId> inputs, std::vector<ValueId> outputs,
+                                      absl::Span<const ValueId> inputs,
+                                      absl::Span<const ValueId> outputs,
                                       AttributeMap attributes) {
   NodeId id(static_cast<int32_t>(nodes_.size()));
   for (size_t i = 0; i < outputs.size(); ++i) {

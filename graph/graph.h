@@ -14,6 +14,7 @@
 #include "absl/hash/hash.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "graph/huge_page_allocator.h"
 #include "graph/ids.h"
 #include "graph/rare_string.h"
@@ -99,6 +100,9 @@ class Graph {
 
   // Adds a value without a producer. Fails with ALREADY_EXISTS when the name is taken.
   absl::StatusOr<ValueId> AddValue(std::string name);
+  // The live value named `name`, added (without a producer) when there is none: one hash-table
+  // probe where FindValue and AddValue take two.
+  ValueId FindOrAddValue(absl::string_view name);
   // Adds a value named after `base`, made unique with a numeric suffix when needed.
   ValueId AddUniqueValue(absl::string_view base);
   // Marks an existing value as a graph input (appended to inputs()).
@@ -112,8 +116,8 @@ class Graph {
   // Returns FAILED_PRECONDITION when an output already has a producer or is an input or
   // initializer.
   absl::StatusOr<NodeId> AddNode(std::string name, std::string op_type, std::string domain,
-                                 std::vector<ValueId> inputs, std::vector<ValueId> outputs,
-                                 AttributeMap attributes = {});
+                                 absl::Span<const ValueId> inputs,
+                                 absl::Span<const ValueId> outputs, AttributeMap attributes = {});
 
   // --- Mutation -----------------------------------------------------------------------------
 

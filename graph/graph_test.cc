@@ -120,6 +120,27 @@ TEST(GraphTest, DuplicateValueNameRejected) {
   EXPECT_NE(g.value(u).name, "v");
 }
 
+TEST(GraphTest, FindOrAddValueFindsLiveValuesAndAddsTheRest) {
+  Chain c = MakeChain();
+  EXPECT_EQ(c.g.FindOrAddValue("a"), c.a);
+  const int slots = c.g.num_value_slots();
+  const ValueId fresh = c.g.FindOrAddValue("fresh");
+  ASSERT_TRUE(fresh.valid());
+  EXPECT_EQ(c.g.num_value_slots(), slots + 1);
+  EXPECT_EQ(c.g.value(fresh).name, "fresh");
+  EXPECT_FALSE(c.g.value(fresh).producer.valid());
+  EXPECT_EQ(c.g.FindValue("fresh"), fresh);
+  EXPECT_EQ(c.g.FindOrAddValue("fresh"), fresh);  // found, not added twice
+  // A removed value's name is free again: a new value takes it.
+  c.g.ReplaceAllUsesWith(c.a, c.x);
+  c.g.RemoveNode(c.n0);
+  ASSERT_FALSE(c.g.FindValue("a").valid());
+  const ValueId again = c.g.FindOrAddValue("a");
+  EXPECT_NE(again, c.a);
+  EXPECT_TRUE(c.g.value(again).alive);
+  EXPECT_EQ(c.g.FindValue("a"), again);
+}
+
 TEST(GraphTest, SecondProducerRejected) {
   Chain c = MakeChain();
   auto dup = c.g.AddNode("r2", "Relu", "", {c.x}, {c.a});

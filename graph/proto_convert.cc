@@ -14,12 +14,20 @@ std::string ProtoNodeLabel(const v1::Node& n, int index) {
   return absl::StrCat("node '", n.name(), "' (", op, ")");
 }
 
+// Moves a string field out of a message. An empty one is not touched: mutable_x() on an unset
+// field allocates a string only for nothing to be moved out of it (four per node, most nodes
+// having no domain, doc string or device).
+template <typename MutableField>
+std::string TakeString(const std::string& current, MutableField mutable_field) {
+  return current.empty() ? std::string() : std::move(*mutable_field());
+}
+
 }  // namespace
 
 absl::StatusOr<Graph> GraphFromProto(v1::Graph proto) {
   Graph g;
-  g.name = std::move(*proto.mutable_name());
-  g.doc_string = std::move(*proto.mutable_doc_string());
+  g.name = TakeString(proto.name(), [&] { return proto.mutable_name(); });
+  g.doc_string = TakeString(proto.doc_string(), [&] { return proto.mutable_doc_string(); });
   g.opset_imports.assign(proto.opset_imports().begin(), proto.opset_imports().end());
   if (proto.has_model()) g.model = std::move(*proto.mutable_model());
   if (proto.has_memory_plan()) g.memory_plan = std::move(*proto.mutable_memory_plan());
@@ -36,11 +44,7 @@ absl::StatusOr<Graph> GraphFromProto(v1::Graph proto) {
     return "";
   };
   // Returns the value named `name`, creating it on first mention.
-  auto value_for = [&](const std::string& name) -> ValueId {
-    ValueId id = g.FindValue(name);
-    if (id.valid()) return id;
-    return *g.AddValue(name);
-  };
+  auto value_for = [&](const std::string& name) -> ValueId { return g.FindOrAddValue(name); };
 
   for (int i = 0; i < proto.inputs_size(); ++i) {
     v1::ValueInfo& in = *proto.mutable_inputs(i);
@@ -54,7 +58,7 @@ absl::StatusOr<Graph> GraphFromProto(v1::Graph proto) {
     ValueId id = value_for(in.name());
     Value& v = g.mutable_value(id);
     v.type = TensorTypeFromProto(in.type());
-    v.doc_string = std::move(*in.mutable_doc_string());
+    v.doc_string = TakeString(in.doc_string(), [&] { return in.mutable_doc_string(); });
     g.AddGraphInput(id);
   }
   for (int i = 0; i < proto.initializers_size(); ++i) {
@@ -90,16 +94,18 @@ absl::StatusOr<Graph> GraphFromProto(v1::Graph proto) {
 
   for (int i = 0; i < proto.nodes_size(); ++i) {
     v1::Node& pn = *proto.mutable_nodes(i);
-    const std::string label = ProtoNodeLabel(pn, i);
+    // Built only for an error message: most graphs have none.
+    auto label = [&] { return ProtoNodeLabel(pn, i); };
     if (pn.op_type().empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(label, ": empty op_type"));
+      return absl::InvalidArgumentError(absl::StrCat(label(), ": empty op_type"));
     }
-    std::vector<ValueId> inputs;
+    // Inline for the usual few edges: no heap block per node for lists AddNode only copies.
+    ValueIdList inputs;
     inputs.reserve(pn.inputs_size());
     for (const std::string& name : pn.inputs()) {
       inputs.push_back(name.empty() ? ValueId() : value_for(name));
     }
-    std::vector<ValueId> outputs;
+    ValueIdList outputs;
     outputs.reserve(pn.outputs_size());
     for (int k = 0; k < pn.outputs_size(); ++k) {
       const std::string& name = pn.outputs(k);
@@ -110,13 +116,13 @@ absl::StatusOr<Graph> GraphFromProto(v1::Graph proto) {
       ValueId id = value_for(name);
       std::string other = defined_by(id);
       if (!other.empty()) {
-        return absl::InvalidArgumentError(absl::StrCat(label, ": output ", k, " '", name,
+        return absl::InvalidArgumentError(absl::StrCat(label(), ": output ", k, " '", name,
                                                        "' is already produced by ", other));
       }
       for (ValueId prev : outputs) {
         if (prev == id) {
           return absl::InvalidArgumentError(
-              absl::StrCat(label, ": output '", name, "' is listed twice"));
+              absl::StrCat(label(), ": output '", name, "' is listed twice"));
         }
       }
       outputs.push_back(id);
@@ -126,26 +132,32 @@ absl::StatusOr<Graph> GraphFromProto(v1::Graph proto) {
       v1::Attribute& a = *pn.mutable_attributes(k);
       if (a.name().empty()) {
         return absl::InvalidArgumentError(
-            absl::StrCat(label, ": attribute ", k, " has an empty name"));
+            absl::StrCat(label(), ": attribute ", k, " has an empty name"));
       }
       if (a.value_case() == v1::Attribute::VALUE_NOT_SET) {
         return absl::InvalidArgumentError(
-            absl::StrCat(label, ": attribute '", a.name(), "' has no value"));
+            absl::StrCat(label(), ": attribute '", a.name(), "' has no value"));
       }
       std::string name = a.name();
       if (!attributes.try_emplace(name, std::move(a)).second) {
         return absl::InvalidArgumentError(
-            absl::StrCat(label, ": attribute '", name, "' is given twice"));
+            absl::StrCat(label(), ": attribute '", name, "' is given twice"));
       }
     }
+    // The checks above leave AddNode nothing to refuse; should it, the node is named by its
+    // index (its strings have moved into the call).
     absl::StatusOr<NodeId> id =
-        g.AddNode(std::move(*pn.mutable_name()), std::move(*pn.mutable_op_type()),
-                  std::move(*pn.mutable_domain()), std::move(inputs), std::move(outputs),
-                  std::move(attributes));
-    if (!id.ok()) return absl::InvalidArgumentError(absl::StrCat(label, ": ", id.status().message()));
+        g.AddNode(TakeString(pn.name(), [&] { return pn.mutable_name(); }),
+                  TakeString(pn.op_type(), [&] { return pn.mutable_op_type(); }),
+                  TakeString(pn.domain(), [&] { return pn.mutable_domain(); }),
+                  inputs, outputs, std::move(attributes));
+    if (!id.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("node #", i, ": ", id.status().message()));
+    }
     Node& node = g.mutable_node(*id);
-    node.doc_string = std::move(*pn.mutable_doc_string());
-    node.device = std::move(*pn.mutable_device());
+    node.doc_string = TakeString(pn.doc_string(), [&] { return pn.mutable_doc_string(); });
+    node.device = TakeString(pn.device(), [&] { return pn.mutable_device(); });
   }
 
   for (int i = 0; i < proto.outputs_size(); ++i) {
@@ -159,7 +171,9 @@ absl::StatusOr<Graph> GraphFromProto(v1::Graph proto) {
     if (!v.is_graph_input && v.initializer < 0 && out.has_type()) {
       v.type = TensorTypeFromProto(out.type());
     }
-    if (v.doc_string.empty()) v.doc_string = std::move(*out.mutable_doc_string());
+    if (v.doc_string.empty()) {
+      v.doc_string = TakeString(out.doc_string(), [&] { return out.mutable_doc_string(); });
+    }
     g.AddGraphOutput(id);
   }
   for (v1::ValueInfo& vi : *proto.mutable_value_info()) {
@@ -168,7 +182,9 @@ absl::StatusOr<Graph> GraphFromProto(v1::Graph proto) {
     Value& v = g.mutable_value(id);
     if (v.is_graph_input || v.initializer >= 0) continue;
     v.type = TensorTypeFromProto(vi.type());
-    if (v.doc_string.empty()) v.doc_string = std::move(*vi.mutable_doc_string());
+    if (v.doc_string.empty()) {
+      v.doc_string = TakeString(vi.doc_string(), [&] { return vi.mutable_doc_string(); });
+    }
   }
   return g;
 }

@@ -9,6 +9,7 @@
 #include "passes/builtin_passes.h"
 #include "passes/pipeline.h"
 #include "service/optimizer.h"
+#include "util/malloc_tuning.h"
 
 namespace graphopt {
 namespace {
@@ -87,4 +88,12 @@ BENCHMARK(BM_OptimizeRequestDefault)
 }  // namespace
 }  // namespace graphopt
 
-BENCHMARK_MAIN();
+// The allocator as the server sets it up (util/malloc_tuning.h), then Google Benchmark's main.
+int main(int argc, char** argv) {
+  graphopt::TuneMallocForGraphs();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

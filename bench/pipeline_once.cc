@@ -25,6 +25,7 @@
 #include "graph/proto_convert.h"
 #include "passes/builtin_passes.h"
 #include "passes/pipeline.h"
+#include "util/malloc_tuning.h"
 #include "valgrind/callgrind.h"
 
 namespace {
@@ -67,6 +68,7 @@ int main(int argc, char** argv) {
       return Usage(argv[0]);
     }
   }
+  graphopt::TuneMallocForGraphs();  // as the server does
   graphopt::OpRegistry ops;
   graphopt::PassRegistry passes;
   if (!graphopt::RegisterBuiltinOps(&ops).ok() || !graphopt::RegisterBuiltinPasses(&passes).ok()) {

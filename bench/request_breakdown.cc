@@ -18,6 +18,7 @@
 #include "passes/builtin_passes.h"
 #include "passes/pipeline.h"
 #include "proto/optimizer.pb.h"
+#include "util/malloc_tuning.h"
 
 namespace {
 
@@ -43,6 +44,7 @@ int main(int argc, char** argv) {
   int reps = 7;
   if (argc >= 4 && std::strcmp(argv[2], "--reps") == 0) reps = std::atoi(argv[3]);
   using namespace graphopt;
+  TuneMallocForGraphs();  // as the server does
   OpRegistry ops;
   PassRegistry passes;
   if (!RegisterBuiltinOps(&ops).ok() || !RegisterBuiltinPasses(&passes).ok()) return 1;

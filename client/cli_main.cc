@@ -44,6 +44,7 @@
 #include "runtime/kernels/cpu_kernels.h"
 #include "runtime/npy.h"
 #include "util/file_util.h"
+#include "util/malloc_tuning.h"
 
 namespace graphopt {
 namespace {
@@ -617,6 +618,7 @@ int RunOpsUnregister(const OpsUnregisterArgs& args) {
 }
 
 int Main(int argc, char** argv) {
+  TuneMallocForGraphs();  // optimizing in this process builds and frees graphs
   CLI::App app("graphopt: optimize machine-learning computation graphs (ONNX models and "
                "graphopt.v1.Graph files), in this process or through a graphopt-server.",
                "graphopt");

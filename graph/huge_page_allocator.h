@@ -15,9 +15,7 @@ namespace graphopt {
 // node ids; with 4 KiB pages a graph of 10^5 nodes (about 30 MiB of slots) spans more pages than
 // the TLB covers, and almost every jump costs a page walk besides the cache miss. Smaller arrays
 // come from the ordinary heap. Advice only: where transparent huge pages are off, nothing
-// changes but the alignment. A large array's memory, once freed, is kept for the next graph
-// (TakeHugePages in util/huge_pages.h): a graph of 10^6 nodes would otherwise fault in and
-// zero about 400 MiB of fresh pages per request.
+// changes but the alignment.
 inline constexpr size_t kHugePageAllocatorMinBytes = size_t{4} << 20;
 
 template <typename T>
@@ -34,7 +32,7 @@ class HugePageAllocator {
     if (bytes < kHugePageAllocatorMinBytes) return std::allocator<T>().allocate(n);
     // Whole huge pages, the last one too. Aborts when the memory cannot be had, as operator new
     // does without exceptions.
-    void* p = TakeHugePages(bytes);
+    void* p = MapHugePages(bytes);
     if (p == nullptr) std::abort();
     return static_cast<T*>(p);
   }
@@ -43,7 +41,7 @@ class HugePageAllocator {
     if (bytes < kHugePageAllocatorMinBytes) {
       std::allocator<T>().deallocate(p, n);
     } else {
-      GiveBackHugePages(p, bytes);
+      UnmapHugePages(p, bytes);
     }
   }
 

@@ -166,6 +166,8 @@ class Graph {
   void PrefetchValue(ValueId id) const { PrefetchLines(&values_[id.value()], sizeof(Value)); }
   // The value's use list (on the heap once it has more readers than fit inline).
   void PrefetchUses(ValueId id) const { __builtin_prefetch(values_[id.value()].uses.data()); }
+  // The name table's slot for `name` (for reading a graph: a lookup some names ahead).
+  void PrefetchName(absl::string_view name) const { value_by_name_.prefetch(name); }
 
   // --- Op kinds -----------------------------------------------------------------------------
   // Every node's (domain, op_type) is interned when the node is added (the two fields do not

@@ -21,17 +21,12 @@ void Graph::Reserve(int nodes, int values) {
 }
 
 absl::StatusOr<ValueId> Graph::AddValue(std::string name) {
-  ValueId id(static_cast<int32_t>(values_.size()));
-  auto [it, inserted] = value_by_name_.try_emplace(name, id);
-  if (!inserted) {
-    if (values_[it->second.value()].alive) {
-      return absl::AlreadyExistsError(absl::StrCat("value '", name, "' already exists"));
-    }
-    it->second = id;  // The name of a removed value is free again.
+  const int32_t slots = static_cast<int32_t>(values_.size());
+  const ValueId id = FindOrAddValue(name);
+  // An id from before the call is a live value that already has the name.
+  if (id.value() < slots) {
+    return absl::AlreadyExistsError(absl::StrCat("value '", name, "' already exists"));
   }
-  Value v;
-  v.name = std::move(name);
-  values_.push_back(std::move(v));
   return id;
 }
 

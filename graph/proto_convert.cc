@@ -43,8 +43,6 @@ absl::StatusOr<Graph> GraphFromProto(v1::Graph proto) {
     if (val.initializer >= 0) return "an initializer";
     return "";
   };
-  // Returns the value named `name`, creating it on first mention.
-  auto value_for = [&](const std::string& name) -> ValueId { return g.FindOrAddValue(name); };
 
   for (int i = 0; i < proto.inputs_size(); ++i) {
     v1::ValueInfo& in = *proto.mutable_inputs(i);
@@ -55,7 +53,7 @@ absl::StatusOr<Graph> GraphFromProto(v1::Graph proto) {
       return absl::InvalidArgumentError(
           absl::StrCat("graph input '", in.name(), "' is listed twice"));
     }
-    ValueId id = value_for(in.name());
+    ValueId id = g.FindOrAddValue(in.name());
     Value& v = g.mutable_value(id);
     v.type = TensorTypeFromProto(in.type());
     v.doc_string = TakeString(in.doc_string(), [&] { return in.mutable_doc_string(); });
@@ -66,7 +64,7 @@ absl::StatusOr<Graph> GraphFromProto(v1::Graph proto) {
     if (t.name().empty()) {
       return absl::InvalidArgumentError(absl::StrCat("initializer ", i, " has an empty name"));
     }
-    ValueId id = value_for(t.name());
+    ValueId id = g.FindOrAddValue(t.name());
     Value& v = g.mutable_value(id);
     if (v.initializer >= 0) {
       return absl::InvalidArgumentError(
@@ -111,7 +109,7 @@ absl::StatusOr<Graph> GraphFromProto(v1::Graph proto) {
     ValueIdList inputs;
     inputs.reserve(pn.inputs_size());
     for (const std::string& name : pn.inputs()) {
-      inputs.push_back(name.empty() ? ValueId() : value_for(name));
+      inputs.push_back(name.empty() ? ValueId() : g.FindOrAddValue(name));
     }
     ValueIdList outputs;
     outputs.reserve(pn.outputs_size());
@@ -121,7 +119,7 @@ absl::StatusOr<Graph> GraphFromProto(v1::Graph proto) {
         outputs.push_back(ValueId());
         continue;
       }
-      ValueId id = value_for(name);
+      ValueId id = g.FindOrAddValue(name);
       std::string other = defined_by(id);
       if (!other.empty()) {
         return absl::InvalidArgumentError(absl::StrCat(label(), ": output ", k, " '", name,
@@ -173,7 +171,7 @@ absl::StatusOr<Graph> GraphFromProto(v1::Graph proto) {
     if (out.name().empty()) {
       return absl::InvalidArgumentError(absl::StrCat("graph output ", i, " has an empty name"));
     }
-    ValueId id = value_for(out.name());
+    ValueId id = g.FindOrAddValue(out.name());
     Value& v = g.mutable_value(id);
     // Declared output types are the client's expectation; keep them until inference runs.
     if (!v.is_graph_input && v.initializer < 0 && out.has_type()) {

@@ -492,6 +492,9 @@ TEST_F(OpStoreTest, ReadersRunWhileRegistering) {
       ++reads;
     }
   });
+  // Registration starts once the reader runs: on a loaded machine the 50 registrations can
+  // otherwise finish before the reader thread is first scheduled (seen in CI).
+  while (reads.load() == 0) std::this_thread::yield();
   for (int i = 0; i < 50; ++i) {
     ASSERT_TRUE(store_->Register("a", List({UnaryOp(absl::StrCat("Op", i))}), false).ok());
   }

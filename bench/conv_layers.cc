@@ -17,7 +17,6 @@
 // a oneDNN 3 wheel from PyPI next to Debian's 2.6 and runs both interleaved.
 #include <omp.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -26,6 +25,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "bench/bench_util.h"
 #include "oneapi/dnnl/dnnl.hpp"
 
 namespace {
@@ -103,11 +103,6 @@ void Produce(Producer p, std::vector<float>& x, int channels, int threads) {
       for (size_t i = b; i < e; ++i) x[i] *= 1.0000001f;
     }
   }
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
 }  // namespace
@@ -234,12 +229,12 @@ int main(int argc, char** argv) {
       if (i > 0 && layers[i].layer == layers[i - 1].layer) continue;
       const Layer& l = *layers[i].layer;
       std::printf("%4d %5d -> %5d k%d s%d %s  %8.3f ms  %s\n", l.size, l.cin, l.cout, l.kernel,
-                  l.stride, l.depthwise ? "dw" : "  ", Median(layers[i].ms),
+                  l.stride, l.depthwise ? "dw" : "  ", graphopt::bench::Median(layers[i].ms),
                   layers[i].impl.c_str());
     }
   }
   std::printf("oneDNN %d.%d, %s, %d thread(s): median of %d runs %.3f ms (%zu convolutions)\n",
               DNNL_VERSION_MAJOR, DNNL_VERSION_MINOR, set.c_str(), threads, reps,
-              Median(totals), layers.size());
+              graphopt::bench::Median(totals), layers.size());
   return 0;
 }

@@ -32,7 +32,7 @@ inc=$(find "$tmp/unpacked" -path '*include/oneapi/dnnl/dnnl.hpp' | head -1)
 inc=${inc%/oneapi/dnnl/dnnl.hpp}
 lib=$(dirname "$(find "$tmp/unpacked" -name 'libdnnl.so.3' | head -1)")
 [[ -n "$inc" && -n "$lib" ]] || { echo "the wheels hold no oneDNN headers or library" >&2; exit 1; }
-g++ -O2 -std=c++17 -fopenmp bench/conv_layers.cc -o "$tmp/conv_layers_v3" -I"$inc" \
+g++ -O2 -std=c++17 -fopenmp bench/conv_layers.cc -o "$tmp/conv_layers_v3" -I. -I"$inc" \
   -L"$lib" -ldnnl -Wl,-rpath,"$lib"
 for t in ${threads//,/ }; do
   for _ in $(seq "$rounds"); do

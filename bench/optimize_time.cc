@@ -16,6 +16,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "bench/bench_util.h"
 #include "graph/builtin_ops.h"
 #include "graph/proto_convert.h"
 #include "onnx_io/onnx_import.h"
@@ -36,11 +37,6 @@ using Clock = std::chrono::steady_clock;
 
 double Ms(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
 }
 
 int Fail(const absl::Status& s) {
@@ -97,8 +93,8 @@ int Main(const std::string& path) {
   }
   std::printf("{\"import_ms\": %.3f, \"optimize_ms\": %.3f, \"plan_ms\": %.3f, "
               "\"total_ms\": %.3f, \"runs\": %d, \"nodes_in\": %d, \"nodes_out\": %d}\n",
-              Median(import_ms), Median(optimize_ms), Median(plan_ms), Median(total_ms), runs,
-              nodes_in, nodes_out);
+              bench::Median(import_ms), bench::Median(optimize_ms), bench::Median(plan_ms),
+              bench::Median(total_ms), runs, nodes_in, nodes_out);
   return 0;
 }
 

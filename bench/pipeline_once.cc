@@ -12,16 +12,15 @@
 //   pipeline_once N --steady R     afterwards, each pass again R times on the optimized graph
 //                                  (a fixpoint: nothing changes), median CPU ns per input node
 //   pipeline_once N --steady R --only PASS   the same for one pass (for perf record)
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <string>
 #include <vector>
 
 #include "bench/synthetic_graph.h"
 #include "graph/builtin_ops.h"
+#include "bench/bench_util.h"
 #include "graph/proto_convert.h"
 #include "passes/builtin_passes.h"
 #include "passes/pipeline.h"
@@ -29,12 +28,6 @@
 #include "valgrind/callgrind.h"
 
 namespace {
-
-double CpuSeconds() {
-  timespec t;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
-}
 
 int Usage(const char* argv0) {
   std::fprintf(stderr, "usage: %s NUM_NODES [--warmup K] [--passes] [--steady REPS [--only PASS]]\n", argv0);
@@ -119,16 +112,15 @@ int main(int argc, char** argv) {
       std::vector<double> ns;
       for (int r = 0; r < steady_reps; ++r) {
         const graphopt::PassContext context{&ops, nullptr};
-        const double start = CpuSeconds();
+        const double start = graphopt::bench::ProcessCpuSeconds();
         absl::StatusOr<bool> changed = (*pass)->Run(*graph, context);
-        ns.push_back((CpuSeconds() - start) * 1e9 / nodes);
+        ns.push_back((graphopt::bench::ProcessCpuSeconds() - start) * 1e9 / nodes);
         if (!changed.ok()) {
           std::fprintf(stderr, "%s\n", changed.status().ToString().c_str());
           return 1;
         }
       }
-      std::sort(ns.begin(), ns.end());
-      std::printf("  %-36s %8.1f ns/node\n", run.name.c_str(), ns[ns.size() / 2]);
+      std::printf("  %-36s %8.1f ns/node\n", run.name.c_str(), graphopt::bench::Median(ns));
     }
   }
   return 0;

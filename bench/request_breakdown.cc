@@ -4,14 +4,13 @@
 // time of R runs per stage, in ns per input node, so that sizes compare at a glance:
 //   request_breakdown N [--reps R]
 // The stages are timed inside one process in the order the server runs them.
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <string>
 #include <vector>
 
+#include "bench/bench_util.h"
 #include "bench/synthetic_graph.h"
 #include "graph/builtin_ops.h"
 #include "graph/proto_convert.h"
@@ -22,27 +21,19 @@
 
 namespace {
 
-double CpuNs() {
-  timespec t;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) * 1e9 + static_cast<double>(t.tv_nsec);
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+double CpuNs() { return graphopt::bench::ProcessCpuSeconds() * 1e9; }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: %s NUM_NODES [--reps R]\n", argv[0]);
+  const long long n = argc >= 2 ? std::atoll(argv[1]) : 0;
+  int reps = 7;
+  if (argc == 4 && std::strcmp(argv[2], "--reps") == 0) reps = std::atoi(argv[3]);
+  if (n < 1 || reps < 1 || (argc != 2 && argc != 4) ||
+      (argc == 4 && std::strcmp(argv[2], "--reps") != 0)) {
+    std::fprintf(stderr, "usage: %s NUM_NODES [--reps R]   (NUM_NODES, R >= 1)\n", argv[0]);
     return 2;
   }
-  const long long n = std::atoll(argv[1]);
-  int reps = 7;
-  if (argc >= 4 && std::strcmp(argv[2], "--reps") == 0) reps = std::atoi(argv[3]);
   using namespace graphopt;
   TuneMallocForGraphs();  // as the server does
   OpRegistry ops;
@@ -85,7 +76,7 @@ int main(int argc, char** argv) {
   double total = 0;
   std::printf("%lld nodes, median of %d runs, ns per input node\n", n, reps);
   for (int i = 0; i < 6; ++i) {
-    double m = Median(t[i]) / static_cast<double>(n);
+    double m = graphopt::bench::Median(t[i]) / static_cast<double>(n);
     total += m;
     std::printf("  %-10s %8.1f\n", names[i], m);
   }

@@ -1,0 +1,31 @@
+#ifndef GRAPHOPT_BENCH_BENCH_UTIL_H_
+#define GRAPHOPT_BENCH_BENCH_UTIL_H_
+
+// Small helpers shared by the benchmark tools under bench/ (header-only, no dependencies, so
+// that a tool can also be compiled outside Bazel: bench/onednn_version_ab.sh).
+
+#include <time.h>
+
+#include <algorithm>
+#include <vector>
+
+namespace graphopt::bench {
+
+// The median of `v` (the upper one of an even count); 0 for none.
+inline double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+
+// CPU time of the whole process so far, in seconds: time the VM or other processes take the
+// core away does not count.
+inline double ProcessCpuSeconds() {
+  timespec t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
+}  // namespace graphopt::bench
+
+#endif  // GRAPHOPT_BENCH_BENCH_UTIL_H_

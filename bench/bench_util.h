@@ -4,6 +4,7 @@
 // Small helpers shared by the benchmark tools under bench/ (header-only, no dependencies, so
 // that a tool can also be compiled outside Bazel: bench/onednn_version_ab.sh).
 
+#include <sys/resource.h>
 #include <time.h>
 
 #include <algorithm>
@@ -24,6 +25,13 @@ inline double ProcessCpuSeconds() {
   timespec t;
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
   return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
+// Minor page faults of this process so far (a fault maps a fresh page: the kernel zeroes it).
+inline long MinorPageFaults() {
+  rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_minflt;
 }
 
 }  // namespace graphopt::bench

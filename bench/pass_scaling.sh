@@ -31,6 +31,8 @@ path, small, large = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 times = collections.defaultdict(list)
 names = []
 for line in open(path):
+    if not line.rstrip().endswith(" us"):
+        continue  # the page-fault count
     parts = line.split()
     size, us, name = int(parts[0]), float(parts[-2]), " ".join(parts[1:-2])
     times[(name, size)].append(us)

@@ -37,6 +37,8 @@ def main():
                     sys.exit(f"{binary} {size} failed: {run.stderr.strip()}")
                 total = 0.0
                 for line in run.stdout.splitlines()[1:]:
+                    if not line.endswith(" us"):
+                        continue  # the page-fault count
                     parts = line.split()
                     us, name = float(parts[-2]), " ".join(parts[:-2])
                     if name not in names:

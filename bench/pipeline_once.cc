@@ -6,7 +6,8 @@
 //
 // Per-pass figures, for finding which pass makes the scaling of bench/scaling.sh worse:
 //   pipeline_once N --passes       wall time of each pass of that one run (and of the rest:
-//                                  the input's verification)
+//                                  the input's verification), and the minor page faults the
+//                                  pipeline took (fresh pages the kernel zeroed)
 //   pipeline_once N --warmup K ... first K runs as the benchmark loop does them (convert,
 //                                  optimize, free), for the heap state of a long-running process
 //   pipeline_once N --steady R     afterwards, each pass again R times on the optimized graph
@@ -81,11 +82,13 @@ int main(int argc, char** argv) {
   absl::StatusOr<graphopt::Graph> graph = graphopt::GraphFromProto(proto);
   if (!graph.ok()) return 1;
   const int nodes = graph->num_live_nodes();
+  const long faults_before = graphopt::bench::MinorPageFaults();
   CALLGRIND_START_INSTRUMENTATION;
   absl::StatusOr<graphopt::PipelineResult> result =
       graphopt::RunPipeline(*graph, *graphopt::PipelineForLevel(graphopt::kDefaultOptLevel),
                             passes, ops);
   CALLGRIND_STOP_INSTRUMENTATION;
+  const long faults = graphopt::bench::MinorPageFaults() - faults_before;
   if (!result.ok()) {
     std::fprintf(stderr, "%s\n", result.status().ToString().c_str());
     return 1;
@@ -100,6 +103,7 @@ int main(int argc, char** argv) {
     }
     std::printf("  %-36s %10lld us\n", "(input checks and the rest)",
                 static_cast<long long>(result->total_time_us - in_passes));
+    std::printf("  (minor page faults in the pipeline: %ld)\n", faults);
   }
   if (steady_reps > 0) {
     std::printf("again on the optimized graph, median of %d (CPU ns per input node):\n",

@@ -46,7 +46,7 @@ absl::StatusOr<NodeId> FusedGroupBuilder::Replace(absl::Span<const NodeId> nodes
   v1::Graph body;
   const Node& first = graph_.node(nodes.front());
   const std::string name = first.name.empty() ? absl::StrCat("fused_", nodes.front().value())
-                                              : absl::StrCat(first.name, "_fused");
+                                              : absl::StrCat(first.name.str(), "_fused");
   body.set_name(name);
   auto value_info = [&](ValueId v, v1::ValueInfo* out) {
     const Value& value = graph_.value(v);

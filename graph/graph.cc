@@ -16,6 +16,7 @@ void Graph::Reserve(int nodes, int values) {
   nodes_.reserve(nodes);
   node_alive_.reserve(nodes);
   node_kind_.reserve(nodes);
+  use_slots_.reserve(nodes);
   values_.reserve(values);
   value_by_name_.reserve(values);
 }
@@ -94,19 +95,20 @@ absl::StatusOr<NodeId> Graph::AddNode(std::string name, std::string op_type, std
     }
   }
   topo_valid_ = false;
+  const OpKindId kind = InternOpKind(std::move(domain), std::move(op_type));
   Node n;
   n.name = std::move(name);
-  n.op_type = std::move(op_type);
-  n.domain = std::move(domain);
+  n.op_type = kind_names_[kind.value()].second;
+  n.domain = kind_names_[kind.value()].first;
   n.inputs.assign(inputs.begin(), inputs.end());
   n.outputs.assign(outputs.begin(), outputs.end());
   n.attributes = std::move(attributes);
   n.has_subgraphs = HasGraphAttribute(n.attributes);
   num_subgraph_nodes_ += n.has_subgraphs ? 1 : 0;
-  n.use_slots.assign(n.inputs.size(), -1);
+  use_slots_.emplace_back(n.inputs.size(), -1);
   nodes_.push_back(std::move(n));
   node_alive_.push_back(1);
-  node_kind_.push_back(InternOpKind(nodes_.back().domain, nodes_.back().op_type));
+  node_kind_.push_back(kind);
   ++kind_live_count_[node_kind_.back().value()];
   Node& node = nodes_.back();
   for (int i = 0; i < static_cast<int>(node.inputs.size()); ++i) {
@@ -123,24 +125,23 @@ absl::StatusOr<NodeId> Graph::AddNode(std::string name, std::string op_type, std
 }
 
 void Graph::AddUse(NodeId node, int index) {
-  Node& n = nodes_[node.value()];
-  Value& v = values_[n.inputs[index].value()];
-  n.use_slots[index] = static_cast<int32_t>(v.uses.size());
+  Value& v = values_[nodes_[node.value()].inputs[index].value()];
+  use_slots_[node.value()][index] = static_cast<int32_t>(v.uses.size());
   v.uses.push_back(Use{node, index});
 }
 
 void Graph::RemoveUse(NodeId node, int index) {
-  Node& n = nodes_[node.value()];
-  Value& v = values_[n.inputs[index].value()];
-  int32_t slot = n.use_slots[index];
+  Value& v = values_[nodes_[node.value()].inputs[index].value()];
+  int32_t& own_slot = use_slots_[node.value()][index];
+  const int32_t slot = own_slot;
   // Swap-remove, then fix the back-pointer of the use that moved into `slot`.
   const Use moved = v.uses.back();
   v.uses[slot] = moved;
   v.uses.pop_back();
   if (slot < static_cast<int32_t>(v.uses.size())) {
-    nodes_[moved.node.value()].use_slots[moved.input_index] = slot;
+    use_slots_[moved.node.value()][moved.input_index] = slot;
   }
-  n.use_slots[index] = -1;
+  own_slot = -1;
 }
 
 void Graph::SetInput(NodeId node, int index, ValueId value) {
@@ -170,9 +171,8 @@ void Graph::ReplaceAllUsesWith(ValueId from, ValueId to) {
   Value& target = values_[to.value()];
   target.uses.reserve(target.uses.size() + uses.size());
   for (const Use& u : uses) {
-    Node& n = nodes_[u.node.value()];
-    n.inputs[u.input_index] = to;
-    n.use_slots[u.input_index] = static_cast<int32_t>(target.uses.size());
+    nodes_[u.node.value()].inputs[u.input_index] = to;
+    use_slots_[u.node.value()][u.input_index] = static_cast<int32_t>(target.uses.size());
     target.uses.push_back(u);
   }
 }
@@ -253,12 +253,12 @@ void Graph::RemoveInitializer(ValueId value) {
   v.alive = false;
 }
 
-OpKindId Graph::InternOpKind(const std::string& domain, const std::string& op_type) {
+OpKindId Graph::InternOpKind(std::string domain, std::string op_type) {
   if (OpKindId kind = FindOpKind(domain, op_type); kind.valid()) return kind;
   const OpKindId kind(static_cast<int32_t>(kind_names_.size()));
-  kind_names_.emplace_back(domain, op_type);
-  kind_live_count_.push_back(0);
   kinds_by_op_type_[op_type].push_back(kind);
+  kind_names_.emplace_back(std::move(domain), std::move(op_type));
+  kind_live_count_.push_back(0);
   return kind;
 }
 
@@ -316,9 +316,10 @@ bool Graph::IsDefined(ValueId value) const {
 
 std::string Graph::NodeLabel(NodeId id) const {
   const Node& n = nodes_[id.value()];
-  std::string op = n.domain.empty() ? n.op_type : absl::StrCat(n.domain.str(), "::", n.op_type);
+  std::string op =
+      n.domain.empty() ? n.op_type.str() : absl::StrCat(n.domain.str(), "::", n.op_type.str());
   if (n.name.empty()) return absl::StrCat("node #", id.value(), " (", op, ")");
-  return absl::StrCat("node '", n.name, "' (", op, ")");
+  return absl::StrCat("node '", n.name.str(), "' (", op, ")");
 }
 
 absl::StatusOr<std::vector<NodeId>> Graph::TopologicalOrder() const {

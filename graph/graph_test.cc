@@ -200,7 +200,7 @@ TEST(GraphTest, UseSlotsStayConsistentUnderSwapRemoval) {
   std::sort(users.begin(), users.end());
   EXPECT_THAT(users, ElementsAre(0, 2, 4));
   for (const Use& u : g.value(x).uses) {
-    EXPECT_EQ(g.value(x).uses[g.node(u.node).use_slots[u.input_index]].node, u.node);
+    EXPECT_EQ(g.value(x).uses[g.use_slot(u.node, u.input_index)].node, u.node);
   }
 }
 

@@ -351,7 +351,7 @@ class Fuser {
       const Node& node = graph_.node(group.nodes[i]);
       if (node.op_type == "Relu" || node.op_type == "Clip" || node.op_type == "LeakyRelu" ||
           node.op_type == "Sigmoid" || node.op_type == "Tanh") {
-        ++counts["activation " + node.op_type];
+        ++counts["activation " + node.op_type.str()];
       } else if (node.op_type == "Add" && node.inputs.size() == 2) {
         const bool full = SameShape(graph_.value(node.inputs[0]).type.shape, group.shape) &&
                           SameShape(graph_.value(node.inputs[1]).type.shape, group.shape);

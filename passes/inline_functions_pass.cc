@@ -470,7 +470,7 @@ class InlineFunctionsPass : public Pass {
     const Node& n = graph.node(item.node);
     const std::string label = graph.NodeLabel(item.node);
     const std::string prefix =
-        n.name.empty() ? absl::StrCat(n.op_type, "#", item.node.value()) : n.name;
+        n.name.empty() ? absl::StrCat(n.op_type.str(), "#", item.node.value()) : n.name.str();
     const std::string device = n.device;
     const ValueIdList inputs = n.inputs;
     const ValueIdList outputs = n.outputs;

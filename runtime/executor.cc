@@ -25,7 +25,7 @@ int64_t OpsetOf(const Graph& graph, const std::string& domain) {
 
 std::string TimingName(const Graph& graph, NodeId id) {
   const Node& n = graph.node(id);
-  return n.name.empty() ? absl::StrCat("#", id.value()) : n.name;
+  return n.name.empty() ? absl::StrCat("#", id.value()) : n.name.str();
 }
 
 }  // namespace
@@ -110,7 +110,7 @@ absl::Status Executor::Plan(const KernelRegistry& registry) {
     if (factory == nullptr) {
       return absl::UnimplementedError(absl::StrCat(
           graph_.NodeLabel(id), ": no ", DeviceKindName(options_.device), " kernel for op '",
-          node.op_type, "'",
+          node.op_type.str(), "'",
           node.domain.empty() ? "" : absl::StrCat(" of domain '", node.domain.str(), "'")));
     }
     step.info = std::make_unique<KernelInfo>(node, graph_.NodeLabel(id),

@@ -147,7 +147,7 @@ ModelComparison CompareRuleOps(absl::string_view name, const onnx::ModelProto& m
       Run(graph, id, *reference, &dims_values);
       continue;
     }
-    const std::string node_name = n.name.empty() ? absl::StrCat("#", id.value()) : n.name;
+    const std::string node_name = n.name.empty() ? absl::StrCat("#", id.value()) : n.name.str();
     OpTally& tally = r.ops[label];
     ++tally.nodes;
     const OpDef* candidate = rule.Find(n.domain, n.op_type);

@@ -155,7 +155,7 @@ absl::StatusOr<std::unique_ptr<FusedGroupKernel::Step>> FusedGroupKernel::NodeSt
   const KernelFactory* factory = registry_.Find(node.domain, node.op_type, info.device(), dtype);
   if (factory == nullptr) {
     return absl::UnimplementedError(absl::StrCat(info.label(), ": ", body_.NodeLabel(id),
-                                                 ": no kernel for op '", node.op_type, "'"));
+                                                 ": no kernel for op '", node.op_type.str(), "'"));
   }
   auto step = std::make_unique<Step>();
   step->node = id;

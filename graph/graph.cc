@@ -18,6 +18,7 @@ void Graph::Reserve(int nodes, int values) {
   node_kind_.reserve(nodes);
   use_slots_.reserve(nodes);
   values_.reserve(values);
+  name_source_->values = values_.data();
   value_by_name_.reserve(values);
 }
 
@@ -33,15 +34,32 @@ absl::StatusOr<ValueId> Graph::AddValue(std::string name) {
 
 ValueId Graph::FindOrAddValue(absl::string_view name) {
   const ValueId id(static_cast<int32_t>(values_.size()));
-  auto [it, inserted] = value_by_name_.try_emplace(name, id);
+  // One probe: finds the name's entry, or makes room for `id` where the probe ended. The new
+  // value's slot is added right after, before anything hashes `id`.
+  bool inserted = false;
+  auto it = value_by_name_.lazy_emplace(name, [&](const auto& construct) {
+    inserted = true;
+    construct(id);
+  });
   if (!inserted) {
-    if (values_[it->second.value()].alive) return it->second;
-    it->second = id;  // The name of a removed value is free again.
+    if (values_[it->value()].alive) return *it;
+    // The name of a removed value is free again: its entry goes, the new value's comes.
+    value_by_name_.erase(it);
+    Value v;
+    v.name = std::string(name);
+    AppendValue(std::move(v));
+    value_by_name_.insert(id);
+    return id;
   }
   Value v;
-  v.name = it->first;
-  values_.push_back(std::move(v));
+  v.name = std::string(name);
+  AppendValue(std::move(v));
   return id;
+}
+
+void Graph::AppendValue(Value v) {
+  values_.push_back(std::move(v));
+  name_source_->values = values_.data();
 }
 
 ValueId Graph::AddUniqueValue(absl::string_view base) {
@@ -227,15 +245,20 @@ void Graph::RemoveNode(NodeId node) {
 absl::Status Graph::RenameValue(ValueId value, std::string name) {
   Value& v = values_[value.value()];
   if (v.name == name) return absl::OkStatus();
-  auto [it, inserted] = value_by_name_.try_emplace(name, value);
-  if (!inserted) {
-    if (values_[it->second.value()].alive) {
+  if (auto it = value_by_name_.find(absl::string_view(name)); it != value_by_name_.end()) {
+    if (values_[it->value()].alive) {
       return absl::AlreadyExistsError(absl::StrCat("value '", name, "' already exists"));
     }
-    it->second = value;
+    value_by_name_.erase(it);  // a removed value's name, free again
   }
-  value_by_name_.erase(v.name);
+  // The old name's entry (when it is this value's) goes before the name changes: it is found
+  // by hashing the name.
+  if (auto old = value_by_name_.find(absl::string_view(v.name));
+      old != value_by_name_.end() && *old == value) {
+    value_by_name_.erase(old);
+  }
   v.name = std::move(name);
+  value_by_name_.insert(value);
   // Subgraphs read values by name: a capture may now resolve elsewhere. Without subgraphs the
   // order stands.
   if (num_subgraph_nodes_ > 0) topo_valid_ = false;
@@ -300,8 +323,8 @@ std::vector<ValueId> Graph::InitializerValues() const {
 
 ValueId Graph::FindValue(absl::string_view name) const {
   auto it = value_by_name_.find(name);
-  if (it == value_by_name_.end() || !values_[it->second.value()].alive) return ValueId();
-  return it->second;
+  if (it == value_by_name_.end() || !values_[it->value()].alive) return ValueId();
+  return *it;
 }
 
 const v1::Tensor* Graph::initializer_of(ValueId value) const {

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
 #include <optional>
 #include <string>
 #include "absl/strings/string_view.h"
@@ -10,6 +11,7 @@
 
 #include "absl/container/btree_map.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/hash/hash.h"
 #include "absl/status/status.h"
@@ -51,6 +53,7 @@ struct Value {
   // Node inputs reading this value, in no particular order.
   UseList uses;
   TensorType type;
+  // Set through the Graph only (AddValue, RenameValue): its name table hashes this string.
   std::string name;
   SharedString doc_string;
 };
@@ -169,8 +172,25 @@ class Graph {
   // they are read. No effect on results.
   void PrefetchNode(NodeId id) const { PrefetchLines(&nodes_[id.value()], sizeof(Node)); }
   void PrefetchValue(ValueId id) const { PrefetchLines(&values_[id.value()], sizeof(Value)); }
-  // The value's use list (on the heap once it has more readers than fit inline).
-  void PrefetchUses(ValueId id) const { __builtin_prefetch(values_[id.value()].uses.data()); }
+  // For a pass sweeping node ids in `order` (a topological order, say), at position k: starts
+  // loading the node kSweepNodeAhead places ahead and the input values of the one
+  // kSweepValuesAhead ahead, whose node has arrived by then. On a graph larger than the caches
+  // a sweep otherwise waits on the first touch of each node's inputs. Measured at 10^5 nodes
+  // (pipeline 43.2 -> 39.5 ms): input verification 3.9 -> 3.0 ms, infer_type 6.6 -> 5.9,
+  // simplify 3.8 -> 3.0, CSE 3.2 -> 2.8; at 10^4 the pipeline pays 4% for the instructions.
+  // Not in infer_shape, which computes long enough per node to hide the misses.
+  static constexpr int kSweepNodeAhead = 8;
+  static constexpr int kSweepValuesAhead = 4;
+  void PrefetchSweep(absl::Span<const NodeId> order, size_t k) const {
+    if (k + kSweepNodeAhead < order.size()) PrefetchNode(order[k + kSweepNodeAhead]);
+    if (k + kSweepValuesAhead < order.size()) PrefetchInputs(order[k + kSweepValuesAhead]);
+  }
+  // The same for a sweep over every node slot in id order.
+  void PrefetchSweep(NodeId id) const {
+    const int i = id.value();
+    if (i + kSweepNodeAhead < num_node_slots()) PrefetchNode(NodeId(i + kSweepNodeAhead));
+    if (i + kSweepValuesAhead < num_node_slots()) PrefetchInputs(NodeId(i + kSweepValuesAhead));
+  }
   // The name table's slot for `name` (for reading a graph: a lookup some names ahead).
   void PrefetchName(absl::string_view name) const { value_by_name_.prefetch(name); }
 
@@ -273,13 +293,30 @@ class Graph {
   std::vector<NodeId> LiveNodesById() const;
   // Why `order` is not a topological order of exactly the live nodes ("" when it is).
   std::string ScheduleProblem(const std::vector<NodeId>& order) const;
+  // Appends a value slot (its name already set) and points the name table at the new buffer.
+  void AppendValue(Value v);
   void AddUse(NodeId node, int index);
   void RemoveUse(NodeId node, int index);
   OpKindId InternOpKind(std::string domain, std::string op_type);
+  // The value slots of the node's inputs.
+  void PrefetchInputs(NodeId id) const {
+    for (ValueId v : nodes_[id.value()].inputs) {
+      if (v.valid()) PrefetchValue(v);
+    }
+  }
   // Prefetches every cache line of `bytes` bytes at `p`.
+  // An asm statement rather than __builtin_prefetch: GCC 12 at -O2 deletes a
+  // __builtin_prefetch in an inlined helper whose loop has no other effect (it did so to the
+  // sweep prefetches above: no prefetch instruction in the binary).
   static void PrefetchLines(const void* p, size_t bytes) {
     const char* c = static_cast<const char*>(p);
-    for (size_t offset = 0; offset < bytes; offset += 64) __builtin_prefetch(c + offset);
+    for (size_t offset = 0; offset < bytes; offset += 64) {
+#if defined(__x86_64__)
+      asm volatile("prefetcht0 %0" : : "m"(c[offset]));
+#else
+      __builtin_prefetch(c + offset);
+#endif
+    }
   }
 
   // The node and value slots live on huge pages once large (HugePageAllocator): passes sweep
@@ -303,20 +340,35 @@ class Graph {
   std::vector<v1::Tensor> initializers_;
   // initializer_values_[i] holds initializers_[i]; invalid once removed.
   std::vector<ValueId> initializer_values_;
-  // Value names to ids; on huge pages like the slots (one lookup per edge while a graph is
-  // read, into a table as large as the node slots). Transparent: FindValue looks up a
-  // string_view without building a string.
+  // The name table: value ids hashed and compared by their values' names, which are stored
+  // once, in the values, and looked up by string_view. 4 bytes a slot where a map holding a copy
+  // of every name took 40: the table of a 10^5-node graph is 0.6 MiB instead of 5 (a lookup is
+  // one memory round trip per edge while a graph is read, and the table's pages are zeroed
+  // afresh for every graph). The functors reach the names through `NameSource`, on the heap so
+  // that its address survives moves of the Graph; it follows values_'s buffer, which moves only
+  // when values_ grows (FindOrAddValue, Reserve).
+  struct NameSource {
+    const Value* values = nullptr;
+    absl::string_view name(ValueId id) const { return values[id.value()].name; }
+  };
   struct NameHash {
     using is_transparent = void;
+    const NameSource* source = nullptr;
     size_t operator()(absl::string_view s) const { return absl::Hash<absl::string_view>()(s); }
+    size_t operator()(ValueId id) const { return (*this)(source->name(id)); }
   };
   struct NameEq {
     using is_transparent = void;
-    bool operator()(absl::string_view a, absl::string_view b) const { return a == b; }
+    const NameSource* source = nullptr;
+    bool operator()(ValueId a, ValueId b) const { return source->name(a) == source->name(b); }
+    bool operator()(ValueId a, absl::string_view b) const { return source->name(a) == b; }
+    bool operator()(absl::string_view a, ValueId b) const { return a == source->name(b); }
   };
-  absl::flat_hash_map<std::string, ValueId, NameHash, NameEq,
-                      HugePageAllocator<std::pair<const std::string, ValueId>>>
-      value_by_name_;
+  std::unique_ptr<NameSource> name_source_ = std::make_unique<NameSource>();
+  // Holds, per name, the id of the value that had it last (dead ones included: FindValue
+  // checks). Declared after name_source_, whose address its functors hold.
+  absl::flat_hash_set<ValueId, NameHash, NameEq, HugePageAllocator<ValueId>> value_by_name_{
+      0, NameHash{name_source_.get()}, NameEq{name_source_.get()}};
   int num_live_nodes_ = 0;
   int num_subgraph_nodes_ = 0;
   // Topological order of the node slots (dead ones included) while topo_valid_, and each

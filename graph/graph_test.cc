@@ -384,6 +384,52 @@ TEST(GraphTest, RenameValue) {
   EXPECT_FALSE(c.g.FindValue("a").valid());
 }
 
+// The name table holds value ids and reads the names from the value slots: lookups must
+// survive the slots' buffer growing, the graph being moved, renames onto a removed value's
+// name, and many names.
+TEST(GraphTest, NameTableFollowsGrowthMovesAndRenames) {
+  Graph g;  // no Reserve: the value slots reallocate many times below
+  std::vector<ValueId> ids;
+  for (int i = 0; i < 5000; ++i) ids.push_back(*g.AddValue("value_" + std::to_string(i)));
+  for (int i = 0; i < 5000; i += 499) {
+    EXPECT_EQ(g.FindValue("value_" + std::to_string(i)), ids[i]) << i;
+  }
+  EXPECT_FALSE(g.FindValue("value_5000").valid());
+  Graph moved = std::move(g);
+  EXPECT_EQ(moved.FindValue("value_17"), ids[17]);
+  EXPECT_EQ(moved.FindOrAddValue("value_4999"), ids[4999]);
+  const ValueId added = moved.FindOrAddValue("after_move");
+  EXPECT_EQ(moved.FindValue("after_move"), added);
+  Graph assigned;
+  assigned = std::move(moved);
+  EXPECT_EQ(assigned.FindValue("value_0"), ids[0]);
+  EXPECT_EQ(assigned.FindValue("after_move"), added);
+
+  // Renames: the old name is free, the new one found; a long name (on the heap) too.
+  const std::string long_name(100, 'n');
+  ASSERT_TRUE(assigned.RenameValue(ids[1], long_name).ok());
+  EXPECT_EQ(assigned.FindValue(long_name), ids[1]);
+  EXPECT_FALSE(assigned.FindValue("value_1").valid());
+  const int slots = assigned.num_value_slots();
+  EXPECT_EQ(assigned.FindOrAddValue("value_1").value(), slots);  // a new value takes it
+  EXPECT_EQ(assigned.RenameValue(ids[2], long_name).code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(assigned.FindValue("value_2"), ids[2]);  // a failed rename changes nothing
+}
+
+TEST(GraphTest, RenameOntoARemovedValuesName) {
+  Chain c = MakeChain();
+  c.g.ReplaceAllUsesWith(c.a, c.x);
+  c.g.RemoveNode(c.n0);  // "a" is dead and its name free
+  ASSERT_FALSE(c.g.FindValue("a").valid());
+  ASSERT_TRUE(c.g.RenameValue(c.y, "a").ok());
+  EXPECT_EQ(c.g.FindValue("a"), c.y);
+  EXPECT_FALSE(c.g.FindValue("y").valid());
+  // And back: "y" is free, "a" frees up again.
+  ASSERT_TRUE(c.g.RenameValue(c.y, "y").ok());
+  EXPECT_EQ(c.g.FindValue("y"), c.y);
+  EXPECT_FALSE(c.g.FindValue("a").valid());
+}
+
 TEST(GraphTest, NodeLabels) {
   Graph g;
   ValueId x = *g.AddValue("x");

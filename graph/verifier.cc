@@ -129,6 +129,7 @@ absl::Status VerifyGraph(const Graph& graph, const OpRegistry& registry) {
   // graph's own check would be a second sweep over every node and value.
   bool ids_sorted = true;
   for (int i = 0; i < graph.num_node_slots(); ++i) {
+    graph.PrefetchSweep(NodeId(i));
     const Node& n = graph.node(NodeId(i));
     if (!n.alive) continue;
     // Passes find nodes by their interned kind, so op_type and domain must not be edited in

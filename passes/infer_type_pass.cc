@@ -19,7 +19,9 @@ class InferTypePass : public Pass {
     int64_t unknown = 0;
     int64_t outputs = 0;
     const KindOps ops(graph, *context.ops);
-    for (NodeId id : *order) {
+    for (size_t k = 0; k < order->size(); ++k) {
+      graph.PrefetchSweep(*order, k);
+      const NodeId id = (*order)[k];
       absl::StatusOr<const OpDef*> op = NodeOp(graph, id, ops);
       if (!op.ok()) return op.status();
       if (absl::Status s = InferNodeTypes(graph, id, **op); !s.ok()) return s;

@@ -150,7 +150,9 @@ class SimplifyPass : public Pass {
       any_candidate = true;
     }
     if (!any_candidate) order->clear();
-    for (NodeId id : *order) {
+    for (size_t k = 0; k < order->size(); ++k) {
+      graph.PrefetchSweep(*order, k);
+      const NodeId id = (*order)[k];
       if (!candidate[graph.op_kind(id).value()]) continue;
       const Node& n = graph.node(id);
       if (!n.alive || TouchesHiddenValue(n)) continue;

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs the pipeline benchmark (10^3..10^6 nodes) and prints time per node and the time ratio for
-# each 10x step in graph size. Target: 10x more nodes costs at most 12x more time.
+# each 10x step in graph size. Target: 10x more nodes costs at most 12x more time, for the
+# default pipeline (BM_PipelineDefault); the whole request (BM_OptimizeRequestDefault: the
+# pipeline plus the conversions from and to protos and freeing) gets its own verdict beside it.
 #
 # The verdict uses the median CPU time of the process (the pipeline is single-threaded), which
 # leaves out the time the VM or other processes take the core away; wall-clock medians are
@@ -26,7 +28,7 @@ for b in data["benchmarks"]:
     name, size = b["run_name"].split("/")[:2]
     cpu.setdefault(name, {})[int(size)] = b["cpu_time"]  # milliseconds
     real.setdefault(name, {})[int(size)] = b["real_time"]
-worst = 0.0
+worst = {}
 for name, times in cpu.items():
     print(f"\n{name} (medians of repetitions)")
     print(f"{'nodes':>10} {'cpu ms':>10} {'ns/node':>8} {'ratio vs 10x fewer':>19}   "
@@ -37,12 +39,18 @@ for name, times in cpu.items():
         ratio = t / times[prev] if prev else None
         wratio = w / real[name][prev] if prev else None
         if ratio:
-            worst = max(worst, ratio)
+            worst[name] = max(worst.get(name, 0.0), ratio)
         print(f"{size:>10} {t:>10.2f} {t * 1e6 / size:>8.1f} "
               f"{(f'{ratio:.2f}x') if ratio else '-':>19}   {w:>10.2f} "
               f"{(f'{wratio:.2f}x') if wratio else '-':>7}")
         prev = size
-print(f"\nworst 10x-step ratio (cpu time): {worst:.2f}x (target <= 12x): "
-      f"{'OK' if worst <= 12 else 'MISSED'}")
+# The target (issue #2) is set for the default pipeline; the whole request (proto conversions
+# and freeing included) is tracked against the same bar.
+print()
+for name, label in (("BM_PipelineDefault", "default pipeline (the target's benchmark)"),
+                    ("BM_OptimizeRequestDefault", "whole request")):
+    if name in worst:
+        print(f"worst 10x-step ratio, {label}: {worst[name]:.2f}x (target <= 12x): "
+              f"{'OK' if worst[name] <= 12 else 'MISSED'}")
 PY
 rm -f "$out"

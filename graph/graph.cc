@@ -17,6 +17,7 @@ void Graph::Reserve(int nodes, int values) {
   node_alive_.reserve(nodes);
   node_kind_.reserve(nodes);
   use_slots_.reserve(nodes);
+  EnsureNameSource();
   values_.reserve(values);
   name_source_->values = values_.data();
   value_by_name_.reserve(values);
@@ -33,6 +34,7 @@ absl::StatusOr<ValueId> Graph::AddValue(std::string name) {
 }
 
 ValueId Graph::FindOrAddValue(absl::string_view name) {
+  EnsureNameSource();
   const ValueId id(static_cast<int32_t>(values_.size()));
   // One probe: finds the name's entry, or makes room for `id` where the probe ended. The new
   // value's slot is added right after, before anything hashes `id`.
@@ -60,6 +62,15 @@ ValueId Graph::FindOrAddValue(absl::string_view name) {
 void Graph::AppendValue(Value v) {
   values_.push_back(std::move(v));
   name_source_->values = values_.data();
+}
+
+void Graph::EnsureNameSource() {
+  if (name_source_ != nullptr) return;
+  name_source_ = std::make_unique<NameSource>();
+  name_source_->values = values_.data();
+  NameTable fresh(0, NameHash{name_source_.get()}, NameEq{name_source_.get()});
+  for (int i = 0; i < static_cast<int>(values_.size()); ++i) fresh.insert(ValueId(i));
+  value_by_name_ = std::move(fresh);
 }
 
 ValueId Graph::AddUniqueValue(absl::string_view base) {

@@ -364,11 +364,14 @@ class Graph {
     bool operator()(ValueId a, absl::string_view b) const { return source->name(a) == b; }
     bool operator()(absl::string_view a, ValueId b) const { return a == source->name(b); }
   };
+  using NameTable = absl::flat_hash_set<ValueId, NameHash, NameEq, HugePageAllocator<ValueId>>;
+  // Gives a graph that was moved from (and so lost its NameSource) a fresh, empty name table
+  // before it grows again.
+  void EnsureNameSource();
   std::unique_ptr<NameSource> name_source_ = std::make_unique<NameSource>();
   // Holds, per name, the id of the value that had it last (dead ones included: FindValue
   // checks). Declared after name_source_, whose address its functors hold.
-  absl::flat_hash_set<ValueId, NameHash, NameEq, HugePageAllocator<ValueId>> value_by_name_{
-      0, NameHash{name_source_.get()}, NameEq{name_source_.get()}};
+  NameTable value_by_name_{0, NameHash{name_source_.get()}, NameEq{name_source_.get()}};
   int num_live_nodes_ = 0;
   int num_subgraph_nodes_ = 0;
   // Topological order of the node slots (dead ones included) while topo_valid_, and each

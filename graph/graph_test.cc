@@ -397,6 +397,10 @@ TEST(GraphTest, NameTableFollowsGrowthMovesAndRenames) {
   EXPECT_FALSE(g.FindValue("value_5000").valid());
   Graph moved = std::move(g);
   EXPECT_EQ(moved.FindValue("value_17"), ids[17]);
+  // The moved-from graph stays usable: it builds a name table of its own again.
+  const ValueId fresh = g.FindOrAddValue("fresh");  // NOLINT(bugprone-use-after-move)
+  EXPECT_EQ(g.FindValue("fresh"), fresh);
+  EXPECT_FALSE(moved.FindValue("fresh").valid());
   EXPECT_EQ(moved.FindOrAddValue("value_4999"), ids[4999]);
   const ValueId added = moved.FindOrAddValue("after_move");
   EXPECT_EQ(moved.FindValue("after_move"), added);

@@ -43,19 +43,15 @@ ValueId Graph::FindOrAddValue(absl::string_view name) {
     inserted = true;
     construct(id);
   });
-  if (!inserted) {
-    if (values_[it->value()].alive) return *it;
-    // The name of a removed value is free again: its entry goes, the new value's comes.
-    value_by_name_.erase(it);
-    Value v;
-    v.name = std::string(name);
-    AppendValue(std::move(v));
-    value_by_name_.insert(id);
-    return id;
-  }
+  if (!inserted && values_[it->value()].alive) return *it;
   Value v;
   v.name = std::string(name);
   AppendValue(std::move(v));
+  if (!inserted) {
+    // The name of a removed value is free again: its entry goes, the new value's comes.
+    value_by_name_.erase(it);
+    value_by_name_.insert(id);
+  }
   return id;
 }
 

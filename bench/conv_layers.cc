@@ -4,7 +4,12 @@
 // the way the layer's input was written can be compared without the rest of the runtime.
 //
 //   conv_layers [--set resnet50|mobilenet_v2_dw] [--threads N] [--reps R] [--per-layer]
-//               [--producer none|rows|channels|reversed]
+//               [--producer none|rows|channels|reversed] [--blocked] [--impl NAME] [--impls]
+//
+// --blocked runs the activations in oneDNN's nChw16c layout instead of NHWC (the first layer,
+// of 3 channels, stays NHWC); --impl NAME takes that implementation (e.g. jit_1x1:avx512_core)
+// where oneDNN offers it for a layer instead of its first choice; --impls first times every
+// avx512 implementation of each layer on its own, hot.
 //
 // --producer rewrites every layer's input before each run on the same threads, split across
 // them as a producing operator would have written it: `rows` (thread t the t-th contiguous
@@ -79,7 +84,8 @@ struct Instance {
 void Usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s [--set resnet50|mobilenet_v2_dw] [--threads N] [--reps R] "
-               "[--per-layer] [--producer none|rows|channels|reversed]\n",
+               "[--per-layer] [--producer none|rows|channels|reversed] [--blocked] "
+               "[--impl NAME] [--impls]\n",
                argv0);
   std::exit(2);
 }
@@ -105,6 +111,36 @@ void Produce(Producer p, std::vector<float>& x, int channels, int threads) {
   }
 }
 
+// Times every avx512 implementation oneDNN offers for `l` (from `pd`, its first choice, on),
+// alone and hot: 25 runs on the same buffers, the median printed per implementation.
+void TimeEachImplementation(const Layer& l, dnnl::convolution_forward::primitive_desc pd,
+                            const dnnl::engine& engine, dnnl::stream& stream) {
+  std::vector<float> src_data(pd.src_desc().get_size() / sizeof(float), 0.5f);
+  do {
+    const std::string name = pd.impl_info_str();
+    if (name.find("avx512") == std::string::npos && name.find("gemm") == std::string::npos) continue;
+    dnnl::memory src(pd.src_desc(), engine, src_data.data());
+    dnnl::memory dst(pd.dst_desc(), engine);
+    dnnl::memory wei(pd.weights_desc(), engine);
+    dnnl::memory bias(pd.bias_desc(), engine);
+    std::memset(wei.get_data_handle(), 0, pd.weights_desc().get_size());
+    std::memset(bias.get_data_handle(), 0, pd.bias_desc().get_size());
+    dnnl::convolution_forward prim(pd);
+    const std::unordered_map<int, dnnl::memory> args = {
+        {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_BIAS, bias}, {DNNL_ARG_DST, dst}};
+    std::vector<double> ms;
+    for (int k = 0; k < 25; ++k) {
+      const auto t0 = std::chrono::steady_clock::now();
+      prim.execute(stream, args);
+      stream.wait();
+      ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::printf("%4d %5d -> %5d k%d s%d  %-28s %8.3f ms\n", l.size, l.cin, l.cout, l.kernel,
+                l.stride, name.c_str(), graphopt::bench::Median(ms));
+  } while (pd.next_impl());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -112,6 +148,8 @@ int main(int argc, char** argv) {
   int threads = 1, reps = 30;
   bool per_layer = false;
   Producer producer = Producer::kNone;
+  bool blocked = false, list_impls = false;
+  std::string impl;
   for (int i = 1; i < argc; ++i) {
     const bool has_value = i + 1 < argc;
     if (std::strcmp(argv[i], "--set") == 0 && has_value) {
@@ -122,6 +160,12 @@ int main(int argc, char** argv) {
       reps = std::atoi(argv[++i]);
     } else if (std::strcmp(argv[i], "--per-layer") == 0) {
       per_layer = true;
+    } else if (std::strcmp(argv[i], "--blocked") == 0) {
+      blocked = true;
+    } else if (std::strcmp(argv[i], "--impl") == 0 && has_value) {
+      impl = argv[++i];
+    } else if (std::strcmp(argv[i], "--impls") == 0) {
+      list_impls = true;
     } else if (std::strcmp(argv[i], "--producer") == 0 && has_value) {
       const std::string p = argv[++i];
       if (p == "none") producer = Producer::kNone;
@@ -161,8 +205,9 @@ int main(int argc, char** argv) {
       const dnnl::memory::dims wei_dims =
           l->depthwise ? dnnl::memory::dims{l->cout, 1, 1, l->kernel, l->kernel}
                        : dnnl::memory::dims{l->cout, l->cin, l->kernel, l->kernel};
-      const dnnl::memory::desc src_md(src_dims, dt::f32, tag::nhwc);
-      const dnnl::memory::desc dst_md(dst_dims, dt::f32, tag::nhwc);
+      const tag act = blocked ? tag::nChw16c : tag::nhwc;
+      const dnnl::memory::desc src_md(src_dims, dt::f32, l->cin % 16 == 0 ? act : tag::nhwc);
+      const dnnl::memory::desc dst_md(dst_dims, dt::f32, l->cin % 16 == 0 ? act : tag::nhwc);
       const dnnl::memory::desc wei_md(wei_dims, dt::f32, tag::any);
       const dnnl::memory::desc bias_md({l->cout}, dt::f32, tag::x);
       const dnnl::algorithm alg =
@@ -187,9 +232,20 @@ int main(int argc, char** argv) {
                                            bias_md, dst_md, strides, pads, pads);
       dnnl::convolution_forward::primitive_desc pd(desc, attr, engine);
 #endif
+      if (!impl.empty()) {
+        // The named implementation where oneDNN has it for this layer, else its first choice.
+        for (auto next = pd; next;) {
+          if (impl == next.impl_info_str()) {
+            pd = next;
+            break;
+          }
+          if (!next.next_impl()) break;
+        }
+      }
+      if (list_impls && r == 0) TimeEachImplementation(*l, pd, engine, stream);
       Instance inst;
       inst.layer = l;
-      inst.src.resize(static_cast<size_t>(l->size) * l->size * l->cin);
+      inst.src.resize(src_md.get_size() / sizeof(float));
       for (size_t i = 0; i < inst.src.size(); ++i) inst.src[i] = static_cast<float>(i % 13) * 0.01f;
       dnnl::memory src(src_md, engine, inst.src.data());
       dnnl::memory dst(dst_md, engine);

@@ -6,11 +6,13 @@
 // those win at small batches (1x1 convolutions on sgemm, depthwise convolutions; conv_nchw.cc),
 // else on oneDNN (nn_conv.cc). conv_nchw.cc also has the max pooling loop of MaxPool.
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -71,6 +73,7 @@ class FloatConvolution {
  public:
   // INTERNAL naming the node when oneDNN has no CPU engine.
   static absl::StatusOr<std::unique_ptr<FloatConvolution>> Create(const KernelInfo& info);
+  ~FloatConvolution();
 
   // y = conv(x, w) + b, then `post_ops` in order. y is float32 of s.out_shape, allocated by the
   // caller (a kSum operand may be y itself); x, y and a kSum operand are in s's layout. UNIMPLEMENTED when oneDNN has no primitive for
@@ -85,10 +88,20 @@ class FloatConvolution {
       const KernelContext& ctx, const ConvShape& s, bool has_bias,
       absl::Span<const ConvPostOp> post_ops) const;
 
+  // A primitive's shapes, algorithm and post-ops (inline: built on every run).
+  using PrimitiveKey = absl::InlinedVector<int64_t, 40>;
+
   dnnl::engine engine_;
   mutable absl::Mutex mu_;
-  mutable absl::flat_hash_map<std::vector<int64_t>, std::shared_ptr<const Primitive>> cache_
+  mutable absl::flat_hash_map<PrimitiveKey, std::shared_ptr<const Primitive>> cache_
       ABSL_GUARDED_BY(mu_);
+  // The first primitive made, with its key: set once (under mu_), read without a lock, freed
+  // with this object.
+  struct Memo {
+    PrimitiveKey key;
+    std::shared_ptr<const Primitive> primitive;
+  };
+  mutable std::atomic<const Memo*> memo_{nullptr};
 };
 
 // --- Direct NCHW loops (conv_nchw.cc) ----------------------------------------------------------

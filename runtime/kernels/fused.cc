@@ -112,7 +112,7 @@ class FusedGroupKernel : public OpKernel {
   // A float32 tensor of `shape` for body value v: the node's output when v is one, else new.
   absl::StatusOr<Tensor*> Allocate(KernelContext& ctx, Frame& f, ValueId v, const Shape& shape) const;
   // The post-ops computing the chain after a convolution of shape s, or nullopt.
-  std::optional<std::vector<ConvPostOp>> PostOps(const Step& step, const ConvShape& s,
+  std::optional<absl::InlinedVector<ConvPostOp, 4>> PostOps(const Step& step, const ConvShape& s,
                                                  const Frame& f) const;
 
   const KernelRegistry& registry_;
@@ -528,10 +528,10 @@ bool PerChannel(const Tensor& t, const ConvShape& s) {
   return true;
 }
 
-std::optional<std::vector<ConvPostOp>> FusedGroupKernel::PostOps(const Step& step,
+std::optional<absl::InlinedVector<ConvPostOp, 4>> FusedGroupKernel::PostOps(const Step& step,
                                                                  const ConvShape& s,
                                                                  const Frame& f) const {
-  std::vector<ConvPostOp> ops;
+  absl::InlinedVector<ConvPostOp, 4> ops;
   ValueId running = body_.node(step.node).outputs[0];
   bool summed = false;
   for (NodeId id : step.chain) {
@@ -625,7 +625,7 @@ absl::StatusOr<bool> FusedGroupKernel::RunConv(KernelContext& ctx, const Step& s
             : CheckConv(conv_ctx, step.window, step.group, x, w, b);
     if (!s.ok()) return s.status();
     s->winograd = step.winograd;
-    std::optional<std::vector<ConvPostOp>> ops;
+    std::optional<absl::InlinedVector<ConvPostOp, 4>> ops;
     if (s->window.nd <= 3 && x.num_elements() > 0 && w.num_elements() > 0) ops = PostOps(step, *s, f);
     if (ops) {
       const ValueId out =

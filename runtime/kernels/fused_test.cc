@@ -1,5 +1,6 @@
 // The FusedGroup kernel against the unfused graph: each case is fused by the fuse_ops pass (or
 // written as a FusedGroup by hand) and must give the unfused graph's outputs.
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <memory>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/text_format.h"
 #include "graph/builtin_ops.h"
@@ -208,6 +210,65 @@ TEST_F(FusedKernelTest, ConvWithOtherEpilogues) {
             Node("Conv", {"x", "w"}, "c") + Node("Softplus", {"c"}, "p") +
             Node("Sigmoid", {"p"}, "y") + Output("y"),
         1);
+}
+
+// One executor run again and again with inputs in new buffers each time: the oneDNN
+// convolution keeps its argument views between runs and must re-point them at each run's
+// tensors (source, residual, per-channel operand), including Winograd's reordered residual.
+TEST_F(FusedKernelTest, ChannelsLastConvolutionsFollowNewBuffersAcrossRuns) {
+  const std::string text =
+      Input("x", {1, 64, 28, 28}) + Input("cm", {64, 1, 1}) +
+      Const("w3", {64, 64, 3, 3}, {0.02f, -0.01f, 0.015f, -0.02f}) +
+      Const("w1", {64, 64, 1, 1}, {0.05f, -0.03f, 0.02f}) +
+      Node("Conv", {"x", "w3"}, "c3", kPads) + Node("Add", {"c3", "x"}, "r") +
+      Node("Relu", {"r"}, "a") + Node("Conv", {"a", "w1"}, "c1") + Node("Mul", {"c1", "cm"}, "m") +
+      Node("Relu", {"m"}, "y") + Output("y");
+  const v1::Graph graph = Parse(text);
+  absl::StatusOr<Graph> ir = GraphFromProto(graph);
+  ASSERT_TRUE(ir.ok()) << ir.status();
+  PipelineOptions options;
+  options.verify_each_pass = true;
+  absl::StatusOr<PipelineResult> piped = RunPipeline(
+      *ir, {{"channels_last", {}}, {"fuse_ops", {}}}, passes_, ops_, options);
+  ASSERT_TRUE(piped.ok()) << piped.status();
+  const v1::Graph optimized = GraphToProto(*ir);
+  int groups = 0, winograd = 0;
+  for (const v1::Node& n : optimized.nodes()) groups += n.op_type() == kFusedGroupOp;
+  winograd = absl::StrContains(optimized.DebugString(), "winograd");
+  EXPECT_EQ(groups, 2) << optimized.DebugString();
+  EXPECT_TRUE(winograd) << "the 3x3 convolution should run Winograd";
+  for (int threads : {1, 2}) {
+    absl::StatusOr<Graph> opt_ir = GraphFromProto(optimized);
+    ASSERT_TRUE(opt_ir.ok()) << opt_ir.status();
+    ExecutorOptions eo;
+    eo.num_threads = threads;
+    absl::StatusOr<std::unique_ptr<Executor>> ex = Executor::Create(*std::move(opt_ir), kernels_, eo);
+    ASSERT_TRUE(ex.ok()) << ex.status();
+    std::mt19937 rng(11 + threads);
+    std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+    for (int run = 0; run < 3; ++run) {
+      std::vector<Tensor> inputs;
+      for (const Shape& shape : {Shape{1, 64, 28, 28}, Shape{64, 1, 1}}) {
+        Tensor t = Tensor::Allocate(v1::DT_FLOAT32, shape).value();
+        for (float& v : t.mutable_span<float>()) v = dist(rng);
+        inputs.push_back(t);
+      }
+      const std::vector<Tensor> want = Run(graph, inputs);
+      absl::StatusOr<RunResult> got = (*ex)->RunPositional(inputs);
+      ASSERT_TRUE(got.ok()) << got.status();
+      ASSERT_EQ(got->outputs.size(), 1u);
+      ASSERT_EQ(want.size(), 1u);
+      ASSERT_EQ(got->outputs[0].shape(), want[0].shape());
+      float largest = 0, error = 0;
+      for (int64_t i = 0; i < want[0].num_elements(); ++i) {
+        const float w = want[0].data<float>()[i], g = got->outputs[0].data<float>()[i];
+        largest = std::max(largest, std::fabs(w));
+        error = std::max(error, std::fabs(w - g));
+      }
+      EXPECT_GT(largest, 0.0f);
+      EXPECT_LE(error, 1e-5f * largest) << "run " << run << " on " << threads << " thread(s)";
+    }
+  }
 }
 
 TEST_F(FusedKernelTest, MatMulBiasRelu) {

@@ -67,8 +67,10 @@ absl::StatusOr<Window> ResolveForwardWindow(const KernelInfo& info, const Window
     return info.Invalid(absl::StrCat("kernel has ", w.kernel.size(), " spatial dims, input has ",
                                      nd));
   }
-  w.stride = a.strides.empty() ? std::vector<int64_t>(nd, 1) : a.strides;
-  w.dilation = a.dilations.empty() ? std::vector<int64_t>(nd, 1) : a.dilations;
+  if (a.strides.empty()) w.stride.assign(nd, 1);
+  else w.stride.assign(a.strides.begin(), a.strides.end());
+  if (a.dilations.empty()) w.dilation.assign(nd, 1);
+  else w.dilation.assign(a.dilations.begin(), a.dilations.end());
   if (w.stride.size() != nd) {
     return info.Invalid(absl::StrCat("attribute 'strides' has ", w.stride.size(),
                                      " values for ", nd, " spatial dims"));
@@ -162,7 +164,7 @@ WindowTaps ComputeWindowTaps(const Window& w) {
 }
 
 absl::Status GuardDnnl(const KernelInfo& info, const char* what,
-                       const std::function<absl::Status()>& fn) {
+                       absl::FunctionRef<absl::Status()> fn) {
   try {
     return fn();
   } catch (const dnnl::error& e) {

@@ -1,6 +1,7 @@
 // Convolutions: Conv (float32 on oneDNN, 1-3 spatial dims; double and higher ranks on direct
 // loops), ConvTranspose (direct loops), ConvInteger and QLinearConv (direct loops in int32).
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -618,39 +619,59 @@ struct FloatConvolution::Primitive {
   bool reorder_src = false, reorder_dst = false, reorder_wei = false;
   int sum = -1;  // index of the sum post-op
 
-  // The weights in the primitive's layout, for the weight tensor `weights_ref` (held, so that
-  // its buffer, hence its address, cannot be reused by another tensor while it is cached).
+  // The weights in the primitive's layout, made from the weight tensor `ref` (held, so that
+  // its buffer, hence its address, cannot be reused by another tensor while a copy made from
+  // it lives): `storage` is a Buffer (huge pages for large weights) that `memory` views.
+  struct WeightsCopy {
+    Tensor ref;
+    dnnl::memory memory;
+    std::shared_ptr<Buffer> storage;
+  };
   mutable absl::Mutex mu;
-  mutable Tensor weights_ref ABSL_GUARDED_BY(mu);
-  mutable dnnl::memory weights ABSL_GUARDED_BY(mu);
-  // The storage of `weights` (a Buffer: huge pages for large weights).
-  mutable std::shared_ptr<Buffer> weights_storage ABSL_GUARDED_BY(mu);
+  mutable std::shared_ptr<const WeightsCopy> weights ABSL_GUARDED_BY(mu);  // the latest
   // Every primitive here runs in oneDNN's user scratchpad mode: oneDNN's own scratchpad is
   // shared between primitives (Debian builds it without concurrent execution), so concurrent
   // runs of a plan would corrupt each other's temporaries. Each call brings its own, sized for
   // the largest of the primitives it executes; each primitive's descriptor views it.
   dnnl::memory::desc pad_conv, pad_src_in, pad_dst_out, pad_dst_in, pad_wei_in;
   dnnl::memory::desc pad;  // bytes: the largest of the above
-  // Per concurrent call: activations in the primitive's layouts (src, dst) and a scratchpad,
-  // kept between calls (a fresh allocation per call costs page faults on every run).
+  // A oneDNN memory object viewing a caller's buffer, re-pointed only when the buffer moves
+  // (a planned graph hands a node the same arena addresses on every run).
+  struct View {
+    dnnl::memory memory;
+    void* bound = nullptr;
+    void Point(void* p) {
+      if (p != bound) {
+        memory.set_data_handle(p);
+        bound = p;
+      }
+    }
+  };
+  // Per concurrent call, kept between calls so that a run allocates nothing: activations in
+  // the primitive's layouts (src, dst), a scratchpad, the stream, views of the caller's
+  // tensors and each primitive's argument map (built once: their keys never change, the
+  // views they hold are re-pointed in place).
   struct Scratch {
     dnnl::memory src, dst, pad;
     std::shared_ptr<Buffer> storage[3];  // of src, dst and pad (huge pages when large)
+    // The weight copy this call used last (kept alive by it: a call whose weight tensor is
+    // the copy's `ref` uses it without taking `mu`).
+    std::shared_ptr<const WeightsCopy> weights;
+    bool bound = false;  // the members below are set
+    dnnl::stream stream;
+    View user_src, user_dst, user_wei, bias, residual;
+    std::vector<View> operands;  // by post-op index: a binary post-op's operand
+    std::unordered_map<int, dnnl::memory> conv_args, src_in_args, dst_out_args, dst_in_args;
   };
-  mutable std::vector<Scratch> scratch ABSL_GUARDED_BY(mu);
+  // Idle scratches: one in `idle` (taken and given back without a lock: the common case of
+  // one caller at a time), the rest in `scratch`.
+  mutable std::atomic<Scratch*> idle{nullptr};
+  mutable std::vector<std::unique_ptr<Scratch>> scratch ABSL_GUARDED_BY(mu);
+
+  ~Primitive() { delete idle.load(); }
 };
 
-namespace {
-
-// Executes `prim` with `args` plus `pad` (the call's scratchpad) viewed through `desc`.
-void ExecuteWithPad(const dnnl::primitive& prim, dnnl::stream& stream,
-                    std::unordered_map<int, dnnl::memory> args, const dnnl::memory::desc& desc,
-                    const dnnl::memory& pad, const dnnl::engine& engine) {
-  args[DNNL_ARG_SCRATCHPAD] = dnnl::memory(desc, engine, pad.get_data_handle());
-  prim.execute(stream, args);
-}
-
-}  // namespace
+FloatConvolution::~FloatConvolution() { delete memo_.load(); }
 
 absl::StatusOr<std::unique_ptr<FloatConvolution>> FloatConvolution::Create(const KernelInfo& info) {
   auto conv = std::make_unique<FloatConvolution>();
@@ -665,9 +686,9 @@ absl::StatusOr<std::unique_ptr<FloatConvolution>> FloatConvolution::Create(const
 absl::StatusOr<std::shared_ptr<const FloatConvolution::Primitive>> FloatConvolution::GetPrimitive(
     const KernelContext& ctx, const ConvShape& s, bool has_bias,
     absl::Span<const ConvPostOp> post_ops) const {
-  std::vector<int64_t> key = {s.n, s.c, s.m, s.group, has_bias, s.channels_last, s.winograd};
-  for (const std::vector<int64_t>* v : {&s.window.in, &s.window.kernel, &s.window.stride,
-                                        &s.window.dilation, &s.window.pad_begin, &s.window.pad_end}) {
+  PrimitiveKey key = {s.n, s.c, s.m, s.group, has_bias, s.channels_last, s.winograd};
+  for (const WindowDims* v : {&s.window.in, &s.window.kernel, &s.window.stride,
+                              &s.window.dilation, &s.window.pad_begin, &s.window.pad_end}) {
     key.insert(key.end(), v->begin(), v->end());
   }
   for (const ConvPostOp& op : post_ops) {
@@ -675,6 +696,11 @@ absl::StatusOr<std::shared_ptr<const FloatConvolution::Primitive>> FloatConvolut
     key.push_back(static_cast<int64_t>(op.alg));
     key.push_back(absl::bit_cast<int32_t>(op.alpha));
     key.push_back(absl::bit_cast<int32_t>(op.beta));
+  }
+  // A node's convolution sees the same shapes run after run: its first primitive answers
+  // without a lock.
+  if (const Memo* m = memo_.load(std::memory_order_acquire); m != nullptr && m->key == key) {
+    return m->primitive;
   }
   {
     absl::MutexLock lock(&mu_);
@@ -799,6 +825,9 @@ absl::StatusOr<std::shared_ptr<const FloatConvolution::Primitive>> FloatConvolut
   // Bounded: a node sees few distinct shapes; start over rather than grow without limit.
   if (cache_.size() >= 64) cache_.clear();
   cache_[key] = conv;
+  if (memo_.load(std::memory_order_relaxed) == nullptr) {
+    memo_.store(new Memo{key, conv}, std::memory_order_release);
+  }
   return std::shared_ptr<const Primitive>(conv);
 }
 
@@ -826,21 +855,16 @@ absl::Status FloatConvolution::Run(const KernelContext& ctx, const ConvShape& s,
   if (!conv.ok()) return conv.status();
   const Primitive& c = **conv;
   return GuardDnnl(ctx.info(), "convolution", [&]() -> absl::Status {
-    dnnl::stream stream(engine_);
-    dnnl::memory user_src(c.user_src, engine_, const_cast<float*>(x.data<float>()));
-    dnnl::memory user_dst(c.user_dst, engine_, y.data<float>());
-    dnnl::memory wei;
-    // Holds the reordered weights' storage for this call: `wei` only views it, and another call
-    // with other weights may replace the cached copy meanwhile.
-    std::shared_ptr<Buffer> wei_storage;
-    Primitive::Scratch scratch;
-    {
+    std::unique_ptr<Primitive::Scratch> taken(c.idle.exchange(nullptr, std::memory_order_acquire));
+    if (taken == nullptr) {
       absl::MutexLock lock(&c.mu);
       if (!c.scratch.empty()) {
-        scratch = std::move(c.scratch.back());
+        taken = std::move(c.scratch.back());
         c.scratch.pop_back();
       }
     }
+    if (taken == nullptr) taken = std::make_unique<Primitive::Scratch>();
+    Primitive::Scratch& scratch = *taken;
     // The call's memory in a Buffer of ours, viewed by oneDNN: huge pages when large for the
     // activations (touched whole on every run), not for the scratchpad (sized for the worst
     // case and touched in part: a huge page would make all of it resident).
@@ -855,70 +879,120 @@ absl::Status FloatConvolution::Run(const KernelContext& ctx, const ConvShape& s,
     if (!scratch.pad) {
       if (absl::Status st = own(c.pad, 2, &scratch.pad); !st.ok()) return st;
     }
-    {
-      absl::MutexLock lock(&c.mu);
-      if (c.reorder_wei) {
-        if (!c.weights_ref.defined() || c.weights_ref.raw_data() != w.raw_data()) {
-          dnnl::memory user_wei(c.user_wei, engine_, const_cast<float*>(w.data<float>()));
-          absl::StatusOr<std::shared_ptr<Buffer>> storage = Buffer::AllocateCpu(c.wei.get_size(),
-                                                                     Buffer::Pages::kHugeWhenLarge);
-          if (!storage.ok()) return storage.status();
-          dnnl::memory blocked(c.wei, engine_, (*storage)->data());
-          ExecuteWithPad(c.wei_in, stream, {{DNNL_ARG_FROM, user_wei}, {DNNL_ARG_TO, blocked}},
-                         c.pad_wei_in, scratch.pad, engine_);
-          stream.wait();
-          c.weights = blocked;
-          c.weights_storage = *std::move(storage);
-          c.weights_ref = w;
-        }
-        wei = c.weights;
-        wei_storage = c.weights_storage;
-      }
-    }
-    if (!c.reorder_wei) wei = dnnl::memory(c.user_wei, engine_, const_cast<float*>(w.data<float>()));
     if (c.reorder_src && !scratch.src) {
       if (absl::Status st = own(c.src, 0, &scratch.src); !st.ok()) return st;
     }
     if (c.reorder_dst && !scratch.dst) {
       if (absl::Status st = own(c.dst, 1, &scratch.dst); !st.ok()) return st;
     }
-    dnnl::memory src = user_src;
-    if (c.reorder_src) {
-      src = scratch.src;
-      ExecuteWithPad(c.src_in, stream, {{DNNL_ARG_FROM, user_src}, {DNNL_ARG_TO, src}},
-                     c.pad_src_in, scratch.pad, engine_);
+    void* const pad = scratch.pad.get_data_handle();
+    auto pad_view = [&](const dnnl::memory::desc& desc) { return dnnl::memory(desc, engine_, pad); };
+    if (!scratch.bound) {
+      // What every later call with this scratch reuses: views (pointed at the caller's tensors
+      // below, on each call) and the argument maps. The keys follow from the primitive's key
+      // (bias or not, the post-ops' kinds), so they are the same on every call.
+      scratch.stream = dnnl::stream(engine_);
+      auto view = [&](const dnnl::memory::desc& desc) {
+        Primitive::View v;
+        v.memory = dnnl::memory(desc, engine_, nullptr);
+        return v;
+      };
+      scratch.user_src = view(c.user_src);
+      scratch.user_dst = view(c.user_dst);
+      scratch.user_wei = view(c.user_wei);
+      const dnnl::memory src = c.reorder_src ? scratch.src : scratch.user_src.memory;
+      const dnnl::memory dst = c.reorder_dst ? scratch.dst : scratch.user_dst.memory;
+      scratch.conv_args = {{DNNL_ARG_SRC, src},
+                           {DNNL_ARG_WEIGHTS, scratch.user_wei.memory},
+                           {DNNL_ARG_DST, dst},
+                           {DNNL_ARG_SCRATCHPAD, pad_view(c.pad_conv)}};
+      if (b != nullptr) {
+        scratch.bias = view(c.bias);
+        scratch.conv_args[DNNL_ARG_BIAS] = scratch.bias.memory;
+      }
+      scratch.operands.resize(post_ops.size());
+      for (size_t i = 0; i < post_ops.size(); ++i) {
+        const ConvPostOp::Kind kind = post_ops[i].kind;
+        if (kind == ConvPostOp::Kind::kBinaryAdd || kind == ConvPostOp::Kind::kBinaryMul) {
+          scratch.operands[i] = view(c.channel);
+          scratch.conv_args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i)) |
+                            DNNL_ARG_SRC_1] = scratch.operands[i].memory;
+        }
+      }
+      if (c.reorder_src) {
+        scratch.src_in_args = {{DNNL_ARG_FROM, scratch.user_src.memory},
+                               {DNNL_ARG_TO, scratch.src},
+                               {DNNL_ARG_SCRATCHPAD, pad_view(c.pad_src_in)}};
+      }
+      if (c.reorder_dst) {
+        scratch.dst_out_args = {{DNNL_ARG_FROM, scratch.dst},
+                                {DNNL_ARG_TO, scratch.user_dst.memory},
+                                {DNNL_ARG_SCRATCHPAD, pad_view(c.pad_dst_out)}};
+        if (c.sum >= 0) {
+          scratch.residual = view(c.user_dst);
+          scratch.dst_in_args = {{DNNL_ARG_FROM, scratch.residual.memory},
+                                 {DNNL_ARG_TO, scratch.dst},
+                                 {DNNL_ARG_SCRATCHPAD, pad_view(c.pad_dst_in)}};
+        }
+      }
+      scratch.bound = true;
     }
-    dnnl::memory dst = c.reorder_dst ? scratch.dst : user_dst;
-    std::unordered_map<int, dnnl::memory> args = {
-        {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
-    if (b != nullptr) {
-      args[DNNL_ARG_BIAS] = dnnl::memory(c.bias, engine_, const_cast<float*>(b->data<float>()));
+    dnnl::stream& stream = scratch.stream;
+    if (c.reorder_wei) {
+      if (scratch.weights == nullptr || scratch.weights->ref.raw_data() != w.raw_data()) {
+        absl::MutexLock lock(&c.mu);
+        if (c.weights == nullptr || c.weights->ref.raw_data() != w.raw_data()) {
+          auto copy = std::make_shared<Primitive::WeightsCopy>();
+          dnnl::memory user_wei(c.user_wei, engine_, const_cast<float*>(w.data<float>()));
+          absl::StatusOr<std::shared_ptr<Buffer>> storage =
+              Buffer::AllocateCpu(c.wei.get_size(), Buffer::Pages::kHugeWhenLarge);
+          if (!storage.ok()) return storage.status();
+          copy->memory = dnnl::memory(c.wei, engine_, (*storage)->data());
+          copy->storage = *std::move(storage);
+          copy->ref = w;
+          c.wei_in.execute(stream, {{DNNL_ARG_FROM, user_wei},
+                                    {DNNL_ARG_TO, copy->memory},
+                                    {DNNL_ARG_SCRATCHPAD, pad_view(c.pad_wei_in)}});
+          stream.wait();
+          c.weights = std::move(copy);
+        }
+        scratch.weights = c.weights;
+        scratch.conv_args[DNNL_ARG_WEIGHTS] = scratch.weights->memory;
+      }
+    } else {
+      scratch.user_wei.Point(const_cast<float*>(w.data<float>()));
     }
+    scratch.user_src.Point(const_cast<float*>(x.data<float>()));
+    scratch.user_dst.Point(y.data<float>());
+    if (b != nullptr) scratch.bias.Point(const_cast<float*>(b->data<float>()));
     for (size_t i = 0; i < post_ops.size(); ++i) {
       const ConvPostOp& op = post_ops[i];
-      float* operand = op.operand ? const_cast<float*>(op.operand->data<float>()) : nullptr;
-      if (op.kind == ConvPostOp::Kind::kSum) {
-        // The sum adds what dst holds when the convolution starts.
-        if (c.reorder_dst) {
-          dnnl::memory residual(c.user_dst, engine_, operand);
-          ExecuteWithPad(c.dst_in, stream, {{DNNL_ARG_FROM, residual}, {DNNL_ARG_TO, dst}},
-                         c.pad_dst_in, scratch.pad, engine_);
-        } else if (operand != y.data<float>()) {
-          std::memcpy(y.data<float>(), operand, y.byte_size());
-        }
-      } else if (op.kind != ConvPostOp::Kind::kEltwise) {
-        args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i)) | DNNL_ARG_SRC_1] =
-            dnnl::memory(c.channel, engine_, operand);
+      if (op.kind == ConvPostOp::Kind::kBinaryAdd || op.kind == ConvPostOp::Kind::kBinaryMul) {
+        scratch.operands[i].Point(const_cast<float*>(op.operand->data<float>()));
       }
     }
-    ExecuteWithPad(c.prim, stream, std::move(args), c.pad_conv, scratch.pad, engine_);
-    if (c.reorder_dst) {
-      ExecuteWithPad(c.dst_out, stream, {{DNNL_ARG_FROM, dst}, {DNNL_ARG_TO, user_dst}},
-                     c.pad_dst_out, scratch.pad, engine_);
+    if (c.reorder_src) c.src_in.execute(stream, scratch.src_in_args);
+    for (const ConvPostOp& op : post_ops) {
+      if (op.kind != ConvPostOp::Kind::kSum) continue;
+      // The sum adds what dst holds when the convolution starts.
+      const float* operand = op.operand->data<float>();
+      if (c.reorder_dst) {
+        scratch.residual.Point(const_cast<float*>(operand));
+        c.dst_in.execute(stream, scratch.dst_in_args);
+      } else if (operand != y.data<float>()) {
+        std::memcpy(y.data<float>(), operand, y.byte_size());
+      }
     }
+    c.prim.execute(stream, scratch.conv_args);
+    if (c.reorder_dst) c.dst_out.execute(stream, scratch.dst_out_args);
     stream.wait();
-    absl::MutexLock lock(&c.mu);
-    c.scratch.push_back(std::move(scratch));
+    Primitive::Scratch* none = nullptr;
+    if (c.idle.compare_exchange_strong(none, taken.get(), std::memory_order_release)) {
+      taken.release();
+    } else {
+      absl::MutexLock lock(&c.mu);
+      c.scratch.push_back(std::move(taken));
+    }
     return absl::OkStatus();
   });
 }

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -37,10 +39,12 @@ struct WindowAttrs {
 // non-positive stride/dilation/kernel dim or a negative pad.
 absl::StatusOr<WindowAttrs> ParseWindowAttrs(const KernelInfo& info);
 
-// A resolved sliding window over `nd` spatial dims.
+// A resolved sliding window over `nd` spatial dims. Inline storage for up to three dims:
+// a convolution resolves its window on every run, and this keeps that free of allocations.
+using WindowDims = absl::InlinedVector<int64_t, 3>;
 struct Window {
   int nd = 0;
-  std::vector<int64_t> in, kernel, stride, dilation, pad_begin, pad_end, out;
+  WindowDims in, kernel, stride, dilation, pad_begin, pad_end, out;
   int64_t in_size() const;
   int64_t out_size() const;
   int64_t kernel_size() const;
@@ -77,7 +81,7 @@ inline int64_t SpatialOffset(absl::Span<const int64_t> pos, absl::Span<const int
 // Runs fn (which may call oneDNN's C++ API) and converts a dnnl::error into INTERNAL naming
 // `what`. Defined in nn_conv.cc.
 absl::Status GuardDnnl(const KernelInfo& info, const char* what,
-                       const std::function<absl::Status()>& fn);
+                       absl::FunctionRef<absl::Status()> fn);
 
 // C = alpha * op(A) * op(B) + beta * C, row-major, on oneDNN's sgemm; INTERNAL naming the node
 // when oneDNN fails. Defined in nn_matmul.cc.

@@ -18,7 +18,8 @@ import subprocess
 import sys
 import tempfile
 
-MODELS = ["mlp", "lstm", "transformer_encoder", "mobilenet_v2", "resnet18", "resnet50"]
+MODELS = ["mlp", "lstm", "transformer_encoder", "mobilenet_v2", "mobilenet_v2_bn", "resnet18",
+          "resnet50"]
 
 
 def run(cmd):

@@ -3,8 +3,9 @@
 // primitive's layout, ReLU or Clip as a post-op), so that a oneDNN version, a thread count or
 // the way the layer's input was written can be compared without the rest of the runtime.
 //
-//   conv_layers [--set resnet50|mobilenet_v2_dw] [--threads N] [--reps R] [--per-layer]
-//               [--producer none|rows|channels|reversed] [--blocked] [--impl NAME] [--impls]
+//   conv_layers [--set resnet50|mobilenet_v2_dw|mobilenet_v2_pw] [--threads N] [--reps R]
+//               [--per-layer] [--producer none|rows|channels|reversed] [--blocked]
+//               [--impl NAME] [--impls]
 //
 // --blocked runs the activations in oneDNN's nChw16c layout instead of NHWC (the first layer,
 // of 3 channels, stays NHWC); --impl NAME takes that implementation (e.g. jit_1x1:avx512_core)
@@ -70,6 +71,21 @@ const Layer kMobilenetV2Depthwise[] = {
     {14, 576, 576, 3, 2, 1, true, 6},  {7, 960, 960, 3, 1, 3, true, 6},
 };
 
+// torchvision mobilenet_v2's pointwise (1x1) convolutions, expansions and projections (all with
+// the Clip post-op here; in the network the projections have none).
+const Layer kMobilenetV2Pointwise[] = {
+    {112, 32, 16, 1, 1, 1, false, 6},  {112, 16, 96, 1, 1, 1, false, 6},
+    {56, 96, 24, 1, 1, 1, false, 6},   {56, 24, 144, 1, 1, 2, false, 6},
+    {56, 144, 24, 1, 1, 1, false, 6},  {28, 144, 32, 1, 1, 1, false, 6},
+    {28, 32, 192, 1, 1, 3, false, 6},  {28, 192, 32, 1, 1, 2, false, 6},
+    {14, 192, 64, 1, 1, 1, false, 6},  {14, 64, 384, 1, 1, 4, false, 6},
+    {14, 384, 64, 1, 1, 3, false, 6},  {14, 384, 96, 1, 1, 1, false, 6},
+    {14, 96, 576, 1, 1, 3, false, 6},  {14, 576, 96, 1, 1, 2, false, 6},
+    {7, 576, 160, 1, 1, 1, false, 6},  {7, 160, 960, 1, 1, 3, false, 6},
+    {7, 960, 160, 1, 1, 2, false, 6},  {7, 960, 320, 1, 1, 1, false, 6},
+    {7, 320, 1280, 1, 1, 1, false, 6},
+};
+
 enum class Producer { kNone, kRows, kChannels, kReversed };
 
 struct Instance {
@@ -83,7 +99,7 @@ struct Instance {
 
 void Usage(const char* argv0) {
   std::fprintf(stderr,
-               "usage: %s [--set resnet50|mobilenet_v2_dw] [--threads N] [--reps R] "
+               "usage: %s [--set resnet50|mobilenet_v2_dw|mobilenet_v2_pw] [--threads N] [--reps R] "
                "[--per-layer] [--producer none|rows|channels|reversed] [--blocked] "
                "[--impl NAME] [--impls]\n",
                argv0);
@@ -183,6 +199,9 @@ int main(int argc, char** argv) {
   if (set == "resnet50") {
     begin = std::begin(kResnet50);
     end = std::end(kResnet50);
+  } else if (set == "mobilenet_v2_pw") {
+    begin = std::begin(kMobilenetV2Pointwise);
+    end = std::end(kMobilenetV2Pointwise);
   } else if (set == "mobilenet_v2_dw") {
     begin = std::begin(kMobilenetV2Depthwise);
     end = std::end(kMobilenetV2Depthwise);

@@ -1,5 +1,6 @@
 #include "runtime/kernels/fast_math.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -178,6 +179,104 @@ GRAPHOPT_MAP_VERSIONS(Sigmoid, Sigmoid)
 GRAPHOPT_MAP_VERSIONS(Tanh, Tanh)
 #undef GRAPHOPT_MAP_VERSIONS
 
+// --- Layer normalisation ----------------------------------------------------------------------
+
+// No fused multiply-adds here: GCC contracts the AVX-512 and AVX2 loops differently (one vector
+// of 16 against two of 8), and the two versions must agree to the bit.
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=off")
+
+// The sum of p[0, n) (of (p[i] - center)^2 when kSquares): 16 partial sums, lane j taking the
+// elements i = j mod 16 (the last partial block padded with values that add nothing), added
+// pairwise (8 + 8, 4 + 4, ...). N = 16 (one vector) or 8 (two): the same arithmetic per element
+// either way.
+template <int N, bool kSquares>
+GRAPHOPT_INLINE float RowSum(const float* p, int64_t n, float center) {
+  constexpr int kVectors = 16 / N;
+  F<N> acc[kVectors] = {};
+  auto add = [&](const float* block) __attribute__((always_inline)) {
+    for (int k = 0; k < kVectors; ++k) {
+      F<N> v = Load<N>(block + k * N);
+      if constexpr (kSquares) {
+        v -= center;
+        acc[k] += v * v;
+      } else {
+        acc[k] += v;
+      }
+    }
+  };
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) add(p + i);
+  if (i < n) {
+    float block[16];
+    std::fill(block, block + 16, kSquares ? center : 0.0f);
+    std::copy(p + i, p + n, block);
+    add(block);
+  }
+  float lanes[16];
+  for (int k = 0; k < kVectors; ++k) std::memcpy(lanes + k * N, &acc[k], sizeof(F<N>));
+  for (int width = 8; width >= 1; width /= 2) {
+    for (int j = 0; j < width; ++j) lanes[j] += lanes[j + width];
+  }
+  return lanes[0];
+}
+
+template <int N>
+GRAPHOPT_INLINE void LayerNormRows(int64_t rows, int64_t cols, const float* x,
+                                   const float* scale, int64_t scale_step, const float* bias,
+                                   int64_t bias_step, float eps, float* y, float* mean_out,
+                                   float* inv_out) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* p = x + r * cols;
+    float* q = y + r * cols;
+    const float mean = cols > 0 ? RowSum<N, false>(p, cols, 0.0f) / static_cast<float>(cols) : 0.0f;
+    const float var = cols > 0 ? RowSum<N, true>(p, cols, mean) / static_cast<float>(cols) : 0.0f;
+    const float inv = static_cast<float>(1.0 / std::sqrt(static_cast<double>(var) + eps));
+    if (mean_out != nullptr) mean_out[r] = mean;
+    if (inv_out != nullptr) inv_out[r] = inv;
+    // Blocks of 16 in both widths, a partial last block through a padded copy: the same
+    // vector arithmetic for every element in either version.
+    auto normalize = [&](const float* in, const float* s, const float* b, float* out)
+                         __attribute__((always_inline)) {
+      for (int j = 0; j < 16; j += N) {
+        F<N> v = (Load<N>(in + j) - mean) * inv;
+        if (scale != nullptr) v *= scale_step != 0 ? Load<N>(s + j) : Splat<N>(scale[0]);
+        if (bias != nullptr) v += bias_step != 0 ? Load<N>(b + j) : Splat<N>(bias[0]);
+        Store<N>(out + j, v);
+      }
+    };
+    int64_t i = 0;
+    for (; i + 16 <= cols; i += 16) {
+      normalize(p + i, scale == nullptr ? nullptr : scale + i * scale_step,
+                bias == nullptr ? nullptr : bias + i * bias_step, q + i);
+    }
+    if (i < cols) {
+      const int64_t rest = cols - i;
+      float in[16] = {}, s[16] = {}, b[16] = {}, out[16];
+      std::copy(p + i, p + cols, in);
+      if (scale != nullptr && scale_step != 0) std::copy(scale + i, scale + cols, s);
+      if (bias != nullptr && bias_step != 0) std::copy(bias + i, bias + cols, b);
+      normalize(in, s, b, out);
+      std::copy(out, out + rest, q + i);
+    }
+  }
+}
+
+#define GRAPHOPT_LAYER_NORM_ARGS                                                           \
+  int64_t rows, int64_t cols, const float *x, const float *scale, int64_t scale_step,     \
+      const float *bias, int64_t bias_step, float eps, float *y, float *mean, float *inv_std
+GRAPHOPT_V4 void LayerNormV4(GRAPHOPT_LAYER_NORM_ARGS) {
+  LayerNormRows<16>(rows, cols, x, scale, scale_step, bias, bias_step, eps, y, mean, inv_std);
+}
+GRAPHOPT_V3 void LayerNormV3(GRAPHOPT_LAYER_NORM_ARGS) {
+  LayerNormRows<8>(rows, cols, x, scale, scale_step, bias, bias_step, eps, y, mean, inv_std);
+}
+void LayerNormBase(GRAPHOPT_LAYER_NORM_ARGS) {
+  LayerNormRows<8>(rows, cols, x, scale, scale_step, bias, bias_step, eps, y, mean, inv_std);
+}
+
+#pragma GCC pop_options
+
 // --- Interleaving three planes -------------------------------------------------------------
 
 void Interleave3Base(const uint32_t* p0, const uint32_t* p1, const uint32_t* p2, int64_t n,
@@ -282,6 +381,24 @@ void GemvAccumulateF32(int64_t k, int64_t n, const float* a, const float* b, int
                        float* y) {
   GemvAccumulateF32(DetectedFastMathIsa(), k, n, a, b, ldb, y);
 }
+
+void LayerNormRowsF32(FastMathIsa isa, GRAPHOPT_LAYER_NORM_ARGS) {
+  switch (isa) {
+    case FastMathIsa::kX86_64_V4:
+      return LayerNormV4(rows, cols, x, scale, scale_step, bias, bias_step, eps, y, mean, inv_std);
+    case FastMathIsa::kX86_64_V3:
+      return LayerNormV3(rows, cols, x, scale, scale_step, bias, bias_step, eps, y, mean, inv_std);
+    case FastMathIsa::kX86_64:
+      return LayerNormBase(rows, cols, x, scale, scale_step, bias, bias_step, eps, y, mean,
+                           inv_std);
+  }
+}
+
+void LayerNormRowsF32(GRAPHOPT_LAYER_NORM_ARGS) {
+  LayerNormRowsF32(DetectedFastMathIsa(), rows, cols, x, scale, scale_step, bias, bias_step, eps,
+                   y, mean, inv_std);
+}
+#undef GRAPHOPT_LAYER_NORM_ARGS
 
 void Interleave3x32(FastMathIsa isa, const uint32_t* p0, const uint32_t* p1, const uint32_t* p2,
                     int64_t n, uint32_t* out) {

@@ -5,8 +5,9 @@
 // best picked once (DetectedFastMathIsa): AVX-512 (x86-64-v4, 16 lanes), AVX2+FMA (x86-64-v3,
 // 8 lanes) and baseline x86-64 (SSE2), so the default build needs nothing of the machine. The
 // AVX-512 and AVX2 versions agree to the bit (the same arithmetic per lane, fused
-// multiply-adds); the baseline one may differ from them in the last bits (no FMA). Results never
-// differ between runs on one machine.
+// multiply-adds but in the layer normalisation, which has none in any version); the baseline
+// one may differ from them in the last bits (no FMA). Results never differ between runs on one
+// machine.
 //
 // Accuracy: exp is a degree-6 polynomial after range reduction (within 2 ulp of expf over
 // [-87, 88]; inputs are clamped there, so results are finite); sigmoid and tanh derive from it,
@@ -39,6 +40,19 @@ void GemvAccumulateF32(FastMathIsa isa, int64_t k, int64_t n, const float* a, co
 void ExpF32(FastMathIsa isa, float* x, int64_t n);
 void SigmoidF32(FastMathIsa isa, float* x, int64_t n);
 void TanhF32(FastMathIsa isa, float* x, int64_t n);
+
+// Layer normalisation of `rows` rows of `cols` floats each: y = (x - mean) * inv_std * scale +
+// bias, with the row's mean and inv_std = 1 / sqrt(variance + eps) (two passes: the mean, then
+// the mean squared deviation). `scale` and `bias` hold `cols` values (step 1) or one (step 0),
+// or are null (1 and 0). `mean` and `inv_std`, when not null, receive each row's. The sums run
+// in 16 partial sums added pairwise, in the same order in every version, so the AVX-512 and
+// AVX2 versions agree to the bit here too.
+void LayerNormRowsF32(int64_t rows, int64_t cols, const float* x, const float* scale,
+                      int64_t scale_step, const float* bias, int64_t bias_step, float eps,
+                      float* y, float* mean, float* inv_std);
+void LayerNormRowsF32(FastMathIsa isa, int64_t rows, int64_t cols, const float* x,
+                      const float* scale, int64_t scale_step, const float* bias,
+                      int64_t bias_step, float eps, float* y, float* mean, float* inv_std);
 
 // Data movement in the same versions: out[3 * i + k] = p_k[i] for i < n, three planes of 32-bit
 // elements interleaved (an image's channels going last: the input Transpose of a channels-last

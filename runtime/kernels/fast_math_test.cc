@@ -148,6 +148,68 @@ TEST(FastMathTest, WideVersionsAgreeToTheBit) {
   GemvAccumulateF32(v4, k, cols, a.data(), b.data(), cols, y4.data());
   GemvAccumulateF32(v3, k, cols, a.data(), b.data(), cols, y3.data());
   for (int64_t j = 0; j < cols; ++j) ASSERT_EQ(y4[j], y3[j]) << "column " << j;
+  // Layer normalisation: its sums run in the same 16 partial sums in both.
+  for (int64_t c : {5, 12, 16, 20, 64, 77, 768}) {
+    SCOPED_TRACE(c);
+    std::vector<float> xs(3 * c), scale(c), bias(c), n4(3 * c), n3(3 * c), m4(3), m3(3), i4(3),
+        i3(3);
+    for (int64_t i = 0; i < 3 * c; ++i) xs[i] = 3.0f * std::sin(0.37f * i) + 0.5f;
+    for (int64_t i = 0; i < c; ++i) {
+      scale[i] = std::cos(0.11f * i);
+      bias[i] = 0.1f * std::sin(0.23f * i);
+    }
+    LayerNormRowsF32(v4, 3, c, xs.data(), scale.data(), 1, bias.data(), 1, 1e-5f, n4.data(),
+                     m4.data(), i4.data());
+    LayerNormRowsF32(v3, 3, c, xs.data(), scale.data(), 1, bias.data(), 1, 1e-5f, n3.data(),
+                     m3.data(), i3.data());
+    ASSERT_EQ(m4, m3);
+    ASSERT_EQ(i4, i3);
+    for (int64_t i = 0; i < 3 * c; ++i) ASSERT_EQ(n4[i], n3[i]) << "element " << i;
+  }
+}
+
+// Every version against a double-precision reference: rows of every length class (none, under
+// one vector, whole vectors, vectors and a tail), scale and bias per column, broadcast or absent.
+TEST(FastMathTest, LayerNormMatchesDoubleReference) {
+  for (FastMathIsa isa : Versions()) {
+    SCOPED_TRACE(FastMathIsaName(isa));
+    for (int64_t cols : {0, 1, 3, 8, 16, 17, 33, 64, 100, 1000}) {
+      for (int variant = 0; variant < 3; ++variant) {
+        SCOPED_TRACE(testing::Message() << cols << " columns, variant " << variant);
+        const int64_t rows = 4;
+        std::vector<float> x(rows * cols), scale(std::max<int64_t>(cols, 1)),
+            bias(std::max<int64_t>(cols, 1)), y(rows * cols, -7.0f), mean(rows), inv(rows);
+        // Rows with an offset far from zero, so a one-pass variance would lose digits.
+        for (int64_t i = 0; i < rows * cols; ++i) x[i] = 100.0f + 2.0f * std::sin(0.91f * i);
+        for (size_t i = 0; i < scale.size(); ++i) {
+          scale[i] = 0.5f + 0.01f * static_cast<float>(i % 13);
+          bias[i] = -0.25f + 0.02f * static_cast<float>(i % 7);
+        }
+        const int64_t step = variant == 0 ? 1 : 0;
+        const float* s = variant == 2 ? nullptr : scale.data();
+        const float* b = variant == 2 ? nullptr : bias.data();
+        const float eps = 1e-5f;
+        LayerNormRowsF32(isa, rows, cols, x.data(), s, step, b, step, eps, y.data(), mean.data(),
+                         inv.data());
+        for (int64_t r = 0; r < rows; ++r) {
+          double sum = 0, sq = 0;
+          for (int64_t i = 0; i < cols; ++i) sum += x[r * cols + i];
+          const double m = cols > 0 ? sum / cols : 0;
+          for (int64_t i = 0; i < cols; ++i) sq += (x[r * cols + i] - m) * (x[r * cols + i] - m);
+          const double iv = 1.0 / std::sqrt((cols > 0 ? sq / cols : 0) + eps);
+          EXPECT_LT(RelativeError(mean[r], m), 1e-6) << "row " << r;
+          EXPECT_LT(RelativeError(inv[r], iv), 2e-4) << "row " << r;
+          for (int64_t i = 0; i < cols; ++i) {
+            double want = (x[r * cols + i] - m) * iv;
+            if (s != nullptr) want *= s[i * step];
+            if (b != nullptr) want += b[i * step];
+            ASSERT_NEAR(y[r * cols + i], want, 2e-4 * (1 + std::fabs(want)))
+                << "row " << r << " column " << i;
+          }
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

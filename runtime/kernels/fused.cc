@@ -34,6 +34,7 @@
 #include "runtime/executor.h"
 #include "runtime/kernels/float_conv.h"
 #include "runtime/kernels/cpu_kernels.h"
+#include "runtime/kernels/fast_math.h"
 #include "runtime/kernels/fused_elementwise.h"
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/nn_util.h"
@@ -681,25 +682,8 @@ absl::StatusOr<bool> FusedGroupKernel::RunLayerNorm(KernelContext& ctx, const St
   const float* xp = x.data<float>();
   float* yp = (*y)->data<float>();
   ctx.ParallelFor(x.num_elements() / d, std::max<int64_t>(1, 16384 / d), [&](int64_t b0, int64_t b1) {
-    for (int64_t r = b0; r < b1; ++r) {
-      const float* row = xp + r * d;
-      float* out = yp + r * d;
-      double sum = 0;
-      for (int64_t i = 0; i < d; ++i) sum += row[i];
-      const float mean = static_cast<float>(sum / d);
-      double sq = 0;
-      for (int64_t i = 0; i < d; ++i) {
-        const float dev = row[i] - mean;
-        sq += dev * dev;
-      }
-      const float inv = 1.0f / std::sqrt(static_cast<float>(sq / d) + e);
-      for (int64_t i = 0; i < d; ++i) {
-        float v = (row[i] - mean) * inv;
-        if (scale != nullptr) v *= scale[i * scale_step];
-        if (bias != nullptr) v += bias[i * bias_step];
-        out[i] = v;
-      }
-    }
+    LayerNormRowsF32(b1 - b0, d, xp + b0 * d, scale, scale_step, bias, bias_step, e, yp + b0 * d,
+                     nullptr, nullptr);
   });
   return true;
 }

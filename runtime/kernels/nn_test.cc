@@ -462,6 +462,37 @@ TEST(NormTest, LayerNormalizationWithStatistics) {
   EXPECT_THAT(ToFloats((*out)[2]), Pointwise(FloatNear(1e-5), std::vector<float>{1, 0.5}));
 }
 
+// Float32 rows go through fast_math's vector loops: rows longer than a vector and with a
+// tail, against a double reference, statistics included.
+TEST(NormTest, LayerNormalizationLongRowsMatchDouble) {
+  const int64_t rows = 3, cols = 37;
+  std::vector<float> x(rows * cols), scale(cols), bias(cols);
+  for (int64_t i = 0; i < rows * cols; ++i) x[i] = 50.0f + 3.0f * std::sin(0.53f * i);
+  for (int64_t i = 0; i < cols; ++i) {
+    scale[i] = 1.0f + 0.05f * static_cast<float>(i % 5);
+    bias[i] = 0.1f * static_cast<float>(i % 3);
+  }
+  absl::StatusOr<std::vector<Tensor>> out =
+      RunNode("LayerNormalization", {},
+              {F32(x, {rows, cols}), F32(scale, {cols}), F32(bias, {cols})}, 3, 17);
+  ASSERT_TRUE(out.ok()) << out.status();
+  const std::vector<float> y = ToFloats((*out)[0]), mean = ToFloats((*out)[1]),
+                           inv = ToFloats((*out)[2]);
+  for (int64_t r = 0; r < rows; ++r) {
+    double m = 0, sq = 0;
+    for (int64_t i = 0; i < cols; ++i) m += x[r * cols + i];
+    m /= cols;
+    for (int64_t i = 0; i < cols; ++i) sq += (x[r * cols + i] - m) * (x[r * cols + i] - m);
+    const double iv = 1.0 / std::sqrt(sq / cols + 1e-5);
+    EXPECT_NEAR(mean[r], m, 1e-5 * m);
+    EXPECT_NEAR(inv[r], iv, 1e-4 * iv);
+    for (int64_t i = 0; i < cols; ++i) {
+      const double want = (x[r * cols + i] - m) * iv * scale[i] + bias[i];
+      EXPECT_NEAR(y[r * cols + i], want, 2e-4) << "row " << r << " col " << i;
+    }
+  }
+}
+
 TEST(NormTest, LayerNormalizationBadAxisAndScale) {
   absl::StatusOr<std::vector<Tensor>> out = RunNode(
       "LayerNormalization", {"name: \"axis\" i: 2"}, {F32(Iota(4), {2, 2}), F32({1, 1}, {2})}, 1,

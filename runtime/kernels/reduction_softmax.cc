@@ -4,9 +4,11 @@
 #include <cmath>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/kernels/fast_math.h"
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/reduction_util.h"
 
@@ -34,9 +36,43 @@ void SoftmaxOverLayout(const T* x, Out* y, const AxisLayout& l, const KernelCont
   const int64_t R = l.axis, I = l.inner;
   if (R == 0) return;
   const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(R * I, 1));
+  if constexpr (M == SoftmaxMode::kSoftmax && std::is_same_v<T, float> &&
+                std::is_same_v<Out, float>) {
+    if (I == 1) {
+      // Contiguous rows of float32: x - max written to y for the whole share of rows, one call
+      // of fast_math's vector exp over it (within 2 ulp of expf), then each row scaled by its
+      // sum (in double). Where that exp clamps (results below the smallest normal float:
+      // masked entries, -inf), std::exp, so that they stay exactly 0.
+      ctx.ParallelFor(l.outer, grain, [&](int64_t b, int64_t e) {
+        for (int64_t o = b; o < e; ++o) {
+          const float* xr = x + o * R;
+          float* yr = y + o * R;
+          float m = xr[0];
+          for (int64_t r = 1; r < R; ++r) m = xr[r] > m ? xr[r] : m;
+          for (int64_t r = 0; r < R; ++r) yr[r] = xr[r] - m;
+        }
+        float* ys = y + b * R;
+        const int64_t n = (e - b) * R;
+        std::vector<std::pair<int64_t, float>> tiny;  // (index, x - max), rarely any
+        for (int64_t i = 0; i < n; ++i) {
+          if (ys[i] < -87.0f) tiny.emplace_back(i, ys[i]);
+        }
+        ExpF32(ys, n);
+        for (const auto& [i, v] : tiny) ys[i] = std::exp(v);
+        for (int64_t o = b; o < e; ++o) {
+          float* yr = y + o * R;
+          double sum = 0;
+          for (int64_t r = 0; r < R; ++r) sum += static_cast<double>(yr[r]);
+          const float inv = static_cast<float>(1.0 / sum);
+          for (int64_t r = 0; r < R; ++r) yr[r] *= inv;
+        }
+      });
+      return;
+    }
+  }
   if (I == 1) {
     ctx.ParallelFor(l.outer, grain, [&](int64_t b, int64_t e) {
-      std::vector<C> buf(R);
+      std::vector<C> buf;
       for (int64_t o = b; o < e; ++o) {
         const T* xr = x + o * R;
         Out* yr = y + o * R;
@@ -53,6 +89,7 @@ void SoftmaxOverLayout(const T* x, Out* y, const AxisLayout& l, const KernelCont
           for (int64_t r = 0; r < R; ++r) yr[r] = Store<Out>(C(r == am ? 1 : 0));
           continue;
         }
+        buf.resize(R);
         double s = 0;
         for (int64_t r = 0; r < R; ++r) {
           const C ev = std::exp(ToCompute(xr[r]) - m);

@@ -223,6 +223,40 @@ TEST(SoftmaxTest, LogSoftmaxAndHardmax) {
   EXPECT_THAT(ToFloats((*h)[0]), ElementsAre(0, 1, 1, 0));
 }
 
+// Float32 rows along the last axis take a vector exp: every row against a double reference,
+// rows of 1 to 40 columns (under, at and past a vector), and masked entries (-inf, or far below
+// the row's maximum) exactly 0 as std::exp gives them.
+TEST(SoftmaxTest, LastAxisFloatRowsMatchDoubleAndKeepMaskedZeros) {
+  const float inf = std::numeric_limits<float>::infinity();
+  for (int64_t cols : {1, 5, 16, 17, 40}) {
+    SCOPED_TRACE(cols);
+    const int64_t rows = 6;
+    std::vector<float> x(rows * cols);
+    for (int64_t i = 0; i < rows * cols; ++i) x[i] = 4.0f * std::sin(0.77f * i);
+    // Row 1: its first entry masked; row 2: its last entry 200 below the others.
+    if (cols > 1) {
+      x[cols] = -inf;
+      x[3 * cols - 1] = -200.0f;
+    }
+    absl::StatusOr<std::vector<Tensor>> out = RunNode("Softmax", {}, {F32(x, {rows, cols})}, 1, 13);
+    ASSERT_TRUE(out.ok()) << out.status();
+    const std::vector<float> y = ToFloats((*out)[0]);
+    for (int64_t r = 0; r < rows; ++r) {
+      double m = -inf, sum = 0;
+      for (int64_t i = 0; i < cols; ++i) m = std::max<double>(m, x[r * cols + i]);
+      for (int64_t i = 0; i < cols; ++i) sum += std::exp(x[r * cols + i] - m);
+      for (int64_t i = 0; i < cols; ++i) {
+        const double want = std::exp(x[r * cols + i] - m) / sum;
+        EXPECT_NEAR(y[r * cols + i], want, 1e-6 * want + 1e-30) << "row " << r << " col " << i;
+      }
+    }
+    if (cols > 1) {
+      EXPECT_EQ(y[cols], 0.0f);
+      EXPECT_EQ(y[3 * cols - 1], 0.0f);
+    }
+  }
+}
+
 TEST(SoftmaxTest, BadInputIsInvalid) {
   EXPECT_EQ(RunNode("Softmax", {"name: \"axis\" i: 3"}, {F32(Iota(6), {2, 3})}, 1, 13)
                 .status()

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -10,6 +11,7 @@
 #include "runtime/kernels/cpu_kernels.h"
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/nn_util.h"
+#include "runtime/kernels/packed_matmul.h"
 
 namespace graphopt::runtime {
 namespace {
@@ -121,7 +123,8 @@ absl::Status DispatchMatMulTypes(v1::DataType dtype, F&& f) {
   }
 }
 
-absl::Status MatMulKernel(KernelContext& ctx) {
+// `packed`: B packed once when B is a constant of the plan (null otherwise).
+absl::Status MatMulCompute(KernelContext& ctx, const PackedMatMul* packed) {
   absl::StatusOr<const Tensor*> a = RequireInput(ctx, 0);
   if (!a.ok()) return a.status();
   absl::StatusOr<const Tensor*> b = RequireInput(ctx, 1);
@@ -142,7 +145,15 @@ absl::Status MatMulKernel(KernelContext& ctx) {
       std::fill(py, py + (*y)->num_elements(), 0.0f);
       return absl::OkStatus();
     }
-    if (p->b_single && p->a_batched) {
+    const bool stacked = p->b_single && p->a_batched;
+    if (packed != nullptr && (stacked || batches == 1) && packed->Matches(**b)) {
+      const int64_t rows = stacked ? batches * m : m;
+      absl::StatusOr<bool> ran =
+          packed->Run(ctx, rows, stacked ? pa : pa + p->a_off[0], 1.0f, false, py);
+      if (!ran.ok()) return ran.status();
+      if (*ran) return absl::OkStatus();
+    }
+    if (stacked) {
       // One product: A's batches stacked along M.
       return Sgemm(ctx, false, false, batches * m, n, k, 1.0f, pa, k, pb + p->b_off[0], n, 0.0f,
                    py, n);
@@ -188,7 +199,7 @@ absl::Status MatMulKernel(KernelContext& ctx) {
 }
 
 // Gemm: Y = alpha * A' x B' + beta * C, A' = transA ? A^T : A, C broadcast to [M, N].
-absl::Status GemmKernel(KernelContext& ctx) {
+absl::Status GemmCompute(KernelContext& ctx, const PackedMatMul* packed) {
   const KernelInfo& info = ctx.info();
   const bool ta = info.GetInt("transA", 0) != 0;
   const bool tb = info.GetInt("transB", 0) != 0;
@@ -248,6 +259,11 @@ absl::Status GemmKernel(KernelContext& ctx) {
       if (k == 0) {
         if (!use_c) std::fill(py, py + m * n, 0.0f);
         return absl::OkStatus();
+      }
+      if (packed != nullptr && !ta && packed->Matches(b)) {
+        absl::StatusOr<bool> ran = packed->Run(ctx, m, a.data<float>(), alpha, use_c, py);
+        if (!ran.ok()) return ran.status();
+        if (*ran) return absl::OkStatus();
       }
       return Sgemm(ctx, ta, tb, m, n, k, alpha, a.data<float>(), a.dim(1), b.data<float>(),
                    b.dim(1), use_c ? 1.0f : 0.0f, py, n);
@@ -340,6 +356,30 @@ absl::StatusOr<Tensor> IntegerMatMul(const KernelContext& ctx, int ai, int bi, i
   return out;
 }
 
+// MatMul and Gemm. A float32 product whose B is a constant of the plan (a matrix of at least
+// PackedMatMul::kMinColumns columns; for Gemm, A not transposed) runs on PackedMatMul, B packed
+// once; everything else on sgemm or loops.
+class MatMulOpKernel : public OpKernel {
+ public:
+  static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const KernelInfo& info) {
+    auto k = std::make_unique<MatMulOpKernel>();
+    k->gemm_ = info.op_type() == "Gemm";
+    const Tensor* b = info.constant_input(1);
+    if (b != nullptr && (!k->gemm_ || info.GetInt("transA", 0) == 0)) {
+      k->packed_ = PackedMatMul::Create(info, *b, k->gemm_ && info.GetInt("transB", 0) != 0);
+    }
+    return std::unique_ptr<OpKernel>(std::move(k));
+  }
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    return gemm_ ? GemmCompute(ctx, packed_.get()) : MatMulCompute(ctx, packed_.get());
+  }
+
+ private:
+  bool gemm_ = false;
+  std::unique_ptr<PackedMatMul> packed_;
+};
+
 absl::Status MatMulIntegerKernel(KernelContext& ctx) {
   MatMulPlan plan;
   absl::StatusOr<Tensor> out = IntegerMatMul(ctx, 0, 1, 2, 3, &plan);
@@ -408,8 +448,8 @@ absl::Status Sgemm(const KernelContext& ctx, bool ta, bool tb, int64_t m, int64_
 
 absl::Status RegisterNnMatMulKernels(KernelRegistry& registry) {
   absl::Status s;
-  s.Update(registry.Register("MatMul", MatMulKernel));
-  s.Update(registry.Register("Gemm", GemmKernel));
+  s.Update(registry.Register("MatMul", KernelFactory(MatMulOpKernel::Create)));
+  s.Update(registry.Register("Gemm", KernelFactory(MatMulOpKernel::Create)));
   s.Update(registry.Register("MatMulInteger", MatMulIntegerKernel));
   s.Update(registry.Register("QLinearMatMul", QLinearMatMulKernel));
   return s;

@@ -19,7 +19,7 @@ using dnnl_dt = dnnl::memory::data_type;
 struct PackedMatMul::Primitive {
   dnnl::matmul prim;
   dnnl::memory::desc src, dst, pad;
-  dnnl::memory weights;  // owns its (aligned) buffer
+  dnnl::memory weights;  // one of packed_ (owns its aligned buffer)
 };
 
 // What one call needs besides the primitive, kept between calls: the stream, views of the
@@ -88,12 +88,20 @@ absl::StatusOr<std::shared_ptr<const PackedMatMul::Primitive>> PackedMatMul::Get
     prim->src = pd.src_desc();
     prim->dst = pd.dst_desc();
     prim->pad = pd.scratchpad_desc();
-    // B in the primitive's layout, once.
-    prim->weights = dnnl::memory(pd.weights_desc(), engine_);
-    dnnl::memory user(wei_user, engine_, const_cast<void*>(b_.raw_data()));
-    dnnl::stream stream(engine_);
-    dnnl::reorder(user, prim->weights).execute(stream, user, prim->weights);
-    stream.wait();
+    // B in the primitive's layout: reordered once per layout, shared by the primitives (of
+    // other M) that ask for the same one.
+    absl::MutexLock lock(&mu_);
+    for (const dnnl::memory& w : packed_) {
+      if (w.get_desc() == pd.weights_desc()) prim->weights = w;
+    }
+    if (!prim->weights) {
+      prim->weights = dnnl::memory(pd.weights_desc(), engine_);
+      dnnl::memory user(wei_user, engine_, const_cast<void*>(b_.raw_data()));
+      dnnl::stream stream(engine_);
+      dnnl::reorder(user, prim->weights).execute(stream, user, prim->weights);
+      stream.wait();
+      packed_.push_back(prim->weights);
+    }
     return absl::OkStatus();
   });
   if (!st.ok()) return st;

@@ -20,7 +20,8 @@ namespace graphopt::runtime {
 // or [N, K] transposed), on a oneDNN matmul primitive whose weights are B reordered once into
 // the layout the primitive prefers. oneDNN's sgemm packs B again on every call, which at the
 // small M of batch-1 inference costs more than the product (Gemm 4 x 512 x 512: 27 -> 19 us;
-// MatMul 16 x 256 x 64: 15 -> 5 us). A primitive and its weights per M, made on first use.
+// MatMul 16 x 256 x 64: 15 -> 5 us). A primitive per M, made on first use; B reordered once
+// per weights layout those primitives ask for (usually one), and shared between them.
 // Thread-safe: each concurrent call takes a scratch of its own (stream, views, scratchpad).
 class PackedMatMul {
  public:
@@ -60,6 +61,7 @@ class PackedMatMul {
   // By (M, alpha's bits, accumulate).
   mutable absl::flat_hash_map<std::tuple<int64_t, uint32_t, bool>, std::shared_ptr<const Primitive>>
       primitives_ ABSL_GUARDED_BY(mu_);
+  mutable std::vector<dnnl::memory> packed_ ABSL_GUARDED_BY(mu_);  // B, one per layout
   mutable std::vector<Scratch*> idle_ ABSL_GUARDED_BY(mu_);
 };
 

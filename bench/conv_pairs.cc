@@ -112,6 +112,16 @@ dnnl::memory Filled(const dnnl::memory::desc& md, const dnnl::engine& engine) {
   return m;
 }
 
+// Runs `c` on (src, weights, bias, dst) and waits for it: its time in ms.
+double Execute(const Conv& c, dnnl::stream& stream, const dnnl::memory& src,
+               const dnnl::memory& weights, const dnnl::memory& bias, const dnnl::memory& dst) {
+  const double t0 = Now();
+  c.prim.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_BIAS, bias},
+                          {DNNL_ARG_DST, dst}});
+  stream.wait();
+  return Now() - t0;
+}
+
 // Evicts the caches by touching `mib` MiB (0: nothing).
 class Sweeper {
  public:
@@ -172,11 +182,8 @@ void Bands(const dnnl::engine& engine, dnnl::stream& stream, int reps) {
       return it->second;
     };
     auto whole = [&] {
-      ex.prim.execute(stream, {{DNNL_ARG_SRC, x}, {DNNL_ARG_WEIGHTS, ew}, {DNNL_ARG_BIAS, eb},
-                               {DNNL_ARG_DST, e}});
-      dw.prim.execute(stream, {{DNNL_ARG_SRC, e}, {DNNL_ARG_WEIGHTS, dww}, {DNNL_ARG_BIAS, dwb},
-                               {DNNL_ARG_DST, y}});
-      stream.wait();
+      Execute(ex, stream, x, ew, eb, e);
+      Execute(dw, stream, e, dww, dwb, y);
     };
     const float* xs = static_cast<const float*>(x.get_data_handle());
     auto bands = [&] {
@@ -266,20 +273,10 @@ void Chain(const dnnl::engine& engine, dnnl::stream& stream, int reps) {
     dnnl::memory e = Filled(ex.pd.dst_desc(), engine), y(dw.pd.dst_desc(), engine);
     float* ep = static_cast<float*>(e.get_data_handle());
     const size_t en = ex.pd.dst_desc().get_size() / sizeof(float);
-    auto time_dw = [&] {
-      const double t0 = Now();
-      dw.prim.execute(stream, {{DNNL_ARG_SRC, e}, {DNNL_ARG_WEIGHTS, dww}, {DNNL_ARG_BIAS, dwb},
-                               {DNNL_ARG_DST, y}});
-      stream.wait();
-      return Now() - t0;
-    };
+    auto time_dw = [&] { return Execute(dw, stream, e, dww, dwb, y); };
     std::vector<double> after_ex, after_rows, after_channels, hot, ex_ms;
     for (int r = 0; r < reps; ++r) {
-      const double t0 = Now();
-      ex.prim.execute(stream, {{DNNL_ARG_SRC, x}, {DNNL_ARG_WEIGHTS, ew}, {DNNL_ARG_BIAS, eb},
-                               {DNNL_ARG_DST, e}});
-      stream.wait();
-      ex_ms.push_back(Now() - t0);
+      ex_ms.push_back(Execute(ex, stream, x, ew, eb, e));
       after_ex.push_back(time_dw());
       Rewrite(ep, en, p.mid, false);
       after_rows.push_back(time_dw());
@@ -309,18 +306,8 @@ void Project(const dnnl::engine& engine, dnnl::stream& stream, int reps) {
     dnnl::memory e(dw.pd.dst_desc(), engine);
     dnnl::memory pww = Filled(pw.pd.weights_desc(), engine), pwb = Filled(pw.pd.bias_desc(), engine);
     dnnl::memory y = Filled(pw.pd.dst_desc(), engine);
-    auto run_dw = [&] {
-      dw.prim.execute(stream, {{DNNL_ARG_SRC, x}, {DNNL_ARG_WEIGHTS, dww}, {DNNL_ARG_BIAS, dwb},
-                               {DNNL_ARG_DST, e}});
-      stream.wait();
-    };
-    auto time_pw = [&] {
-      const double t0 = Now();
-      pw.prim.execute(stream, {{DNNL_ARG_SRC, e}, {DNNL_ARG_WEIGHTS, pww}, {DNNL_ARG_BIAS, pwb},
-                               {DNNL_ARG_DST, y}});
-      stream.wait();
-      return Now() - t0;
-    };
+    auto run_dw = [&] { Execute(dw, stream, x, dww, dwb, e); };
+    auto time_pw = [&] { return Execute(pw, stream, e, pww, pwb, y); };
     std::vector<double> after, hot, cold;
     for (int r = 0; r < reps; ++r) {
       run_dw();

@@ -145,6 +145,68 @@ GRAPHOPT_INLINE void Gemv(int64_t k, int64_t n, const float* a, const float* b, 
   }
 }
 
+// --- Rows of a matrix dotted with one vector -------------------------------------------------
+
+// The 16-lane accumulator of one row: lane j sums a[p] * row[p] for p = j mod 16 (one vector of
+// 16 or two of 8, the same fused multiply-adds per lane either way), the last partial block
+// zero-padded, then the lanes added pairwise (8 + 8, 4 + 4, 2 + 2, 1 + 1). Every row gets the same
+// arithmetic whichever version, and whichever group of rows, computes it.
+template <int N>
+struct Acc16 {
+  static constexpr int kVectors = 16 / N;
+  F<N> v[kVectors];
+};
+
+template <int N>
+GRAPHOPT_INLINE float Reduce16(const Acc16<N>& acc) {
+  float lanes[16];
+  for (int q = 0; q < Acc16<N>::kVectors; ++q) Store<N>(lanes + q * N, acc.v[q]);
+  for (int w = 8; w >= 1; w /= 2) {
+    for (int j = 0; j < w; ++j) lanes[j] += lanes[j + w];
+  }
+  return lanes[0];
+}
+
+// y[i] = row_i . a for R rows at once (R * 16 / N independent chains), k in 16-element blocks.
+template <int N, int R>
+GRAPHOPT_INLINE int64_t DotRowsBlock(int64_t i, int64_t k, int64_t n, const float* a,
+                                     const float* b, int64_t ldb, float* y) {
+  constexpr int kV = Acc16<N>::kVectors;
+  const int64_t full = k / 16 * 16;
+  float a_tail[16] = {};
+  std::memcpy(a_tail, a + full, sizeof(float) * (k - full));
+  for (; i + R <= n; i += R) {
+    Acc16<N> acc[R];
+    for (int r = 0; r < R; ++r) {
+      for (int q = 0; q < kV; ++q) acc[r].v[q] = F<N>{};
+    }
+    const float* row = b + i * ldb;
+    for (int64_t p = 0; p < full; p += 16) {
+      for (int q = 0; q < kV; ++q) {
+        const F<N> x = Load<N>(a + p + q * N);
+        for (int r = 0; r < R; ++r) acc[r].v[q] += x * Load<N>(row + r * ldb + p + q * N);
+      }
+    }
+    if (full < k) {
+      for (int r = 0; r < R; ++r) {
+        float b_tail[16] = {};
+        std::memcpy(b_tail, row + r * ldb + full, sizeof(float) * (k - full));
+        for (int q = 0; q < kV; ++q) {
+          acc[r].v[q] += Load<N>(a_tail + q * N) * Load<N>(b_tail + q * N);
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r) y[i + r] = Reduce16<N>(acc[r]);
+  }
+  return i;
+}
+
+template <int N, int R>
+GRAPHOPT_INLINE void DotRows(int64_t k, int64_t n, const float* a, const float* b, int64_t ldb,
+                             float* y) {
+  DotRowsBlock<N, 1>(DotRowsBlock<N, R>(0, k, n, a, b, ldb, y), k, n, a, b, ldb, y);
+}
+
 // The three versions of each public function.
 GRAPHOPT_V4 void GemvV4(int64_t k, int64_t n, const float* a, const float* b, int64_t ldb,
                         float* y) {
@@ -156,6 +218,19 @@ GRAPHOPT_V3 void GemvV3(int64_t k, int64_t n, const float* a, const float* b, in
 }
 void GemvBase(int64_t k, int64_t n, const float* a, const float* b, int64_t ldb, float* y) {
   Gemv<8>(k, n, a, b, ldb, y);
+}
+
+// Eight chains: eight rows of one vector (AVX-512), four of two (AVX2, 16 registers).
+GRAPHOPT_V4 void DotRowsV4(int64_t k, int64_t n, const float* a, const float* b, int64_t ldb,
+                           float* y) {
+  DotRows<16, 8>(k, n, a, b, ldb, y);
+}
+GRAPHOPT_V3 void DotRowsV3(int64_t k, int64_t n, const float* a, const float* b, int64_t ldb,
+                           float* y) {
+  DotRows<8, 4>(k, n, a, b, ldb, y);
+}
+void DotRowsBase(int64_t k, int64_t n, const float* a, const float* b, int64_t ldb, float* y) {
+  DotRows<8, 2>(k, n, a, b, ldb, y);
 }
 
 #define GRAPHOPT_MAP_VERSIONS(name, expr)                                             \
@@ -360,6 +435,19 @@ void GemvAccumulateF32(FastMathIsa isa, int64_t k, int64_t n, const float* a, co
     case FastMathIsa::kX86_64_V3: return GemvV3(k, n, a, b, ldb, y);
     case FastMathIsa::kX86_64: return GemvBase(k, n, a, b, ldb, y);
   }
+}
+
+void DotRowsF32(FastMathIsa isa, int64_t k, int64_t n, const float* a, const float* b,
+                int64_t ldb, float* y) {
+  switch (isa) {
+    case FastMathIsa::kX86_64_V4: return DotRowsV4(k, n, a, b, ldb, y);
+    case FastMathIsa::kX86_64_V3: return DotRowsV3(k, n, a, b, ldb, y);
+    case FastMathIsa::kX86_64: return DotRowsBase(k, n, a, b, ldb, y);
+  }
+}
+
+void DotRowsF32(int64_t k, int64_t n, const float* a, const float* b, int64_t ldb, float* y) {
+  DotRowsF32(DetectedFastMathIsa(), k, n, a, b, ldb, y);
 }
 
 #define GRAPHOPT_MAP_DISPATCH(name)                               \

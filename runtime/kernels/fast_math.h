@@ -21,6 +21,11 @@ namespace graphopt::runtime {
 // row-major [k, n] block (leading dimension ldb), accumulated into y.
 void GemvAccumulateF32(int64_t k, int64_t n, const float* a, const float* b, int64_t ldb,
                        float* y);
+// y[i] = sum_p a[p] * b[i * ldb + p] for i in [0, n), p in [0, k): the rows of a row-major
+// [n, k] matrix (leading dimension ldb) dotted with a vector, written to y. Each row's sum has
+// the same arithmetic in every split of the rows (16 partial sums added pairwise; the AVX-512
+// and AVX2 versions agree to the bit), so threads may share out the rows as they like.
+void DotRowsF32(int64_t k, int64_t n, const float* a, const float* b, int64_t ldb, float* y);
 // x[i] = exp(x[i]), 1 / (1 + exp(-x[i])), tanh(x[i]).
 void ExpF32(float* x, int64_t n);
 void SigmoidF32(float* x, int64_t n);
@@ -37,6 +42,8 @@ const char* FastMathIsaName(FastMathIsa isa);
 // the versions with each other.
 void GemvAccumulateF32(FastMathIsa isa, int64_t k, int64_t n, const float* a, const float* b,
                        int64_t ldb, float* y);
+void DotRowsF32(FastMathIsa isa, int64_t k, int64_t n, const float* a, const float* b,
+                int64_t ldb, float* y);
 void ExpF32(FastMathIsa isa, float* x, int64_t n);
 void SigmoidF32(FastMathIsa isa, float* x, int64_t n);
 void TanhF32(FastMathIsa isa, float* x, int64_t n);

@@ -1,5 +1,6 @@
 #include "runtime/kernels/fast_math.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -101,6 +102,54 @@ TEST(FastMathTest, GemvAccumulatesEveryColumnBlock) {
       float want = static_cast<float>(j);
       for (int64_t p = 0; p < k; ++p) want += a[p] * b[p * ldb + j];
       EXPECT_EQ(y[j], want) << j;  // small integers: exact either way
+    }
+  }
+}
+
+TEST(FastMathTest, DotRowsCoversEveryRowAndTheTailOfEachRow) {
+  // n = 13 rows: a group of 8 (AVX-512), of 4 (AVX2) or of 2 (baseline), then single rows;
+  // k = 37: two 16-element blocks and a 5-element tail; ldb > k.
+  const int64_t k = 37, n = 13, ldb = 40;
+  std::vector<float> a(k), b(n * ldb, 1e9f), y(n);
+  for (int64_t p = 0; p < k; ++p) a[p] = static_cast<float>(p % 5) - 2.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t p = 0; p < k; ++p) b[i * ldb + p] = static_cast<float>((i + 3 * p) % 7) - 3.0f;
+  }
+  for (FastMathIsa isa : Versions()) {
+    SCOPED_TRACE(FastMathIsaName(isa));
+    std::fill(y.begin(), y.end(), -1.0f);
+    DotRowsF32(isa, k, n, a.data(), b.data(), ldb, y.data());
+    for (int64_t i = 0; i < n; ++i) {
+      float want = 0.0f;
+      for (int64_t p = 0; p < k; ++p) want += a[p] * b[i * ldb + p];
+      EXPECT_EQ(y[i], want) << "row " << i;  // small integers: exact (the padding is not read)
+    }
+  }
+}
+
+TEST(FastMathTest, DotRowsGivesEachRowTheSameBitsInAnySplitAndVectorVersion) {
+  const int64_t k = 300, n = 37;
+  std::vector<float> a(k), b(n * k);
+  for (int64_t p = 0; p < k; ++p) a[p] = std::sin(0.31f * static_cast<float>(p));
+  for (int64_t i = 0; i < n * k; ++i) b[i] = std::cos(0.17f * static_cast<float>(i));
+  std::vector<float> whole(n), first;
+  DotRowsF32(Versions().front(), k, n, a.data(), b.data(), k, whole.data());
+  for (FastMathIsa isa : Versions()) {
+    SCOPED_TRACE(FastMathIsaName(isa));
+    for (int64_t split : {int64_t{1}, int64_t{5}, int64_t{9}, n}) {
+      std::vector<float> y(n);
+      for (int64_t i = 0; i < n; i += split) {
+        DotRowsF32(isa, k, std::min(split, n - i), a.data(), b.data() + i * k, k, y.data() + i);
+      }
+      for (int64_t i = 0; i < n; ++i) {
+        double want = 0;
+        for (int64_t p = 0; p < k; ++p) want += double{a[p]} * b[i * k + p];
+        ASSERT_NEAR(y[i], want, 1e-4) << "row " << i << ", split " << split;
+        // The AVX-512 and AVX2 versions agree to the bit; the baseline has no fused multiply-add.
+        if (isa != FastMathIsa::kX86_64) {
+          ASSERT_EQ(y[i], whole[i]) << "row " << i << ", split " << split;
+        }
+      }
     }
   }
 }

@@ -153,6 +153,43 @@ TEST_F(PackedMatMulTest, GemmWithConstantWeightsThroughTheExecutor) {
   other.join();
 }
 
+// Gemm at M = 1 with B transposed (a classifier at batch 1) runs as row dot products shared out
+// among the threads: against the reference with and without C, and the same bits on 1 and 2
+// threads. K = 333 leaves a tail in every row; N = 203 rows go 101 / 102 to two threads.
+TEST_F(PackedMatMulTest, GemmOfOneRowByATransposedBIsTheSameOnAnyThreadCount) {
+  const int64_t k = 333, n = 203;
+  const std::vector<float> w = Values(n * k, 0.4f), c = Values(n, 1.5f), x = Values(k, 0.8f);
+  std::vector<float> first;
+  for (bool with_c : {true, false}) {
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE(testing::Message() << "C " << with_c << ", threads " << threads);
+      const std::string text = absl::StrCat(
+          "inputs { name: \"x\" type { dtype: DT_FLOAT32 shape { dims { size: 1 } dims { size: ",
+          k, " } } } }\n", Initializer("w", {n, k}, w), Initializer("c", {n}, c),
+          "nodes { op_type: \"Gemm\" name: \"g\" inputs: \"x\" inputs: \"w\" ",
+          with_c ? "inputs: \"c\" " : "",
+          "outputs: \"y\" attributes { name: \"transB\" i: 1 } attributes { name: \"alpha\" "
+          "f: 0.5 } attributes { name: \"beta\" f: 2 } }\n"
+          "outputs { name: \"y\" }\n");
+      std::unique_ptr<Executor> ex = Plan(text, kernels_, threads);
+      ASSERT_NE(ex, nullptr);
+      std::vector<double> add(n, 0.0);
+      if (with_c) {
+        for (int64_t j = 0; j < n; ++j) add[j] = 2.0 * c[j];
+      }
+      absl::StatusOr<RunResult> r = ex->RunPositional({Make(x, {1, k})});
+      ASSERT_TRUE(r.ok()) << r.status();
+      const float* y = r->outputs[0].data<float>();
+      ExpectNear(y, Reference(x, w, 1, k, n, true, 0.5f, add));
+      if (threads == 1) {
+        first.assign(y, y + n);
+      } else {
+        for (int64_t j = 0; j < n; ++j) ASSERT_EQ(y[j], first[j]) << "column " << j;
+      }
+    }
+  }
+}
+
 // MatMul with a constant 2-D B: a plain A and a batched A (stacked into one product), on 1 and 2
 // threads; and a B too narrow to pack (sgemm).
 TEST_F(PackedMatMulTest, MatMulWithConstantWeightsThroughTheExecutor) {

@@ -336,7 +336,8 @@ using NamedInputs = std::vector<std::pair<std::string, runtime::Tensor>>;
 // What a run produced, locally or on a worker.
 struct RunOutcome {
   std::vector<runtime::Tensor> outputs;
-  std::vector<runtime::NodeTiming> profile;
+  std::vector<runtime::NodeTiming> profile;  // each node's median over profile_runs runs
+  int profile_runs = 0;
   // The line after the output summaries: where and how long.
   std::string summary;
 };
@@ -362,6 +363,7 @@ absl::StatusOr<RunOutcome> RunInProcess(const RunArgs& args, Graph model,
   const double plan_ms = absl::ToDoubleMilliseconds(absl::Now() - plan_start);
   RunOutcome outcome;
   std::vector<double> run_ms;
+  ProfileMedian profile;
   for (int i = 0; i < args.repeat; ++i) {
     const absl::Time start = absl::Now();
     absl::StatusOr<runtime::RunResult> result =
@@ -369,9 +371,11 @@ absl::StatusOr<RunOutcome> RunInProcess(const RunArgs& args, Graph model,
     if (!result.ok()) return result.status();
     run_ms.push_back(absl::ToDoubleMilliseconds(absl::Now() - start));
     outcome.outputs = std::move(result->outputs);
-    // The profile of the last run (warm caches), node by node.
-    outcome.profile = std::move(result->timings);
+    // With --repeat, the first run (cold caches, first-use setup) is left out of the profile.
+    if (args.profile && (i > 0 || args.repeat == 1)) profile.Add(std::move(result->timings));
   }
+  outcome.profile = profile.Median();
+  outcome.profile_runs = profile.runs();
   outcome.summary = absl::StrFormat("plan %.1f ms; run %.2f ms%s on %d thread%s", plan_ms,
                                     run_ms.front(), RepeatSummary(run_ms), args.threads,
                                     args.threads == 1 ? "" : "s");
@@ -401,6 +405,7 @@ absl::StatusOr<RunOutcome> RunOnServer(const RunArgs& args, v1::Graph model,
   if (args.has_opt_level) request.mutable_optimize()->set_opt_level(args.opt_level);
   std::vector<double> run_ms;
   absl::StatusOr<v1::RunResponse> response;
+  ProfileMedian profile;
   for (int i = 0; i < args.repeat; ++i) {
     // Each repetition is a request of its own.
     request.set_request_id(args.request_id.empty() || i == 0
@@ -417,6 +422,13 @@ absl::StatusOr<RunOutcome> RunOnServer(const RunArgs& args, v1::Graph model,
     }
     if (!response.ok()) return response.status();
     run_ms.push_back(absl::ToDoubleMilliseconds(absl::Now() - start));
+    if (args.profile && (i > 0 || args.repeat == 1)) {
+      std::vector<runtime::NodeTiming> timings;
+      for (const v1::NodeTiming& t : response->timings()) {
+        timings.push_back({t.node(), t.op_type(), t.micros()});
+      }
+      profile.Add(std::move(timings));
+    }
   }
   RunOutcome outcome;
   for (const v1::NamedTensor& out : response->outputs()) {
@@ -425,9 +437,8 @@ absl::StatusOr<RunOutcome> RunOnServer(const RunArgs& args, v1::Graph model,
     if (!t.ok()) return t.status();
     outcome.outputs.push_back(*std::move(t));
   }
-  for (const v1::NodeTiming& t : response->timings()) {
-    outcome.profile.push_back({t.node(), t.op_type(), t.micros()});
-  }
+  outcome.profile = profile.Median();
+  outcome.profile_runs = profile.runs();
   outcome.summary = absl::StrFormat(
       "ran on worker %s (%s), attempt %d%s%s; load %.1f ms, execute %.2f ms, round trip %.2f "
       "ms%s",
@@ -496,6 +507,10 @@ int RunRun(const RunArgs& args) {
   }
   std::printf("%s\n", outcome->summary.c_str());
   if (args.profile) {
+    if (outcome->profile_runs > 1) {
+      std::printf("\nprofile: each node's median over %d runs (the first left out)\n",
+                  outcome->profile_runs);
+    }
     std::printf("\n%s", FormatProfile(outcome->profile, args.profile_nodes).c_str());
   }
   if (!args.output_dir.empty()) {
@@ -693,7 +708,9 @@ int Main(int argc, char** argv) {
                   "Kernel threads (in this process; a worker uses its own --threads)")
       ->capture_default_str()
       ->check(CLI::Range(1, 256));
-  run->add_flag("--profile", run_args.profile, "Print the time per op and the slowest nodes");
+  run->add_flag("--profile", run_args.profile,
+                "Print the time per op and the slowest nodes (with --repeat: each node's median "
+                "over the runs after the first, the last 1001 at most)");
   run->add_option("--profile-nodes", run_args.profile_nodes,
                   "With --profile: how many of the slowest nodes to list (0: none)")
       ->capture_default_str()

@@ -165,6 +165,38 @@ std::string FormatTensorSummary(const std::string& name, const Tensor& t) {
   return line;
 }
 
+void ProfileMedian::Add(std::vector<runtime::NodeTiming> run) {
+  bool same = run.size() == nodes_.size();
+  for (size_t i = 0; same && i < run.size(); ++i) same = run[i].node == nodes_[i].node;
+  if (!same) {
+    nodes_ = std::move(run);
+    micros_.assign(nodes_.size(), {});
+    for (size_t i = 0; i < nodes_.size(); ++i) micros_[i].push_back(nodes_[i].micros);
+    added_ = 1;
+    return;
+  }
+  const int64_t slot = added_ % kMaxRuns;
+  for (size_t i = 0; i < run.size(); ++i) {
+    std::vector<double>& m = micros_[i];
+    if (slot < static_cast<int64_t>(m.size())) {
+      m[slot] = run[i].micros;
+    } else {
+      m.push_back(run[i].micros);
+    }
+  }
+  ++added_;
+}
+
+std::vector<runtime::NodeTiming> ProfileMedian::Median() const {
+  std::vector<runtime::NodeTiming> out = nodes_;
+  for (size_t i = 0; i < out.size(); ++i) {
+    std::vector<double> m = micros_[i];
+    std::nth_element(m.begin(), m.begin() + m.size() / 2, m.end());
+    out[i].micros = m[m.size() / 2];
+  }
+  return out;
+}
+
 std::string FormatProfile(const std::vector<runtime::NodeTiming>& timings, int top_nodes) {
   struct OpRow {
     std::string op;

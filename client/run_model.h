@@ -4,6 +4,7 @@
 // What `graphopt run` does in-process: feeds a model (.npy files or seeded random inputs),
 // runs it on the runtime, summarises the outputs and the per-op profile.
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -40,6 +41,25 @@ std::string FormatTensorSummary(const std::string& name, const runtime::Tensor& 
 
 // The per-op table of a profiled run: op type, nodes, total ms, share, then the slowest nodes.
 std::string FormatProfile(const std::vector<runtime::NodeTiming>& timings, int top_nodes = 10);
+
+// Node times of repeated runs of one plan, each node's median over them (the last kMaxRuns
+// runs: memory stays bounded however many are given). A single run is noise at the scale of
+// small nodes; the median of many is what a profile should compare.
+class ProfileMedian {
+ public:
+  static constexpr int kMaxRuns = 1001;
+  // One run's timings; a run whose nodes differ from the runs before (another plan) starts over.
+  void Add(std::vector<runtime::NodeTiming> run);
+  // Each node's median over the runs kept, in the order of the first run; empty when none.
+  std::vector<runtime::NodeTiming> Median() const;
+  // How many runs the medians are over.
+  int runs() const { return static_cast<int>(std::min<int64_t>(added_, kMaxRuns)); }
+
+ private:
+  std::vector<runtime::NodeTiming> nodes_;
+  std::vector<std::vector<double>> micros_;  // per node, the last kMaxRuns runs (a ring)
+  int64_t added_ = 0;
+};
 
 // A file name for a value name ("a/b:0" -> "a_b_0.npy").
 std::string NpyFileName(const std::string& value_name);

@@ -75,5 +75,36 @@ TEST(FormatTest, SummaryProfileAndFileNames) {
   EXPECT_EQ(NpyFileName(".."), "_...npy");
 }
 
+TEST(ProfileMedianTest, EachNodeGetsItsMedianAndAnotherPlanStartsOver) {
+  ProfileMedian p;
+  EXPECT_TRUE(p.Median().empty());
+  p.Add({{"a", "Conv", 10}, {"b", "Relu", 1}});
+  p.Add({{"a", "Conv", 30}, {"b", "Relu", 5}});
+  p.Add({{"a", "Conv", 20}, {"b", "Relu", 100}});
+  std::vector<runtime::NodeTiming> m = p.Median();
+  ASSERT_EQ(m.size(), 2u);
+  EXPECT_EQ(m[0].node, "a");
+  EXPECT_EQ(m[0].op_type, "Conv");
+  EXPECT_EQ(m[0].micros, 20);
+  EXPECT_EQ(m[1].micros, 5);
+  EXPECT_EQ(p.runs(), 3);
+  // Other nodes: the runs before are dropped.
+  p.Add({{"c", "Add", 7}});
+  m = p.Median();
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].node, "c");
+  EXPECT_EQ(m[0].micros, 7);
+  EXPECT_EQ(p.runs(), 1);
+}
+
+TEST(ProfileMedianTest, KeepsOnlyTheLastRuns) {
+  ProfileMedian p;
+  // kMaxRuns runs of 1000 us, then kMaxRuns of 1 us: the first ones are all overwritten.
+  for (int i = 0; i < ProfileMedian::kMaxRuns; ++i) p.Add({{"a", "Conv", 1000}});
+  for (int i = 0; i < ProfileMedian::kMaxRuns; ++i) p.Add({{"a", "Conv", 1}});
+  EXPECT_EQ(p.runs(), ProfileMedian::kMaxRuns);
+  EXPECT_EQ(p.Median()[0].micros, 1);
+}
+
 }  // namespace
 }  // namespace graphopt

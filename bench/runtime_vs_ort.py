@@ -4,7 +4,11 @@ side by side in one run, at 1 and 2 threads (issue 5's benchmark).
 
 Every measurement is a process of its own (so that its peak RSS is that model's alone), and the
 three contenders (graphopt, ORT with graph optimizations disabled, ORT with all of them) are
-interleaved and repeated --trials times; the medians are compared. Ratios are graphopt / ORT:
+interleaved and repeated --trials times; the medians are compared (and, in the "pairs" column,
+the median of each trial's own graphopt / ORT-O3 ratio, which the verdict line on issue 7's
+target uses: on a host whose speed changes between processes it compares like with like, where
+the medians' ratio compares whichever speed each median lands on). The order of the three
+contenders turns by one each trial. Ratios are graphopt / ORT:
 below 1 means faster or smaller. ORT runs under Python, whose interpreter, numpy and onnx
 account for part of its RSS; the "ORT base" column is that floor (the same script, no session).
 
@@ -61,23 +65,32 @@ def main() -> int:
         for threads in [int(t) for t in args.threads.split(",")]:
             m = {"go": [], "ort0": [], "ort3": [], "go_rss": [], "ort0_rss": [], "ort3_rss": []}
             common = ["--threads", str(threads), "--runs", str(args.runs)]
-            for _ in range(args.trials):
-                r, rss = run([args.bench, d, "--opt_level", str(args.opt_level)] + common)
-                m["go"].append(r["median_ms"]); m["go_rss"].append(rss)
-                r, rss = run([args.python, ort_script, d, "--opt", "disable"] + common)
-                m["ort0"].append(r["median_ms"]); m["ort0_rss"].append(rss)
-                r, rss = run([args.python, ort_script, d, "--opt", "all"] + common)
-                m["ort3"].append(r["median_ms"]); m["ort3_rss"].append(rss)
+            contenders = [("go", [args.bench, d, "--opt_level", str(args.opt_level)]),
+                          ("ort0", [args.python, ort_script, d, "--opt", "disable"]),
+                          ("ort3", [args.python, ort_script, d, "--opt", "all"])]
+            for trial in range(args.trials):
+                # The order turns by one each trial, so that none of the three always runs first.
+                k = trial % len(contenders)
+                for name, cmd in contenders[k:] + contenders[:k]:
+                    r, rss = run(cmd + common)
+                    m[name].append(r["median_ms"]); m[name + "_rss"].append(rss)
             med = {k: statistics.median(v) for k, v in m.items()}
-            med.update(model=model, threads=threads)
+            # Each trial's own ratio (its processes ran back to back): on a host whose speed
+            # changes from one process to the next (this VM's 2-thread runs are bimodal: the same
+            # binary at 3.9 or 6.5 ms for mobilenet_v2, ORT alike), this pairs like with like;
+            # the ratio of the medians compares whichever mode each median lands in.
+            med["paired3"] = statistics.median(g / o for g, o in zip(m["go"], m["ort3"]))
+            med.update(model=model, threads=threads, trials=m)
             rows.append(med)
             print(f"  measured {model} at {threads} thread(s)", file=sys.stderr, flush=True)
     _, base_rss = run([args.python, ort_script, "--baseline"])
 
     print(f"\nmedians of {args.trials} trials x {args.runs} runs, batch 1, graphopt at "
-          f"-O{args.opt_level}; ratio = graphopt / ONNX Runtime (ORT base RSS {base_rss:.0f} MiB)\n")
+          f"-O{args.opt_level}; ratio = graphopt / ONNX Runtime (ORT base RSS {base_rss:.0f} MiB);"
+          f"\npairs = median of each trial's own graphopt / ORT-O3 ratio\n")
     hdr = (f"{'model':<20} {'thr':>3} {'graphopt ms':>11} {'ORT-O0 ms':>10} {'ORT-O3 ms':>10} "
-           f"{'vs O0':>6} {'vs O3':>6} {'go MiB':>7} {'O0 MiB':>7} {'O3 MiB':>7} {'rss/O0':>6}")
+           f"{'vs O0':>6} {'vs O3':>6} {'pairs':>6} {'go MiB':>7} {'O0 MiB':>7} {'O3 MiB':>7} "
+           f"{'rss/O0':>6}")
     print(hdr)
     print("-" * len(hdr))
     worst = 0.0
@@ -86,18 +99,18 @@ def main() -> int:
         v3 = r["go"] / r["ort3"]
         worst = max(worst, v0)
         print(f"{r['model']:<20} {r['threads']:>3} {r['go']:>11.2f} {r['ort0']:>10.2f} "
-              f"{r['ort3']:>10.2f} {v0:>5.2f}x {v3:>5.2f}x {r['go_rss']:>7.0f} "
+              f"{r['ort3']:>10.2f} {v0:>5.2f}x {v3:>5.2f}x {r['paired3']:>5.2f}x {r['go_rss']:>7.0f} "
               f"{r['ort0_rss']:>7.0f} {r['ort3_rss']:>7.0f} {r['go_rss'] / r['ort0_rss']:>5.2f}x")
     verdict = "met" if worst <= args.target else "NOT met"
     print(f"\nworst latency ratio vs ORT without optimizations: {worst:.2f}x "
           f"(target <= {args.target}x: {verdict})")
     cnn = [r for r in rows if r["model"] in CNNS]
     if cnn:
-        bad = [r for r in cnn if r["go"] > r["ort3"] or r["go_rss"] >= r["ort3_rss"]]
-        why = [f"{r['model']}/{r['threads']}t {r['go'] / r['ort3']:.2f}x"
+        bad = [r for r in cnn if r["paired3"] > 1.0 or r["go_rss"] >= r["ort3_rss"]]
+        why = [f"{r['model']}/{r['threads']}t {r['paired3']:.2f}x"
                + (" (RSS)" if r["go_rss"] >= r["ort3_rss"] else "") for r in bad]
         ok = not bad
-        print(f"CNNs against ORT-O3 (latency <= 1.0x and lower peak RSS): "
+        print(f"CNNs against ORT-O3 (paired latency ratio <= 1.0x and lower peak RSS): "
               f"{len(cnn) - len(bad)} of {len(cnn)} rows; "
               + ("met" if ok else "NOT met: " + ", ".join(why)))
     if args.json:

@@ -10,6 +10,7 @@
 #include "passes/pipeline.h"
 #include "service/optimizer.h"
 #include "util/malloc_tuning.h"
+#include "util/mutex_mode.h"
 
 namespace graphopt {
 namespace {
@@ -91,6 +92,7 @@ BENCHMARK(BM_OptimizeRequestDefault)
 // The allocator as the server sets it up (util/malloc_tuning.h), then Google Benchmark's main.
 int main(int argc, char** argv) {
   graphopt::TuneMallocForGraphs();
+  graphopt::DisableMutexDeadlockDetection();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

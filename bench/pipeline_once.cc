@@ -26,6 +26,7 @@
 #include "passes/builtin_passes.h"
 #include "passes/pipeline.h"
 #include "util/malloc_tuning.h"
+#include "util/mutex_mode.h"
 #include "valgrind/callgrind.h"
 
 namespace {
@@ -63,6 +64,7 @@ int main(int argc, char** argv) {
     }
   }
   graphopt::TuneMallocForGraphs();  // as the server does
+  graphopt::DisableMutexDeadlockDetection();
   graphopt::OpRegistry ops;
   graphopt::PassRegistry passes;
   if (!graphopt::RegisterBuiltinOps(&ops).ok() || !graphopt::RegisterBuiltinPasses(&passes).ok()) {

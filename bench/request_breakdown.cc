@@ -18,6 +18,7 @@
 #include "passes/pipeline.h"
 #include "proto/optimizer.pb.h"
 #include "util/malloc_tuning.h"
+#include "util/mutex_mode.h"
 
 namespace {
 
@@ -36,6 +37,7 @@ int main(int argc, char** argv) {
   }
   using namespace graphopt;
   TuneMallocForGraphs();  // as the server does
+  DisableMutexDeadlockDetection();
   OpRegistry ops;
   PassRegistry passes;
   if (!RegisterBuiltinOps(&ops).ok() || !RegisterBuiltinPasses(&passes).ok()) return 1;

@@ -36,6 +36,7 @@
 #include "proto/optimizer.grpc.pb.h"
 #include "runtime/executor.h"
 #include "runtime/kernels/cpu_kernels.h"
+#include "util/mutex_mode.h"
 
 ABSL_FLAG(std::string, server, "", "graphopt-server address; empty: run in this process");
 ABSL_FLAG(int, concurrency, 1, "client threads, each with its own channel");
@@ -216,6 +217,7 @@ int Main(const std::string& dir) {
 }  // namespace graphopt
 
 int main(int argc, char** argv) {
+  graphopt::DisableMutexDeadlockDetection();  // as the server and workers do
   std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
   if (rest.size() != 2) {
     std::fprintf(stderr,

@@ -24,6 +24,7 @@
 #include "passes/pipeline.h"
 #include "runtime/executor.h"
 #include "runtime/kernels/cpu_kernels.h"
+#include "util/mutex_mode.h"
 
 ABSL_FLAG(int, threads, 1, "kernel threads");
 ABSL_FLAG(int, runs, 20, "timed runs");
@@ -123,6 +124,7 @@ int Main(const std::string& dir) {
 }  // namespace graphopt
 
 int main(int argc, char** argv) {
+  graphopt::DisableMutexDeadlockDetection();  // as the server and workers do
   std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
   if (rest.size() != 2) {
     std::fprintf(stderr, "usage: run_model_bench MODEL_DIR [--threads N] [--runs R]\n");

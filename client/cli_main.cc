@@ -45,6 +45,7 @@
 #include "runtime/npy.h"
 #include "util/file_util.h"
 #include "util/malloc_tuning.h"
+#include "util/mutex_mode.h"
 
 namespace graphopt {
 namespace {
@@ -634,6 +635,7 @@ int RunOpsUnregister(const OpsUnregisterArgs& args) {
 
 int Main(int argc, char** argv) {
   TuneMallocForGraphs();  // optimizing in this process builds and frees graphs
+  DisableMutexDeadlockDetection();  // see util/mutex_mode.h
   CLI::App app("graphopt: optimize machine-learning computation graphs (ONNX models and "
                "graphopt.v1.Graph files), in this process or through a graphopt-server.",
                "graphopt");

@@ -51,6 +51,7 @@
 #include "spdlog/sinks/stdout_sinks.h"
 #include "spdlog/spdlog.h"
 #include "util/malloc_tuning.h"
+#include "util/mutex_mode.h"
 
 // Command-line flags. absl flags are process-wide by design; main reads each one exactly once
 // into ServerConfig and nothing else touches them.
@@ -335,6 +336,7 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
 
 int Main(int argc, char** argv) {
   TuneMallocForGraphs();  // before any thread starts (see util/malloc_tuning.h)
+  DisableMutexDeadlockDetection();  // likewise (see util/mutex_mode.h)
   // Block the shutdown signals before anything can start a thread, so every thread inherits
   // the mask and only the sigwait() in RunServer receives them.
   sigset_t shutdown_signals;

@@ -28,6 +28,7 @@
 #include "server/serving.h"
 #include "spdlog/logger.h"
 #include "spdlog/sinks/stdout_sinks.h"
+#include "util/mutex_mode.h"
 #include "worker/worker_service.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50061",
@@ -63,6 +64,7 @@ int Usage(const std::string& message) {
 }
 
 int Main(int argc, char** argv) {
+  DisableMutexDeadlockDetection();  // before any thread starts (see util/mutex_mode.h)
   sigset_t shutdown_signals;
   if (absl::Status blocked = BlockShutdownSignals(&shutdown_signals); !blocked.ok()) {
     std::fprintf(stderr, "graphopt-worker: %s\n", blocked.ToString().c_str());

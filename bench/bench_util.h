@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <vector>
 
 namespace graphopt::bench {
@@ -26,6 +27,20 @@ inline double ProcessCpuSeconds() {
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
   return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
 }
+
+// Evicts the caches by touching (reading and writing) `mib` MiB of a buffer of its own (0:
+// nothing), so that what a measurement reads next comes from beyond them.
+class Sweeper {
+ public:
+  void Sweep(int mib) {
+    const size_t bytes = static_cast<size_t>(mib) << 20;
+    if (junk_.size() < bytes) junk_.resize(bytes, 1);
+    for (size_t i = 0; i < bytes; i += 64) junk_[i]++;
+  }
+
+ private:
+  std::vector<char> junk_;
+};
 
 // Minor page faults of this process so far (a fault maps a fresh page: the kernel zeroes it).
 inline long MinorPageFaults() {

@@ -37,18 +37,12 @@ struct Shape {
 const Shape kShapes[] = {{"resnet18", 512, 1000}, {"mobilenet_v2", 1280, 1000},
                          {"resnet50", 2048, 1000}};
 
-// Touches `mib` MiB (read and write) so that what a run reads next comes from beyond them.
-void Sweep(std::vector<char>& junk, int mib) {
-  const size_t n = static_cast<size_t>(mib) << 20;
-  for (size_t i = 0; i < n; i += 64) junk[i]++;
-}
-
-double MedianMicros(int reps, int sweep_mib, std::vector<char>& junk,
+double MedianMicros(int reps, int sweep_mib, graphopt::bench::Sweeper& sweeper,
                     const std::function<void()>& run) {
   run();  // first use: primitive setup, page faults
   std::vector<double> t;
   for (int r = 0; r < reps; ++r) {
-    Sweep(junk, sweep_mib);
+    sweeper.Sweep(sweep_mib);
     const auto start = std::chrono::steady_clock::now();
     run();
     t.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
@@ -83,7 +77,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   omp_set_num_threads(threads);
-  std::vector<char> junk(size_t{48} << 20);
+  graphopt::bench::Sweeper sweeper;
   dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   dnnl::stream stream(engine);
   std::printf("%d thread(s), medians of %d runs, microseconds (largest difference from a double "
@@ -124,7 +118,8 @@ int main(int argc, char** argv) {
       {
         const int t = omp_get_thread_num(), nt = omp_get_num_threads();
         const int begin = n * t / nt, end = n * (t + 1) / nt;
-        graphopt::runtime::DotRowsF32(k, end - begin, x.data(), w.data() + static_cast<size_t>(begin) * k, k,
+        graphopt::runtime::DotRowsF32(k, end - begin, x.data(),
+                                      w.data() + static_cast<size_t>(begin) * k, k,
                                       y.data() + begin);
       }
     };
@@ -133,7 +128,7 @@ int main(int argc, char** argv) {
       const std::function<void()> runs[3] = {onednn, sgemm, rows};
       for (int c = 0; c < 3; ++c) {
         std::fill(y.begin(), y.end(), 0.0f);
-        us[c] = MedianMicros(reps, sweep, junk, runs[c]);
+        us[c] = MedianMicros(reps, sweep, sweeper, runs[c]);
         diff[c] = MaxDiff(y, want);
       }
       std::printf("%-13s %5d %5d %3d MiB  %7.1f [%6.0e] %7.1f [%6.0e] %7.1f [%6.0e]\n", s.model,

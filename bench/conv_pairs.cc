@@ -122,18 +122,7 @@ double Execute(const Conv& c, dnnl::stream& stream, const dnnl::memory& src,
   return Now() - t0;
 }
 
-// Evicts the caches by touching `mib` MiB (0: nothing).
-class Sweeper {
- public:
-  void Sweep(int mib) {
-    const size_t bytes = static_cast<size_t>(mib) << 20;
-    if (junk_.size() < bytes) junk_.resize(bytes, 1);
-    for (size_t i = 0; i < bytes; i += 64) junk_[i]++;
-  }
-
- private:
-  std::vector<char> junk_;
-};
+using graphopt::bench::Sweeper;
 
 void Bands(const dnnl::engine& engine, dnnl::stream& stream, int reps) {
   std::printf("expansion + depthwise, whole images against bands of rows (ratio < 1: bands "

@@ -387,9 +387,10 @@ absl::StatusOr<Tensor> IntegerMatMul(const KernelContext& ctx, int ai, int bi, i
   return out;
 }
 
-// MatMul and Gemm. A float32 product whose B is a constant of the plan (a matrix of at least
-// PackedMatMul::kMinColumns columns; for Gemm, A not transposed) runs on PackedMatMul, B packed
-// once; everything else on sgemm or loops.
+// MatMul and Gemm. A float32 Gemm of one row by a transposed B runs as row dot products
+// (GemvRows); a float32 product whose B is a constant of the plan (a matrix of at least
+// PackedMatMul::kMinColumns columns; for Gemm, A not transposed) on PackedMatMul, B packed once;
+// everything else on sgemm or loops.
 class MatMulOpKernel : public OpKernel {
  public:
   static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const KernelInfo& info) {

@@ -4,12 +4,17 @@ Prints one JSON line: {"median_ms": .., "min_ms": .., "runs": ..}. The inputs ar
 model's test_data_set_0 (the same the graphopt side reads).
 
     .venv/bin/python bench/ort_run.py MODEL_DIR --threads N --opt {disable,all} --runs R
+
+With --bursts it follows run_model_bench's protocol of the same name: after the warm-up it prints
+{"ready": true}, then for each stdin line "N" makes --warmup untimed runs and N timed ones and
+prints that burst's line; at the end of stdin, the line over all the bursts' timed runs.
 """
 import argparse
 import glob
 import json
 import os
 import statistics
+import sys
 import time
 
 import onnx
@@ -26,6 +31,8 @@ def main() -> None:
     p.add_argument("--opt", choices=["disable", "all"], default="disable")
     p.add_argument("--runs", type=int, default=20)
     p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--bursts", action="store_true",
+                   help="after the warm-up, run the number of times each stdin line says")
     args = p.parse_args()
     if args.baseline:
         print(json.dumps({"median_ms": 0, "min_ms": 0, "runs": 0}))
@@ -48,15 +55,36 @@ def main() -> None:
         with open(path, "rb") as f:
             t.ParseFromString(f.read())
         feeds[name] = onnx.numpy_helper.to_array(t)
-    for _ in range(args.warmup):
-        sess.run(None, feeds)
+    def warm_up() -> None:
+        for _ in range(args.warmup):
+            sess.run(None, feeds)
+
+    warm_up()
     times = []
-    for _ in range(args.runs):
-        start = time.perf_counter()
-        sess.run(None, feeds)
-        times.append((time.perf_counter() - start) * 1000)
-    print(json.dumps({"median_ms": statistics.median(times), "min_ms": min(times),
-                      "runs": args.runs}))
+
+    def timed_runs(n: int) -> list:
+        for _ in range(n):
+            start = time.perf_counter()
+            sess.run(None, feeds)
+            times.append((time.perf_counter() - start) * 1000)
+        return times[-n:]
+
+    def line(t: list) -> str:
+        return json.dumps({"median_ms": statistics.median(t), "min_ms": min(t), "runs": len(t)})
+
+    if args.bursts:
+        print(json.dumps({"ready": True}), flush=True)
+        for request in sys.stdin:
+            n = int(request) if request.strip().isdigit() else 0
+            if n < 1:
+                sys.exit(f"--bursts: expected a run count per line, got {request.strip()!r}")
+            warm_up()
+            print(line(timed_runs(n)), flush=True)
+    else:
+        timed_runs(args.runs)
+    if not times:
+        sys.exit("no timed runs")
+    print(line(times))
 
 
 if __name__ == "__main__":

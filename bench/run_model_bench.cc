@@ -5,8 +5,14 @@
 // memory-planned (unless the level does it), and the line adds "arena_bytes", "lower_bound",
 // "naive_bytes" and "planned" (whether the executor ran from the plan: --use_memory_plan).
 //
+// With --bursts it stays up after the warm-up for a driver that interleaves it with other
+// contenders (bench/runtime_vs_ort.py): it prints {"ready": true, "plan_ms"}, then for each line
+// "N" read from stdin makes --warmup untimed runs (the other contenders have had the caches) and N
+// timed ones, and prints that burst's {"median_ms", "min_ms", "runs"}; at the end of stdin it
+// prints the usual line over all the bursts' timed runs.
+//
 //   run_model_bench MODEL_DIR --threads N --runs R --warmup W [--opt_level L] [--plan_memory]
-//                   [--use_memory_plan=false]
+//                   [--use_memory_plan=false] [--bursts]
 
 #include <algorithm>
 #include <chrono>
@@ -16,6 +22,8 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "bench/corpus_model.h"
 #include "graph/builtin_ops.h"
@@ -32,6 +40,9 @@ ABSL_FLAG(int, warmup, 3, "untimed runs first");
 ABSL_FLAG(int, opt_level, 0, "optimize at this level first (0: run the model as imported)");
 ABSL_FLAG(bool, plan_memory, false, "run schedule and plan_memory after the level's passes");
 ABSL_FLAG(bool, use_memory_plan, true, "let the executor run from the graph's memory plan");
+ABSL_FLAG(bool, bursts, false,
+          "after the warm-up, run the number of times each stdin line says (see the file's "
+          "comment); --runs is ignored");
 ABSL_FLAG(std::string, dim_bounds, "auto",
           "schedule/plan_memory's dim_bounds (auto: the sizes of the test inputs)");
 
@@ -96,18 +107,50 @@ int Main(const std::string& dir) {
   if (!ex.ok()) return Fail(ex.status());
   const double plan_ms = std::chrono::duration<double, std::milli>(
                              std::chrono::steady_clock::now() - plan_start).count();
-  for (int i = 0; i < absl::GetFlag(FLAGS_warmup); ++i) {
-    absl::StatusOr<runtime::RunResult> r = (*ex)->RunPositional(inputs);
-    if (!r.ok()) return Fail(r.status());
-  }
+  auto warm_up = [&]() -> absl::Status {
+    for (int i = 0; i < absl::GetFlag(FLAGS_warmup); ++i) {
+      absl::StatusOr<runtime::RunResult> r = (*ex)->RunPositional(inputs);
+      if (!r.ok()) return r.status();
+    }
+    return absl::OkStatus();
+  };
+  if (absl::Status s = warm_up(); !s.ok()) return Fail(s);
   std::vector<double> times;
-  for (int i = 0; i < absl::GetFlag(FLAGS_runs); ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    absl::StatusOr<runtime::RunResult> r = (*ex)->RunPositional(inputs);
-    if (!r.ok()) return Fail(r.status());
-    times.push_back(
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  // Appends n timed runs to times.
+  auto timed_runs = [&](int64_t n) -> absl::Status {
+    for (int64_t i = 0; i < n; ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      absl::StatusOr<runtime::RunResult> r = (*ex)->RunPositional(inputs);
+      if (!r.ok()) return r.status();
+      times.push_back(std::chrono::duration<double, std::milli>(
+                          std::chrono::steady_clock::now() - start).count());
+    }
+    return absl::OkStatus();
+  };
+  if (absl::GetFlag(FLAGS_bursts)) {
+    std::printf("{\"ready\": true, \"plan_ms\": %.3f}\n", plan_ms);
+    std::fflush(stdout);
+    char line[64];
+    while (std::fgets(line, sizeof(line), stdin) != nullptr) {
+      int64_t n = 0;
+      if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(line), &n) || n < 1) {
+        return Fail(absl::InvalidArgumentError(
+            absl::StrCat("--bursts: expected a run count per line, got '",
+                         absl::StripAsciiWhitespace(line), "'")));
+      }
+      const size_t first = times.size();
+      if (absl::Status s = warm_up(); !s.ok()) return Fail(s);
+      if (absl::Status s = timed_runs(n); !s.ok()) return Fail(s);
+      std::vector<double> burst(times.begin() + first, times.end());
+      std::sort(burst.begin(), burst.end());
+      std::printf("{\"median_ms\": %.4f, \"min_ms\": %.4f, \"runs\": %zu}\n",
+                  burst[burst.size() / 2], burst.front(), burst.size());
+      std::fflush(stdout);
+    }
+  } else if (absl::Status s = timed_runs(absl::GetFlag(FLAGS_runs)); !s.ok()) {
+    return Fail(s);
   }
+  if (times.empty()) return Fail(absl::InvalidArgumentError("no timed runs"));
   std::sort(times.begin(), times.end());
   std::string memory;
   if (graph_planned) {

@@ -2,17 +2,25 @@
 """Batch-1 latency and peak RSS of the real-model corpus on graphopt's runtime and on ONNX Runtime,
 side by side in one run, at 1 and 2 threads (issue 5's benchmark).
 
-Every measurement is a process of its own (so that its peak RSS is that model's alone), and the
-three contenders (graphopt, ORT with graph optimizations disabled, ORT with all of them) are
-interleaved and repeated --trials times; the medians are compared (and, in the "pairs" column,
-the median of each trial's own graphopt / ORT-O3 ratio, which the verdict line on issue 7's
-target uses: on a host whose speed changes between processes it compares like with like, where
-the medians' ratio compares whichever speed each median lands on). The order of the three
-contenders turns by one each trial. Ratios are graphopt / ORT:
-below 1 means faster or smaller. ORT runs under Python, whose interpreter, numpy and onnx
-account for part of its RSS; the "ORT base" column is that floor (the same script, no session).
+Every contender (graphopt, ORT with graph optimizations disabled, ORT with all of them) runs in a
+process of its own (so that its peak RSS is that model's alone), and each trial starts the three
+and, by default, interleaves them: each process warms up and waits; then, in turn, each runs a
+burst of --burst runs while the others sleep, with --gap_ms of quiet between bursts, until each
+has made --runs runs. This VM's speed changes for seconds at a time (mobilenet_v2 on 2 threads
+goes from 3.9 to 6.5 ms and back within one process, ONNX Runtime alike), so bursts a few hundred
+milliseconds apart see the same host where processes run one after the other do not. The
+"pairs" column is the median, over all bursts of all trials, of graphopt's burst median divided by
+the ORT-O3 burst median next to it in time (those two always run one right after the other, in
+either order, ORT-O0 before or after them); issue 7's verdict line uses it. The other columns are
+medians over the trials of each trial's median. The gap matters: ORT's idle pool threads spin for
+~50 ms after a run, and would take a vCPU from the next contender's burst. With --burst 0 each
+process instead makes all its runs at once, the three one after the other (the method before
+interleaving; "pairs" is then the median of each trial's own ratio). Ratios are graphopt / ORT:
+below 1 means faster or smaller. ORT runs under Python, whose interpreter, numpy and onnx account
+for part of its RSS; the "ORT base" column is that floor (the same script, no session).
 
-    bench/runtime_vs_ort.sh [--trials N] [--runs R] [--models a,b] [--threads 1,2] [--opt_level L]
+    bench/runtime_vs_ort.sh [--trials N] [--runs R] [--burst B] [--models a,b] [--threads 1,2]
+                            [--opt_level L]
 """
 import argparse
 import json
@@ -21,6 +29,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 MODELS = ["mlp", "lstm", "transformer_encoder", "mobilenet_v2", "mobilenet_v2_bn", "resnet18",
           "resnet50"]
@@ -41,6 +50,77 @@ def run(cmd):
         return json.loads(out.read().decode().strip().splitlines()[-1]), usage.ru_maxrss / 1024.0
 
 
+class Contender:
+    """One contender's process in --bursts mode (run_model_bench and ort_run.py speak it)."""
+
+    def __init__(self, name, cmd):
+        self.name = name
+        self.cmd = cmd
+        self.err = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(cmd + ["--bursts"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self.err, text=True)
+        self.bursts = []
+        self._read()  # {"ready": true} once it has loaded the model and warmed up
+
+    def _read(self):
+        line = self.proc.stdout.readline()
+        if not line:
+            self.proc.wait()
+            self.err.seek(0)
+            raise RuntimeError(f"{' '.join(self.cmd)} failed: {self.err.read().decode()[-800:]}")
+        return json.loads(line)
+
+    def burst(self, runs):
+        self.proc.stdin.write(f"{runs}\n")
+        self.proc.stdin.flush()
+        self.bursts.append(self._read()["median_ms"])
+
+    def finish(self):
+        """Ends the process; returns (its line over all runs, its peak RSS in MiB)."""
+        self.proc.stdin.close()
+        total = self._read()
+        _, status, usage = os.wait4(self.proc.pid, 0)
+        self.proc.returncode = os.waitstatus_to_exitcode(status)
+        if self.proc.returncode != 0:
+            self.err.seek(0)
+            raise RuntimeError(f"{' '.join(self.cmd)} failed: {self.err.read().decode()[-800:]}")
+        self.err.close()
+        return total, usage.ru_maxrss / 1024.0
+
+
+def interleaved_trial(contenders, runs, burst, gap_s, turn):
+    """One trial in bursts of contenders [go, ort0, ort3]: returns {name: (median over its runs,
+    peak RSS MiB, burst medians)}."""
+    procs = []
+    try:
+        for name, cmd in contenders:
+            procs.append(Contender(name, cmd))
+        done = 0
+        while done < runs:
+            n = min(burst, runs - done)
+            # graphopt and ORT-O3 (the pair the verdict compares) always run next to each other,
+            # in either order, ORT-O0 before or after the two: go ort3 ort0, ort3 go ort0,
+            # ort0 go ort3, ort0 ort3 go, turning each burst.
+            go, ort0, ort3 = procs
+            pair = [go, ort3] if turn % 2 == 0 else [ort3, go]
+            order = pair + [ort0] if turn % 4 < 2 else [ort0] + pair
+            for c in order:
+                time.sleep(gap_s)  # the last burst's spinning threads go to sleep
+                c.burst(n)
+            done += n
+            turn += 1
+        result = {}
+        for c in procs:
+            total, rss = c.finish()
+            result[c.name] = (total["median_ms"], rss, c.bursts)
+        return result
+    finally:
+        for c in procs:
+            if c.proc.poll() is None:
+                c.proc.kill()
+                c.proc.wait()
+
+
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--corpus", default=".bazel/bin/models/corpus")
@@ -49,7 +129,11 @@ def main() -> int:
     p.add_argument("--models", default=",".join(MODELS))
     p.add_argument("--threads", default="1,2")
     p.add_argument("--trials", type=int, default=3)
-    p.add_argument("--runs", type=int, default=20)
+    p.add_argument("--runs", type=int, default=20, help="timed runs per contender per trial")
+    p.add_argument("--burst", type=int, default=10,
+                   help="runs per burst when interleaving (0: each process all at once, in turn)")
+    p.add_argument("--gap_ms", type=float, default=100,
+                   help="quiet before each burst (ORT's idle threads spin ~50 ms after a run)")
     p.add_argument("--target", type=float, default=1.5,
                    help="latency target vs ORT with optimizations disabled")
     p.add_argument("--opt_level", type=int, default=0,
@@ -65,29 +149,41 @@ def main() -> int:
         for threads in [int(t) for t in args.threads.split(",")]:
             m = {"go": [], "ort0": [], "ort3": [], "go_rss": [], "ort0_rss": [], "ort3_rss": []}
             common = ["--threads", str(threads), "--runs", str(args.runs)]
-            contenders = [("go", [args.bench, d, "--opt_level", str(args.opt_level)]),
-                          ("ort0", [args.python, ort_script, d, "--opt", "disable"]),
-                          ("ort3", [args.python, ort_script, d, "--opt", "all"])]
+            contenders = [("go", [args.bench, d, "--opt_level", str(args.opt_level)] + common),
+                          ("ort0", [args.python, ort_script, d, "--opt", "disable"] + common),
+                          ("ort3", [args.python, ort_script, d, "--opt", "all"] + common)]
+            pairs = []  # graphopt / ORT-O3, per burst (per trial with --burst 0)
             for trial in range(args.trials):
+                if args.burst > 0:
+                    r = interleaved_trial(contenders, args.runs, args.burst, args.gap_ms / 1000,
+                                          trial * ((args.runs + args.burst - 1) // args.burst))
+                    for name, (median, rss, _) in r.items():
+                        m[name].append(median); m[name + "_rss"].append(rss)
+                    m.setdefault("go_bursts", []).append(r["go"][2])
+                    m.setdefault("ort3_bursts", []).append(r["ort3"][2])
+                    pairs += [g / o for g, o in zip(r["go"][2], r["ort3"][2])]
+                    continue
                 # The order turns by one each trial, so that none of the three always runs first.
                 k = trial % len(contenders)
                 for name, cmd in contenders[k:] + contenders[:k]:
-                    r, rss = run(cmd + common)
+                    r, rss = run(cmd)
                     m[name].append(r["median_ms"]); m[name + "_rss"].append(rss)
-            med = {k: statistics.median(v) for k, v in m.items()}
-            # Each trial's own ratio (its processes ran back to back): on a host whose speed
-            # changes from one process to the next (this VM's 2-thread runs are bimodal: the same
-            # binary at 3.9 or 6.5 ms for mobilenet_v2, ORT alike), this pairs like with like;
-            # the ratio of the medians compares whichever mode each median lands in.
-            med["paired3"] = statistics.median(g / o for g, o in zip(m["go"], m["ort3"]))
+                pairs.append(m["go"][-1] / m["ort3"][-1])
+            med = {k: statistics.median(m[k]) for k in
+                   ("go", "ort0", "ort3", "go_rss", "ort0_rss", "ort3_rss")}
+            med["paired3"] = statistics.median(pairs)
             med.update(model=model, threads=threads, trials=m)
             rows.append(med)
             print(f"  measured {model} at {threads} thread(s)", file=sys.stderr, flush=True)
     _, base_rss = run([args.python, ort_script, "--baseline"])
 
-    print(f"\nmedians of {args.trials} trials x {args.runs} runs, batch 1, graphopt at "
+    how = (f"interleaved in bursts of {args.burst}" if args.burst > 0
+           else "each process at once, in turn")
+    pairs_are = ("burst's graphopt / ORT-O3 ratio (bursts next to each other in time)"
+                 if args.burst > 0 else "trial's own graphopt / ORT-O3 ratio")
+    print(f"\nmedians of {args.trials} trials x {args.runs} runs ({how}), batch 1, graphopt at "
           f"-O{args.opt_level}; ratio = graphopt / ONNX Runtime (ORT base RSS {base_rss:.0f} MiB);"
-          f"\npairs = median of each trial's own graphopt / ORT-O3 ratio\n")
+          f"\npairs = median of each {pairs_are}\n")
     hdr = (f"{'model':<20} {'thr':>3} {'graphopt ms':>11} {'ORT-O0 ms':>10} {'ORT-O3 ms':>10} "
            f"{'vs O0':>6} {'vs O3':>6} {'pairs':>6} {'go MiB':>7} {'O0 MiB':>7} {'O3 MiB':>7} "
            f"{'rss/O0':>6}")

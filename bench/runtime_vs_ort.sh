@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # graphopt's runtime against ONNX Runtime on the real-model corpus (see runtime_vs_ort.py).
-# Usage: bench/runtime_vs_ort.sh [--trials N] [--runs R] [--models a,b] [--threads 1,2]
+# Usage: bench/runtime_vs_ort.sh [--trials N] [--runs R] [--burst B] [--models a,b] [--threads 1,2]
 #                                [--opt_level L]
 set -euo pipefail
 cd "$(dirname "$0")/.."

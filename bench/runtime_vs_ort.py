@@ -29,7 +29,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
+
+import bursts
 
 MODELS = ["mlp", "lstm", "transformer_encoder", "mobilenet_v2", "mobilenet_v2_bn", "resnet18",
           "resnet50"]
@@ -50,75 +51,12 @@ def run(cmd):
         return json.loads(out.read().decode().strip().splitlines()[-1]), usage.ru_maxrss / 1024.0
 
 
-class Contender:
-    """One contender's process in --bursts mode (run_model_bench and ort_run.py speak it)."""
-
-    def __init__(self, name, cmd):
-        self.name = name
-        self.cmd = cmd
-        self.err = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen(cmd + ["--bursts"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=self.err, text=True)
-        self.bursts = []
-        self._read()  # {"ready": true} once it has loaded the model and warmed up
-
-    def _read(self):
-        line = self.proc.stdout.readline()
-        if not line:
-            self.proc.wait()
-            self.err.seek(0)
-            raise RuntimeError(f"{' '.join(self.cmd)} failed: {self.err.read().decode()[-800:]}")
-        return json.loads(line)
-
-    def burst(self, runs):
-        self.proc.stdin.write(f"{runs}\n")
-        self.proc.stdin.flush()
-        self.bursts.append(self._read()["median_ms"])
-
-    def finish(self):
-        """Ends the process; returns (its line over all runs, its peak RSS in MiB)."""
-        self.proc.stdin.close()
-        total = self._read()
-        _, status, usage = os.wait4(self.proc.pid, 0)
-        self.proc.returncode = os.waitstatus_to_exitcode(status)
-        if self.proc.returncode != 0:
-            self.err.seek(0)
-            raise RuntimeError(f"{' '.join(self.cmd)} failed: {self.err.read().decode()[-800:]}")
-        self.err.close()
-        return total, usage.ru_maxrss / 1024.0
-
-
-def interleaved_trial(contenders, runs, burst, gap_s, turn):
-    """One trial in bursts of contenders [go, ort0, ort3]: returns {name: (median over its runs,
-    peak RSS MiB, burst medians)}."""
-    procs = []
-    try:
-        for name, cmd in contenders:
-            procs.append(Contender(name, cmd))
-        done = 0
-        while done < runs:
-            n = min(burst, runs - done)
-            # graphopt and ORT-O3 (the pair the verdict compares) always run next to each other,
-            # in either order, ORT-O0 before or after the two: go ort3 ort0, ort3 go ort0,
-            # ort0 go ort3, ort0 ort3 go, turning each burst.
-            go, ort0, ort3 = procs
-            pair = [go, ort3] if turn % 2 == 0 else [ort3, go]
-            order = pair + [ort0] if turn % 4 < 2 else [ort0] + pair
-            for c in order:
-                time.sleep(gap_s)  # the last burst's spinning threads go to sleep
-                c.burst(n)
-            done += n
-            turn += 1
-        result = {}
-        for c in procs:
-            total, rss = c.finish()
-            result[c.name] = (total["median_ms"], rss, c.bursts)
-        return result
-    finally:
-        for c in procs:
-            if c.proc.poll() is None:
-                c.proc.kill()
-                c.proc.wait()
+def go_ort3_order(turn):
+    """Burst order over [go, ort0, ort3]: graphopt and ORT-O3 (the pair the verdict compares)
+    always next to each other, in either order, ORT-O0 before or after the two (go ort3 ort0,
+    ort3 go ort0, ort0 go ort3, ort0 ort3 go, turning each round)."""
+    pair = [0, 2] if turn % 2 == 0 else [2, 0]
+    return pair + [1] if turn % 4 < 2 else [1] + pair
 
 
 def main() -> int:
@@ -155,8 +93,10 @@ def main() -> int:
             pairs = []  # graphopt / ORT-O3, per burst (per trial with --burst 0)
             for trial in range(args.trials):
                 if args.burst > 0:
-                    r = interleaved_trial(contenders, args.runs, args.burst, args.gap_ms / 1000,
-                                          trial * ((args.runs + args.burst - 1) // args.burst))
+                    rounds = (args.runs + args.burst - 1) // args.burst
+                    r = bursts.interleaved_trial(contenders, args.runs, args.burst,
+                                                 args.gap_ms / 1000,
+                                                 lambda t: go_ort3_order(trial * rounds + t))
                     for name, (median, rss, _) in r.items():
                         m[name].append(median); m[name + "_rss"].append(rss)
                     m.setdefault("go_bursts", []).append(r["go"][2])

@@ -11,7 +11,9 @@
 //
 // Accuracy: exp is a degree-6 polynomial after range reduction (within 2 ulp of expf over
 // [-87, 88]; inputs are clamped there, so results are finite); sigmoid and tanh derive from it,
-// tanh with a polynomial near 0 to keep its relative error small (under 1e-6 everywhere).
+// tanh with a polynomial near 0 to keep its relative error small (under 1e-6 everywhere); erf is
+// a polynomial below 1 and 1 - exp(polynomial) above (within 1.4e-7 of erf, and 1.7e-7 relative
+// below 1).
 
 #include <cstdint>
 
@@ -26,10 +28,13 @@ void GemvAccumulateF32(int64_t k, int64_t n, const float* a, const float* b, int
 // the same arithmetic in every split of the rows (16 partial sums added pairwise; the AVX-512
 // and AVX2 versions agree to the bit), so threads may share out the rows as they like.
 void DotRowsF32(int64_t k, int64_t n, const float* a, const float* b, int64_t ldb, float* y);
-// x[i] = exp(x[i]), 1 / (1 + exp(-x[i])), tanh(x[i]).
+// x[i] = exp(x[i]), 1 / (1 + exp(-x[i])), tanh(x[i]), erf(x[i]), and GELU: x[i] * 0.5 * (1 +
+// erf(x[i] / sqrt(2))).
 void ExpF32(float* x, int64_t n);
 void SigmoidF32(float* x, int64_t n);
 void TanhF32(float* x, int64_t n);
+void ErfF32(float* x, int64_t n);
+void GeluF32(float* x, int64_t n);
 
 // The instruction sets of the versions, best first.
 enum class FastMathIsa { kX86_64_V4 = 0, kX86_64_V3 = 1, kX86_64 = 2 };
@@ -47,6 +52,8 @@ void DotRowsF32(FastMathIsa isa, int64_t k, int64_t n, const float* a, const flo
 void ExpF32(FastMathIsa isa, float* x, int64_t n);
 void SigmoidF32(FastMathIsa isa, float* x, int64_t n);
 void TanhF32(FastMathIsa isa, float* x, int64_t n);
+void ErfF32(FastMathIsa isa, float* x, int64_t n);
+void GeluF32(FastMathIsa isa, float* x, int64_t n);
 
 // Layer normalisation of `rows` rows of `cols` floats each: y = (x - mean) * inv_std * scale +
 // bias, with the row's mean and inv_std = 1 / sqrt(variance + eps) (two passes: the mean, then

@@ -96,8 +96,6 @@ inline void InPlace(int64_t n, const float* a, int sa, float* y, void (*fn)(floa
   }
 }
 
-inline float Gelu(float x) { return x * 0.5f * (1.0f + std::erf(x * 0.70710678118654752f)); }
-
 void Execute(const EwInstr& in, int64_t n, const float* const* ptr, const int* stride, float* y) {
   const float* a = ptr[in.a];
   const int sa = stride[in.a];
@@ -147,7 +145,7 @@ void Execute(const EwInstr& in, int64_t n, const float* const* ptr, const int* s
     case EwOp::kNeg: return Unary(n, a, sa, y, [](float u) { return -u; });
     case EwOp::kAbs: return Unary(n, a, sa, y, [](float u) { return std::fabs(u); });
     case EwOp::kReciprocal: return Unary(n, a, sa, y, [](float u) { return 1.0f / u; });
-    case EwOp::kErf: return Unary(n, a, sa, y, [](float u) { return std::erf(u); });
+    case EwOp::kErf: return InPlace(n, a, sa, y, ErfF32);
     case EwOp::kFloor: return Unary(n, a, sa, y, [](float u) { return std::floor(u); });
     case EwOp::kCeil: return Unary(n, a, sa, y, [](float u) { return std::ceil(u); });
     case EwOp::kSoftplus:
@@ -157,7 +155,7 @@ void Execute(const EwInstr& in, int64_t n, const float* const* ptr, const int* s
     case EwOp::kSign:
       return Unary(n, a, sa, y, [](float u) { return u > 0.0f ? 1.0f : (u < 0.0f ? -1.0f : u); });
     case EwOp::kIdentity: return Unary(n, a, sa, y, [](float u) { return u; });
-    case EwOp::kGelu: return Unary(n, a, sa, y, Gelu);
+    case EwOp::kGelu: return InPlace(n, a, sa, y, GeluF32);
   }
 }
 

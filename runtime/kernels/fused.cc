@@ -494,9 +494,9 @@ absl::StatusOr<bool> FusedGroupKernel::RunNode(KernelContext& ctx, const Step& s
 
 absl::StatusOr<bool> FusedGroupKernel::RunProgramStep(KernelContext& ctx, const EwProgram& p,
                                                       size_t index, Frame& f) const {
-  std::vector<const Tensor*> inputs;
+  absl::InlinedVector<const Tensor*, 8> inputs;
   for (ValueId v : p.inputs) inputs.push_back(&f.slots[v.value()]);
-  std::vector<char> taken(p.inputs.size(), 0);
+  absl::InlinedVector<char, 8> taken(p.inputs.size(), 0);
   auto allocate = [&](int k, const Shape& shape) -> absl::StatusOr<Tensor*> {
     const ValueId v = p.outputs[k];
     const int in = p.may_overwrite[k];

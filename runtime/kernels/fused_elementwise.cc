@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "graph/fusion_patterns.h"
 #include "runtime/kernels/fast_math.h"
 #include "runtime/kernels/kernel_util.h"
@@ -159,18 +160,24 @@ void Execute(const EwInstr& in, int64_t n, const float* const* ptr, const int* s
   }
 }
 
+// A run of a program allocates nothing on the heap for its bookkeeping in the common case (a
+// few operands of rank <= 6): small models run hundreds of thousands of programs a second.
+template <typename T>
+using Small = absl::InlinedVector<T, 8>;
+using Dims = absl::InlinedVector<int64_t, 6>;
+
 // Operand strides of the iteration after merging dims: shape[d] and, per operand, its stride
 // at d (0 where it broadcasts).
 struct Iteration {
-  std::vector<int64_t> shape;
-  std::vector<std::vector<int64_t>> strides;
+  Dims shape;
+  Small<Dims> strides;
 };
 
 // The iteration over `out` for operands of shapes `in` (each broadcasting to `out`), with
 // adjacent dims merged wherever every operand walks them as one.
-Iteration MakeIteration(const Shape& out, const std::vector<const Shape*>& in) {
+Iteration MakeIteration(const Shape& out, absl::Span<const Shape* const> in) {
   const size_t rank = out.size();
-  std::vector<std::vector<int64_t>> full(in.size(), std::vector<int64_t>(rank, 0));
+  Small<Dims> full(in.size(), Dims(rank, 0));
   for (size_t k = 0; k < in.size(); ++k) {
     const Shape& s = *in[k];
     int64_t stride = 1;
@@ -358,12 +365,12 @@ absl::StatusOr<bool> RunProgram(const KernelContext& ctx, const EwProgram& p,
   }
   const std::vector<EwInstr>& code = fast ? p.fast : p.code;
   // Shapes: every step's result must have the shape of the last one (the iteration's).
-  std::vector<Shape> shapes(p.num_values);
+  Small<Shape> shapes(p.num_values);
   for (size_t k = 0; k < num_inputs; ++k) shapes[k] = inputs[k]->shape();
   for (const EwInstr& in : p.code) {
-    std::vector<Shape> operands = {shapes[in.a]};
-    if (in.b >= 0 && in.op != EwOp::kClip) operands.push_back(shapes[in.b]);
-    absl::StatusOr<Shape> s = BroadcastShapes(operands);
+    const bool binary = in.b >= 0 && in.op != EwOp::kClip;
+    const Shape operands[2] = {shapes[in.a], binary ? shapes[in.b] : Shape()};
+    absl::StatusOr<Shape> s = BroadcastShapes(absl::MakeConstSpan(operands, binary ? 2 : 1));
     if (!s.ok()) return false;
     shapes[in.out] = *std::move(s);
   }
@@ -373,10 +380,10 @@ absl::StatusOr<bool> RunProgram(const KernelContext& ctx, const EwProgram& p,
   }
   const int64_t total = ShapeNumElements(out_shape);
   // Data operands walk the iteration; scalar bounds are read at element 0.
-  std::vector<const Shape*> operand_shapes;
+  Small<const Shape*> operand_shapes;
   for (size_t k = 0; k < num_inputs; ++k) operand_shapes.push_back(&shapes[k]);
   const Iteration it = MakeIteration(out_shape, operand_shapes);
-  std::vector<float*> outputs(p.outputs.size());
+  Small<float*> outputs(p.outputs.size());
   for (size_t k = 0; k < p.outputs.size(); ++k) {
     absl::StatusOr<Tensor*> t = allocate(static_cast<int>(k), out_shape);
     if (!t.ok()) return t.status();
@@ -387,16 +394,16 @@ absl::StatusOr<bool> RunProgram(const KernelContext& ctx, const EwProgram& p,
   const int64_t inner = it.shape.back();
   const int64_t rows = total / inner;
   const int64_t tiles_per_row = (inner + kTile - 1) / kTile;
-  std::vector<float*> output_of(p.num_values, nullptr);
+  Small<float*> output_of(p.num_values, nullptr);
   for (size_t k = 0; k < p.outputs.size(); ++k) output_of[p.output_value[k]] = outputs[k];
   const int num_temps = p.num_values - static_cast<int>(num_inputs);
   const int64_t tile = std::min(kTile, inner);
   ctx.ParallelFor(rows * tiles_per_row, std::max<int64_t>(1, 16384 / std::min(inner, kTile)),
                   [&](int64_t begin, int64_t end) {
-    std::vector<float> scratch(static_cast<size_t>(num_temps) * tile);
-    std::vector<const float*> ptr(p.num_values);
-    std::vector<int> stride(p.num_values, 1);
-    std::vector<int64_t> index(rank, 0);
+    absl::InlinedVector<float, 2048> scratch(static_cast<size_t>(num_temps) * tile);
+    Small<const float*> ptr(p.num_values);
+    Small<int> stride(p.num_values, 1);
+    Dims index(rank, 0);
     for (int64_t t = begin; t < end; ++t) {
       const int64_t row = t / tiles_per_row;
       const int64_t start = (t % tiles_per_row) * kTile;

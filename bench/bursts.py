@@ -1,4 +1,5 @@
-"""Contenders timed in interleaved bursts (bench/runtime_vs_ort.py, bench/runtime_ab.py).
+"""The benchmarks' timed processes (bench/runtime_vs_ort.py, runtime_ab.py, memory_plan_bench.py):
+one measurement per process (`run`), or contenders timed in interleaved bursts.
 
 Each contender is a process that speaks the --bursts protocol of bench/run_model_bench and
 bench/ort_run.py: it loads and warms up, prints {"ready": true}, then for each stdin line "N"
@@ -14,6 +15,26 @@ import tempfile
 import time
 
 
+def _wait(proc, cmd, err):
+    """Waits for proc (started from cmd, its stderr in the file err); returns its peak RSS in MiB.
+    Raises with the end of its stderr when it failed."""
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        err.seek(0)
+        raise RuntimeError(f"{' '.join(cmd)} failed: {err.read().decode()[-800:]}")
+    return usage.ru_maxrss / 1024.0
+
+
+def run(cmd):
+    """Runs cmd; returns (the JSON object of its last stdout line, its peak RSS in MiB)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err)
+        rss = _wait(proc, cmd, err)
+        out.seek(0)
+        return json.loads(out.read().decode().strip().splitlines()[-1]), rss
+
+
 class Contender:
     """One contender's process in --bursts mode."""
 
@@ -26,15 +47,11 @@ class Contender:
         self.bursts = []
         self._read()  # {"ready": true} once it has loaded the model and warmed up
 
-    def _fail(self):
-        self.err.seek(0)
-        return RuntimeError(f"{' '.join(self.cmd)} failed: {self.err.read().decode()[-800:]}")
-
     def _read(self):
         line = self.proc.stdout.readline()
         if not line:
-            self.proc.wait()
-            raise self._fail()
+            _wait(self.proc, self.cmd, self.err)  # raises with its stderr when it failed
+            raise RuntimeError(f"{' '.join(self.cmd)} ended without answering")
         return json.loads(line)
 
     def burst(self, runs):
@@ -46,12 +63,9 @@ class Contender:
         """Ends the process; returns (its line over all runs, its peak RSS in MiB)."""
         self.proc.stdin.close()
         total = self._read()
-        _, status, usage = os.wait4(self.proc.pid, 0)
-        self.proc.returncode = os.waitstatus_to_exitcode(status)
-        if self.proc.returncode != 0:
-            raise self._fail()
+        rss = _wait(self.proc, self.cmd, self.err)
         self.err.close()
-        return total, usage.ru_maxrss / 1024.0
+        return total, rss
 
 
 def interleaved_trial(contenders, runs, burst, gap_s, order):

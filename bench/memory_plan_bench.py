@@ -18,7 +18,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from runtime_vs_ort import run  # noqa: E402  (one process per measurement, peak RSS by wait4)
+from bursts import run  # noqa: E402  (one process per measurement, peak RSS by wait4)
 
 MODELS = ["mlp", "lstm", "transformer_encoder", "mobilenet_v2", "mobilenet_v2_bn", "resnet18",
           "resnet50"]

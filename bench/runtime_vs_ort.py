@@ -26,9 +26,7 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 
 import bursts
 
@@ -36,19 +34,6 @@ MODELS = ["mlp", "lstm", "transformer_encoder", "mobilenet_v2", "mobilenet_v2_bn
           "resnet50"]
 # Issue 7's target applies to these: at -O3, latency at most 1.0x of ORT-O3 and a lower peak RSS.
 CNNS = {"mobilenet_v2", "mobilenet_v2_bn", "resnet18", "resnet50"}
-
-
-def run(cmd):
-    """Runs cmd; returns (the JSON object of its last stdout line, its peak RSS in MiB)."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err)
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        if proc.returncode != 0:
-            raise RuntimeError(f"{' '.join(cmd)} failed: {err.read().decode()[-800:]}")
-        return json.loads(out.read().decode().strip().splitlines()[-1]), usage.ru_maxrss / 1024.0
 
 
 def go_ort3_order(turn):
@@ -106,7 +91,7 @@ def main() -> int:
                 # The order turns by one each trial, so that none of the three always runs first.
                 k = trial % len(contenders)
                 for name, cmd in contenders[k:] + contenders[:k]:
-                    r, rss = run(cmd)
+                    r, rss = bursts.run(cmd)
                     m[name].append(r["median_ms"]); m[name + "_rss"].append(rss)
                 pairs.append(m["go"][-1] / m["ort3"][-1])
             med = {k: statistics.median(m[k]) for k in
@@ -115,7 +100,7 @@ def main() -> int:
             med.update(model=model, threads=threads, trials=m)
             rows.append(med)
             print(f"  measured {model} at {threads} thread(s)", file=sys.stderr, flush=True)
-    _, base_rss = run([args.python, ort_script, "--baseline"])
+    _, base_rss = bursts.run([args.python, ort_script, "--baseline"])
 
     how = (f"interleaved in bursts of {args.burst}" if args.burst > 0
            else "each process at once, in turn")

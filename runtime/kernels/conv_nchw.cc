@@ -183,9 +183,12 @@ bool PostOpsSupported(absl::Span<const ConvPostOp> ops) {
 
 namespace {
 
-// ApplyPostOps on one chunk small enough for L1, each op a loop the compiler vectorises.
+// ApplyPostOps on one chunk small enough for L1, each op a loop the compiler vectorises. With
+// m > 0 the chunk is whole channels-last pixels of m channels (ApplyPostOpsChannelsLast) and
+// `channel` is unused.
 GRAPHOPT_MULTIVERSION void PostOpsChunk(const ConvPostOp* ops, size_t count, int64_t channel,
-                                        int64_t offset, float bias, float* y, int64_t n) {
+                                        int64_t m, int64_t offset, float bias, float* y,
+                                        int64_t n) {
   if (bias != 0.0f) {
     for (int64_t i = 0; i < n; ++i) y[i] += bias;
   }
@@ -198,13 +201,27 @@ GRAPHOPT_MULTIVERSION void PostOpsChunk(const ConvPostOp* ops, size_t count, int
         break;
       }
       case ConvPostOp::Kind::kBinaryAdd: {
-        const float v = op.operand->data<float>()[channel];
-        for (int64_t i = 0; i < n; ++i) y[i] += v;
+        const float* v = op.operand->data<float>();
+        if (m > 0) {
+          for (int64_t p = 0; p < n; p += m) {
+            for (int64_t j = 0; j < m; ++j) y[p + j] += v[j];
+          }
+        } else {
+          const float c = v[channel];
+          for (int64_t i = 0; i < n; ++i) y[i] += c;
+        }
         break;
       }
       case ConvPostOp::Kind::kBinaryMul: {
-        const float v = op.operand->data<float>()[channel];
-        for (int64_t i = 0; i < n; ++i) y[i] *= v;
+        const float* v = op.operand->data<float>();
+        if (m > 0) {
+          for (int64_t p = 0; p < n; p += m) {
+            for (int64_t j = 0; j < m; ++j) y[p + j] *= v[j];
+          }
+        } else {
+          const float c = v[channel];
+          for (int64_t i = 0; i < n; ++i) y[i] *= c;
+        }
         break;
       }
       case ConvPostOp::Kind::kEltwise: {
@@ -247,7 +264,17 @@ void ApplyPostOps(absl::Span<const ConvPostOp> ops, int64_t channel, int64_t off
                   int64_t n, float bias) {
   constexpr int64_t kChunk = 512;
   for (int64_t i = 0; i < n; i += kChunk) {
-    PostOpsChunk(ops.data(), ops.size(), channel, offset + i, bias, y + i, std::min(kChunk, n - i));
+    PostOpsChunk(ops.data(), ops.size(), channel, 0, offset + i, bias, y + i,
+                 std::min(kChunk, n - i));
+  }
+}
+
+void ApplyPostOpsChannelsLast(absl::Span<const ConvPostOp> ops, int64_t m, int64_t offset,
+                              float* y, int64_t n) {
+  if (ops.empty() || m <= 0) return;
+  const int64_t chunk = std::max<int64_t>(1, 512 / m) * m;  // whole pixels
+  for (int64_t i = 0; i < n; i += chunk) {
+    PostOpsChunk(ops.data(), ops.size(), 0, m, offset + i, 0.0f, y + i, std::min(chunk, n - i));
   }
 }
 

@@ -445,6 +445,79 @@ GRAPHOPT_V4 void Interleave3V4(const uint32_t* p0, const uint32_t* p1, const uin
   Interleave3Base(p0 + i, p1 + i, p2 + i, n - i, out + 3 * i);
 }
 
+// --- Pointwise convolution rows ---------------------------------------------------------------
+
+// P pixels of a channels-last 1x1 convolution, M = 16 Z + 8 Y output channels held in Z vectors
+// of 16 lanes and Y of 8 (AVX-512: Z zmm and one ymm, so that a width of 24 costs one and a half
+// vector multiply-adds per input channel, not two): every accumulator starts at the bias and
+// adds x * w for each input channel in order, so lane j of every version computes the same.
+template <int Z, int Y, int P>
+GRAPHOPT_INLINE void PointwiseBlock(int64_t k, const float* x, const float* w, const float* bias,
+                                    float* y) {
+  constexpr int M = 16 * Z + 8 * Y;
+  constexpr int kZ = Z > 0 ? Z : 1, kY = Y > 0 ? Y : 1;
+  F<16> a[P][kZ];
+  F<8> b[P][kY];
+#pragma GCC unroll 32
+  for (int p = 0; p < P; ++p) {
+    for (int z = 0; z < Z; ++z) a[p][z] = bias != nullptr ? Load<16>(bias + 16 * z) : F<16>{};
+    for (int q = 0; q < Y; ++q) b[p][q] = bias != nullptr ? Load<8>(bias + 16 * Z + 8 * q) : F<8>{};
+  }
+  for (int64_t c = 0; c < k; ++c) {
+    F<16> wz[kZ];
+    F<8> wy[kY];
+    for (int z = 0; z < Z; ++z) wz[z] = Load<16>(w + c * M + 16 * z);
+    for (int q = 0; q < Y; ++q) wy[q] = Load<8>(w + c * M + 16 * Z + 8 * q);
+#pragma GCC unroll 32
+    for (int p = 0; p < P; ++p) {
+      const float v = x[p * k + c];
+      for (int z = 0; z < Z; ++z) a[p][z] += v * wz[z];
+      for (int q = 0; q < Y; ++q) b[p][q] += v * wy[q];
+    }
+  }
+#pragma GCC unroll 32
+  for (int p = 0; p < P; ++p) {
+    for (int z = 0; z < Z; ++z) Store<16>(y + p * M + 16 * z, a[p][z]);
+    for (int q = 0; q < Y; ++q) Store<8>(y + p * M + 16 * Z + 8 * q, b[p][q]);
+  }
+}
+
+template <int Z, int Y, int P>
+GRAPHOPT_INLINE void PointwiseRows(int64_t pixels, int64_t k, const float* x, const float* w,
+                                   const float* bias, float* y) {
+  constexpr int M = 16 * Z + 8 * Y;
+  int64_t p = 0;
+  for (; p + P <= pixels; p += P) PointwiseBlock<Z, Y, P>(k, x + p * k, w, bias, y + p * M);
+  for (; p < pixels; ++p) PointwiseBlock<Z, Y, 1>(k, x + p * k, w, bias, y + p * M);
+}
+
+#define GRAPHOPT_POINTWISE_ARGS                                                            \
+  int64_t pixels, int64_t k, int64_t m, const float *x, const float *w, const float *bias, \
+      float *y
+// Pixels per block: as many as the accumulators and the weight vectors leave registers for (32
+// vector registers with AVX-512, 16 with AVX2).
+GRAPHOPT_V4 void PointwiseRowsV4(GRAPHOPT_POINTWISE_ARGS) {
+  switch (m) {
+    case 8: return PointwiseRows<0, 1, 24>(pixels, k, x, w, bias, y);
+    case 24: return PointwiseRows<1, 1, 12>(pixels, k, x, w, bias, y);
+    case 40: return PointwiseRows<2, 1, 8>(pixels, k, x, w, bias, y);
+  }
+}
+GRAPHOPT_V3 void PointwiseRowsV3(GRAPHOPT_POINTWISE_ARGS) {
+  switch (m) {
+    case 8: return PointwiseRows<0, 1, 12>(pixels, k, x, w, bias, y);
+    case 24: return PointwiseRows<0, 3, 4>(pixels, k, x, w, bias, y);
+    case 40: return PointwiseRows<0, 5, 2>(pixels, k, x, w, bias, y);
+  }
+}
+void PointwiseRowsBase(GRAPHOPT_POINTWISE_ARGS) {
+  switch (m) {
+    case 8: return PointwiseRows<0, 1, 12>(pixels, k, x, w, bias, y);
+    case 24: return PointwiseRows<0, 3, 4>(pixels, k, x, w, bias, y);
+    case 40: return PointwiseRows<0, 5, 2>(pixels, k, x, w, bias, y);
+  }
+}
+
 }  // namespace
 
 FastMathIsa DetectedFastMathIsa() {
@@ -540,5 +613,30 @@ void Interleave3x32(const uint32_t* p0, const uint32_t* p1, const uint32_t* p2, 
                     uint32_t* out) {
   Interleave3x32(DetectedFastMathIsa(), p0, p1, p2, n, out);
 }
+
+bool PointwiseRowsWidthSupported(int64_t m) { return m == 8 || m == 24 || m == 40; }
+
+void PointwiseRowsF32(FastMathIsa isa, GRAPHOPT_POINTWISE_ARGS) {
+  if (!PointwiseRowsWidthSupported(m)) {  // correct for any width, not fast
+    for (int64_t p = 0; p < pixels; ++p) {
+      for (int64_t j = 0; j < m; ++j) {
+        float acc = bias != nullptr ? bias[j] : 0.0f;
+        for (int64_t c = 0; c < k; ++c) acc += x[p * k + c] * w[c * m + j];
+        y[p * m + j] = acc;
+      }
+    }
+    return;
+  }
+  switch (isa) {
+    case FastMathIsa::kX86_64_V4: return PointwiseRowsV4(pixels, k, m, x, w, bias, y);
+    case FastMathIsa::kX86_64_V3: return PointwiseRowsV3(pixels, k, m, x, w, bias, y);
+    case FastMathIsa::kX86_64: return PointwiseRowsBase(pixels, k, m, x, w, bias, y);
+  }
+}
+
+void PointwiseRowsF32(GRAPHOPT_POINTWISE_ARGS) {
+  PointwiseRowsF32(DetectedFastMathIsa(), pixels, k, m, x, w, bias, y);
+}
+#undef GRAPHOPT_POINTWISE_ARGS
 
 }  // namespace graphopt::runtime

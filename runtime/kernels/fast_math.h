@@ -76,6 +76,20 @@ void Interleave3x32(const uint32_t* p0, const uint32_t* p1, const uint32_t* p2, 
 void Interleave3x32(FastMathIsa isa, const uint32_t* p0, const uint32_t* p1, const uint32_t* p2,
                     int64_t n, uint32_t* out);
 
+// A 1x1 convolution over channels-last rows: y[p * m + j] = bias[j] + sum over c of
+// x[p * k + c] * w[c * m + j], for pixels p < `pixels` and output channels j < m, the sum taken
+// in order of c (bias null: 0). w holds the weights input channel by input channel ([k, m], the
+// transpose of ONNX's [m, k]). Only the widths PointwiseRowsWidthSupported accepts, m = 8, 24
+// or 40: those that are not whole AVX-512 vectors, which oneDNN computes as a masked full vector
+// (a third of the work wasted at 24) while this holds the last 8 channels in a half vector.
+// Every pixel's result is the same whichever rows a call covers, so threads may share them out;
+// the AVX-512 and AVX2 versions agree to the bit. Other widths take a plain loop.
+bool PointwiseRowsWidthSupported(int64_t m);
+void PointwiseRowsF32(int64_t pixels, int64_t k, int64_t m, const float* x, const float* w,
+                      const float* bias, float* y);
+void PointwiseRowsF32(FastMathIsa isa, int64_t pixels, int64_t k, int64_t m, const float* x,
+                      const float* w, const float* bias, float* y);
+
 }  // namespace graphopt::runtime
 
 #endif  // GRAPHOPT_RUNTIME_KERNELS_FAST_MATH_H_

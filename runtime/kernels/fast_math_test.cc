@@ -216,6 +216,55 @@ TEST(FastMathTest, Interleave3PutsEachPlaneEveryThirdElementInEveryVersion) {
   }
 }
 
+// Each width with its own blocking (8, 24, 40) and one without (16: the plain loop), pixel
+// counts that leave tails after every version's blocks, with and without a bias, against a
+// double-precision reference; and every split of the pixels gives the same bits.
+TEST(FastMathTest, PointwiseRowsMatchReferenceInEverySplitAndVersion) {
+  EXPECT_TRUE(PointwiseRowsWidthSupported(24));
+  EXPECT_FALSE(PointwiseRowsWidthSupported(16));
+  for (int64_t m : {8, 24, 40, 16}) {
+    for (int64_t k : {1, 3, 96, 144}) {
+      const int64_t pixels = 53;
+      std::vector<float> x(pixels * k), w(k * m), bias(m);
+      for (int64_t i = 0; i < pixels * k; ++i) x[i] = std::sin(0.37f * i + 0.1f * m);
+      for (int64_t i = 0; i < k * m; ++i) w[i] = std::cos(0.23f * i) / std::sqrt(float(k));
+      for (int64_t j = 0; j < m; ++j) bias[j] = 0.5f - 0.03f * j;
+      std::vector<float> first;
+      for (FastMathIsa isa : Versions()) {
+        for (const float* b : {static_cast<const float*>(bias.data()), static_cast<const float*>(nullptr)}) {
+          SCOPED_TRACE(testing::Message() << FastMathIsaName(isa) << " m=" << m << " k=" << k
+                                          << (b ? " bias" : " no bias"));
+          std::vector<float> whole(pixels * m + 1, 7.0f);  // one guard element past the end
+          PointwiseRowsF32(isa, pixels, k, m, x.data(), w.data(), b, whole.data());
+          EXPECT_EQ(whole[pixels * m], 7.0f) << "wrote past the end";
+          for (int64_t p = 0; p < pixels; ++p) {
+            for (int64_t j = 0; j < m; ++j) {
+              double want = b ? b[j] : 0.0;
+              for (int64_t c = 0; c < k; ++c) want += double{x[p * k + c]} * w[c * m + j];
+              ASSERT_NEAR(whole[p * m + j], want, 1e-5 * (1 + std::fabs(want)))
+                  << "pixel " << p << " channel " << j;
+            }
+          }
+          for (int64_t split : {1, 5, 13}) {
+            std::vector<float> y(pixels * m);
+            for (int64_t p = 0; p < pixels; p += split) {
+              PointwiseRowsF32(isa, std::min(split, pixels - p), k, m, x.data() + p * k,
+                               w.data(), b, y.data() + p * m);
+            }
+            ASSERT_EQ(y, std::vector<float>(whole.begin(), whole.end() - 1)) << "split " << split;
+          }
+          // The AVX-512 and AVX2 versions agree to the bit (the baseline has no fused
+          // multiply-add); the first run is the best version's, with the bias.
+          if (b == bias.data() && isa != FastMathIsa::kX86_64) {
+            if (first.empty()) first = whole;
+            else ASSERT_EQ(whole, first);
+          }
+        }
+      }
+    }
+  }
+}
+
 // The AVX-512 and AVX2 versions do the same arithmetic per lane: bit-identical results, so a
 // model's numbers do not depend on which of the two machines runs it.
 TEST(FastMathTest, WideVersionsAgreeToTheBit) {

@@ -4,7 +4,8 @@
 // Float32 convolution with post-ops, shared by Conv (nn_conv.cc) and the FusedGroup kernel
 // (fused.cc), which hands its elementwise epilogue over as post-ops: on direct NCHW loops where
 // those win at small batches (1x1 convolutions on sgemm, depthwise convolutions; conv_nchw.cc),
-// else on oneDNN (nn_conv.cc). conv_nchw.cc also has the max pooling loop of MaxPool.
+// on direct channels-last rows for 1x1 convolutions of widths oneDNN pads (conv_nhwc.cc), else
+// on oneDNN (nn_conv.cc). conv_nchw.cc also has the max pooling loop of MaxPool.
 
 #include <atomic>
 #include <cstdint>
@@ -66,7 +67,8 @@ struct ConvPostOp {
 // or 2) as row loops; everything else on oneDNN, in the layouts oneDNN prefers for the
 // primitive: the activations are reordered in and out around it through scratch buffers kept
 // between calls. Channels-last tensors (ConvShape::channels_last) are oneDNN's own layout for
-// its fast kernels and go to oneDNN as they are, without reorders. Weights are reordered once
+// its fast kernels and go to oneDNN as they are, without reorders, but for the 1x1
+// convolutions NarrowPointwiseFits takes (conv_nhwc.cc). Weights are reordered once
 // per weight tensor and kept. oneDNN primitives are cached per shapes and post-ops.
 // Thread-safe.
 class FloatConvolution {
@@ -91,6 +93,16 @@ class FloatConvolution {
   // A primitive's shapes, algorithm and post-ops (inline: built on every run).
   using PrimitiveKey = absl::InlinedVector<int64_t, 40>;
 
+  // Weights packed for NarrowPointwiseConv, made once from a constant weight tensor `ref`
+  // (held, as Primitive::WeightsCopy holds its own).
+  struct PackedPointwise {
+    Tensor ref;
+    std::vector<float> w;
+  };
+  std::shared_ptr<const PackedPointwise> PointwiseWeights(const KernelContext& ctx,
+                                                          const ConvShape& s,
+                                                          const Tensor& w) const;
+
   dnnl::engine engine_;
   mutable absl::Mutex mu_;
   mutable absl::flat_hash_map<PrimitiveKey, std::shared_ptr<const Primitive>> cache_
@@ -102,6 +114,7 @@ class FloatConvolution {
     std::shared_ptr<const Primitive> primitive;
   };
   mutable std::atomic<const Memo*> memo_{nullptr};
+  mutable std::shared_ptr<const PackedPointwise> pointwise_ ABSL_GUARDED_BY(mu_);
 };
 
 // --- Direct NCHW loops (conv_nchw.cc) ----------------------------------------------------------
@@ -112,6 +125,11 @@ bool PostOpsSupported(absl::Span<const ConvPostOp> ops);
 // `channel` starting at element `offset` of the output tensor (where a kSum operand is read).
 void ApplyPostOps(absl::Span<const ConvPostOp> ops, int64_t channel, int64_t offset, float* y,
                   int64_t n, float bias = 0.0f);
+
+// ApplyPostOps for channels-last outputs: y[0..n) are whole pixels of m channels (binary
+// operands per channel), starting at element `offset` of the output tensor; no bias.
+void ApplyPostOpsChannelsLast(absl::Span<const ConvPostOp> ops, int64_t m, int64_t offset,
+                              float* y, int64_t n);
 
 // 1x1 kernels, stride 1, no padding, group 1, at least 28x28 outputs (below that oneDNN wins):
 // Y[M, out] = W[M, C] X[C, out] per image.
@@ -125,6 +143,20 @@ bool DepthwiseFits(const ConvShape& s);
 absl::Status DepthwiseConv(const KernelContext& ctx, const ConvShape& s, const Tensor& x,
                            const Tensor& w, const Tensor* b, absl::Span<const ConvPostOp> ops,
                            Tensor& y);
+
+// --- Direct channels-last loops (conv_nhwc.cc) --------------------------------------------------
+
+// Channels-last 1x1 convolutions (stride 1, no padding, group 1) of the output widths
+// PointwiseRowsF32 blocks for (8, 24, 40 channels), on CPUs with AVX-512, where oneDNN computes
+// the last 8 channels as a masked full vector.
+bool NarrowPointwiseFits(const ConvShape& s);
+// W [M, C, 1...] as PointwiseRowsF32 takes it: [C, M].
+std::vector<float> PackPointwiseWeights(const ConvShape& s, const Tensor& w);
+// y = conv(x, w) + b, then `ops` (PostOpsSupported), with w packed by PackPointwiseWeights. A
+// kSum operand may be y itself.
+void NarrowPointwiseConv(const KernelContext& ctx, const ConvShape& s, const Tensor& x,
+                         const float* packed, const Tensor* b, absl::Span<const ConvPostOp> ops,
+                         Tensor& y);
 
 // Float32 2-D max pooling of x into y (allocated, NCHW of the window's output) where the window
 // has stride 1 or 2 and no dilation.

@@ -15,6 +15,7 @@
 #include "google/protobuf/text_format.h"
 #include "graph/builtin_ops.h"
 #include "graph/fused_group.h"
+#include "graph/layout_ops.h"
 #include "graph/proto_convert.h"
 #include "gtest/gtest.h"
 #include "passes/builtin_passes.h"
@@ -269,6 +270,71 @@ TEST_F(FusedKernelTest, ChannelsLastConvolutionsFollowNewBuffersAcrossRuns) {
       EXPECT_LE(error, 1e-5f * largest) << "run " << run << " on " << threads << " thread(s)";
     }
   }
+}
+
+// Channels-last 1x1 convolutions of 24, 40 and 8 output channels (on AVX-512 machines the
+// runtime's own pointwise rows, not oneDNN) with their epilogues: per-channel operands, the
+// residual summed in place over the block's input (plan_memory lets the last group write
+// there), Clip, LeakyRelu; and weights the graph computes from an input, new on every run (so
+// never kept packed from an earlier run). Against the plain graph, on 1 and 2 threads, three
+// runs of one executor with new inputs each.
+TEST_F(FusedKernelTest, NarrowChannelsLastPointwiseConvolutions) {
+  const std::string text =
+      Input("x", {1, 24, 13, 11}) + Input("scale", {40, 1, 1, 1}) +
+      Const("w1", {24, 24, 1, 1}, {0.05f, -0.03f, 0.02f, 0.04f, -0.01f}) +
+      Const("w2", {40, 24, 1, 1}, {0.02f, -0.05f, 0.03f}) +
+      Const("w3", {8, 40, 1, 1}, {-0.04f, 0.03f, 0.05f, -0.02f}) + Const("b3", {8}, {0.1f, -0.2f}) +
+      Const("lo", {}, {0.0f}) + Const("hi", {}, {6.0f}) +
+      Node("Relu", {"x"}, "xr") + Node("Conv", {"xr", "w1"}, "c0") + Node("Relu", {"c0"}, "a0") +
+      Node("Conv", {"a0", "w1"}, "c1") + Node("Add", {"c1", "xr"}, "r1") +
+      Node("Clip", {"r1", "lo", "hi"}, "a1") +
+      Node("Mul", {"w2", "scale"}, "w2s") + Node("Conv", {"a1", "w2s"}, "c2") +
+      Node("Relu", {"c2"}, "a2") + Node("Conv", {"a2", "w3", "b3"}, "c3") +
+      Node("LeakyRelu", {"c3"}, "y", "attributes { name: \"alpha\" f: 0.1 }") + Output("y");
+  const v1::Graph graph = Parse(text);
+  absl::StatusOr<Graph> ir = GraphFromProto(graph);
+  ASSERT_TRUE(ir.ok()) << ir.status();
+  PipelineOptions options;
+  options.verify_each_pass = true;
+  absl::StatusOr<PipelineResult> piped =
+      RunPipeline(*ir, {{"channels_last", {}}, {"fuse_ops", {}}, {"plan_memory", {}}}, passes_,
+                  ops_, options);
+  ASSERT_TRUE(piped.ok()) << piped.status();
+  const v1::Graph optimized = GraphToProto(*ir);
+  EXPECT_TRUE(absl::StrContains(optimized.DebugString(), kFusedGroupInPlace))
+      << "the residual group should write over its input: " << optimized.DebugString();
+  for (int threads : {1, 2}) {
+    absl::StatusOr<Graph> opt_ir = GraphFromProto(optimized);
+    ASSERT_TRUE(opt_ir.ok()) << opt_ir.status();
+    ExecutorOptions eo;
+    eo.num_threads = threads;
+    absl::StatusOr<std::unique_ptr<Executor>> ex =
+        Executor::Create(*std::move(opt_ir), kernels_, eo);
+    ASSERT_TRUE(ex.ok()) << ex.status();
+    std::mt19937 rng(5 + threads);
+    std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+    for (int run = 0; run < 3; ++run) {
+      std::vector<Tensor> inputs;
+      for (const Shape& shape : {Shape{1, 24, 13, 11}, Shape{40, 1, 1, 1}}) {
+        Tensor t = Tensor::Allocate(v1::DT_FLOAT32, shape).value();
+        for (float& v : t.mutable_span<float>()) v = dist(rng);
+        inputs.push_back(t);
+      }
+      SCOPED_TRACE(testing::Message() << "run " << run << " on " << threads << " thread(s)");
+      const std::vector<Tensor> want = Run(graph, inputs);
+      absl::StatusOr<RunResult> got = (*ex)->RunPositional(inputs);
+      ASSERT_TRUE(got.ok()) << got.status();
+      ExpectNear(got->outputs, want, 1e-5);
+    }
+  }
+  // Per-channel Add and Mul after a channels-last convolution ([M] operands: channels go last).
+  Check(Input("x", {1, 9, 7, 24}) + Const("w", {24, 24, 1, 1}, {0.05f, -0.03f, 0.02f}) +
+            Const("cb", {24}, {0.3f, -0.1f, 0.0f, 0.2f}) + Const("cm", {24}, {1.5f, -0.5f}) +
+            absl::StrCat("nodes { op_type: \"", kNhwcConvOp, "\" domain: \"", kLayoutDomain,
+                         "\" name: \"c\" inputs: \"x\" inputs: \"w\" outputs: \"c\" }\n") +
+            Node("Add", {"c", "cb"}, "p") + Node("Mul", {"p", "cm"}, "q") + Node("Relu", {"q"}, "y") +
+            Output("y"),
+        1);
 }
 
 TEST_F(FusedKernelTest, MatMulBiasRelu) {

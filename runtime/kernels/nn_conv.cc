@@ -831,6 +831,30 @@ absl::StatusOr<std::shared_ptr<const FloatConvolution::Primitive>> FloatConvolut
   return std::shared_ptr<const Primitive>(conv);
 }
 
+std::shared_ptr<const FloatConvolution::PackedPointwise> FloatConvolution::PointwiseWeights(
+    const KernelContext& ctx, const ConvShape& s, const Tensor& w) const {
+  // Kept only for a constant of the plan: weights the graph computes change from run to run,
+  // and holding them (as `ref` does, so that no other tensor takes their address) would keep
+  // their buffer from being reused.
+  const Tensor* constant = ctx.info().constant_input(1);
+  const bool keep = constant != nullptr && constant->raw_data() == w.raw_data();
+  if (keep) {
+    absl::MutexLock lock(&mu_);
+    if (pointwise_ != nullptr && pointwise_->ref.raw_data() == w.raw_data() &&
+        pointwise_->w.size() == static_cast<size_t>(s.c * s.m)) {
+      return pointwise_;
+    }
+  }
+  auto packed = std::make_shared<PackedPointwise>();
+  packed->w = PackPointwiseWeights(s, w);
+  if (keep) {
+    packed->ref = w;
+    absl::MutexLock lock(&mu_);
+    pointwise_ = packed;
+  }
+  return packed;
+}
+
 absl::Status FloatConvolution::Run(const KernelContext& ctx, const ConvShape& s, const Tensor& x,
                                   const Tensor& w, const Tensor* b,
                                   absl::Span<const ConvPostOp> post_ops, Tensor& y) const {
@@ -850,6 +874,10 @@ absl::Status FloatConvolution::Run(const KernelContext& ctx, const ConvShape& s,
   if (!s.channels_last && !sums_in_place && s.n * s.c > 0 && PostOpsSupported(post_ops)) {
     if (PointwiseFits(s)) return PointwiseConv(ctx, s, x, w, b, post_ops, y);
     if (DepthwiseFits(s)) return DepthwiseConv(ctx, s, x, w, b, post_ops, y);
+  }
+  if (s.n * s.c > 0 && NarrowPointwiseFits(s) && PostOpsSupported(post_ops)) {
+    NarrowPointwiseConv(ctx, s, x, PointwiseWeights(ctx, s, w)->w.data(), b, post_ops, y);
+    return absl::OkStatus();
   }
   absl::StatusOr<std::shared_ptr<const Primitive>> conv = GetPrimitive(ctx, s, b != nullptr, post_ops);
   if (!conv.ok()) return conv.status();

@@ -1,8 +1,8 @@
 // Direct float32 kernels on channels-last tensors, for the shapes where they beat oneDNN's own
-// (see float_conv.h): 1x1 convolutions whose output width is not a whole number of AVX-512
-// vectors (24 channels: MobileNet-v2's narrowest projections), which oneDNN computes with a
-// masked full vector for the last 8 channels. Here those take a half vector (PointwiseRowsF32);
-// the post-ops follow on each block of pixels while it is in cache.
+// (see float_conv.h): 1x1 convolutions of narrow output widths (MobileNet-v2's projections to
+// 16 and 24 channels), 8, 24 or 40 of which oneDNN computes with a masked full AVX-512 vector
+// for the last 8 channels. Here those take a half vector (PointwiseRowsF32); the post-ops follow
+// on each block of pixels while it is in cache.
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -14,7 +14,7 @@
 namespace graphopt::runtime {
 
 bool NarrowPointwiseFits(const ConvShape& s) {
-  // On AVX2 machines oneDNN's 8-lane kernels waste nothing at these widths.
+  // On AVX2 machines oneDNN's 8-lane kernels waste nothing at these widths (not measured there).
   if (!s.channels_last || s.group != 1 || !PointwiseRowsWidthSupported(s.m) ||
       DetectedFastMathIsa() != FastMathIsa::kX86_64_V4) {
     return false;

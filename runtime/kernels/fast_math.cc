@@ -499,6 +499,7 @@ GRAPHOPT_INLINE void PointwiseRows(int64_t pixels, int64_t k, const float* x, co
 GRAPHOPT_V4 void PointwiseRowsV4(GRAPHOPT_POINTWISE_ARGS) {
   switch (m) {
     case 8: return PointwiseRows<0, 1, 24>(pixels, k, x, w, bias, y);
+    case 16: return PointwiseRows<1, 0, 24>(pixels, k, x, w, bias, y);
     case 24: return PointwiseRows<1, 1, 12>(pixels, k, x, w, bias, y);
     case 40: return PointwiseRows<2, 1, 8>(pixels, k, x, w, bias, y);
   }
@@ -506,6 +507,7 @@ GRAPHOPT_V4 void PointwiseRowsV4(GRAPHOPT_POINTWISE_ARGS) {
 GRAPHOPT_V3 void PointwiseRowsV3(GRAPHOPT_POINTWISE_ARGS) {
   switch (m) {
     case 8: return PointwiseRows<0, 1, 12>(pixels, k, x, w, bias, y);
+    case 16: return PointwiseRows<0, 2, 6>(pixels, k, x, w, bias, y);
     case 24: return PointwiseRows<0, 3, 4>(pixels, k, x, w, bias, y);
     case 40: return PointwiseRows<0, 5, 2>(pixels, k, x, w, bias, y);
   }
@@ -513,6 +515,7 @@ GRAPHOPT_V3 void PointwiseRowsV3(GRAPHOPT_POINTWISE_ARGS) {
 void PointwiseRowsBase(GRAPHOPT_POINTWISE_ARGS) {
   switch (m) {
     case 8: return PointwiseRows<0, 1, 12>(pixels, k, x, w, bias, y);
+    case 16: return PointwiseRows<0, 2, 6>(pixels, k, x, w, bias, y);
     case 24: return PointwiseRows<0, 3, 4>(pixels, k, x, w, bias, y);
     case 40: return PointwiseRows<0, 5, 2>(pixels, k, x, w, bias, y);
   }
@@ -614,7 +617,7 @@ void Interleave3x32(const uint32_t* p0, const uint32_t* p1, const uint32_t* p2, 
   Interleave3x32(DetectedFastMathIsa(), p0, p1, p2, n, out);
 }
 
-bool PointwiseRowsWidthSupported(int64_t m) { return m == 8 || m == 24 || m == 40; }
+bool PointwiseRowsWidthSupported(int64_t m) { return m == 8 || m == 16 || m == 24 || m == 40; }
 
 void PointwiseRowsF32(FastMathIsa isa, GRAPHOPT_POINTWISE_ARGS) {
   if (!PointwiseRowsWidthSupported(m)) {  // correct for any width, not fast

@@ -67,7 +67,7 @@ struct ConvPostOp {
 // or 2) as row loops; everything else on oneDNN, in the layouts oneDNN prefers for the
 // primitive: the activations are reordered in and out around it through scratch buffers kept
 // between calls. Channels-last tensors (ConvShape::channels_last) are oneDNN's own layout for
-// its fast kernels and go to oneDNN as they are, without reorders, but for the 1x1
+// its fast kernels and go to oneDNN as they are, without reorders, but for the narrow 1x1
 // convolutions NarrowPointwiseFits takes (conv_nhwc.cc). Weights are reordered once
 // per weight tensor and kept. oneDNN primitives are cached per shapes and post-ops.
 // Thread-safe.
@@ -146,9 +146,9 @@ absl::Status DepthwiseConv(const KernelContext& ctx, const ConvShape& s, const T
 
 // --- Direct channels-last loops (conv_nhwc.cc) --------------------------------------------------
 
-// Channels-last 1x1 convolutions (stride 1, no padding, group 1) of the output widths
-// PointwiseRowsF32 blocks for (8, 24, 40 channels), on CPUs with AVX-512, where oneDNN computes
-// the last 8 channels as a masked full vector.
+// Channels-last 1x1 convolutions (stride 1, no padding, group 1) of the narrow output widths
+// PointwiseRowsF32 blocks for (8, 16, 24, 40 channels), on CPUs with AVX-512, where oneDNN
+// computes the last 8 channels as a masked full vector (or, at 16, runs slower).
 bool NarrowPointwiseFits(const ConvShape& s);
 // W [M, C, 1...] as PointwiseRowsF32 takes it: [C, M].
 std::vector<float> PackPointwiseWeights(const ConvShape& s, const Tensor& w);

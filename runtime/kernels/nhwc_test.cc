@@ -71,7 +71,10 @@ TEST(NhwcConvTest, MatchesConvOnTheSameData) {
   };
   const Case cases[] = {
       {1, 3, 16, 30, 29, 7, 7, 1, 2, 1, {3, 3, 3, 3}, true},    // an image's first layer
-      {2, 16, 24, 14, 14, 1, 1, 1, 1, 1, {0, 0, 0, 0}, true},   // 1x1
+      {2, 16, 24, 14, 14, 1, 1, 1, 1, 1, {0, 0, 0, 0}, true},   // 1x1 (narrow: own rows on AVX-512)
+      {1, 32, 16, 12, 10, 1, 1, 1, 1, 1, {0, 0, 0, 0}, true},   // 1x1, narrow
+      {1, 20, 40, 7, 9, 1, 1, 1, 1, 1, {0, 0, 0, 0}, false},    // 1x1, narrow, no bias
+      {1, 20, 48, 7, 9, 1, 1, 1, 1, 1, {0, 0, 0, 0}, true},     // 1x1, oneDNN
       {1, 24, 8, 13, 15, 1, 1, 1, 2, 1, {0, 0, 0, 0}, false},   // 1x1, stride 2
       {1, 32, 32, 17, 16, 3, 3, 32, 1, 1, {1, 1, 1, 1}, true},  // depthwise
       {1, 48, 48, 20, 21, 3, 3, 48, 2, 1, {1, 0, 2, 1}, true},  // depthwise, stride 2, asymmetric

@@ -10,7 +10,8 @@
 // --blocked runs the activations in oneDNN's nChw16c layout instead of NHWC (the first layer,
 // of 3 channels, stays NHWC); --impl NAME takes that implementation (e.g. jit_1x1:avx512_core)
 // where oneDNN offers it for a layer instead of its first choice; --impls first times every
-// avx512 implementation of each layer on its own, hot.
+// avx512 implementation of each layer on its own, hot (and graphopt's own pointwise rows where
+// the runtime uses them instead).
 //
 // --producer rewrites every layer's input before each run on the same threads, split across
 // them as a producing operator would have written it: `rows` (thread t the t-th contiguous
@@ -23,6 +24,7 @@
 // a oneDNN 3 wheel from PyPI next to Debian's 2.6 and runs both interleaved.
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -33,6 +35,7 @@
 
 #include "bench/bench_util.h"
 #include "oneapi/dnnl/dnnl.hpp"
+#include "runtime/kernels/fast_math.h"
 
 namespace {
 
@@ -157,6 +160,45 @@ void TimeEachImplementation(const Layer& l, dnnl::convolution_forward::primitive
   } while (pd.next_impl());
 }
 
+// The post-op after each block, vectorised as the runtime's (AVX-512 only runs here).
+__attribute__((target("arch=x86-64-v4"), optimize("O3"))) void ClipRows(float* y, int64_t n,
+                                                                        float hi) {
+  for (int64_t i = 0; i < n; ++i) y[i] = std::min(std::max(y[i], 0.0f), hi);
+}
+
+// Where the runtime takes its own pointwise rows instead of oneDNN (runtime/kernels/conv_nhwc.cc:
+// 1x1, stride 1, a narrow width, AVX-512), those too, the same way: blocks of 96 pixels shared
+// out among the threads, each block's Clip (or ReLU) right after it.
+void TimeOwnPointwise(const Layer& l) {
+  using graphopt::runtime::FastMathIsa;
+  if (l.kernel != 1 || l.stride != 1 || l.depthwise ||
+      !graphopt::runtime::PointwiseRowsWidthSupported(l.cout) ||
+      graphopt::runtime::DetectedFastMathIsa() != FastMathIsa::kX86_64_V4) {
+    return;
+  }
+  const int64_t pixels = int64_t{l.size} * l.size, block = 96;
+  const int64_t blocks = (pixels + block - 1) / block;
+  std::vector<float> x(pixels * l.cin, 0.5f), w(int64_t{l.cin} * l.cout, 0.01f), bias(l.cout, 0.0f),
+      y(pixels * l.cout);
+  const float hi = l.clip > 0 ? l.clip : 3.4e38f;
+  std::vector<double> ms;
+  for (int k = 0; k < 25; ++k) {
+    const auto t0 = std::chrono::steady_clock::now();
+#pragma omp parallel for schedule(static)
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int64_t p0 = b * block, n = std::min(block, pixels - p0);
+      float* out = y.data() + p0 * l.cout;
+      graphopt::runtime::PointwiseRowsF32(n, l.cin, l.cout, x.data() + p0 * l.cin, w.data(),
+                                          bias.data(), out);
+      ClipRows(out, n * l.cout, hi);
+    }
+    ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::printf("%4d %5d -> %5d k%d s%d  %-28s %8.3f ms\n", l.size, l.cin, l.cout, l.kernel,
+              l.stride, "graphopt:pointwise_rows", graphopt::bench::Median(ms));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -261,7 +303,10 @@ int main(int argc, char** argv) {
           if (!next.next_impl()) break;
         }
       }
-      if (list_impls && r == 0) TimeEachImplementation(*l, pd, engine, stream);
+      if (list_impls && r == 0) {
+        TimeEachImplementation(*l, pd, engine, stream);
+        TimeOwnPointwise(*l);
+      }
       Instance inst;
       inst.layer = l;
       inst.src.resize(src_md.get_size() / sizeof(float));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -76,19 +77,59 @@ class FusedKernelTest : public ::testing::Test {
     return g;
   }
 
-  // The graph after fuse_ops, with the number of FusedGroup nodes.
-  v1::Graph Fused(const v1::Graph& graph, int* groups) {
+  // The graph after `passes`, each verified.
+  v1::Graph Optimized(const v1::Graph& graph, const std::vector<std::string>& passes) {
     absl::StatusOr<Graph> ir = GraphFromProto(graph);
     EXPECT_TRUE(ir.ok()) << ir.status();
     PipelineOptions options;
     options.verify_each_pass = true;
-    absl::StatusOr<PipelineResult> r =
-        RunPipeline(*ir, {{"fuse_ops", {}}}, passes_, ops_, options);
+    std::vector<PassSpec> pipeline;
+    for (const std::string& pass : passes) pipeline.push_back({pass, {}});
+    absl::StatusOr<PipelineResult> r = RunPipeline(*ir, pipeline, passes_, ops_, options);
     EXPECT_TRUE(r.ok()) << r.status();
-    v1::Graph out = GraphToProto(*ir);
+    return GraphToProto(*ir);
+  }
+
+  // The graph after fuse_ops, with the number of FusedGroup nodes.
+  v1::Graph Fused(const v1::Graph& graph, int* groups) {
+    v1::Graph out = Optimized(graph, {"fuse_ops"});
     *groups = 0;
     for (const v1::Node& n : out.nodes()) *groups += n.op_type() == kFusedGroupOp;
     return out;
+  }
+
+  // One executor of `optimized` per thread count (1 and 2), each run three times with new random
+  // inputs of `shapes` (in [-2, 2], from `seed` and the thread count), in new buffers each time;
+  // `check` compares each run's outputs (`got`) with the plain `graph`'s on the same inputs.
+  void CheckAcrossRuns(
+      const v1::Graph& graph, const v1::Graph& optimized, const std::vector<Shape>& shapes,
+      int seed,
+      const std::function<void(const std::vector<Tensor>& got, const std::vector<Tensor>& want)>&
+          check) {
+    for (int threads : {1, 2}) {
+      absl::StatusOr<Graph> ir = GraphFromProto(optimized);
+      ASSERT_TRUE(ir.ok()) << ir.status();
+      ExecutorOptions options;
+      options.num_threads = threads;
+      absl::StatusOr<std::unique_ptr<Executor>> ex =
+          Executor::Create(*std::move(ir), kernels_, options);
+      ASSERT_TRUE(ex.ok()) << ex.status();
+      std::mt19937 rng(seed + threads);
+      std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+      for (int run = 0; run < 3; ++run) {
+        std::vector<Tensor> inputs;
+        for (const Shape& shape : shapes) {
+          Tensor t = Tensor::Allocate(v1::DT_FLOAT32, shape).value();
+          for (float& v : t.mutable_span<float>()) v = dist(rng);
+          inputs.push_back(t);
+        }
+        SCOPED_TRACE(testing::Message() << "run " << run << " on " << threads << " thread(s)");
+        const std::vector<Tensor> want = Run(graph, inputs);
+        absl::StatusOr<RunResult> got = (*ex)->RunPositional(inputs);
+        ASSERT_TRUE(got.ok()) << got.status();
+        check(got->outputs, want);
+      }
+    }
   }
 
   std::vector<Tensor> Run(v1::Graph graph, const std::vector<Tensor>& inputs, int threads = 1) {
@@ -225,51 +266,27 @@ TEST_F(FusedKernelTest, ChannelsLastConvolutionsFollowNewBuffersAcrossRuns) {
       Node("Relu", {"r"}, "a") + Node("Conv", {"a", "w1"}, "c1") + Node("Mul", {"c1", "cm"}, "m") +
       Node("Relu", {"m"}, "y") + Output("y");
   const v1::Graph graph = Parse(text);
-  absl::StatusOr<Graph> ir = GraphFromProto(graph);
-  ASSERT_TRUE(ir.ok()) << ir.status();
-  PipelineOptions options;
-  options.verify_each_pass = true;
-  absl::StatusOr<PipelineResult> piped = RunPipeline(
-      *ir, {{"channels_last", {}}, {"fuse_ops", {}}}, passes_, ops_, options);
-  ASSERT_TRUE(piped.ok()) << piped.status();
-  const v1::Graph optimized = GraphToProto(*ir);
+  const v1::Graph optimized = Optimized(graph, {"channels_last", "fuse_ops"});
   int groups = 0, winograd = 0;
   for (const v1::Node& n : optimized.nodes()) groups += n.op_type() == kFusedGroupOp;
   winograd = absl::StrContains(optimized.DebugString(), "winograd");
   EXPECT_EQ(groups, 2) << optimized.DebugString();
   EXPECT_TRUE(winograd) << "the 3x3 convolution should run Winograd";
-  for (int threads : {1, 2}) {
-    absl::StatusOr<Graph> opt_ir = GraphFromProto(optimized);
-    ASSERT_TRUE(opt_ir.ok()) << opt_ir.status();
-    ExecutorOptions eo;
-    eo.num_threads = threads;
-    absl::StatusOr<std::unique_ptr<Executor>> ex = Executor::Create(*std::move(opt_ir), kernels_, eo);
-    ASSERT_TRUE(ex.ok()) << ex.status();
-    std::mt19937 rng(11 + threads);
-    std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
-    for (int run = 0; run < 3; ++run) {
-      std::vector<Tensor> inputs;
-      for (const Shape& shape : {Shape{1, 64, 28, 28}, Shape{64, 1, 1}}) {
-        Tensor t = Tensor::Allocate(v1::DT_FLOAT32, shape).value();
-        for (float& v : t.mutable_span<float>()) v = dist(rng);
-        inputs.push_back(t);
-      }
-      const std::vector<Tensor> want = Run(graph, inputs);
-      absl::StatusOr<RunResult> got = (*ex)->RunPositional(inputs);
-      ASSERT_TRUE(got.ok()) << got.status();
-      ASSERT_EQ(got->outputs.size(), 1u);
-      ASSERT_EQ(want.size(), 1u);
-      ASSERT_EQ(got->outputs[0].shape(), want[0].shape());
-      float largest = 0, error = 0;
-      for (int64_t i = 0; i < want[0].num_elements(); ++i) {
-        const float w = want[0].data<float>()[i], g = got->outputs[0].data<float>()[i];
-        largest = std::max(largest, std::fabs(w));
-        error = std::max(error, std::fabs(w - g));
-      }
-      EXPECT_GT(largest, 0.0f);
-      EXPECT_LE(error, 1e-5f * largest) << "run " << run << " on " << threads << " thread(s)";
+  // Within 1e-5 of the largest output (Winograd rounds differently).
+  auto close = [](const std::vector<Tensor>& got, const std::vector<Tensor>& want) {
+    ASSERT_EQ(got.size(), 1u);
+    ASSERT_EQ(want.size(), 1u);
+    ASSERT_EQ(got[0].shape(), want[0].shape());
+    float largest = 0, error = 0;
+    for (int64_t i = 0; i < want[0].num_elements(); ++i) {
+      const float w = want[0].data<float>()[i], g = got[0].data<float>()[i];
+      largest = std::max(largest, std::fabs(w));
+      error = std::max(error, std::fabs(w - g));
     }
-  }
+    EXPECT_GT(largest, 0.0f);
+    EXPECT_LE(error, 1e-5f * largest);
+  };
+  CheckAcrossRuns(graph, optimized, {Shape{1, 64, 28, 28}, Shape{64, 1, 1}}, 11, close);
 }
 
 // Channels-last 1x1 convolutions of 24, 40 and 8 output channels (on AVX-512 machines the
@@ -292,41 +309,13 @@ TEST_F(FusedKernelTest, NarrowChannelsLastPointwiseConvolutions) {
       Node("Relu", {"c2"}, "a2") + Node("Conv", {"a2", "w3", "b3"}, "c3") +
       Node("LeakyRelu", {"c3"}, "y", "attributes { name: \"alpha\" f: 0.1 }") + Output("y");
   const v1::Graph graph = Parse(text);
-  absl::StatusOr<Graph> ir = GraphFromProto(graph);
-  ASSERT_TRUE(ir.ok()) << ir.status();
-  PipelineOptions options;
-  options.verify_each_pass = true;
-  absl::StatusOr<PipelineResult> piped =
-      RunPipeline(*ir, {{"channels_last", {}}, {"fuse_ops", {}}, {"plan_memory", {}}}, passes_,
-                  ops_, options);
-  ASSERT_TRUE(piped.ok()) << piped.status();
-  const v1::Graph optimized = GraphToProto(*ir);
+  const v1::Graph optimized = Optimized(graph, {"channels_last", "fuse_ops", "plan_memory"});
   EXPECT_TRUE(absl::StrContains(optimized.DebugString(), kFusedGroupInPlace))
       << "the residual group should write over its input: " << optimized.DebugString();
-  for (int threads : {1, 2}) {
-    absl::StatusOr<Graph> opt_ir = GraphFromProto(optimized);
-    ASSERT_TRUE(opt_ir.ok()) << opt_ir.status();
-    ExecutorOptions eo;
-    eo.num_threads = threads;
-    absl::StatusOr<std::unique_ptr<Executor>> ex =
-        Executor::Create(*std::move(opt_ir), kernels_, eo);
-    ASSERT_TRUE(ex.ok()) << ex.status();
-    std::mt19937 rng(5 + threads);
-    std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
-    for (int run = 0; run < 3; ++run) {
-      std::vector<Tensor> inputs;
-      for (const Shape& shape : {Shape{1, 24, 13, 11}, Shape{40, 1, 1, 1}}) {
-        Tensor t = Tensor::Allocate(v1::DT_FLOAT32, shape).value();
-        for (float& v : t.mutable_span<float>()) v = dist(rng);
-        inputs.push_back(t);
-      }
-      SCOPED_TRACE(testing::Message() << "run " << run << " on " << threads << " thread(s)");
-      const std::vector<Tensor> want = Run(graph, inputs);
-      absl::StatusOr<RunResult> got = (*ex)->RunPositional(inputs);
-      ASSERT_TRUE(got.ok()) << got.status();
-      ExpectNear(got->outputs, want, 1e-5);
-    }
-  }
+  CheckAcrossRuns(graph, optimized, {Shape{1, 24, 13, 11}, Shape{40, 1, 1, 1}}, 5,
+                  [](const std::vector<Tensor>& got, const std::vector<Tensor>& want) {
+                    ExpectNear(got, want, 1e-5);
+                  });
   // Per-channel Add and Mul after a channels-last convolution ([M] operands: channels go last).
   Check(Input("x", {1, 9, 7, 24}) + Const("w", {24, 24, 1, 1}, {0.05f, -0.03f, 0.02f}) +
             Const("cb", {24}, {0.3f, -0.1f, 0.0f, 0.2f}) + Const("cm", {24}, {1.5f, -0.5f}) +

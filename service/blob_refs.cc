@@ -32,7 +32,8 @@ absl::Status ForEachTensor(v1::Graph& graph,
 // The bytes of the blob `t` refers to, checked against `t`.
 absl::StatusOr<std::shared_ptr<const std::string>> Resolve(const v1::Tensor& t,
                                                            absl::string_view what,
-                                                           BlobStore* blobs) {
+                                                           BlobStore* blobs,
+                                                           absl::string_view tenant) {
   if (!IsBlobDigest(t.blob())) {
     return absl::InvalidArgumentError(absl::StrCat(what, " refers to blob '", t.blob(),
                                                    "', which is not a \"sha256:<64 hex>\" digest"));
@@ -41,15 +42,21 @@ absl::StatusOr<std::shared_ptr<const std::string>> Resolve(const v1::Tensor& t,
     return absl::FailedPreconditionError(
         absl::StrCat(what, " refers to blob ", t.blob(), " but this server has no blob store"));
   }
-  std::shared_ptr<const std::string> data = blobs->Lookup(t.blob());
+  std::shared_ptr<const std::string> data = blobs->Lookup(tenant, t.blob());
   if (data == nullptr) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(what, " refers to blob ", t.blob(),
-                     ", which this server does not hold: upload it with PutBlobs first"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        what, " refers to blob ", t.blob(), ", which tenant '", tenant,
+        "' does not hold on this server: upload it with PutBlobs first"));
   }
-  int64_t count = 1;
-  for (int64_t d : t.dims()) count *= d;
-  const int64_t want = count * DataTypeSize(t.dtype());
+  // Dims come from the request: a product that overflows is as wrong as a mismatch.
+  int64_t want = DataTypeSize(t.dtype());
+  for (int64_t d : t.dims()) {
+    if (d < 0 || (d > 0 && want > INT64_MAX / d)) {
+      return absl::InvalidArgumentError(absl::StrCat(what, " has dims that are negative or too "
+                                                     "large for any blob"));
+    }
+    want *= d;
+  }
   if (static_cast<int64_t>(data->size()) != want) {
     return absl::InvalidArgumentError(absl::StrCat(what, " refers to blob ", t.blob(), " of ",
                                                    data->size(), " bytes; its dims and type ",
@@ -61,22 +68,23 @@ absl::StatusOr<std::shared_ptr<const std::string>> Resolve(const v1::Tensor& t,
 }  // namespace
 
 absl::Status CheckBlobReferences(const v1::Graph& graph, BlobStore* blobs,
+                                 absl::string_view tenant,
                                  std::vector<std::shared_ptr<const std::string>>* pins) {
   // ForEachTensor visits mutably; nothing is changed here.
   return ForEachTensor(
       const_cast<v1::Graph&>(graph), [&](v1::Tensor& t, absl::string_view what) -> absl::Status {
         if (t.blob().empty()) return absl::OkStatus();
-        absl::StatusOr<std::shared_ptr<const std::string>> data = Resolve(t, what, blobs);
+        absl::StatusOr<std::shared_ptr<const std::string>> data = Resolve(t, what, blobs, tenant);
         if (!data.ok()) return data.status();
         pins->push_back(*std::move(data));
         return absl::OkStatus();
       });
 }
 
-absl::Status InlineBlobReferences(v1::Graph* graph, BlobStore* blobs) {
+absl::Status InlineBlobReferences(v1::Graph* graph, BlobStore* blobs, absl::string_view tenant) {
   return ForEachTensor(*graph, [&](v1::Tensor& t, absl::string_view what) -> absl::Status {
     if (t.blob().empty()) return absl::OkStatus();
-    absl::StatusOr<std::shared_ptr<const std::string>> data = Resolve(t, what, blobs);
+    absl::StatusOr<std::shared_ptr<const std::string>> data = Resolve(t, what, blobs, tenant);
     if (!data.ok()) return data.status();
     t.set_raw_data(**data);
     t.clear_blob();

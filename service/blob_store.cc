@@ -20,9 +20,10 @@ std::string FormatBytes(int64_t bytes) {
 // ---------------------------------------------------------------------------------------------
 // BlobWriter
 
-BlobWriter::BlobWriter(BlobStore* store, std::string digest, int64_t total_size,
-                       std::shared_ptr<const std::string> existing)
+BlobWriter::BlobWriter(BlobStore* store, std::string tenant, std::string digest,
+                       int64_t total_size, std::shared_ptr<const std::string> existing)
     : store_(store),
+      tenant_(std::move(tenant)),
       digest_(std::move(digest)),
       total_size_(total_size),
       existing_(std::move(existing)) {
@@ -36,7 +37,7 @@ void BlobWriter::Release() {
   if (finished_) return;
   finished_ = true;
   std::string().swap(buffer_);
-  if (!skipping()) store_->Unreserve(total_size_);
+  if (!skipping()) store_->Unreserve(tenant_, total_size_);
   existing_.reset();
 }
 
@@ -80,110 +81,172 @@ absl::Status BlobWriter::Commit() {
         absl::StrCat("blob ", digest_, ": received data hashes to ", actual));
   }
   finished_ = true;
-  store_->CommitReserved(digest_, std::move(buffer_));
+  store_->CommitReserved(tenant_, digest_, std::move(buffer_));
   return absl::OkStatus();
 }
 
 // ---------------------------------------------------------------------------------------------
 // BlobStore
 
-BlobStore::BlobStore(int64_t budget_bytes) : budget_bytes_(std::max<int64_t>(budget_bytes, 0)) {}
+BlobStore::BlobStore(int64_t budget_bytes, const QuotaBook* quotas)
+    : budget_bytes_(std::max<int64_t>(budget_bytes, 0)), quotas_(quotas) {}
 
 BlobStore::~BlobStore() = default;
 
-void BlobStore::Touch(Entry& entry) {
-  lru_.splice(lru_.begin(), lru_, entry.lru_position);
+void BlobStore::Touch(Namespace& ns, Entry& entry) {
+  ns.lru.splice(ns.lru.begin(), ns.lru, entry.lru_position);
 }
 
-std::shared_ptr<const std::string> BlobStore::Lookup(absl::string_view digest) {
+int64_t BlobStore::TenantLimit(absl::string_view tenant) const {
+  return quotas_ == nullptr ? budget_bytes_
+                            : std::min(budget_bytes_, quotas_->For(tenant).blob_bytes);
+}
+
+std::shared_ptr<const std::string> BlobStore::Lookup(absl::string_view tenant,
+                                                     absl::string_view digest) {
   absl::MutexLock lock(&mu_);
-  auto it = blobs_.find(digest);
-  if (it == blobs_.end()) return nullptr;
-  Touch(it->second);
+  auto ns = tenants_.find(tenant);
+  if (ns == tenants_.end()) return nullptr;
+  auto it = ns->second.blobs.find(digest);
+  if (it == ns->second.blobs.end()) return nullptr;
+  Touch(ns->second, it->second);
   return it->second.data;
 }
 
-bool BlobStore::Contains(absl::string_view digest) const {
+bool BlobStore::Contains(absl::string_view tenant, absl::string_view digest) const {
   absl::MutexLock lock(&mu_);
-  return blobs_.contains(digest);
+  auto ns = tenants_.find(tenant);
+  return ns != tenants_.end() && ns->second.blobs.contains(digest);
 }
 
-std::vector<std::string> BlobStore::Missing(absl::Span<const absl::string_view> digests) {
+std::vector<std::string> BlobStore::Missing(absl::string_view tenant,
+                                            absl::Span<const absl::string_view> digests) {
   std::vector<std::string> missing;
   absl::flat_hash_set<absl::string_view> seen;
   absl::MutexLock lock(&mu_);
+  auto ns = tenants_.find(tenant);
   for (absl::string_view digest : digests) {
     if (!seen.insert(digest).second) continue;
-    auto it = blobs_.find(digest);
-    if (it == blobs_.end()) {
+    if (ns == tenants_.end()) {
+      missing.emplace_back(digest);
+      continue;
+    }
+    auto it = ns->second.blobs.find(digest);
+    if (it == ns->second.blobs.end()) {
       missing.emplace_back(digest);
     } else {
-      Touch(it->second);
+      Touch(ns->second, it->second);
     }
   }
   return missing;
 }
 
-int64_t BlobStore::BytesInUse() const {
+int64_t BlobStore::BytesInUse(const Namespace& ns) {
   int64_t in_use = 0;
-  for (const auto& [digest, entry] : blobs_) {
+  for (const auto& [digest, entry] : ns.blobs) {
     if (entry.data.use_count() > 1) in_use += static_cast<int64_t>(entry.data->size());
   }
   return in_use;
 }
 
-absl::Status BlobStore::Reserve(absl::string_view digest, int64_t size) {
-  if (size > budget_bytes_) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("blob ", digest, " of ", FormatBytes(size),
-                     " is larger than the blob store's whole budget of ",
-                     FormatBytes(budget_bytes_)));
+int64_t BlobStore::BytesInUse() const {
+  int64_t in_use = 0;
+  for (const auto& [tenant, ns] : tenants_) in_use += BytesInUse(ns);
+  return in_use;
+}
+
+void BlobStore::DropIfEmpty(const std::string& tenant) {
+  auto it = tenants_.find(tenant);
+  if (it != tenants_.end() && it->second.blobs.empty() && it->second.bytes_reserved == 0) {
+    tenants_.erase(it);
   }
-  const int64_t needed = bytes_held_ + bytes_reserved_ + size - budget_bytes_;
+}
+
+absl::Status BlobStore::Reserve(const std::string& tenant, Namespace& ns,
+                                absl::string_view digest, int64_t size) {
+  const int64_t limit = TenantLimit(tenant);
+  if (size > limit) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "blob ", digest, " of ", FormatBytes(size), " is larger than ",
+        limit < budget_bytes_
+            ? absl::StrCat("tenant '", tenant, "''s quota blob_bytes=", FormatBytes(limit))
+            : absl::StrCat("the blob store's whole budget of ", FormatBytes(budget_bytes_))));
+  }
+  // Room is needed under the tenant's limit and under the store's budget; only the tenant's
+  // own blobs may be evicted for either.
+  const int64_t tenant_needed = ns.bytes_held + ns.bytes_reserved + size - limit;
+  const int64_t store_needed = bytes_held_ + bytes_reserved_ + size - budget_bytes_;
+  const int64_t needed = std::max(tenant_needed, store_needed);
   if (needed > 0) {
     // Only evict when evicting is enough: a doomed upload must not empty the cache.
-    const int64_t in_use = BytesInUse();
-    const int64_t evictable = bytes_held_ - in_use;
+    const int64_t in_use = BytesInUse(ns);
+    const int64_t evictable = ns.bytes_held - in_use;
     if (evictable < needed) {
+      if (limit < budget_bytes_ && tenant_needed >= store_needed) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "blob ", digest, " of ", FormatBytes(size), ": tenant '", tenant,
+            "' would go over its quota blob_bytes=", FormatBytes(limit), " (",
+            FormatBytes(in_use), " held by its blobs in use, ", FormatBytes(ns.bytes_reserved),
+            " reserved by its uploads in progress)"));
+      }
+      const int64_t others =
+          bytes_held_ + bytes_reserved_ - ns.bytes_held - ns.bytes_reserved;
       return absl::ResourceExhaustedError(absl::StrCat(
-          "blob ", digest, " of ", FormatBytes(size), " does not fit in the blob store: budget ",
-          FormatBytes(budget_bytes_), ", ", FormatBytes(in_use), " held by blobs in use, ",
-          FormatBytes(bytes_reserved_), " reserved by uploads in progress"));
+          "blob ", digest, " of ", FormatBytes(size),
+          " does not fit in the server's blob store: budget ", FormatBytes(budget_bytes_), ", ",
+          others > 0 ? absl::StrCat(FormatBytes(others), " held or reserved by other tenants, ")
+                     : "",
+          FormatBytes(in_use), " held by blobs in use, ", FormatBytes(ns.bytes_reserved),
+          " reserved by uploads in progress"));
     }
     int64_t freed = 0;
-    auto it = lru_.end();
-    while (freed < needed && it != lru_.begin()) {
+    auto it = ns.lru.end();
+    while (freed < needed && it != ns.lru.begin()) {
       --it;
-      auto entry = blobs_.find(*it);
+      auto entry = ns.blobs.find(*it);
       if (entry->second.data.use_count() > 1) continue;
-      freed += static_cast<int64_t>(entry->second.data->size());
-      bytes_held_ -= static_cast<int64_t>(entry->second.data->size());
+      const int64_t bytes = static_cast<int64_t>(entry->second.data->size());
+      freed += bytes;
+      ns.bytes_held -= bytes;
+      bytes_held_ -= bytes;
+      ++ns.evictions;
       ++evictions_;
-      blobs_.erase(entry);
-      it = lru_.erase(it);
+      ns.blobs.erase(entry);
+      it = ns.lru.erase(it);
     }
   }
+  ns.bytes_reserved += size;
   bytes_reserved_ += size;
+  ns.peak_bytes = std::max(ns.peak_bytes, ns.bytes_held + ns.bytes_reserved);
   peak_bytes_ = std::max(peak_bytes_, bytes_held_ + bytes_reserved_);
   return absl::OkStatus();
 }
 
-void BlobStore::Unreserve(int64_t size) {
+void BlobStore::Unreserve(const std::string& tenant, int64_t size) {
   absl::MutexLock lock(&mu_);
   bytes_reserved_ -= size;
+  auto it = tenants_.find(tenant);
+  if (it == tenants_.end()) return;
+  it->second.bytes_reserved -= size;
+  DropIfEmpty(tenant);
 }
 
-bool BlobStore::CommitReserved(const std::string& digest, std::string data) {
+bool BlobStore::CommitReserved(const std::string& tenant, const std::string& digest,
+                               std::string data) {
   // Wrap before locking: a move, no copy of the bytes.
   auto blob = std::make_shared<const std::string>(std::move(data));
   const int64_t size = static_cast<int64_t>(blob->size());
   {
     absl::MutexLock lock(&mu_);
+    Namespace& ns = tenants_[tenant];
     bytes_reserved_ -= size;
-    if (!blobs_.contains(digest)) {
-      lru_.push_front(digest);
-      blobs_.emplace(digest, Entry{std::move(blob), lru_.begin()});
+    ns.bytes_reserved -= size;
+    if (!ns.blobs.contains(digest)) {
+      ns.lru.push_front(digest);
+      ns.blobs.emplace(digest, Entry{std::move(blob), ns.lru.begin()});
+      ns.bytes_held += size;
       bytes_held_ += size;
+      ++ns.commits;
       ++commits_;
       return true;
     }
@@ -192,7 +255,8 @@ bool BlobStore::CommitReserved(const std::string& digest, std::string data) {
   return false;
 }
 
-absl::StatusOr<std::unique_ptr<BlobWriter>> BlobStore::StartWrite(absl::string_view digest,
+absl::StatusOr<std::unique_ptr<BlobWriter>> BlobStore::StartWrite(absl::string_view tenant,
+                                                                  absl::string_view digest,
                                                                   int64_t total_size) {
   if (!IsBlobDigest(digest)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -203,40 +267,52 @@ absl::StatusOr<std::unique_ptr<BlobWriter>> BlobStore::StartWrite(absl::string_v
     return absl::InvalidArgumentError(
         absl::StrCat("blob ", digest, ": negative total_size ", total_size));
   }
+  const std::string name(tenant);
   std::shared_ptr<const std::string> existing;
   {
     absl::MutexLock lock(&mu_);
-    auto it = blobs_.find(digest);
-    if (it != blobs_.end()) {
-      Touch(it->second);
+    Namespace& ns = tenants_[name];
+    auto it = ns.blobs.find(digest);
+    if (it != ns.blobs.end()) {
+      Touch(ns, it->second);
       existing = it->second.data;
-    } else if (absl::Status status = Reserve(digest, total_size); !status.ok()) {
+    } else if (absl::Status status = Reserve(name, ns, digest, total_size); !status.ok()) {
+      DropIfEmpty(name);
       return status;
     }
   }
   return std::unique_ptr<BlobWriter>(
-      new BlobWriter(this, std::string(digest), total_size, std::move(existing)));
+      new BlobWriter(this, name, std::string(digest), total_size, std::move(existing)));
 }
 
-absl::StatusOr<std::string> BlobStore::Put(std::string data) {
+absl::StatusOr<std::string> BlobStore::Put(absl::string_view tenant, std::string data) {
   std::string digest = Sha256Digest(data);
   const int64_t size = static_cast<int64_t>(data.size());
+  const std::string name(tenant);
   {
     absl::MutexLock lock(&mu_);
-    auto it = blobs_.find(digest);
-    if (it != blobs_.end()) {
-      Touch(it->second);
+    Namespace& ns = tenants_[name];
+    auto it = ns.blobs.find(digest);
+    if (it != ns.blobs.end()) {
+      Touch(ns, it->second);
       return digest;
     }
-    if (absl::Status status = Reserve(digest, size); !status.ok()) return status;
+    if (absl::Status status = Reserve(name, ns, digest, size); !status.ok()) {
+      DropIfEmpty(name);
+      return status;
+    }
   }
-  CommitReserved(digest, std::move(data));
+  CommitReserved(name, digest, std::move(data));
   return digest;
 }
 
-int64_t BlobStore::free_bytes() const {
+int64_t BlobStore::free_bytes(absl::string_view tenant) const {
   absl::MutexLock lock(&mu_);
-  return budget_bytes_ - bytes_reserved_ - BytesInUse();
+  const int64_t store_free = budget_bytes_ - bytes_reserved_ - BytesInUse();
+  auto it = tenants_.find(tenant);
+  const int64_t tenant_used =
+      it == tenants_.end() ? 0 : it->second.bytes_reserved + BytesInUse(it->second);
+  return std::max<int64_t>(0, std::min(store_free, TenantLimit(tenant) - tenant_used));
 }
 
 BlobStoreStats BlobStore::stats() const {
@@ -246,10 +322,29 @@ BlobStoreStats BlobStore::stats() const {
   stats.bytes_held = bytes_held_;
   stats.bytes_in_use = BytesInUse();
   stats.bytes_reserved = bytes_reserved_;
-  stats.blob_count = static_cast<int64_t>(blobs_.size());
+  for (const auto& [tenant, ns] : tenants_) {
+    stats.blob_count += static_cast<int64_t>(ns.blobs.size());
+  }
   stats.evictions = evictions_;
   stats.commits = commits_;
   stats.peak_bytes = peak_bytes_;
+  return stats;
+}
+
+BlobStoreStats BlobStore::stats(absl::string_view tenant) const {
+  BlobStoreStats stats;
+  stats.budget_bytes = TenantLimit(tenant);
+  absl::MutexLock lock(&mu_);
+  auto it = tenants_.find(tenant);
+  if (it == tenants_.end()) return stats;
+  const Namespace& ns = it->second;
+  stats.bytes_held = ns.bytes_held;
+  stats.bytes_in_use = BytesInUse(ns);
+  stats.bytes_reserved = ns.bytes_reserved;
+  stats.blob_count = static_cast<int64_t>(ns.blobs.size());
+  stats.evictions = ns.evictions;
+  stats.commits = ns.commits;
+  stats.peak_bytes = ns.peak_bytes;
   return stats;
 }
 

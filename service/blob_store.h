@@ -9,12 +9,14 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/node_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "service/digest.h"
+#include "service/quota.h"
 
 namespace graphopt {
 
@@ -74,13 +76,14 @@ class BlobWriter {
 
  private:
   friend class BlobStore;
-  BlobWriter(BlobStore* store, std::string digest, int64_t total_size,
+  BlobWriter(BlobStore* store, std::string tenant, std::string digest, int64_t total_size,
              std::shared_ptr<const std::string> existing);
 
   // Gives back the reservation (if any) exactly once.
   void Release();
 
   BlobStore* store_;
+  std::string tenant_;
   std::string digest_;
   int64_t total_size_;
   int64_t received_ = 0;
@@ -92,70 +95,97 @@ class BlobWriter {
 };
 
 // A thread-safe, memory-bounded, content-addressed store of immutable byte blobs keyed by
-// "sha256:<hex>" digest (see digest.h).
+// "sha256:<hex>" digest (see digest.h), in one namespace per tenant: a tenant sees, uses and
+// evicts only its own blobs, so asking whether a digest is present tells nothing about other
+// tenants, and one tenant's uploads never push out another's weights. The same bytes uploaded
+// by two tenants are held twice.
 //
 // Memory: committed blobs plus the reservations of uploads in progress never exceed the byte
-// budget. To make room, the least recently used blobs that nobody outside the store holds are
-// evicted; a live Lookup result pins its blob. A Lookup result owns its bytes: it stays valid
-// whatever happens to the store afterwards, its destruction included. Each blob's bytes live in
-// exactly one allocation, made when its upload starts and never copied.
+// budget, nor a tenant's share its quota (TenantQuota::blob_bytes, when a QuotaBook is given).
+// To make room for a tenant's upload, that tenant's least recently used blobs that nobody
+// outside the store holds are evicted; a live Lookup result pins its blob. A Lookup result owns
+// its bytes: it stays valid whatever happens to the store afterwards, its destruction included.
+// Each blob's bytes live in exactly one allocation, made when its upload starts and never
+// copied.
 class BlobStore {
  public:
-  // `budget_bytes` (> 0) bounds the bytes held and reserved; it is also the largest blob.
-  explicit BlobStore(int64_t budget_bytes);
+  // `budget_bytes` (> 0) bounds the bytes held and reserved by all tenants; it is also the
+  // largest blob. `quotas` (optional, must outlive the store) bounds each tenant's.
+  explicit BlobStore(int64_t budget_bytes, const QuotaBook* quotas = nullptr);
   ~BlobStore();
   BlobStore(const BlobStore&) = delete;
   BlobStore& operator=(const BlobStore&) = delete;
 
-  // The blob's bytes, or nullptr when absent. Marks it recently used.
-  std::shared_ptr<const std::string> Lookup(absl::string_view digest);
+  // The tenant's blob, or nullptr when absent. Marks it recently used.
+  std::shared_ptr<const std::string> Lookup(absl::string_view tenant, absl::string_view digest);
 
-  bool Contains(absl::string_view digest) const;
+  bool Contains(absl::string_view tenant, absl::string_view digest) const;
 
-  // The digests of `digests` the store does not hold, each once, in first-occurrence order.
+  // The digests of `digests` the tenant does not hold, each once, in first-occurrence order.
   // The ones it holds are marked recently used (a client checks, then uses them).
-  std::vector<std::string> Missing(absl::Span<const absl::string_view> digests);
+  std::vector<std::string> Missing(absl::string_view tenant,
+                                   absl::Span<const absl::string_view> digests);
 
-  // Starts an upload of `total_size` bytes named `digest`, reserving the memory now (evicting
-  // as needed). INVALID_ARGUMENT for a malformed digest or a negative size; RESOURCE_EXHAUSTED
-  // naming the blob and the sizes when it cannot fit even after eviction. When the blob is
-  // already present the writer skips (no reservation).
-  absl::StatusOr<std::unique_ptr<BlobWriter>> StartWrite(absl::string_view digest,
+  // Starts an upload of `total_size` bytes named `digest` into the tenant's namespace,
+  // reserving the memory now (evicting the tenant's own blobs as needed). INVALID_ARGUMENT for a
+  // malformed digest or a negative size; RESOURCE_EXHAUSTED naming the blob, the sizes and the
+  // limit (the tenant's quota blob_bytes, or the store's budget) when it cannot fit even after
+  // eviction. When the tenant already holds the blob the writer skips (no reservation).
+  absl::StatusOr<std::unique_ptr<BlobWriter>> StartWrite(absl::string_view tenant,
+                                                         absl::string_view digest,
                                                          int64_t total_size);
 
-  // Stores `data` (moved in, not copied) under its SHA-256 digest and returns the digest.
-  // RESOURCE_EXHAUSTED as for StartWrite.
-  absl::StatusOr<std::string> Put(std::string data);
+  // Stores `data` (moved in, not copied) under its SHA-256 digest in the tenant's namespace and
+  // returns the digest. RESOURCE_EXHAUSTED as for StartWrite.
+  absl::StatusOr<std::string> Put(absl::string_view tenant, std::string data);
 
-  // Bytes an upload may still get: the budget less reservations and blobs in use.
-  int64_t free_bytes() const;
+  // Bytes an upload of the tenant may still get: the budget and its quota less reservations
+  // and blobs in use.
+  int64_t free_bytes(absl::string_view tenant) const;
   int64_t budget_bytes() const { return budget_bytes_; }
+  // The whole store's figures, or (with a tenant) that tenant's share of them.
   BlobStoreStats stats() const;
+  BlobStoreStats stats(absl::string_view tenant) const;
 
  private:
   friend class BlobWriter;
 
   struct Entry {
     std::shared_ptr<const std::string> data;
-    // Position in lru_.
+    // Position in its namespace's lru.
     std::list<std::string>::iterator lru_position;
   };
+  struct Namespace {
+    // Digests, most recently used first.
+    std::list<std::string> lru;
+    absl::flat_hash_map<std::string, Entry> blobs;
+    int64_t bytes_held = 0;
+    int64_t bytes_reserved = 0;
+    int64_t evictions = 0;
+    int64_t commits = 0;
+    int64_t peak_bytes = 0;
+  };
 
-  // Reserves `size` bytes for `digest`, evicting unpinned blobs (least recently used first)
-  // when needed.
-  absl::Status Reserve(absl::string_view digest, int64_t size) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Unreserve(int64_t size);
+  // The tenant's byte limit: its quota, or the budget without quotas.
+  int64_t TenantLimit(absl::string_view tenant) const;
+  // Reserves `size` bytes for the tenant's `digest`, evicting its unpinned blobs (least
+  // recently used first) when needed.
+  absl::Status Reserve(const std::string& tenant, Namespace& ns, absl::string_view digest,
+                       int64_t size) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Unreserve(const std::string& tenant, int64_t size);
   // Turns a writer's reservation into a stored blob. Returns true when it was stored, false
   // when the digest had arrived meanwhile by another upload (the data is then dropped).
-  bool CommitReserved(const std::string& digest, std::string data);
-  void Touch(Entry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool CommitReserved(const std::string& tenant, const std::string& digest, std::string data);
+  static void Touch(Namespace& ns, Entry& entry);
+  static int64_t BytesInUse(const Namespace& ns);
   int64_t BytesInUse() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Forgets a namespace that holds and reserves nothing.
+  void DropIfEmpty(const std::string& tenant) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const int64_t budget_bytes_;
+  const QuotaBook* const quotas_;
   mutable absl::Mutex mu_;
-  absl::flat_hash_map<std::string, Entry> blobs_ ABSL_GUARDED_BY(mu_);
-  // Digests, most recently used first.
-  std::list<std::string> lru_ ABSL_GUARDED_BY(mu_);
+  absl::node_hash_map<std::string, Namespace> tenants_ ABSL_GUARDED_BY(mu_);
   int64_t bytes_held_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t bytes_reserved_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t evictions_ ABSL_GUARDED_BY(mu_) = 0;

@@ -13,6 +13,9 @@
 namespace graphopt {
 namespace {
 
+// The tenant of the single-tenant tests.
+constexpr char kT[] = "t";
+
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -26,7 +29,7 @@ std::string Bytes(int64_t size, char seed) {
 absl::Status Upload(BlobStore& store, const std::string& data, size_t chunk = 10,
                     const std::string* digest = nullptr) {
   absl::StatusOr<std::unique_ptr<BlobWriter>> writer =
-      store.StartWrite(digest ? *digest : Sha256Digest(data), data.size());
+      store.StartWrite(kT, digest ? *digest : Sha256Digest(data), data.size());
   if (!writer.ok()) return writer.status();
   for (size_t pos = 0; pos < data.size(); pos += chunk) {
     if (absl::Status s = (*writer)->Append(absl::string_view(data).substr(pos, chunk)); !s.ok()) {
@@ -40,11 +43,11 @@ TEST(BlobStoreTest, UploadThenLookup) {
   BlobStore store(1000);
   const std::string data = Bytes(100, 'a');
   const std::string digest = Sha256Digest(data);
-  EXPECT_FALSE(store.Contains(digest));
-  EXPECT_EQ(store.Lookup(digest), nullptr);
+  EXPECT_FALSE(store.Contains(kT, digest));
+  EXPECT_EQ(store.Lookup(kT, digest), nullptr);
   ASSERT_TRUE(Upload(store, data, 7).ok());
-  EXPECT_TRUE(store.Contains(digest));
-  std::shared_ptr<const std::string> blob = store.Lookup(digest);
+  EXPECT_TRUE(store.Contains(kT, digest));
+  std::shared_ptr<const std::string> blob = store.Lookup(kT, digest);
   ASSERT_NE(blob, nullptr);
   EXPECT_EQ(*blob, data);
   const BlobStoreStats stats = store.stats();
@@ -53,16 +56,16 @@ TEST(BlobStoreTest, UploadThenLookup) {
   EXPECT_EQ(stats.blob_count, 1);
   EXPECT_EQ(stats.bytes_reserved, 0);
   EXPECT_EQ(stats.commits, 1);
-  EXPECT_EQ(store.free_bytes(), 900);
+  EXPECT_EQ(store.free_bytes(kT), 900);
   blob.reset();
-  EXPECT_EQ(store.free_bytes(), 1000);
+  EXPECT_EQ(store.free_bytes(kT), 1000);
 }
 
 TEST(BlobStoreTest, WriterBufferIsTheStoredBlob) {
   // The bytes are appended into the buffer reserved at StartWrite and handed over as is.
   BlobStore store(1 << 20);
   const std::string data = Bytes(100000, 'q');
-  auto writer = store.StartWrite(Sha256Digest(data), data.size());
+  auto writer = store.StartWrite(kT, Sha256Digest(data), data.size());
   ASSERT_TRUE(writer.ok());
   ASSERT_TRUE((*writer)->Append(absl::string_view(data).substr(0, 10)).ok());
   const std::string& buffer = (*writer)->buffer_for_test();
@@ -71,14 +74,14 @@ TEST(BlobStoreTest, WriterBufferIsTheStoredBlob) {
   ASSERT_TRUE((*writer)->Append(absl::string_view(data).substr(10)).ok());
   EXPECT_EQ(buffer.data(), allocation);
   ASSERT_TRUE((*writer)->Commit().ok());
-  EXPECT_EQ(store.Lookup(Sha256Digest(data))->data(), allocation);
+  EXPECT_EQ(store.Lookup(kT, Sha256Digest(data))->data(), allocation);
 }
 
 TEST(BlobStoreTest, EmptyBlob) {
   BlobStore store(10);
   ASSERT_TRUE(Upload(store, "").ok());
-  ASSERT_NE(store.Lookup(Sha256Digest("")), nullptr);
-  EXPECT_EQ(*store.Lookup(Sha256Digest("")), "");
+  ASSERT_NE(store.Lookup(kT, Sha256Digest("")), nullptr);
+  EXPECT_EQ(*store.Lookup(kT, Sha256Digest("")), "");
 }
 
 TEST(BlobStoreTest, DigestMismatchStoresNothing) {
@@ -90,7 +93,7 @@ TEST(BlobStoreTest, DigestMismatchStoresNothing) {
   EXPECT_THAT(status.message(),
               HasSubstr(absl::StrCat("blob ", wrong, ": received data hashes to ",
                                      Sha256Digest(data))));
-  EXPECT_FALSE(store.Contains(wrong));
+  EXPECT_FALSE(store.Contains(kT, wrong));
   EXPECT_EQ(store.stats().bytes_reserved, 0);
   EXPECT_EQ(store.stats().bytes_held, 0);
 }
@@ -100,7 +103,7 @@ TEST(BlobStoreTest, OverlongAndShortData) {
   const std::string data = Bytes(20, 'x');
   const std::string digest = Sha256Digest(data);
   {
-    auto writer = store.StartWrite(digest, 20);
+    auto writer = store.StartWrite(kT, digest, 20);
     ASSERT_TRUE(writer.ok());
     ASSERT_TRUE((*writer)->Append(data.substr(0, 15)).ok());
     absl::Status status = (*writer)->Append(data.substr(0, 10));
@@ -114,32 +117,32 @@ TEST(BlobStoreTest, OverlongAndShortData) {
     EXPECT_EQ((*writer)->Commit().code(), absl::StatusCode::kFailedPrecondition);
     EXPECT_EQ((*writer)->Append("a").code(), absl::StatusCode::kFailedPrecondition);
   }
-  EXPECT_FALSE(store.Contains(digest));
+  EXPECT_FALSE(store.Contains(kT, digest));
   EXPECT_EQ(store.stats().bytes_reserved, 0);
 }
 
 TEST(BlobStoreTest, AbandonedWriterReleasesReservation) {
   BlobStore store(100);
   {
-    auto writer = store.StartWrite(Sha256Digest("x"), 80);
+    auto writer = store.StartWrite(kT, Sha256Digest("x"), 80);
     ASSERT_TRUE(writer.ok());
     EXPECT_EQ(store.stats().bytes_reserved, 80);
-    EXPECT_EQ(store.free_bytes(), 20);
+    EXPECT_EQ(store.free_bytes(kT), 20);
     // A second upload does not fit next to the reservation.
-    auto other = store.StartWrite(Sha256Digest("y"), 30);
+    auto other = store.StartWrite(kT, Sha256Digest("y"), 30);
     EXPECT_EQ(other.status().code(), absl::StatusCode::kResourceExhausted);
     EXPECT_THAT(other.status().message(), HasSubstr("80 bytes"));
   }
   EXPECT_EQ(store.stats().bytes_reserved, 0);
-  EXPECT_TRUE(store.StartWrite(Sha256Digest("y"), 30).ok());
+  EXPECT_TRUE(store.StartWrite(kT, Sha256Digest("y"), 30).ok());
 }
 
 TEST(BlobStoreTest, BadStartArguments) {
   BlobStore store(100);
-  auto bad = store.StartWrite("sha256:abc", 1);
+  auto bad = store.StartWrite(kT, "sha256:abc", 1);
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(bad.status().message(), HasSubstr("'sha256:abc' is not a blob digest"));
-  auto negative = store.StartWrite(Sha256Digest("x"), -1);
+  auto negative = store.StartWrite(kT, Sha256Digest("x"), -1);
   EXPECT_EQ(negative.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(negative.status().message(), HasSubstr("negative total_size -1"));
 }
@@ -147,12 +150,12 @@ TEST(BlobStoreTest, BadStartArguments) {
 TEST(BlobStoreTest, LargerThanBudget) {
   BlobStore store(100);
   const std::string digest = Sha256Digest("x");
-  auto writer = store.StartWrite(digest, 101);
+  auto writer = store.StartWrite(kT, digest, 101);
   EXPECT_EQ(writer.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(writer.status().message(), HasSubstr(digest));
   EXPECT_THAT(writer.status().message(), HasSubstr("101 bytes"));
   EXPECT_THAT(writer.status().message(), HasSubstr("budget of 100 bytes"));
-  EXPECT_TRUE(store.StartWrite(digest, 100).ok());  // exactly the budget fits
+  EXPECT_TRUE(store.StartWrite(kT, digest, 100).ok());  // exactly the budget fits
 }
 
 TEST(BlobStoreTest, EvictsLeastRecentlyUsedUnpinned) {
@@ -163,12 +166,12 @@ TEST(BlobStoreTest, EvictsLeastRecentlyUsedUnpinned) {
   ASSERT_TRUE(Upload(store, b).ok());
   ASSERT_TRUE(Upload(store, c).ok());
   // a is touched, so b is now the least recently used.
-  ASSERT_NE(store.Lookup(Sha256Digest(a)), nullptr);
+  ASSERT_NE(store.Lookup(kT, Sha256Digest(a)), nullptr);
   ASSERT_TRUE(Upload(store, d).ok());
-  EXPECT_TRUE(store.Contains(Sha256Digest(a)));
-  EXPECT_FALSE(store.Contains(Sha256Digest(b)));
-  EXPECT_TRUE(store.Contains(Sha256Digest(c)));
-  EXPECT_TRUE(store.Contains(Sha256Digest(d)));
+  EXPECT_TRUE(store.Contains(kT, Sha256Digest(a)));
+  EXPECT_FALSE(store.Contains(kT, Sha256Digest(b)));
+  EXPECT_TRUE(store.Contains(kT, Sha256Digest(c)));
+  EXPECT_TRUE(store.Contains(kT, Sha256Digest(d)));
   EXPECT_EQ(store.stats().evictions, 1);
   EXPECT_EQ(store.stats().bytes_held, 300);
 }
@@ -179,10 +182,10 @@ TEST(BlobStoreTest, MissingMarksPresentOnesUsed) {
   ASSERT_TRUE(Upload(store, a).ok());
   ASSERT_TRUE(Upload(store, b).ok());
   const std::string unknown = Sha256Digest("unknown");
-  EXPECT_THAT(store.Missing({unknown, Sha256Digest(a), unknown}), ElementsAre(unknown));
+  EXPECT_THAT(store.Missing(kT, {unknown, Sha256Digest(a), unknown}), ElementsAre(unknown));
   ASSERT_TRUE(Upload(store, c).ok());
-  EXPECT_TRUE(store.Contains(Sha256Digest(a)));
-  EXPECT_FALSE(store.Contains(Sha256Digest(b)));
+  EXPECT_TRUE(store.Contains(kT, Sha256Digest(a)));
+  EXPECT_FALSE(store.Contains(kT, Sha256Digest(b)));
 }
 
 TEST(BlobStoreTest, PinnedBlobsAreNotEvicted) {
@@ -190,8 +193,8 @@ TEST(BlobStoreTest, PinnedBlobsAreNotEvicted) {
   const std::string a = Bytes(100, 'a'), b = Bytes(100, 'b'), c = Bytes(100, 'c');
   ASSERT_TRUE(Upload(store, a).ok());
   ASSERT_TRUE(Upload(store, b).ok());
-  std::shared_ptr<const std::string> pin_a = store.Lookup(Sha256Digest(a));
-  std::shared_ptr<const std::string> pin_b = store.Lookup(Sha256Digest(b));
+  std::shared_ptr<const std::string> pin_a = store.Lookup(kT, Sha256Digest(a));
+  std::shared_ptr<const std::string> pin_b = store.Lookup(kT, Sha256Digest(b));
   absl::Status status = Upload(store, c);
   EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(status.message(), HasSubstr(Sha256Digest(c)));
@@ -201,8 +204,8 @@ TEST(BlobStoreTest, PinnedBlobsAreNotEvicted) {
   EXPECT_EQ(store.stats().blob_count, 2);
   pin_b.reset();
   ASSERT_TRUE(Upload(store, c).ok());
-  EXPECT_TRUE(store.Contains(Sha256Digest(a)));
-  EXPECT_FALSE(store.Contains(Sha256Digest(b)));
+  EXPECT_TRUE(store.Contains(kT, Sha256Digest(a)));
+  EXPECT_FALSE(store.Contains(kT, Sha256Digest(b)));
   EXPECT_EQ(*pin_a, a);
 }
 
@@ -210,10 +213,10 @@ TEST(BlobStoreTest, LookupOutlivesStore) {
   std::shared_ptr<const std::string> blob;
   {
     BlobStore store(100);
-    absl::StatusOr<std::string> digest = store.Put("hello");
+    absl::StatusOr<std::string> digest = store.Put(kT, "hello");
     ASSERT_TRUE(digest.ok());
     EXPECT_EQ(*digest, Sha256Digest("hello"));
-    blob = store.Lookup(*digest);
+    blob = store.Lookup(kT, *digest);
   }
   EXPECT_EQ(*blob, "hello");
 }
@@ -222,7 +225,7 @@ TEST(BlobStoreTest, AlreadyPresentIsSkipped) {
   BlobStore store(150);
   const std::string data = Bytes(100, 'a');
   ASSERT_TRUE(Upload(store, data).ok());
-  auto writer = store.StartWrite(Sha256Digest(data), 100);
+  auto writer = store.StartWrite(kT, Sha256Digest(data), 100);
   ASSERT_TRUE(writer.ok());
   EXPECT_TRUE((*writer)->skipping());
   EXPECT_EQ(store.stats().bytes_reserved, 0);  // a second copy would not even fit
@@ -230,7 +233,7 @@ TEST(BlobStoreTest, AlreadyPresentIsSkipped) {
   EXPECT_FALSE((*writer)->Append(std::string(60, 'z')).ok());  // still length-checked
   ASSERT_TRUE((*writer)->Append(std::string(40, 'z')).ok());
   ASSERT_TRUE((*writer)->Commit().ok());
-  EXPECT_EQ(*store.Lookup(Sha256Digest(data)), data);
+  EXPECT_EQ(*store.Lookup(kT, Sha256Digest(data)), data);
   EXPECT_EQ(store.stats().commits, 1);
   EXPECT_EQ(store.stats().blob_count, 1);
 }
@@ -238,8 +241,8 @@ TEST(BlobStoreTest, AlreadyPresentIsSkipped) {
 TEST(BlobStoreTest, ConcurrentUploadsOfTheSameBlobStoreItOnce) {
   BlobStore store(1000);
   const std::string data = Bytes(200, 'a');
-  auto first = store.StartWrite(Sha256Digest(data), 200);
-  auto second = store.StartWrite(Sha256Digest(data), 200);
+  auto first = store.StartWrite(kT, Sha256Digest(data), 200);
+  auto second = store.StartWrite(kT, Sha256Digest(data), 200);
   ASSERT_TRUE(first.ok());
   ASSERT_TRUE(second.ok());
   EXPECT_EQ(store.stats().bytes_reserved, 400);
@@ -255,11 +258,11 @@ TEST(BlobStoreTest, ConcurrentUploadsOfTheSameBlobStoreItOnce) {
 
 TEST(BlobStoreTest, PutRespectsBudget) {
   BlobStore store(10);
-  absl::StatusOr<std::string> digest = store.Put(std::string(11, 'x'));
+  absl::StatusOr<std::string> digest = store.Put(kT, std::string(11, 'x'));
   EXPECT_EQ(digest.status().code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_TRUE(store.Put(std::string(10, 'x')).ok());
-  EXPECT_TRUE(store.Put(std::string(10, 'x')).ok());  // already there
-  EXPECT_TRUE(store.Put(std::string(10, 'y')).ok());  // evicts the x blob
+  EXPECT_TRUE(store.Put(kT, std::string(10, 'x')).ok());
+  EXPECT_TRUE(store.Put(kT, std::string(10, 'x')).ok());  // already there
+  EXPECT_TRUE(store.Put(kT, std::string(10, 'y')).ok());  // evicts the x blob
   EXPECT_EQ(store.stats().evictions, 1);
 }
 
@@ -277,11 +280,11 @@ TEST(BlobStoreTest, ManyThreads) {
           EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted) << status;
           continue;
         }
-        std::shared_ptr<const std::string> blob = store.Lookup(digest);
+        std::shared_ptr<const std::string> blob = store.Lookup(kT, digest);
         if (blob != nullptr) {
           EXPECT_EQ(*blob, data);
         }
-        store.Missing({digest, Sha256Digest("nothing")});
+        store.Missing(kT, {digest, Sha256Digest("nothing")});
       }
     });
   }
@@ -291,6 +294,59 @@ TEST(BlobStoreTest, ManyThreads) {
   EXPECT_LE(stats.bytes_held, 20 * 1000);
   EXPECT_LE(stats.peak_bytes, 20 * 1000);
   EXPECT_EQ(stats.bytes_held, stats.blob_count * 1000);
+}
+
+TEST(BlobStoreTest, TenantsHaveSeparateNamespaces) {
+  BlobStore store(1000);
+  ASSERT_TRUE(store.Put("a", "shared weights").ok());
+  const std::string digest = Sha256Digest("shared weights");
+  // Another tenant neither sees nor can use the first one's blob...
+  EXPECT_TRUE(store.Contains("a", digest));
+  EXPECT_FALSE(store.Contains("b", digest));
+  EXPECT_EQ(store.Lookup("b", digest), nullptr);
+  EXPECT_THAT(store.Missing("b", {digest}), ElementsAre(digest));
+  EXPECT_THAT(store.Missing("a", {digest}), ElementsAre());
+  // ...and uploading the same bytes stores its own copy.
+  ASSERT_TRUE(store.Put("b", "shared weights").ok());
+  EXPECT_EQ(store.stats().blob_count, 2);
+  EXPECT_EQ(store.stats("a").blob_count, 1);
+  EXPECT_EQ(store.stats("b").bytes_held, 14);
+}
+
+TEST(BlobStoreTest, ATenantEvictsOnlyItsOwnBlobs) {
+  BlobStore store(300);
+  ASSERT_TRUE(store.Put("victim", std::string(100, 'v')).ok());
+  ASSERT_TRUE(store.Put("victim", std::string(100, 'w')).ok());
+  ASSERT_TRUE(store.Put("noisy", std::string(100, 'n')).ok());
+  // The store is full; the noisy tenant may only make room among its own blobs.
+  absl::StatusOr<std::string> more = store.Put("noisy", std::string(150, 'm'));
+  ASSERT_EQ(more.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(more.status().message(), HasSubstr("does not fit in the server's blob store"));
+  EXPECT_THAT(more.status().message(), HasSubstr("held or reserved by other tenants"));
+  ASSERT_TRUE(store.Put("noisy", std::string(100, 'o')).ok());  // evicts its own 'n'
+  EXPECT_TRUE(store.Contains("victim", Sha256Digest(std::string(100, 'v'))));
+  EXPECT_TRUE(store.Contains("victim", Sha256Digest(std::string(100, 'w'))));
+  EXPECT_FALSE(store.Contains("noisy", Sha256Digest(std::string(100, 'n'))));
+  EXPECT_EQ(store.stats("noisy").evictions, 1);
+  EXPECT_EQ(store.stats("victim").evictions, 0);
+}
+
+TEST(BlobStoreTest, PerTenantQuota) {
+  TenantQuota quota;
+  quota.blob_bytes = 150;
+  QuotaBook quotas{QuotaTable(quota)};
+  BlobStore store(1000, &quotas);
+  absl::StatusOr<std::unique_ptr<BlobWriter>> big = store.StartWrite("a", Sha256Digest("x"), 151);
+  ASSERT_EQ(big.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(big.status().message(), HasSubstr("tenant 'a''s quota blob_bytes"));
+  ASSERT_TRUE(store.Put("a", std::string(100, 'a')).ok());
+  EXPECT_EQ(store.free_bytes("a"), 150);  // nothing in use: the 100 held are evictable
+  std::shared_ptr<const std::string> pin = store.Lookup("a", Sha256Digest(std::string(100, 'a')));
+  EXPECT_EQ(store.free_bytes("a"), 50);
+  absl::StatusOr<std::string> over = store.Put("a", std::string(60, 'b'));
+  ASSERT_EQ(over.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(over.status().message(), HasSubstr("would go over its quota blob_bytes"));
+  EXPECT_TRUE(store.Put("b", std::string(150, 'b')).ok());  // another tenant has its own quota
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,6 +23,8 @@
 #include "service/blob_store.h"
 #include "service/digest.h"
 #include "service/optimizer.h"
+#include "util/retry_hint.h"
+#include "util/stop_token.h"
 #include "spdlog/sinks/null_sink.h"
 #include "spdlog/spdlog.h"
 
@@ -93,11 +96,33 @@ class FakeWorker final : public v1::Worker::Service {
     return last_loaded_;
   }
 
+  // Advertised in Describe: executions at once (0: none advertised).
+  void set_slots(int slots) {
+    absl::MutexLock lock(&mu_);
+    slots_ = slots;
+  }
+  // Execute answers RESOURCE_EXHAUSTED with "graphopt-busy", as a worker with a full queue.
+  void set_busy(bool busy) {
+    absl::MutexLock lock(&mu_);
+    busy_ = busy;
+  }
+  // Executes running now, and the most that ran at once.
+  int max_running() const {
+    absl::MutexLock lock(&mu_);
+    return max_running_;
+  }
+  int cancelled_executions() const {
+    absl::MutexLock lock(&mu_);
+    return cancelled_executions_;
+  }
+
   grpc::Status Describe(grpc::ServerContext* context, const v1::DescribeRequest*,
                         v1::DescribeResponse* response) override {
+    Answered(context);
     if (!WaitWhileStalled(context)) return Cancelled();
     absl::MutexLock lock(&mu_);
     response->set_worker_id(id_);
+    response->set_max_concurrent_executions(slots_);
     v1::DeviceInfo* cpu = response->add_devices();
     cpu->set_name("cpu:0");
     cpu->set_kind("cpu");
@@ -109,6 +134,7 @@ class FakeWorker final : public v1::Worker::Service {
   }
   grpc::Status LoadPlan(grpc::ServerContext* context, const v1::LoadPlanRequest* request,
                         v1::LoadPlanResponse* response) override {
+    Answered(context);
     if (!WaitWhileStalled(context)) return Cancelled();
     absl::MutexLock lock(&mu_);
     const std::string id = Sha256Digest(SerializeDeterministic(request->graph()));
@@ -121,19 +147,28 @@ class FakeWorker final : public v1::Worker::Service {
   }
   grpc::Status Execute(grpc::ServerContext* context, const v1::ExecuteRequest* request,
                        v1::ExecuteResponse* response) override {
+    Answered(context);
     if (!WaitWhileStalled(context)) return Cancelled();
     absl::MutexLock lock(&mu_);
+    if (busy_) {
+      context->AddTrailingMetadata("graphopt-busy", "1");
+      return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, "queue full");
+    }
     if (!plans_.contains(request->plan_id())) {
       return grpc::Status(grpc::StatusCode::NOT_FOUND, "plan not loaded");
     }
     ++executions_;
     ++waiting_;
+    max_running_ = std::max(max_running_, waiting_);
     auto released = [this, context]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
       return !hold_ || context->IsCancelled();
     };
     while (!released()) mu_.AwaitWithTimeout(absl::Condition(&released), absl::Milliseconds(5));
     --waiting_;
-    if (context->IsCancelled()) return Cancelled();
+    if (context->IsCancelled()) {
+      ++cancelled_executions_;
+      return Cancelled();
+    }
     if (execute_error_ != grpc::StatusCode::OK) return grpc::Status(execute_error_, "told to fail");
     for (const v1::NamedTensor& in : request->inputs()) {
       if (in.name() != "x") continue;
@@ -144,12 +179,17 @@ class FakeWorker final : public v1::Worker::Service {
     response->set_worker_id(id_);
     return grpc::Status::OK;
   }
-  grpc::Status UnloadPlan(grpc::ServerContext*, const v1::UnloadPlanRequest*,
+  grpc::Status UnloadPlan(grpc::ServerContext* context, const v1::UnloadPlanRequest*,
                           v1::UnloadPlanResponse*) override {
+    Answered(context);
     return grpc::Status::OK;
   }
 
  private:
+  // What a real worker adds to every answer it sends itself.
+  static void Answered(grpc::ServerContext* context) {
+    context->AddTrailingMetadata("graphopt-origin", "worker");
+  }
   static grpc::Status Cancelled() { return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled"); }
   // False when the call was cancelled while stalled.
   bool WaitWhileStalled(grpc::ServerContext* context) {
@@ -167,6 +207,10 @@ class FakeWorker final : public v1::Worker::Service {
   mutable absl::Mutex mu_;
   bool stalled_ ABSL_GUARDED_BY(mu_) = false;
   bool hold_ ABSL_GUARDED_BY(mu_) = false;
+  bool busy_ ABSL_GUARDED_BY(mu_) = false;
+  int slots_ ABSL_GUARDED_BY(mu_) = 0;
+  int max_running_ ABSL_GUARDED_BY(mu_) = 0;
+  int cancelled_executions_ ABSL_GUARDED_BY(mu_) = 0;
   grpc::StatusCode execute_error_ ABSL_GUARDED_BY(mu_) = grpc::StatusCode::OK;
   absl::flat_hash_set<std::string> plans_ ABSL_GUARDED_BY(mu_);
   int loads_ ABSL_GUARDED_BY(mu_) = 0;
@@ -568,7 +612,7 @@ TEST_F(CoordinatorTest, BlobReferencesAreInlinedForTheWorker) {
   BlobStore blobs(1 << 20);
   const float weights[2] = {0.5f, 2.0f};
   const std::string bytes(reinterpret_cast<const char*>(weights), sizeof(weights));
-  absl::StatusOr<std::string> digest = blobs.Put(bytes);
+  absl::StatusOr<std::string> digest = blobs.Put(kDefaultTenant, bytes);
   ASSERT_TRUE(digest.ok()) << digest.status();
   FakeWorker a("a", {"::Mul"});
   auto c = Make({&a}, nullptr, &blobs);
@@ -606,7 +650,13 @@ TEST_F(CoordinatorTest, RegisteredWorkersAndDnsNames) {
   reg.set_address(a.address());
   reg.set_worker_id("a");
   ASSERT_TRUE(c->Register(reg).ok());
-  reg.set_address("127.0.0.1:1");  // nobody there
+  // Another address claiming a's id while a lives is refused (a hijack, or a copy-pasted
+  // --worker_id), naming the live one.
+  reg.set_address("127.0.0.1:1");
+  absl::Status taken = c->Register(reg, "graphopt-worker");
+  EXPECT_EQ(taken.code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(taken.message(), HasSubstr(absl::StrCat("taken by the live worker at ", a.address())));
+  reg.set_worker_id("ghost");  // nobody there
   ASSERT_TRUE(c->Register(reg).ok());
   c->ProbeNow();
   v1::ListWorkersResponse list = c->ListWorkers();
@@ -631,6 +681,174 @@ TEST_F(CoordinatorTest, RegisteredWorkersAndDnsNames) {
   ASSERT_NE(found, nullptr);
   EXPECT_EQ(found->source(), "dns");
   EXPECT_EQ(found->health(), "up");
+}
+
+TEST_F(CoordinatorTest, RegistrationsAreBounded) {
+  options_.max_workers = 2;
+  auto c = Make({});
+  v1::RegisterWorkerRequest reg;
+  for (int port : {1, 2}) {
+    reg.set_address(absl::StrCat("127.0.0.1:", port));
+    ASSERT_TRUE(c->Register(reg).ok());
+  }
+  reg.set_address("127.0.0.1:3");
+  absl::Status third = c->Register(reg);
+  EXPECT_EQ(third.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(third.message(), HasSubstr("--max_workers"));
+  reg.set_address("127.0.0.1:2");  // a heartbeat of a known one is fine
+  EXPECT_TRUE(c->Register(reg).ok());
+}
+
+TEST_F(CoordinatorTest, NeverMoreExecutionsThanAWorkerAdvertises) {
+  FakeWorker a("a");
+  a.set_slots(2);
+  a.set_hold(true);
+  auto c = Make({&a});
+  std::vector<std::thread> runs;
+  std::vector<absl::StatusOr<v1::RunResponse>> results(5, absl::UnknownError(""));
+  for (int i = 0; i < 5; ++i) runs.emplace_back([&, i] { results[i] = c->Run(Request(i)); });
+  // Two run; three wait in the coordinator, not on the worker.
+  const absl::Time deadline = absl::Now() + absl::Seconds(5);
+  while (a.waiting() < 2 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(5));
+  absl::SleepFor(absl::Milliseconds(100));
+  EXPECT_EQ(a.waiting(), 2);
+  EXPECT_EQ(Find(c->ListWorkers(), a.address())->slots(), 2);
+  a.Release();
+  for (std::thread& t : runs) t.join();
+  for (const auto& r : results) EXPECT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(a.max_running(), 2);
+  EXPECT_EQ(a.executions(), 5);
+}
+
+TEST_F(CoordinatorTest, WaitingForASlotEndsWithAHintOrTheDeadline) {
+  options_.slot_wait = absl::Milliseconds(200);
+  FakeWorker a("a");
+  a.set_slots(1);
+  a.set_hold(true);
+  auto c = Make({&a});
+  std::thread held([&] { EXPECT_TRUE(c->Run(Request(1)).ok()); });
+  while (a.waiting() < 1) absl::SleepFor(absl::Milliseconds(5));
+  absl::StatusOr<v1::RunResponse> r = c->Run(Request(2));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(r.status().message(), HasSubstr("stayed busy"));
+  EXPECT_TRUE(RetryAfter(r.status()).has_value());
+  // The caller's deadline comes first: DEADLINE_EXCEEDED, not a busy answer.
+  StopToken soon(absl::Now() + absl::Milliseconds(50));
+  r = c->Run(Request(3), kDefaultTenant, &soon);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(Find(c->ListWorkers(), a.address())->health(), "up");
+  a.Release();
+  held.join();
+}
+
+TEST_F(CoordinatorTest, TheCallersDeadlineAndCancellationReachTheWorker) {
+  FakeWorker a("a");
+  a.set_hold(true);
+  auto c = Make({&a});
+  StopToken deadline(absl::Now() + absl::Milliseconds(300));
+  const absl::Time start = absl::Now();
+  absl::StatusOr<v1::RunResponse> r = c->Run(Request(1), kDefaultTenant, &deadline);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded) << r.status();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(2));
+  // Not the worker's fault: it stays up, nothing is retried elsewhere, the plan is not blamed.
+  c->ProbeNow();
+  EXPECT_EQ(Find(c->ListWorkers(), a.address())->health(), "up");
+  EXPECT_EQ(a.executions(), 1);
+  const absl::Time until = absl::Now() + absl::Seconds(5);
+  while (a.cancelled_executions() < 1 && absl::Now() < until) absl::SleepFor(absl::Milliseconds(5));
+  EXPECT_EQ(a.cancelled_executions(), 1);
+
+  StopToken cancel;
+  std::thread canceller([&] {
+    while (a.waiting() < 1) absl::SleepFor(absl::Milliseconds(5));
+    cancel.Cancel("the client cancelled the call");
+  });
+  r = c->Run(Request(2), kDefaultTenant, &cancel);
+  canceller.join();
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kCancelled) << r.status();
+  EXPECT_THAT(r.status().message(), HasSubstr("the client cancelled the call"));
+  c->ProbeNow();
+  EXPECT_EQ(Find(c->ListWorkers(), a.address())->health(), "up");
+  EXPECT_FALSE(c->Quarantined(r.status().message().empty() ? "" : "x").has_value());
+}
+
+TEST_F(CoordinatorTest, ABusyWorkerPassesTheRunOnWithoutUsingAnAttempt) {
+  options_.max_attempts = 1;
+  FakeWorker busy("busy"), free("free");
+  busy.set_busy(true);
+  auto c = Make({&busy, &free});
+  for (int i = 0; i < 4; ++i) {
+    absl::StatusOr<v1::RunResponse> r = c->Run(Request(i));
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->worker_id(), "free");
+  }
+  EXPECT_EQ(Find(c->ListWorkers(), busy.address())->health(), "up");
+}
+
+TEST_F(CoordinatorTest, AWorkersOwnResourceFailureIsRetriedOnceThenAnswered) {
+  FakeWorker a("a"), b("b"), d("d");
+  for (FakeWorker* w : {&a, &b, &d}) w->set_execute_error(grpc::StatusCode::RESOURCE_EXHAUSTED);
+  auto c = Make({&a, &b, &d});
+  absl::StatusOr<v1::RunResponse> r = c->Run(Request(1));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(r.status().message(), HasSubstr("told to fail"));
+  EXPECT_EQ(a.executions() + b.executions() + d.executions(), 2);  // retried once, no more
+  for (FakeWorker* w : {&a, &b, &d}) {
+    EXPECT_EQ(Find(c->ListWorkers(), w->address())->health(), "up");
+  }
+}
+
+TEST_F(CoordinatorTest, APlanThatKillsTwoWorkersIsQuarantined) {
+  FakeWorker a("a"), b("b"), d("d");
+  for (FakeWorker* w : {&a, &b}) w->set_hold(true);
+  d.set_slots(1);
+  auto c = Make({&a, &b});
+  // The plan "kills" each worker it runs on: the worker goes away while executing it.
+  std::thread killer([&] {
+    for (int killed = 0; killed < 2;) {
+      for (FakeWorker* w : {&a, &b}) {
+        if (w->waiting() > 0) {
+          w->Kill();
+          ++killed;
+        }
+      }
+      absl::SleepFor(absl::Milliseconds(2));
+    }
+  });
+  absl::StatusOr<v1::RunResponse> r = c->Run(Request(1));
+  killer.join();
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable) << r.status();
+  const std::string plan_id = Sha256Digest(SerializeDeterministic(Request(1).graph()));
+  std::optional<std::string> why = c->Quarantined(plan_id);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_THAT(*why, HasSubstr("a (" + a.address() + ")"));
+  // A healthy worker joins; the plan is refused before it reaches it, other plans run.
+  ASSERT_TRUE(c->AddWorker(d.address(), "flag").ok());
+  c->ProbeNow();
+  r = c->Run(Request(2));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(r.status().message(), HasSubstr("is quarantined"));
+  EXPECT_EQ(d.executions(), 0);
+  r = c->Run(Request(2, "", OneNode(R"pb(name: "other" op_type: "Relu")pb")));
+  EXPECT_TRUE(r.ok()) << r.status();
+}
+
+TEST_F(CoordinatorTest, QuarantineEnds) {
+  options_.quarantine = absl::Milliseconds(100);
+  options_.deaths_to_quarantine = 1;
+  FakeWorker a("a"), b("b");
+  a.set_hold(true);
+  auto c = Make({&a, &b});
+  std::thread killer([&] {
+    while (a.waiting() < 1) absl::SleepFor(absl::Milliseconds(2));
+    a.Kill();
+  });
+  EXPECT_TRUE(c->Run(Request(1)).ok());  // retried on b, which survives
+  killer.join();
+  absl::StatusOr<v1::RunResponse> r = c->Run(Request(1));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
+  absl::SleepFor(absl::Milliseconds(150));
+  EXPECT_TRUE(c->Run(Request(1)).ok());
 }
 
 }  // namespace

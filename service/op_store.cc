@@ -33,6 +33,17 @@ OpStore::OpStore(const OpRegistry* builtins, OpStoreOptions options)
   if (!options_.compiler) options_.compiler = RuleLanguageCompiler(builtins_);
 }
 
+namespace {
+
+// Serialized bytes of a tenant's descriptors (what the limits count).
+int64_t SourcesBytes(const OpSources& sources) {
+  int64_t bytes = 0;
+  for (const auto& [key, d] : sources) bytes += static_cast<int64_t>(d.ByteSizeLong());
+  return bytes;
+}
+
+}  // namespace
+
 std::string OpStore::PersistenceDescription() const {
   return options_.persistence == nullptr ? "none (in memory only)"
                                          : options_.persistence->Describe();
@@ -44,7 +55,13 @@ OpCheckContext OpStore::CheckContext(const OpSnapshot& snapshot) const {
   context.visible = &snapshot.registry();
   context.existing = &snapshot.sources();
   context.compiler = &options_.compiler;
-  context.limits = &options_.limits;
+  context.limits = options_.limits;
+  if (options_.quotas != nullptr) {
+    const TenantQuota quota = options_.quotas->For(snapshot.tenant());
+    context.limits.max_ops_per_tenant = std::min(context.limits.max_ops_per_tenant, quota.max_ops);
+    context.limits.max_tenant_bytes =
+        std::min(context.limits.max_tenant_bytes, quota.op_store_bytes);
+  }
   return context;
 }
 
@@ -114,8 +131,10 @@ absl::Status OpStore::Commit(const std::string& tenant, const OpSnapshot& curren
     }
   }
   const bool empty = sources.empty();
+  const int64_t delta = SourcesBytes(sources) - SourcesBytes(current.sources());
   auto next = std::make_shared<const OpSnapshot>(tenant, std::move(registry), std::move(sources));
   absl::MutexLock lock(&mu_);
+  total_bytes_ += delta;
   if (empty) {
     tenants_.erase(tenant);
   } else {
@@ -165,6 +184,16 @@ absl::StatusOr<std::vector<std::string>> OpStore::Register(
   OpSources sources = current->sources();
   for (const CheckedOp& op : checked.ops) {
     if (op.kind != CheckedOp::Kind::kUnchanged) sources[op.key] = descriptors[op.index];
+  }
+  {
+    const int64_t growth = SourcesBytes(sources) - SourcesBytes(current->sources());
+    absl::MutexLock lock(&mu_);
+    if (growth > 0 && total_bytes_ + growth > options_.limits.max_total_bytes) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "tenant '", tenant, "' cannot register ops: the server's op store would hold ",
+          total_bytes_ + growth, " bytes of descriptors; at most ",
+          options_.limits.max_total_bytes, " for all tenants together"));
+    }
   }
   if (absl::Status s =
           Commit(std::string(tenant), *current, checked.layer.get(), std::move(sources));
@@ -289,9 +318,11 @@ absl::StatusOr<OpStoreLoadReport> OpStore::Load() {
     std::unique_ptr<OpRegistry> registry = std::move(checked.layer);
     report.ops += static_cast<int>(sources.size());
     ++report.tenants;
+    const int64_t stored_bytes = SourcesBytes(sources);
     auto snapshot =
         std::make_shared<const OpSnapshot>(tenant, std::move(registry), std::move(sources));
     absl::MutexLock lock(&mu_);
+    total_bytes_ += stored_bytes;
     tenants_[tenant] = std::move(snapshot);
   }
   return report;

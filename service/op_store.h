@@ -18,6 +18,7 @@
 #include "service/op_compiler.h"
 #include "service/op_persistence.h"
 #include "service/op_validation.h"
+#include "service/quota.h"
 
 namespace graphopt {
 
@@ -47,6 +48,9 @@ struct OpStoreOptions {
   // Where registered ops are kept across restarts; null: nowhere (in memory only).
   std::shared_ptr<OpPersistence> persistence;
   OpStoreLimits limits;
+  // Per-tenant quotas (max_ops, op_store_bytes) that tighten `limits` for each tenant; null:
+  // `limits` alone. Must outlive the store.
+  const QuotaBook* quotas = nullptr;
 };
 
 // What OpStore::Load found.
@@ -86,7 +90,8 @@ class OpStore {
   // "unchanged my.ops::Bar v1"; with validate_only "valid my.ops::Foo v1" (or "unchanged").
   // Errors: INVALID_ARGUMENT (UNIMPLEMENTED for rules the compiler lacks) naming the first
   // refused descriptor as "ops[i]: op domain::name: ..."; RESOURCE_EXHAUSTED when a new tenant
-  // would exceed max_tenants; the persistence's error (nothing registered) when saving fails.
+  // would exceed max_tenants, the tenant its quota (max_ops, op_store_mb) or all tenants
+  // together max_total_bytes; the persistence's error (nothing registered) when saving fails.
   absl::StatusOr<std::vector<std::string>> Register(
       absl::string_view tenant,
       const google::protobuf::RepeatedPtrField<v1::OpDescriptor>& descriptors, bool validate_only);
@@ -134,6 +139,8 @@ class OpStore {
   mutable absl::Mutex mu_ ABSL_ACQUIRED_AFTER(write_mu_);
   // Tenants with at least one op.
   absl::btree_map<std::string, std::shared_ptr<const OpSnapshot>> tenants_ ABSL_GUARDED_BY(mu_);
+  // Serialized bytes of every tenant's descriptors (OpStoreLimits::max_total_bytes).
+  int64_t total_bytes_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace graphopt

@@ -424,14 +424,41 @@ TEST_F(OpStoreTest, Limits) {
   EXPECT_THAT(std::string(s.message()), HasSubstr("ops[0]: op my.ops::Big: descriptor is "));
   EXPECT_THAT(std::string(s.message()), HasSubstr(" bytes serialized; at most 200"));
   s = Refusal({UnaryOp("A"), UnaryOp("B"), UnaryOp("C")}, &store);
-  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(std::string(s.message()), "the tenant would hold 3 ops; at most 2");
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(std::string(s.message()), "the tenant would hold 3 ops; at most 2 (quota max_ops)");
   s = Refusal({UnaryOp("A"), UnaryOp("B"), UnaryOp("C"), UnaryOp("D")}, &store);
   EXPECT_EQ(std::string(s.message()), "4 op descriptors in one call; at most 3");
   ASSERT_TRUE(store.Register("a", List({UnaryOp("A")}), false).ok());
   s = store.Register("b", List({UnaryOp("A")}), false).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(std::string(s.message()), HasSubstr("already holds ops of 1 tenants"));
+}
+
+TEST_F(OpStoreTest, PerTenantQuotasAndTheStoreTotal) {
+  absl::StatusOr<QuotaTable> parsed = QuotaTable::Parse("tiny max_ops=1", TenantQuota{});
+  ASSERT_TRUE(parsed.ok());
+  QuotaBook quotas(*std::move(parsed));
+  OpStoreOptions options;
+  options.quotas = &quotas;
+  OpStore store(&builtins_, options);
+  ASSERT_TRUE(store.Register("tiny", List({UnaryOp("A")}), false).ok());
+  absl::Status s = store.Register("tiny", List({UnaryOp("B")}), false).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("at most 1 (quota max_ops)"));
+  EXPECT_TRUE(store.Register("other", List({UnaryOp("A"), UnaryOp("B")}), false).ok());
+
+  // All tenants together are bounded too.
+  OpStoreOptions bounded;
+  bounded.limits.max_total_bytes = 2 * UnaryOp("A").ByteSizeLong() + 1;
+  OpStore total(&builtins_, bounded);
+  ASSERT_TRUE(total.Register("a", List({UnaryOp("A")}), false).ok());
+  ASSERT_TRUE(total.Register("b", List({UnaryOp("A")}), false).ok());
+  s = total.Register("c", List({UnaryOp("A")}), false).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("for all tenants together"));
+  // Unregistering makes room again.
+  ASSERT_TRUE(total.Unregister("a", Refs({{"my.ops", "A"}})).ok());
+  EXPECT_TRUE(total.Register("c", List({UnaryOp("A")}), false).ok());
 }
 
 TEST_F(OpStoreTest, TenantsAreIsolated) {

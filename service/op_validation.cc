@@ -57,9 +57,9 @@ bool IsIdentifier(absl::string_view s, bool domain) {
 // The checks that need nothing but the descriptor and the builtins; "" when it passes.
 std::string DescriptorProblem(const v1::OpDescriptor& d, const OpCheckContext& context) {
   const int64_t bytes = static_cast<int64_t>(d.ByteSizeLong());
-  if (bytes > context.limits->max_descriptor_bytes) {
+  if (bytes > context.limits.max_descriptor_bytes) {
     return absl::StrCat("descriptor is ", bytes, " bytes serialized; at most ",
-                        context.limits->max_descriptor_bytes);
+                        context.limits.max_descriptor_bytes);
   }
   if (d.name().empty()) return "name is required";
   if (!IsIdentifier(d.name(), false)) {
@@ -218,7 +218,7 @@ OpCheckResult CheckOps(const std::vector<const v1::OpDescriptor*>& call,
                        const OpCheckContext& context) {
   OpCheckResult result;
   result.layer = std::make_unique<OpRegistry>(context.visible);
-  const OpStoreLimits& limits = *context.limits;
+  const OpStoreLimits& limits = context.limits;
   const int n = static_cast<int>(call.size());
   if (n > limits.max_ops_per_call) {
     result.call_error = absl::InvalidArgumentError(
@@ -385,12 +385,13 @@ OpCheckResult CheckOps(const std::vector<const v1::OpDescriptor*>& call,
   int64_t total_bytes = 0;
   for (const auto& [key, source] : final_ops) total_bytes += source->ByteSizeLong();
   if (static_cast<int>(final_ops.size()) > limits.max_ops_per_tenant) {
-    result.call_error = absl::InvalidArgumentError(absl::StrCat(
-        "the tenant would hold ", final_ops.size(), " ops; at most ", limits.max_ops_per_tenant));
+    result.call_error = absl::ResourceExhaustedError(
+        absl::StrCat("the tenant would hold ", final_ops.size(), " ops; at most ",
+                     limits.max_ops_per_tenant, " (quota max_ops)"));
   } else if (total_bytes > limits.max_tenant_bytes) {
-    result.call_error = absl::InvalidArgumentError(
+    result.call_error = absl::ResourceExhaustedError(
         absl::StrCat("the tenant's ops would take ", total_bytes, " bytes serialized; at most ",
-                     limits.max_tenant_bytes));
+                     limits.max_tenant_bytes, " (quota op_store_mb)"));
   }
 
   for (int i = 0; i < n; ++i) {

@@ -27,7 +27,9 @@ struct OpStoreLimits {
   // Serialized size of all of one tenant's descriptors.
   int64_t max_tenant_bytes = int64_t{256} << 20;
   // Tenants with registered ops.
-  int max_tenants = 10000;
+  int max_tenants = 1000;
+  // Serialized size of every tenant's descriptors together.
+  int64_t max_total_bytes = int64_t{1} << 30;
 };
 
 // (domain, name).
@@ -54,7 +56,8 @@ struct OpCheckContext {
   // The tenant's registered ops (their descriptors as registered).
   const OpSources* existing = nullptr;
   const OpCompiler* compiler = nullptr;
-  const OpStoreLimits* limits = nullptr;
+  // The limits for this tenant (the store's, tightened by the tenant's quota).
+  OpStoreLimits limits;
 };
 
 struct OpCheckResult {

@@ -6,11 +6,39 @@
 namespace graphopt {
 
 void StopToken::Cancel(absl::string_view reason) {
+  absl::MutexLock running(&callbacks_running_mu_);
+  std::vector<std::pair<int64_t, std::function<void()>>> callbacks;
   {
     absl::MutexLock lock(&mu_);
     if (reason_.empty()) reason_ = std::string(reason.empty() ? "cancelled" : reason);
+    cancelled_.store(true, std::memory_order_release);
+    callbacks.swap(callbacks_);
   }
-  cancelled_.store(true, std::memory_order_release);
+  for (auto& [id, callback] : callbacks) callback();
+}
+
+int64_t StopToken::AddCallback(std::function<void()> callback) {
+  {
+    absl::MutexLock lock(&mu_);
+    const int64_t id = next_callback_++;
+    if (!cancelled()) {
+      callbacks_.emplace_back(id, std::move(callback));
+      return id;
+    }
+  }
+  callback();
+  return -1;
+}
+
+void StopToken::RemoveCallback(int64_t id) {
+  absl::MutexLock running(&callbacks_running_mu_);
+  absl::MutexLock lock(&mu_);
+  for (auto it = callbacks_.begin(); it != callbacks_.end(); ++it) {
+    if (it->first == id) {
+      callbacks_.erase(it);
+      return;
+    }
+  }
 }
 
 void StopToken::TightenDeadline(absl::Time deadline) {

@@ -3,7 +3,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -33,6 +36,14 @@ class StopToken {
   // cancelled the call", "the server is shutting down"). The first reason is kept.
   void Cancel(absl::string_view reason);
 
+  // Runs `callback` when the token is cancelled (at once when it already is), on the thread
+  // that cancels; for work that waits on something other than this token (a call to a worker
+  // to cancel, a condition to wake). The callback must be quick and must not call back into
+  // the token. Returns an id for RemoveCallback; the callback runs at most once.
+  int64_t AddCallback(std::function<void()> callback);
+  // Forgets a callback; after it returns the callback is not running and will not run.
+  void RemoveCallback(int64_t id);
+
   // Moves the deadline earlier, never later: a server ceiling applied to a client deadline.
   void TightenDeadline(absl::Time deadline);
 
@@ -55,6 +66,10 @@ class StopToken {
   std::atomic<int64_t> deadline_nanos_{kNoDeadline};
   mutable absl::Mutex mu_;
   std::string reason_ ABSL_GUARDED_BY(mu_);
+  int64_t next_callback_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<std::pair<int64_t, std::function<void()>>> callbacks_ ABSL_GUARDED_BY(mu_);
+  // Held while callbacks run, so that RemoveCallback can wait for a running one.
+  absl::Mutex callbacks_running_mu_ ABSL_ACQUIRED_BEFORE(mu_);
 };
 
 // Check() of a token that may be null (work started without one never stops).

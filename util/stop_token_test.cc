@@ -58,5 +58,20 @@ TEST(StopTokenTest, CancelFromAnotherThreadIsSeen) {
   EXPECT_TRUE(token.ShouldStop());
 }
 
+TEST(StopTokenTest, CallbacksRunOnceOnCancelAndNotAfterRemoval) {
+  StopToken token;
+  int a = 0, b = 0;
+  token.AddCallback([&] { ++a; });
+  const int64_t id_b = token.AddCallback([&] { ++b; });
+  token.RemoveCallback(id_b);
+  token.Cancel("x");
+  token.Cancel("y");
+  EXPECT_EQ(a, 1);
+  EXPECT_EQ(b, 0);
+  int c = 0;
+  token.AddCallback([&] { ++c; });  // already cancelled: runs at once
+  EXPECT_EQ(c, 1);
+}
+
 }  // namespace
 }  // namespace graphopt

@@ -4,57 +4,83 @@
 #include <utility>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
-#include "server/grpc_status.h"
-#include "server/optimizer_service.h"
 
 namespace graphopt {
 
-grpc::Status CoordinatorService::Run(grpc::ServerContext* context, const v1::RunRequest* request,
-                                     v1::RunResponse* response) {
-  const absl::Time start = absl::Now();
-  // Quoted and cut: the id is the caller's text.
-  const std::string id = absl::CHexEscape(request->request_id().substr(0, 80));
-  absl::StatusOr<std::string> tenant = TenantOf(*context);
-  absl::StatusOr<v1::RunResponse> result =
-      tenant.ok()
-          // gRPC's synchronous handler owns `*request` and does not read it after this call:
-          // the graph and inputs are moved, not copied.
-          ? coordinator_->Run(std::move(*const_cast<v1::RunRequest*>(request)), *tenant,
-                              absl::FromChrono(context->deadline()))
-          : absl::StatusOr<v1::RunResponse>(tenant.status());
-  const double ms = absl::ToDoubleMilliseconds(absl::Now() - start);
-  if (!result.ok()) {
-    logger_->warn("Run peer={} request_id='{}' duration_ms={:.1f} status={}: {}", context->peer(),
-                  id, ms, absl::StatusCodeToString(result.status().code()),
-                  std::string(result.status().message()));
-    return ToGrpcStatus(result.status());
+CoordinatorService::CoordinatorService(Coordinator* coordinator, RpcEnvironment* env,
+                                       WorkQueue* run_queue)
+    : coordinator_(coordinator), env_(env) {
+  if (run_queue == nullptr) {
+    owned_run_queue_ = std::make_unique<WorkQueue>(WorkQueue::Options{"run", 16, 64});
+    run_queue = owned_run_queue_.get();
   }
-  logger_->info(
-      "Run peer={} tenant={} request_id='{}' plan={} worker={} ({}) attempts={} loaded={} "
-      "replayed={} duration_ms={:.1f} status=OK",
-      context->peer(), *tenant, id, result->plan_id(), result->worker_address(),
-      result->worker_id(), result->attempts(), result->loaded_plan(), result->replayed(), ms);
-  *response = *std::move(result);
-  return grpc::Status::OK;
+  run_policy_ = {"Run", Access::kTenant, run_queue, true};
+  register_policy_ = {"RegisterWorker", Access::kClusterPeer, nullptr, false};
+  list_policy_ = {"ListWorkers", Access::kAdmin, nullptr, false};
 }
 
-grpc::Status CoordinatorService::RegisterWorker(grpc::ServerContext* context,
-                                                const v1::RegisterWorkerRequest* request,
-                                                v1::RegisterWorkerResponse* response) {
-  if (absl::Status s = coordinator_->Register(*request); !s.ok()) {
-    logger_->warn("RegisterWorker peer={} status={}", context->peer(), s.ToString());
-    return ToGrpcStatus(s);
-  }
-  response->set_heartbeat_interval_ms(
-      absl::ToInt64Milliseconds(coordinator_->options().heartbeat_interval));
-  return grpc::Status::OK;
+CoordinatorService::CoordinatorService(Coordinator* coordinator,
+                                       std::shared_ptr<spdlog::logger> logger)
+    : CoordinatorService(coordinator, nullptr, nullptr) {
+  owned_env_ = std::make_unique<RpcEnvironment>(InsecureHeaderAuthenticator, nullptr,
+                                                std::move(logger), absl::InfiniteDuration());
+  env_ = owned_env_.get();
 }
 
-grpc::Status CoordinatorService::ListWorkers(grpc::ServerContext*, const v1::ListWorkersRequest*,
-                                             v1::ListWorkersResponse* response) {
-  *response = coordinator_->ListWorkers();
-  return grpc::Status::OK;
+CoordinatorService::~CoordinatorService() {
+  if (owned_run_queue_ != nullptr) owned_run_queue_->Shutdown();
+  owned_run_queue_.reset();
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::Run(grpc::CallbackServerContext* context,
+                                                  const v1::RunRequest* request,
+                                                  v1::RunResponse* response) {
+  return ServeUnary(*env_, context, run_policy_, [this, request, response](CallState& call) {
+    // Quoted and cut: the id is the caller's text.
+    const std::string id = absl::CHexEscape(request->request_id().substr(0, 80));
+    // gRPC owns `*request` until the call is finished and does not read it: the graph and
+    // inputs are moved, not copied.
+    absl::StatusOr<v1::RunResponse> result = coordinator_->Run(
+        std::move(*const_cast<v1::RunRequest*>(request)), call.tenant(), &call.stop());
+    if (!result.ok()) {
+      call.log_fields() = absl::StrCat("request_id='", id, "'");
+      return result.status();
+    }
+    call.log_fields() = absl::StrCat(
+        "request_id='", id, "' plan=", result->plan_id(), " worker=", result->worker_address(),
+        " (", result->worker_id(), ") attempts=", result->attempts(),
+        " loaded=", result->loaded_plan(), " replayed=", result->replayed());
+    *response = *std::move(result);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::RegisterWorker(
+    grpc::CallbackServerContext* context, const v1::RegisterWorkerRequest* request,
+    v1::RegisterWorkerResponse* response) {
+  return ServeUnary(*env_, context, register_policy_, [this, request, response](CallState& call) {
+    call.log_fields() = absl::StrCat("address='", absl::CHexEscape(request->address().substr(0, 100)),
+                                     "' worker_id='",
+                                     absl::CHexEscape(request->worker_id().substr(0, 100)), "'");
+    if (absl::Status s = coordinator_->Register(*request, call.caller().credential); !s.ok()) {
+      return s;
+    }
+    response->set_heartbeat_interval_ms(
+        absl::ToInt64Milliseconds(coordinator_->options().heartbeat_interval));
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::ListWorkers(grpc::CallbackServerContext* context,
+                                                          const v1::ListWorkersRequest*,
+                                                          v1::ListWorkersResponse* response) {
+  return ServeUnary(*env_, context, list_policy_, [this, response](CallState& call) {
+    *response = coordinator_->ListWorkers();
+    call.log_fields() = absl::StrCat("workers=", response->workers_size());
+    return absl::OkStatus();
+  });
 }
 
 }  // namespace graphopt

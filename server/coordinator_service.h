@@ -5,35 +5,49 @@
 
 #include "grpcpp/grpcpp.h"
 #include "proto/coordinator.grpc.pb.h"
+#include "server/rpc_call.h"
+#include "server/work_queue.h"
 #include "service/coordinator.h"
 #include "spdlog/logger.h"
 
 namespace graphopt {
 
-// The graphopt.v1.Coordinator gRPC service: a thin adapter over graphopt::Coordinator. Run is
-// on behalf of the tenant of the "graphopt-tenant" metadata (as GraphOptimizer's calls are), with
-// the caller's deadline; absl::Status results become gRPC statuses here. Every Run is logged
-// with its peer, request id, plan, worker, attempts, duration and status. Thread-safe.
-class CoordinatorService final : public v1::Coordinator::Service {
+// The graphopt.v1.Coordinator gRPC service (callback API): a thin adapter over
+// graphopt::Coordinator, served through ServeUnary (server/rpc_call.h).
+//
+// Run needs a tenant credential and runs on the run queue with the call's stop token (the
+// client's deadline and cancellation reach the worker); RegisterWorker needs the cluster
+// identity (a worker certificate) and ListWorkers an admin credential; both are answered on
+// gRPC's thread. Every call is logged with its peer, tenant, duration and status; Run also with
+// its request id, plan, worker and attempts.
+class CoordinatorService final : public v1::Coordinator::CallbackService {
  public:
-  // `coordinator` must outlive the service; `logger` must not be null.
-  CoordinatorService(Coordinator* coordinator, std::shared_ptr<spdlog::logger> logger)
-      : coordinator_(coordinator), logger_(std::move(logger)) {}
+  // `coordinator`, `env` and `run_queue` must outlive the service.
+  CoordinatorService(Coordinator* coordinator, RpcEnvironment* env, WorkQueue* run_queue);
+  // For tests and single-user setups: the tenant from the "graphopt-tenant" metadata, every
+  // caller admin and cluster peer, no quotas, a run queue of its own.
+  CoordinatorService(Coordinator* coordinator, std::shared_ptr<spdlog::logger> logger);
+  ~CoordinatorService() override;
 
   CoordinatorService(const CoordinatorService&) = delete;
   CoordinatorService& operator=(const CoordinatorService&) = delete;
 
-  grpc::Status Run(grpc::ServerContext* context, const v1::RunRequest* request,
-                   v1::RunResponse* response) override;
-  grpc::Status RegisterWorker(grpc::ServerContext* context,
-                              const v1::RegisterWorkerRequest* request,
-                              v1::RegisterWorkerResponse* response) override;
-  grpc::Status ListWorkers(grpc::ServerContext* context, const v1::ListWorkersRequest* request,
-                           v1::ListWorkersResponse* response) override;
+  grpc::ServerUnaryReactor* Run(grpc::CallbackServerContext* context,
+                                const v1::RunRequest* request,
+                                v1::RunResponse* response) override;
+  grpc::ServerUnaryReactor* RegisterWorker(grpc::CallbackServerContext* context,
+                                           const v1::RegisterWorkerRequest* request,
+                                           v1::RegisterWorkerResponse* response) override;
+  grpc::ServerUnaryReactor* ListWorkers(grpc::CallbackServerContext* context,
+                                        const v1::ListWorkersRequest* request,
+                                        v1::ListWorkersResponse* response) override;
 
  private:
   Coordinator* coordinator_;
-  std::shared_ptr<spdlog::logger> logger_;
+  std::unique_ptr<RpcEnvironment> owned_env_;
+  std::unique_ptr<WorkQueue> owned_run_queue_;
+  RpcEnvironment* env_;
+  MethodPolicy run_policy_, register_policy_, list_policy_;
 };
 
 }  // namespace graphopt

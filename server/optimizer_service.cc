@@ -2,7 +2,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <iterator>
 #include <memory>
 #include <string>
 #include <utility>
@@ -13,25 +12,14 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
 #include "server/grpc_status.h"
 #include "service/blob_store.h"
 #include "service/digest.h"
-#include "service/tenant.h"
 
 namespace graphopt {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double MillisecondsSince(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-// "OK" or "INVALID_ARGUMENT: node 'n3' (Add): ...".
-std::string StatusText(const absl::Status& status) {
-  if (status.ok()) return "OK";
-  return absl::StatusCodeToString(status.code()) + ": " + std::string(status.message());
-}
 
 double MiBPerSecond(int64_t bytes, double milliseconds) {
   return milliseconds > 0 ? static_cast<double>(bytes) / (1 << 20) / (milliseconds / 1000) : 0;
@@ -46,262 +34,33 @@ std::string QuotedDigest(absl::string_view digest) {
 
 constexpr char kNoBlobStore[] = "this server keeps no blob store (--blob_store_mb=0)";
 
-// The tenant for a log line: the metadata value as sent (escaped, cut), or "default".
-std::string TenantForLog(const grpc::ServerContext& context) {
-  auto [begin, end] = context.client_metadata().equal_range(kTenantMetadataKey);
-  if (begin == end) return kDefaultTenant;
-  constexpr size_t kMaxShown = 80;
-  const absl::string_view value(begin->second.data(), begin->second.size());
-  return absl::StrCat("'", absl::CHexEscape(value.substr(0, kMaxShown)),
-                      value.size() > kMaxShown ? "...'" : "'");
-}
+// The state machine of one PutBlobs stream, without gRPC: chunks in, blobs committed into the
+// tenant's namespace as they complete.
+class BlobStreamReceiver {
+ public:
+  BlobStreamReceiver(BlobStore* blobs, std::string tenant, const BlobRpcLimits& limits,
+                     spdlog::logger& logger, std::string peer, v1::PutBlobsResponse* response)
+      : blobs_(blobs),
+        tenant_(std::move(tenant)),
+        limits_(limits),
+        logger_(logger),
+        peer_(std::move(peer)),
+        response_(response) {}
 
-}  // namespace
-
-absl::StatusOr<std::string> TenantOf(const grpc::ServerContext& context) {
-  auto [begin, end] = context.client_metadata().equal_range(kTenantMetadataKey);
-  if (begin == end) return std::string(kDefaultTenant);
-  if (std::next(begin) != end) {
-    return absl::InvalidArgumentError(absl::StrCat("metadata \"", kTenantMetadataKey,
-                                                   "\" is given more than once"));
-  }
-  std::string tenant(begin->second.data(), begin->second.size());
-  if (absl::Status s = ValidateTenantName(tenant); !s.ok()) return s;
-  return tenant;
-}
-
-OptimizerService::OptimizerService(const Optimizer* optimizer,
-                                   std::shared_ptr<spdlog::logger> logger, BlobStore* blobs,
-                                   BlobRpcLimits blob_limits)
-    : optimizer_(optimizer),
-      logger_(std::move(logger)),
-      blobs_(blobs),
-      blob_limits_(blob_limits) {}
-
-grpc::Status OptimizerService::Optimize(grpc::ServerContext* context,
-                                        const v1::OptimizeRequest* request,
-                                        v1::OptimizeResponse* response) {
-  const Clock::time_point start = Clock::now();
-  const bool onnx_in = !request->onnx_model().empty();
-  const char* format = onnx_in ? "onnx" : "graph";
-  // Node counts of an ONNX request are only known once imported: taken from the reports.
-  int nodes_in = onnx_in ? -1 : request->graph().nodes_size();
-  const int request_ops = request->ops_size();
-  absl::StatusOr<std::string> tenant = TenantOf(*context);
-  // gRPC's synchronous handler owns `*request` (a non-const object it destroys after this
-  // method returns without reading it again), so moving the graph out instead of copying it
-  // is safe and halves the peak memory of a large request.
-  absl::StatusOr<v1::OptimizeResponse> result =
-      tenant.ok() ? optimizer_->Optimize(std::move(*const_cast<v1::OptimizeRequest*>(request)),
-                                         *tenant)
-                  : absl::StatusOr<v1::OptimizeResponse>(tenant.status());
-  const absl::Status status = result.status();
-  int nodes_out = -1;
-  if (result.ok()) {
-    *response = *std::move(result);
-    if (response->reports_size() > 0) {
-      nodes_in = static_cast<int>(response->reports(0).nodes_before());
-      nodes_out = static_cast<int>(response->reports(response->reports_size() - 1).nodes_after());
-    } else {
-      nodes_out = response->onnx_model().empty() ? response->graph().nodes_size() : nodes_in;
-    }
-  }
-  const double ms = MillisecondsSince(start);
-  if (status.ok()) {
-    logger_->info(
-        "Optimize peer={} tenant={} format={} request_ops={} nodes={}->{} passes={} "
-        "duration_ms={:.1f} status=OK",
-        context->peer(), *tenant, format, request_ops, nodes_in, nodes_out,
-        response->reports_size(), ms);
-  } else {
-    logger_->warn(
-        "Optimize peer={} tenant={} format={} request_ops={} nodes_in={} duration_ms={:.1f} "
-        "status={}",
-        context->peer(), TenantForLog(*context), format, request_ops, nodes_in, ms,
-        StatusText(status));
-  }
-  return ToGrpcStatus(status);
-}
-
-grpc::Status OptimizerService::ListPasses(grpc::ServerContext* context,
-                                          const v1::ListPassesRequest* /*request*/,
-                                          v1::ListPassesResponse* response) {
-  const Clock::time_point start = Clock::now();
-  absl::StatusOr<std::string> tenant = TenantOf(*context);
-  if (!tenant.ok()) {
-    logger_->warn("ListPasses peer={} tenant={} status={}", context->peer(),
-                  TenantForLog(*context), StatusText(tenant.status()));
-    return ToGrpcStatus(tenant.status());
-  }
-  *response = optimizer_->ListPasses();
-  logger_->info("ListPasses peer={} tenant={} passes={} duration_ms={:.1f} status=OK",
-                context->peer(), *tenant, response->passes_size(), MillisecondsSince(start));
-  return grpc::Status::OK;
-}
-
-grpc::Status OptimizerService::ListOps(grpc::ServerContext* context,
-                                       const v1::ListOpsRequest* request,
-                                       v1::ListOpsResponse* response) {
-  const Clock::time_point start = Clock::now();
-  absl::StatusOr<std::string> tenant = TenantOf(*context);
-  if (!tenant.ok()) {
-    logger_->warn("ListOps peer={} tenant={} status={}", context->peer(), TenantForLog(*context),
-                  StatusText(tenant.status()));
-    return ToGrpcStatus(tenant.status());
-  }
-  *response = optimizer_->ListOps(*request, *tenant);
-  logger_->info(
-      "ListOps peer={} tenant={} domain='{}' name='{}' registered_only={} ops={} "
-      "duration_ms={:.1f} status=OK",
-      context->peer(), *tenant, absl::CHexEscape(request->domain()),
-      absl::CHexEscape(request->name()), request->registered_only(), response->ops_size(),
-      MillisecondsSince(start));
-  return grpc::Status::OK;
-}
-
-grpc::Status OptimizerService::RegisterOps(grpc::ServerContext* context,
-                                           const v1::RegisterOpsRequest* request,
-                                           v1::RegisterOpsResponse* response) {
-  const Clock::time_point start = Clock::now();
-  absl::StatusOr<std::string> tenant = TenantOf(*context);
-  absl::StatusOr<v1::RegisterOpsResponse> result =
-      tenant.ok() ? optimizer_->RegisterOps(*request, *tenant)
-                  : absl::StatusOr<v1::RegisterOpsResponse>(tenant.status());
-  const double ms = MillisecondsSince(start);
-  if (result.ok()) {
-    *response = *std::move(result);
-    // One line per registered or changed op, so the log tells who registered what.
-    for (const std::string& line : response->results()) {
-      if (!absl::StartsWith(line, "unchanged")) {
-        logger_->info("RegisterOps peer={} tenant={} {}", context->peer(), *tenant, line);
-      }
-    }
-    logger_->info(
-        "RegisterOps peer={} tenant={} ops={} validate_only={} duration_ms={:.1f} status=OK",
-        context->peer(), *tenant, request->ops_size(), request->validate_only(), ms);
-  } else {
-    logger_->warn(
-        "RegisterOps peer={} tenant={} ops={} validate_only={} duration_ms={:.1f} status={}",
-        context->peer(), TenantForLog(*context), request->ops_size(), request->validate_only(),
-        ms, StatusText(result.status()));
-  }
-  return ToGrpcStatus(result.status());
-}
-
-grpc::Status OptimizerService::UnregisterOps(grpc::ServerContext* context,
-                                             const v1::UnregisterOpsRequest* request,
-                                             v1::UnregisterOpsResponse* response) {
-  const Clock::time_point start = Clock::now();
-  absl::StatusOr<std::string> tenant = TenantOf(*context);
-  absl::StatusOr<v1::UnregisterOpsResponse> result =
-      tenant.ok() ? optimizer_->UnregisterOps(*request, *tenant)
-                  : absl::StatusOr<v1::UnregisterOpsResponse>(tenant.status());
-  const double ms = MillisecondsSince(start);
-  if (result.ok()) {
-    *response = *std::move(result);
-    for (const std::string& line : response->unregistered()) {
-      logger_->info("UnregisterOps peer={} tenant={} {}", context->peer(), *tenant, line);
-    }
-    logger_->info("UnregisterOps peer={} tenant={} ops={} duration_ms={:.1f} status=OK",
-                  context->peer(), *tenant, request->ops_size(), ms);
-  } else {
-    logger_->warn("UnregisterOps peer={} tenant={} ops={} duration_ms={:.1f} status={}",
-                  context->peer(), TenantForLog(*context), request->ops_size(), ms,
-                  StatusText(result.status()));
-  }
-  return ToGrpcStatus(result.status());
-}
-
-grpc::Status OptimizerService::HasBlobs(grpc::ServerContext* context,
-                                        const v1::HasBlobsRequest* request,
-                                        v1::HasBlobsResponse* response) {
-  const Clock::time_point start = Clock::now();
-  absl::StatusOr<std::string> tenant = TenantOf(*context);
-  absl::Status status = tenant.status();
-  if (!status.ok()) {
-    // Refused before anything else.
-  } else if (blobs_ == nullptr) {
-    status = absl::UnimplementedError(kNoBlobStore);
-  } else if (request->digests_size() > blob_limits_.max_digests_per_request) {
-    status = absl::InvalidArgumentError(absl::StrCat(
-        "HasBlobs names ", request->digests_size(), " digests; at most ",
-        blob_limits_.max_digests_per_request, " per request"));
-  } else {
-    for (int i = 0; i < request->digests_size(); ++i) {
-      if (!IsBlobDigest(request->digests(i))) {
-        status = absl::InvalidArgumentError(absl::StrCat(
-            "digests[", i, "]: ", QuotedDigest(request->digests(i)),
-            " is not a blob digest (expected sha256:<64 lowercase hex digits>)"));
-        break;
-      }
-    }
-  }
-  if (status.ok()) {
-    const std::vector<absl::string_view> digests(request->digests().begin(),
-                                                 request->digests().end());
-    std::vector<std::string> missing = blobs_->Missing(digests);
-    response->mutable_missing()->Reserve(static_cast<int>(missing.size()));
-    for (std::string& digest : missing) response->add_missing(std::move(digest));
-    response->set_free_bytes(blobs_->free_bytes());
-    logger_->info("HasBlobs peer={} tenant={} digests={} missing={} free_mib={:.1f} "
-                  "duration_ms={:.1f} status=OK",
-                  context->peer(), *tenant, request->digests_size(), response->missing_size(),
-                  static_cast<double>(response->free_bytes()) / (1 << 20),
-                  MillisecondsSince(start));
-  } else {
-    logger_->warn("HasBlobs peer={} tenant={} digests={} duration_ms={:.1f} status={}",
-                  context->peer(), TenantForLog(*context), request->digests_size(),
-                  MillisecondsSince(start), StatusText(status));
-  }
-  return ToGrpcStatus(status);
-}
-
-grpc::Status OptimizerService::PutBlobs(grpc::ServerContext* context,
-                                        grpc::ServerReader<v1::BlobChunk>* reader,
-                                        v1::PutBlobsResponse* response) {
-  const Clock::time_point start = Clock::now();
-  absl::StatusOr<std::string> tenant = TenantOf(*context);
-  absl::Status status = !tenant.ok()         ? tenant.status()
-                        : blobs_ == nullptr ? absl::UnimplementedError(kNoBlobStore)
-                                            : ReceiveBlobs(*context, *reader, *response);
-  const double ms = MillisecondsSince(start);
-  if (status.ok()) {
-    logger_->info("PutBlobs peer={} tenant={} blobs={} bytes={} duration_ms={:.1f} "
-                  "mib_per_s={:.1f} status=OK",
-                  context->peer(), *tenant, response->stored_size(), response->bytes_received(), ms,
-                  MiBPerSecond(response->bytes_received(), ms));
-  } else {
-    logger_->warn("PutBlobs peer={} tenant={} blobs_stored={} bytes={} duration_ms={:.1f} "
-                  "status={}",
-                  context->peer(), TenantForLog(*context), response->stored_size(),
-                  response->bytes_received(), ms, StatusText(status));
-  }
-  return ToGrpcStatus(status);
-}
-
-absl::Status OptimizerService::ReceiveBlobs(grpc::ServerContext& context,
-                                            grpc::ServerReader<v1::BlobChunk>& reader,
-                                            v1::PutBlobsResponse& response) {
-  // The blob being received; null between blobs.
-  std::unique_ptr<BlobWriter> writer;
-  Clock::time_point blob_start;
-  int blobs_started = 0;
-  int64_t chunk_index = -1;
-  v1::BlobChunk chunk;
-  while (reader.Read(&chunk)) {
-    ++chunk_index;
-    if (writer == nullptr) {
+  absl::Status Consume(const v1::BlobChunk& chunk) {
+    ++chunk_index_;
+    if (writer_ == nullptr) {
       if (chunk.digest().empty()) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "chunk ", chunk_index, ": a blob's first chunk must carry its digest and total_size",
-            response.stored_size() > 0
-                ? absl::StrCat(" (blob ", response.stored(response.stored_size() - 1),
+            "chunk ", chunk_index_, ": a blob's first chunk must carry its digest and total_size",
+            response_->stored_size() > 0
+                ? absl::StrCat(" (blob ", response_->stored(response_->stored_size() - 1),
                                " was already complete)")
                 : ""));
       }
       if (!IsBlobDigest(chunk.digest())) {
         return absl::InvalidArgumentError(
-            absl::StrCat("chunk ", chunk_index, ": ", QuotedDigest(chunk.digest()),
+            absl::StrCat("chunk ", chunk_index_, ": ", QuotedDigest(chunk.digest()),
                          " is not a blob digest (expected sha256:<64 lowercase hex digits>)"));
       }
       if (chunk.total_size() < 0) {
@@ -309,62 +68,374 @@ absl::Status OptimizerService::ReceiveBlobs(grpc::ServerContext& context,
                                                        ": negative total_size ",
                                                        chunk.total_size()));
       }
-      if (blobs_started == blob_limits_.max_blobs_per_upload) {
+      if (blobs_started_ == limits_.max_blobs_per_upload) {
         return absl::InvalidArgumentError(
-            absl::StrCat("blob ", chunk.digest(), ": more than ",
-                         blob_limits_.max_blobs_per_upload, " blobs in one PutBlobs call"));
+            absl::StrCat("blob ", chunk.digest(), ": more than ", limits_.max_blobs_per_upload,
+                         " blobs in one PutBlobs call"));
       }
       absl::StatusOr<std::unique_ptr<BlobWriter>> started =
-          blobs_->StartWrite(chunk.digest(), chunk.total_size());
+          blobs_->StartWrite(tenant_, chunk.digest(), chunk.total_size());
       if (!started.ok()) return started.status();
-      writer = *std::move(started);
-      blob_start = Clock::now();
-      ++blobs_started;
+      writer_ = *std::move(started);
+      blob_start_ = absl::Now();
+      ++blobs_started_;
     } else {
-      if (!chunk.digest().empty() && chunk.digest() != writer->digest()) {
+      if (!chunk.digest().empty() && chunk.digest() != writer_->digest()) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "blob ", writer->digest(), ": blob ", QuotedDigest(chunk.digest()),
-            " started at byte ", writer->received(), " of ", writer->total_size(),
-            " (chunk ", chunk_index, "); a blob must be complete before the next one starts"));
+            "blob ", writer_->digest(), ": blob ", QuotedDigest(chunk.digest()),
+            " started at byte ", writer_->received(), " of ", writer_->total_size(), " (chunk ",
+            chunk_index_, "); a blob must be complete before the next one starts"));
       }
-      if (chunk.total_size() != 0 && chunk.total_size() != writer->total_size()) {
+      if (chunk.total_size() != 0 && chunk.total_size() != writer_->total_size()) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "blob ", writer->digest(), ": chunk ", chunk_index, " at byte ", writer->received(),
-            " says total_size ", chunk.total_size(), ", the blob's first chunk said ",
-            writer->total_size()));
+            "blob ", writer_->digest(), ": chunk ", chunk_index_, " at byte ",
+            writer_->received(), " says total_size ", chunk.total_size(),
+            ", the blob's first chunk said ", writer_->total_size()));
       }
     }
-    if (absl::Status status = writer->Append(chunk.data()); !status.ok()) {
+    if (absl::Status status = writer_->Append(chunk.data()); !status.ok()) {
       return absl::Status(status.code(),
-                          absl::StrCat(status.message(), " in chunk ", chunk_index));
+                          absl::StrCat(status.message(), " in chunk ", chunk_index_));
     }
-    response.set_bytes_received(response.bytes_received() +
-                                static_cast<int64_t>(chunk.data().size()));
-    if (!writer->complete()) continue;
-    const bool skipped = writer->skipping();
-    if (absl::Status status = writer->Commit(); !status.ok()) return status;
-    const double ms = MillisecondsSince(blob_start);
-    logger_->info("PutBlobs peer={} blob={} bytes={} {} duration_ms={:.1f} mib_per_s={:.1f}",
-                  context.peer(), writer->digest(), writer->total_size(),
-                  skipped ? "already_present" : "stored", ms,
-                  MiBPerSecond(writer->total_size(), ms));
-    response.add_stored(writer->digest());
-    writer.reset();
+    response_->set_bytes_received(response_->bytes_received() +
+                                  static_cast<int64_t>(chunk.data().size()));
+    if (!writer_->complete()) return absl::OkStatus();
+    const bool skipped = writer_->skipping();
+    if (absl::Status status = writer_->Commit(); !status.ok()) return status;
+    const double ms = absl::ToDoubleMilliseconds(absl::Now() - blob_start_);
+    logger_.info("PutBlobs peer={} tenant={} blob={} bytes={} {} duration_ms={:.1f} "
+                 "mib_per_s={:.1f}",
+                 peer_, tenant_, writer_->digest(), writer_->total_size(),
+                 skipped ? "already_present" : "stored", ms,
+                 MiBPerSecond(writer_->total_size(), ms));
+    response_->add_stored(writer_->digest());
+    writer_.reset();
+    return absl::OkStatus();
   }
-  if (context.IsCancelled()) {
-    return absl::CancelledError(
-        writer == nullptr
-            ? "the client cancelled the upload"
-            : absl::StrCat("blob ", writer->digest(), ": the client cancelled the upload after ",
-                           writer->received(), " of ", writer->total_size(), " bytes"));
+
+  // The stream ended: by the client (`cancelled` false) or not.
+  absl::Status End(bool cancelled) {
+    if (cancelled) {
+      return absl::CancelledError(
+          writer_ == nullptr
+              ? "the client cancelled the upload"
+              : absl::StrCat("blob ", writer_->digest(),
+                             ": the client cancelled the upload after ", writer_->received(),
+                             " of ", writer_->total_size(), " bytes"));
+    }
+    if (writer_ != nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("blob ", writer_->digest(),
+                                                     ": the stream ended after ",
+                                                     writer_->received(), " of ",
+                                                     writer_->total_size(), " bytes"));
+    }
+    return absl::OkStatus();
   }
-  if (writer != nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("blob ", writer->digest(),
-                                                   ": the stream ended after ",
-                                                   writer->received(), " of ",
-                                                   writer->total_size(), " bytes"));
+
+  // Drops an incomplete blob (its reservation goes back to the store).
+  void Abandon() { writer_.reset(); }
+
+ private:
+  BlobStore* blobs_;
+  const std::string tenant_;
+  const BlobRpcLimits& limits_;
+  spdlog::logger& logger_;
+  const std::string peer_;
+  v1::PutBlobsResponse* response_;
+  // The blob being received; null between blobs.
+  std::unique_ptr<BlobWriter> writer_;
+  absl::Time blob_start_;
+  int blobs_started_ = 0;
+  int64_t chunk_index_ = -1;
+};
+
+}  // namespace
+
+// One PutBlobs stream: admitted like a unary call (ServeUnary's steps), then each chunk is
+// consumed on the upload queue before the next is read, so a stream has at most one chunk in
+// memory and gRPC's threads never hash.
+class OptimizerService::BlobUpload final : public grpc::ServerReadReactor<v1::BlobChunk> {
+ public:
+  BlobUpload(OptimizerService* service, grpc::CallbackServerContext* context,
+             v1::PutBlobsResponse* response)
+      : service_(service), context_(context), response_(response), start_(absl::Now()) {
+    tracked_ = service_->env_->Track(&state_.stop());
   }
-  return absl::OkStatus();
+
+  void Start() {
+    if (!tracked_) return Complete(absl::UnavailableError("the server is shutting down"));
+    absl::Duration retry_after = absl::ZeroDuration();
+    absl::Status status = AdmitCall(*service_->env_, context_, service_->put_blobs_policy_,
+                                    state_, admission_, &retry_after);
+    if (status.ok() && service_->blobs_ == nullptr) status = absl::UnimplementedError(kNoBlobStore);
+    if (status.ok()) {
+      if (service_->uploads_.fetch_add(1) >= service_->blob_limits_.max_uploads) {
+        service_->uploads_.fetch_sub(1);
+        retry_after = absl::Seconds(1);
+        status = absl::ResourceExhaustedError(absl::StrCat(
+            "server busy: ", service_->blob_limits_.max_uploads,
+            " PutBlobs uploads are in progress, the most this server takes at once"));
+      } else {
+        counted_ = true;
+      }
+    }
+    if (!status.ok()) {
+      if (status.code() == absl::StatusCode::kResourceExhausted) AddRetryHint(context_, retry_after);
+      return Complete(status);
+    }
+    receiver_ = std::make_unique<BlobStreamReceiver>(service_->blobs_, state_.tenant(),
+                                                     service_->blob_limits_,
+                                                     service_->env_->logger(), context_->peer(),
+                                                     response_);
+    StartRead(&chunk_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      // The client finished sending, or the call is over (cancelled, deadline).
+      const bool stopped = state_.stop().ShouldStop();
+      absl::Status status = stopped ? state_.stop().Check("PutBlobs") : receiver_->End(false);
+      if (stopped && status.code() == absl::StatusCode::kCancelled) status = receiver_->End(true);
+      return Complete(status);
+    }
+    if (!service_->queues_.upload->TrySubmit([this] { Consume(); })) {
+      // Uploads are counted (max_uploads), each with at most one chunk queued: the queue is
+      // sized for that, so this is a shutdown.
+      Complete(absl::UnavailableError("the server is shutting down"));
+    }
+  }
+
+  void OnCancel() override { state_.stop().Cancel("the client cancelled the upload"); }
+
+  void OnDone() override {
+    service_->env_->Untrack(&state_.stop());
+    delete this;
+  }
+
+ private:
+  void Consume() {
+    absl::Status status = state_.stop().Check("PutBlobs");
+    if (status.ok()) {
+      status = RunGuarded("PutBlobs", [this] { return receiver_->Consume(chunk_); });
+    }
+    chunk_.Clear();
+    if (!status.ok()) return Complete(status);
+    StartRead(&chunk_);
+  }
+
+  void Complete(const absl::Status& status) {
+    if (receiver_ != nullptr) receiver_->Abandon();
+    admission_.Release();
+    if (counted_) service_->uploads_.fetch_sub(1);
+    counted_ = false;
+    const double ms = absl::ToDoubleMilliseconds(absl::Now() - start_);
+    spdlog::logger& logger = service_->env_->logger();
+    if (status.ok()) {
+      logger.info("PutBlobs peer={} tenant={} blobs={} bytes={} duration_ms={:.1f} "
+                  "mib_per_s={:.1f} status=OK",
+                  context_->peer(), state_.tenant(), response_->stored_size(),
+                  response_->bytes_received(), ms, MiBPerSecond(response_->bytes_received(), ms));
+    } else {
+      logger.warn("PutBlobs peer={} tenant={} blobs_stored={} bytes={} duration_ms={:.1f} "
+                  "status={}",
+                  context_->peer(), state_.tenant(), response_->stored_size(),
+                  response_->bytes_received(), ms, StatusText(status));
+    }
+    AddAnswerTrailers(*service_->env_, context_, status);
+    Finish(ToGrpcStatus(status));
+  }
+
+  OptimizerService* const service_;
+  grpc::CallbackServerContext* const context_;
+  v1::PutBlobsResponse* const response_;
+  const absl::Time start_;
+  CallState state_;
+  TenantLimiter::Admission admission_;
+  std::unique_ptr<BlobStreamReceiver> receiver_;
+  v1::BlobChunk chunk_;
+  bool tracked_ = false;
+  bool counted_ = false;
+};
+
+OptimizerService::OptimizerService(const Optimizer* optimizer, RpcEnvironment* env,
+                                   BlobStore* blobs, BlobRpcLimits blob_limits,
+                                   OptimizerQueues queues)
+    : optimizer_(optimizer), env_(env), blobs_(blobs), blob_limits_(blob_limits), queues_(queues) {
+  if (queues_.optimize == nullptr) {
+    owned_optimize_ = std::make_unique<WorkQueue>(WorkQueue::Options{"optimize", 2, 64});
+    queues_.optimize = owned_optimize_.get();
+  }
+  if (queues_.control == nullptr) {
+    owned_control_ = std::make_unique<WorkQueue>(WorkQueue::Options{"control", 1, 64});
+    queues_.control = owned_control_.get();
+  }
+  if (queues_.upload == nullptr) {
+    owned_upload_ = std::make_unique<WorkQueue>(
+        WorkQueue::Options{"upload", 2, std::max(1, blob_limits_.max_uploads)});
+    queues_.upload = owned_upload_.get();
+  }
+  MakePolicies();
+}
+
+OptimizerService::OptimizerService(const Optimizer* optimizer,
+                                   std::shared_ptr<spdlog::logger> logger, BlobStore* blobs,
+                                   BlobRpcLimits blob_limits)
+    : OptimizerService(optimizer,
+                       /*env=*/nullptr, blobs, blob_limits, OptimizerQueues()) {
+  owned_env_ = std::make_unique<RpcEnvironment>(InsecureHeaderAuthenticator, nullptr,
+                                                std::move(logger), absl::InfiniteDuration());
+  env_ = owned_env_.get();
+}
+
+OptimizerService::~OptimizerService() {
+  // The queues' threads may still run work that refers to the service: stop them first.
+  for (auto* q : {owned_optimize_.get(), owned_control_.get(), owned_upload_.get()}) {
+    if (q != nullptr) q->Shutdown();
+  }
+  owned_optimize_.reset();
+  owned_control_.reset();
+  owned_upload_.reset();
+}
+
+void OptimizerService::MakePolicies() {
+  optimize_policy_ = {"Optimize", Access::kTenant, queues_.optimize, true};
+  list_passes_policy_ = {"ListPasses", Access::kTenant, nullptr, false};
+  list_ops_policy_ = {"ListOps", Access::kTenant, nullptr, false};
+  register_policy_ = {"RegisterOps", Access::kTenant, queues_.control, true};
+  unregister_policy_ = {"UnregisterOps", Access::kTenant, queues_.control, true};
+  has_blobs_policy_ = {"HasBlobs", Access::kTenant, nullptr, false};
+  put_blobs_policy_ = {"PutBlobs", Access::kTenant, nullptr, true};
+}
+
+grpc::ServerUnaryReactor* OptimizerService::Optimize(grpc::CallbackServerContext* context,
+                                                     const v1::OptimizeRequest* request,
+                                                     v1::OptimizeResponse* response) {
+  return ServeUnary(*env_, context, optimize_policy_, [this, request,
+                                                       response](CallState& call) {
+    const bool onnx_in = !request->onnx_model().empty();
+    // Node counts of an ONNX request are only known once imported: taken from the reports.
+    int64_t nodes_in = onnx_in ? -1 : request->graph().nodes_size();
+    const int request_ops = request->ops_size();
+    // gRPC owns `*request` until the call is finished and does not read it: moving the graph
+    // out instead of copying it halves the peak memory of a large request.
+    absl::StatusOr<v1::OptimizeResponse> result = optimizer_->Optimize(
+        std::move(*const_cast<v1::OptimizeRequest*>(request)), call.tenant(), &call.stop());
+    int64_t nodes_out = -1;
+    if (result.ok()) {
+      *response = *std::move(result);
+      if (response->reports_size() > 0) {
+        nodes_in = response->reports(0).nodes_before();
+        nodes_out = response->reports(response->reports_size() - 1).nodes_after();
+      } else {
+        nodes_out = response->onnx_model().empty() ? response->graph().nodes_size() : nodes_in;
+      }
+    }
+    call.log_fields() = absl::StrCat("format=", onnx_in ? "onnx" : "graph",
+                                     " request_ops=", request_ops, " nodes=", nodes_in, "->",
+                                     nodes_out, " passes=", response->reports_size());
+    return result.status();
+  });
+}
+
+grpc::ServerUnaryReactor* OptimizerService::ListPasses(grpc::CallbackServerContext* context,
+                                                       const v1::ListPassesRequest* /*request*/,
+                                                       v1::ListPassesResponse* response) {
+  return ServeUnary(*env_, context, list_passes_policy_, [this, response](CallState& call) {
+    *response = optimizer_->ListPasses();
+    call.log_fields() = absl::StrCat("passes=", response->passes_size());
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* OptimizerService::ListOps(grpc::CallbackServerContext* context,
+                                                    const v1::ListOpsRequest* request,
+                                                    v1::ListOpsResponse* response) {
+  return ServeUnary(*env_, context, list_ops_policy_, [this, request, response](CallState& call) {
+    *response = optimizer_->ListOps(*request, call.tenant());
+    call.log_fields() = absl::StrCat(
+        "domain='", absl::CHexEscape(request->domain().substr(0, 100)), "' name='",
+        absl::CHexEscape(request->name().substr(0, 100)),
+        "' registered_only=", request->registered_only(), " ops=", response->ops_size());
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* OptimizerService::RegisterOps(grpc::CallbackServerContext* context,
+                                                        const v1::RegisterOpsRequest* request,
+                                                        v1::RegisterOpsResponse* response) {
+  return ServeUnary(*env_, context, register_policy_, [this, context, request, response](CallState& call) {
+    absl::StatusOr<v1::RegisterOpsResponse> result =
+        optimizer_->RegisterOps(*request, call.tenant());
+    call.log_fields() = absl::StrCat("ops=", request->ops_size(),
+                                     " validate_only=", request->validate_only());
+    if (!result.ok()) return result.status();
+    *response = *std::move(result);
+    // One line per registered or changed op, so the log tells who registered what.
+    for (const std::string& line : response->results()) {
+      if (!absl::StartsWith(line, "unchanged")) {
+        env_->logger().info("RegisterOps peer={} tenant={} {}", context->peer(), call.tenant(),
+                            line);
+      }
+    }
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* OptimizerService::UnregisterOps(grpc::CallbackServerContext* context,
+                                                          const v1::UnregisterOpsRequest* request,
+                                                          v1::UnregisterOpsResponse* response) {
+  return ServeUnary(*env_, context, unregister_policy_,
+                    [this, context, request, response](CallState& call) {
+                      absl::StatusOr<v1::UnregisterOpsResponse> result =
+                          optimizer_->UnregisterOps(*request, call.tenant());
+                      call.log_fields() = absl::StrCat("ops=", request->ops_size());
+                      if (!result.ok()) return result.status();
+                      *response = *std::move(result);
+                      for (const std::string& line : response->unregistered()) {
+                        env_->logger().info("UnregisterOps peer={} tenant={} {}",
+                                            context->peer(), call.tenant(), line);
+                      }
+                      return absl::OkStatus();
+                    });
+}
+
+grpc::ServerUnaryReactor* OptimizerService::HasBlobs(grpc::CallbackServerContext* context,
+                                                     const v1::HasBlobsRequest* request,
+                                                     v1::HasBlobsResponse* response) {
+  return ServeUnary(*env_, context, has_blobs_policy_, [this, request,
+                                                        response](CallState& call) {
+    call.log_fields() = absl::StrCat("digests=", request->digests_size());
+    if (blobs_ == nullptr) return absl::UnimplementedError(kNoBlobStore);
+    if (request->digests_size() > blob_limits_.max_digests_per_request) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "HasBlobs names ", request->digests_size(), " digests; at most ",
+          blob_limits_.max_digests_per_request, " per request"));
+    }
+    for (int i = 0; i < request->digests_size(); ++i) {
+      if (!IsBlobDigest(request->digests(i))) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "digests[", i, "]: ", QuotedDigest(request->digests(i)),
+            " is not a blob digest (expected sha256:<64 lowercase hex digits>)"));
+      }
+    }
+    const std::vector<absl::string_view> digests(request->digests().begin(),
+                                                 request->digests().end());
+    std::vector<std::string> missing = blobs_->Missing(call.tenant(), digests);
+    response->mutable_missing()->Reserve(static_cast<int>(missing.size()));
+    for (std::string& digest : missing) response->add_missing(std::move(digest));
+    response->set_free_bytes(blobs_->free_bytes(call.tenant()));
+    absl::StrAppend(&call.log_fields(), " missing=", response->missing_size(),
+                    absl::StrFormat(" free_mib=%.1f",
+                                    static_cast<double>(response->free_bytes()) / (1 << 20)));
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerReadReactor<v1::BlobChunk>* OptimizerService::PutBlobs(
+    grpc::CallbackServerContext* context, v1::PutBlobsResponse* response) {
+  auto* upload = new BlobUpload(this, context, response);
+  upload->Start();
+  return upload;
 }
 
 }  // namespace graphopt

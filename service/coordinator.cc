@@ -13,6 +13,7 @@
 #include "graph/proto_util.h"
 #include "service/blob_refs.h"
 #include "service/digest.h"
+#include "util/retry_hint.h"
 
 namespace graphopt {
 namespace {
@@ -31,11 +32,21 @@ absl::string_view Domain(absl::string_view domain) {
   return domain == "ai.onnx" ? absl::string_view() : domain;
 }
 
-// Calls that failed because of the worker (dead, stalled, cancelled when marked down), not
-// because of the request: the worker is marked down and the request tried elsewhere.
-bool WorkerFailed(grpc::StatusCode code) {
-  return code == grpc::StatusCode::UNAVAILABLE || code == grpc::StatusCode::DEADLINE_EXCEEDED ||
-         code == grpc::StatusCode::CANCELLED;
+// Trailing metadata of a worker's answers (worker/worker_service.h): present when the worker
+// itself sent the status, absent when the call failed on the way (connection lost, our own
+// deadline); and present when its queue was full.
+constexpr char kOriginKey[] = "graphopt-origin";
+constexpr char kBusyKey[] = "graphopt-busy";
+
+bool HasTrailer(const grpc::ClientContext& context, const char* key) {
+  return context.GetServerTrailingMetadata().count(key) > 0;
+}
+
+// A failed connection attempt: nothing reached the worker, so it cannot have died of the call.
+bool NeverConnected(const grpc::Status& s) {
+  const std::string& m = s.error_message();
+  return m.find("failed to connect") != std::string::npos ||
+         m.find("Connection refused") != std::string::npos;
 }
 
 std::string GrpcError(const grpc::Status& s) {
@@ -79,9 +90,13 @@ struct Coordinator::Pending {
 // cancels the call. A worker already down (or forgotten) gets a call cancelled at once.
 class Coordinator::CallScope {
  public:
-  CallScope(Coordinator* coordinator, const std::string& address)
-      : c_(coordinator), address_(address) {
-    context_.set_deadline(DeadlineIn(c_->options_.call_timeout));
+  // The call's deadline is the caller's, or call_timeout from now when that comes first; the
+  // caller's cancellation cancels the call.
+  CallScope(Coordinator* coordinator, const std::string& address, const StopToken& stop)
+      : c_(coordinator), address_(address), stop_(stop) {
+    context_.set_deadline(absl::ToChronoTime(
+        std::min(absl::Now() + c_->options_.call_timeout, stop.deadline())));
+    callback_ = const_cast<StopToken&>(stop_).AddCallback([this] { context_.TryCancel(); });
     absl::MutexLock lock(&c_->mu_);
     auto it = c_->workers_.find(address_);
     if (it == c_->workers_.end() || it->second.health == Health::kDown || c_->cancelled_) {
@@ -91,6 +106,7 @@ class Coordinator::CallScope {
     it->second.calls.insert(&context_);
   }
   ~CallScope() {
+    const_cast<StopToken&>(stop_).RemoveCallback(callback_);
     absl::MutexLock lock(&c_->mu_);
     auto it = c_->workers_.find(address_);
     if (it != c_->workers_.end()) it->second.calls.erase(&context_);
@@ -103,6 +119,8 @@ class Coordinator::CallScope {
  private:
   Coordinator* const c_;
   const std::string address_;
+  const StopToken& stop_;
+  int64_t callback_ = -1;
   grpc::ClientContext context_;
 };
 
@@ -125,15 +143,19 @@ Coordinator::~Coordinator() {
 absl::Status Coordinator::AddWorker(const std::string& address, const std::string& source) {
   if (absl::Status s = CheckHostPort(address, "worker"); !s.ok()) return s;
   absl::MutexLock lock(&mu_);
-  AddWorkerLocked(address, source);
-  return absl::OkStatus();
+  return AddWorkerLocked(address, source);
 }
 
-void Coordinator::AddWorkerLocked(const std::string& address, const std::string& source) {
+absl::Status Coordinator::AddWorkerLocked(const std::string& address, const std::string& source) {
+  if (!workers_.contains(address) && static_cast<int>(workers_.size()) >= options_.max_workers) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("worker ", address, ": this server already knows ", workers_.size(),
+                     " workers, the most it takes (--max_workers)"));
+  }
   auto [it, inserted] = workers_.try_emplace(address);
   Worker& w = it->second;
   if (source != "flag") w.last_heartbeat = absl::Now();
-  if (!inserted) return;
+  if (!inserted) return absl::OkStatus();
   w.address = address;
   w.source = source;
   grpc::ChannelArguments args;
@@ -143,9 +165,15 @@ void Coordinator::AddWorkerLocked(const std::string& address, const std::string&
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  w.stub = v1::Worker::NewStub(
-      grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+  // Workers are called at their pod address; their certificates name their role instead.
+  if (!options_.worker_tls_name.empty()) args.SetSslTargetNameOverride(options_.worker_tls_name);
+  w.stub = v1::Worker::NewStub(grpc::CreateCustomChannel(
+      address,
+      options_.worker_credentials != nullptr ? options_.worker_credentials
+                                             : grpc::InsecureChannelCredentials(),
+      args));
   logger_->info("coordinator: worker {} added ({})", address, source);
+  return absl::OkStatus();
 }
 
 absl::Status Coordinator::AddDnsName(const std::string& name_and_port) {
@@ -158,15 +186,35 @@ absl::Status Coordinator::AddDnsName(const std::string& name_and_port) {
   return absl::OkStatus();
 }
 
-absl::Status Coordinator::Register(const v1::RegisterWorkerRequest& request) {
+absl::Status Coordinator::Register(const v1::RegisterWorkerRequest& request,
+                                   absl::string_view identity) {
   if (absl::Status s = CheckHostPort(request.address(), "address"); !s.ok()) return s;
   if (request.worker_id().size() > kMaxWorkerIdBytes) {
     return absl::InvalidArgumentError(absl::StrCat("worker_id: ", request.worker_id().size(),
                                                    " bytes, at most ", kMaxWorkerIdBytes));
   }
   absl::MutexLock lock(&mu_);
-  AddWorkerLocked(request.address(), "registered");
+  if (!request.worker_id().empty()) {
+    // One live worker per id: a second process claiming it (a hijack, or two workers started
+    // with the same --worker_id) is refused until the first is down and forgotten or moves.
+    const absl::Time now = absl::Now();
+    for (const auto& [address, other] : workers_) {
+      if (address == request.address() || other.worker_id != request.worker_id()) continue;
+      const bool live = other.health == Health::kUp ||
+                        (other.health == Health::kUnknown &&
+                         now - other.last_heartbeat < options_.forget_after);
+      if (live) {
+        return absl::AlreadyExistsError(absl::StrCat(
+            "worker_id '", request.worker_id(), "' is already taken by the live worker at ",
+            address, other.identity.empty() ? "" : absl::StrCat(" (registered as ",
+                                                                other.identity, ")"),
+            "; each worker needs its own id (--worker_id)"));
+      }
+    }
+  }
+  if (absl::Status s = AddWorkerLocked(request.address(), "registered"); !s.ok()) return s;
   Worker& w = workers_.find(request.address())->second;
+  w.identity = std::string(identity);
   if (!request.worker_id().empty() && w.worker_id != request.worker_id()) {
     if (!w.worker_id.empty()) {
       logger_->info("coordinator: worker {} is now {} (was {})", w.address, request.worker_id(),
@@ -241,6 +289,7 @@ void Coordinator::ResolveDns() {
 void Coordinator::CancelAll() {
   absl::MutexLock lock(&mu_);
   cancelled_ = true;
+  ++slot_generation_;
   for (auto& [address, w] : workers_) {
     for (grpc::ClientContext* call : w.calls) call->TryCancel();
   }
@@ -253,6 +302,8 @@ void Coordinator::MarkDown(Worker& w, const std::string& why) {
   }
   w.health = Health::kDown;
   w.last_error = why;
+  w.probe_misses = 0;
+  ++slot_generation_;  // runs waiting for it must look elsewhere
   // It may come back restarted, with an empty plan cache.
   w.loaded_plans.clear();
   for (grpc::ClientContext* call : w.calls) call->TryCancel();
@@ -307,9 +358,18 @@ void Coordinator::ProbeNow() {
     if (it == workers_.end()) continue;
     Worker& w = it->second;
     if (!p->status.ok()) {
+      // A refused connection is a dead worker; a slow answer may be a moment's stall, so it
+      // takes several in a row.
+      if (p->status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED &&
+          w.health == Health::kUp && ++w.probe_misses < options_.probe_misses_to_down) {
+        logger_->info("coordinator: worker {} ({}) missed a probe ({} in a row)", w.address,
+                      w.worker_id, w.probe_misses);
+        continue;
+      }
       MarkDown(w, absl::StrCat("probe: ", GrpcError(p->status)));
       continue;
     }
+    w.probe_misses = 0;
     v1::DescribeResponse& d = p->response;
     // A worker that restarted since the last probe has lost its plans.
     if (d.instance() != w.description.instance()) w.loaded_plans.clear();
@@ -317,9 +377,11 @@ void Coordinator::ProbeNow() {
       logger_->info("coordinator: worker {} ({}) is up: {} ops, {} plans loaded", w.address,
                     d.worker_id(), d.supported_ops_size(), d.plans_loaded());
     }
+    if (w.health != Health::kUp || w.slots != d.max_concurrent_executions()) ++slot_generation_;
     w.health = Health::kUp;
     w.last_seen = now;
     w.worker_id = d.worker_id();
+    w.slots = d.max_concurrent_executions();
     w.supported_ops.clear();
     for (const std::string& op : d.supported_ops()) w.supported_ops.insert(op);
     w.devices.clear();
@@ -331,9 +393,50 @@ void Coordinator::ProbeNow() {
   }
 }
 
+Coordinator::Worker* Coordinator::ChooseLocked(const Requirements& needs,
+                                              const std::string& plan_id,
+                                              const absl::flat_hash_set<std::string>& tried,
+                                              int64_t ticket) {
+  auto capable = [](const Worker& w, const Requirements& r) {
+    for (const auto& [op, node] : r.ops) {
+      if (!w.supported_ops.contains(op)) return false;
+    }
+    for (const auto& [device, node] : r.devices) {
+      if (!w.devices.contains(device)) return false;
+    }
+    return true;
+  };
+  Worker* best = nullptr;
+  bool best_has_plan = false;
+  for (auto& [address, w] : workers_) {
+    if (w.health != Health::kUp || tried.contains(address) || !capable(w, needs)) continue;
+    if (w.slots > 0 && w.in_flight >= w.slots) continue;
+    // A free slot goes to the Run that has waited longest among those that can use it.
+    bool earlier_wants_it = false;
+    for (auto it = waiters_.begin(); it != waiters_.end() && it->first < ticket; ++it) {
+      if (!it->second.tried->contains(address) && capable(w, *it->second.needs)) {
+        earlier_wants_it = true;
+        break;
+      }
+    }
+    if (earlier_wants_it) continue;
+    // Fewest runs in flight; then one that has the plan; then the fewest runs so far.
+    const bool has_plan = w.loaded_plans.contains(plan_id);
+    if (best == nullptr || w.in_flight < best->in_flight ||
+        (w.in_flight == best->in_flight &&
+         (has_plan > best_has_plan ||
+          (has_plan == best_has_plan && w.dispatched < best->dispatched)))) {
+      best = &w;
+      best_has_plan = has_plan;
+    }
+  }
+  return best;
+}
+
 absl::StatusOr<Coordinator::Target> Coordinator::PickWorker(
     const Requirements& needs, const std::string& plan_id,
-    const absl::flat_hash_set<std::string>& tried, int attempts, const std::string& last_error) {
+    const absl::flat_hash_set<std::string>& tried, int attempts, const std::string& last_error,
+    const StopToken& stop) {
   // What `w` lacks of `needs`, for a message; empty when it has everything.
   auto lacks = [&needs](const Worker& w) -> std::string {
     for (const auto& [op, node] : needs.ops) {
@@ -348,83 +451,214 @@ absl::StatusOr<Coordinator::Target> Coordinator::PickWorker(
     }
     return "";
   };
+  const absl::Time wait_start = absl::Now();
+  const absl::Time wait_end = std::min(wait_start + options_.slot_wait, stop.deadline());
   absl::MutexLock lock(&mu_);
-  if (cancelled_) {
-    return absl::UnavailableError(
-        absl::StrCat("plan ", plan_id, ": the server is shutting down (Run cancelled)"));
+  const int64_t ticket = next_ticket_++;
+  bool waiting = false;
+  auto leave = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (waiting) waiters_.erase(ticket);
+    waiting = false;
+    // A later waiter may now take what this one passed over.
+    ++slot_generation_;
+  };
+  while (true) {
+    if (cancelled_) {
+      leave();
+      return absl::UnavailableError(
+          absl::StrCat("plan ", plan_id, ": the server is shutting down (Run cancelled)"));
+    }
+    if (absl::Status s = stop.Check(absl::StrCat("waiting for a worker for plan ", plan_id));
+        !s.ok()) {
+      leave();
+      return s;
+    }
+    if (Worker* best = ChooseLocked(needs, plan_id, tried, waiting ? ticket : INT64_MAX);
+        best != nullptr) {
+      if (waiting) waiters_.erase(ticket);
+      ++best->in_flight;
+      ++best->dispatched;
+      Target target;
+      target.address = best->address;
+      target.worker_id = best->worker_id;
+      target.stub = best->stub;
+      if (auto it = best->loaded_plans.find(plan_id); it != best->loaded_plans.end()) {
+        target.loaded_plan_id = it->second;
+      }
+      return target;
+    }
+    // No free slot: is there a capable live worker at all (then wait for it), or none?
+    int live = 0, capable_busy = 0, busy_slots = 0;
+    bool any_capable = false;
+    std::string missing;
+    for (const auto& [address, w] : workers_) {
+      if (w.health == Health::kUnknown) continue;
+      const std::string lack = lacks(w);
+      any_capable = any_capable || lack.empty();
+      if (w.health != Health::kUp || tried.contains(address)) continue;
+      ++live;
+      if (!lack.empty()) {
+        if (missing.empty()) missing = lack;
+        continue;
+      }
+      ++capable_busy;
+      busy_slots += w.in_flight;
+    }
+    if (capable_busy == 0) {
+      leave();
+      if (workers_.empty()) {
+        return absl::UnavailableError(absl::StrCat(
+            "plan ", plan_id,
+            ": no workers known (start graphopt-worker with --register_with, or name workers "
+            "with the server's --workers)"));
+      }
+      if (attempts == 0 && live > 0 && !any_capable) {
+        return absl::UnimplementedError(
+            absl::StrCat("plan ", plan_id, ": no worker can run it: none has ", missing));
+      }
+      if (attempts == 0) {
+        return absl::UnavailableError(absl::StrCat("plan ", plan_id,
+                                                   ": no live worker can run it (",
+                                                   workers_.size(), " known, ", live, " up)"));
+      }
+      return absl::UnavailableError(absl::StrCat("plan ", plan_id,
+                                                 ": no worker could run it in ", attempts,
+                                                 " attempt(s); last: ", last_error));
+    }
+    if (!waiting) {
+      if (static_cast<int>(waiters_.size()) >= options_.max_waiting_runs) {
+        absl::Status busy = absl::ResourceExhaustedError(absl::StrCat(
+            "plan ", plan_id, ": every worker that can run it is busy (", capable_busy,
+            " workers, ", busy_slots, " executions) and ", waiters_.size(),
+            " runs already wait, the most this server lets wait"));
+        SetRetryAfter(busy, absl::Seconds(1));
+        return busy;
+      }
+      waiters_.emplace(ticket, Waiter{&needs, &tried});
+      waiting = true;
+    }
+    const absl::Time now = absl::Now();
+    if (now >= wait_end) {
+      leave();
+      if (stop.ShouldStop()) {
+        return stop.Check(absl::StrCat("waiting for a worker for plan ", plan_id));
+      }
+      absl::Status busy = absl::ResourceExhaustedError(absl::StrCat(
+          "plan ", plan_id, ": every worker that can run it stayed busy for ",
+          absl::FormatDuration(now - wait_start), " (", capable_busy, " workers, ", busy_slots,
+          " executions, ", waiters_.size(), " runs waiting); try again later"));
+      SetRetryAfter(busy, absl::Seconds(1));
+      return busy;
+    }
+    // Woken when a slot frees or a worker changes; at least every 50 ms for the stop token.
+    const int64_t generation = slot_generation_;
+    auto changed = [this, generation]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+      return slot_generation_ != generation || stopping_;
+    };
+    mu_.AwaitWithTimeout(absl::Condition(&changed),
+                         std::min(wait_end - now, absl::Milliseconds(50)));
   }
-  Worker* best = nullptr;
-  bool best_has_plan = false;
-  int live = 0;
-  bool any_capable = false;
-  std::string missing;
-  for (auto& [address, w] : workers_) {
-    if (w.health == Health::kUnknown) continue;
-    const std::string lack = lacks(w);
-    any_capable = any_capable || lack.empty();
-    if (w.health != Health::kUp || tried.contains(address)) continue;
-    ++live;
-    if (!lack.empty()) {
-      if (missing.empty()) missing = lack;
-      continue;
+}
+
+void Coordinator::RecordDeath(const std::string& plan_id, const std::string& address,
+                              const std::string& worker_id) {
+  absl::MutexLock lock(&mu_);
+  auto [it, inserted] = deaths_.try_emplace(plan_id);
+  if (inserted) {
+    death_order_.push_back(plan_id);
+    while (static_cast<int>(death_order_.size()) > options_.max_remembered_plans) {
+      deaths_.erase(death_order_.front());
+      death_order_.pop_front();
     }
-    // Fewest runs in flight; then one that has the plan; then the fewest runs so far.
-    const bool has_plan = w.loaded_plans.contains(plan_id);
-    if (best == nullptr || w.in_flight < best->in_flight ||
-        (w.in_flight == best->in_flight &&
-         (has_plan > best_has_plan ||
-          (has_plan == best_has_plan && w.dispatched < best->dispatched)))) {
-      best = &w;
-      best_has_plan = has_plan;
-    }
+    it = deaths_.find(plan_id);
   }
-  if (best == nullptr) {
-    if (workers_.empty()) {
-      return absl::UnavailableError(absl::StrCat(
-          "plan ", plan_id,
-          ": no workers known (start graphopt-worker with --register_with, or name workers "
-          "with the server's --workers)"));
-    }
-    if (attempts == 0 && live > 0 && !any_capable) {
-      return absl::UnimplementedError(
-          absl::StrCat("plan ", plan_id, ": no worker can run it: none has ", missing));
-    }
-    if (attempts == 0) {
-      return absl::UnavailableError(absl::StrCat("plan ", plan_id, ": no live worker can run it (",
-                                                 workers_.size(), " known, ", live, " up)"));
-    }
-    return absl::UnavailableError(absl::StrCat("plan ", plan_id, ": no worker could run it in ",
-                                               attempts, " attempt(s); last: ", last_error));
+  PlanDeaths& d = it->second;
+  d.workers[address] = worker_id;
+  if (static_cast<int>(d.workers.size()) >= options_.deaths_to_quarantine &&
+      d.quarantined_until < absl::Now()) {
+    d.quarantined_until = absl::Now() + options_.quarantine;
+    logger_->error("coordinator: plan {} quarantined for {}: {} workers died or stalled while "
+                   "running it",
+                   plan_id, absl::FormatDuration(options_.quarantine), d.workers.size());
   }
-  ++best->in_flight;
-  ++best->dispatched;
-  Target target;
-  target.address = best->address;
-  target.stub = best->stub;
-  if (auto it = best->loaded_plans.find(plan_id); it != best->loaded_plans.end()) {
-    target.loaded_plan_id = it->second;
+}
+
+std::optional<std::string> Coordinator::Quarantined(const std::string& plan_id) const {
+  absl::MutexLock lock(&mu_);
+  auto it = deaths_.find(plan_id);
+  if (it == deaths_.end() || it->second.quarantined_until <= absl::Now()) return std::nullopt;
+  std::string workers;
+  for (const auto& [address, id] : it->second.workers) {
+    absl::StrAppend(&workers, workers.empty() ? "" : ", ", id.empty() ? address : id, " (",
+                    address, ")");
   }
-  return target;
+  return absl::StrCat(
+      "plan ", plan_id, " is quarantined for another ",
+      absl::FormatDuration(absl::Trunc(it->second.quarantined_until - absl::Now(), absl::Seconds(1))),
+      ": workers died or stalled while running it: ", workers,
+      " (a model that crashes or hangs workers; --quarantine_s)");
 }
 
 Coordinator::Attempt Coordinator::TryWorker(const Target& target, const v1::Graph& plan,
                                             const std::string& plan_id,
                                             const v1::RunRequest& request,
+                                            absl::string_view tenant, const StopToken& stop,
                                             v1::RunResponse* response) {
   const std::string& address = target.address;
-  auto retry = [&](const std::string& rpc, const grpc::Status& s, bool mark_down) {
+  // How a failed call ends the attempt; see coordinator.proto for the policy.
+  auto judge = [&](const std::string& rpc, const grpc::ClientContext& context,
+                   const grpc::Status& s) {
     Attempt a;
-    a.outcome = Attempt::Outcome::kRetry;
-    a.error = absl::StrCat("worker ", address, ": ", rpc, ": ", GrpcError(s));
-    absl::MutexLock lock(&mu_);
-    auto it = workers_.find(address);
-    if (mark_down && it != workers_.end() && !cancelled_) MarkDown(it->second, a.error);
-    return a;
-  };
-  auto failed = [&](const std::string& rpc, const grpc::Status& s) {
-    Attempt a;
+    const std::string what = absl::StrCat("worker ", address, ": ", rpc, ": ", GrpcError(s));
+    if (stop.ShouldStop()) {
+      // The caller's deadline or cancellation: not the worker's fault, not worth a retry.
+      absl::Status why = stop.Check(absl::StrCat(rpc, " of plan ", plan_id, " on worker ", address));
+      a.status = why;
+      return a;
+    }
+    const bool answered = HasTrailer(context, kOriginKey);
+    if (answered && HasTrailer(context, kBusyKey)) {
+      a.outcome = Attempt::Outcome::kRetry;
+      a.counted = false;
+      a.error = what;
+      return a;
+    }
+    const grpc::StatusCode code = s.error_code();
+    if (answered && code == grpc::StatusCode::UNAVAILABLE) {
+      // The worker says it cannot serve now (starting, shutting down): another one may.
+      a.outcome = Attempt::Outcome::kRetry;
+      a.error = what;
+      return a;
+    }
+    if (answered && (code == grpc::StatusCode::RESOURCE_EXHAUSTED ||
+                     code == grpc::StatusCode::DEADLINE_EXCEEDED)) {
+      // The worker stopped the execution itself (its memory budget or time limit) and lives
+      // on; another worker may have more room.
+      a.outcome = Attempt::Outcome::kRetry;
+      a.code = static_cast<absl::StatusCode>(code);
+      a.error = what;
+      return a;
+    }
+    if (!answered && (code == grpc::StatusCode::UNAVAILABLE ||
+                      code == grpc::StatusCode::DEADLINE_EXCEEDED ||
+                      code == grpc::StatusCode::CANCELLED)) {
+      // Dead (connection lost), stalled (our call timeout) or marked down meanwhile.
+      a.outcome = Attempt::Outcome::kRetry;
+      a.error = what;
+      bool cancelled_by_shutdown = false;
+      {
+        absl::MutexLock lock(&mu_);
+        cancelled_by_shutdown = cancelled_;
+        auto it = workers_.find(address);
+        if (it != workers_.end() && !cancelled_) MarkDown(it->second, a.error);
+      }
+      if (!cancelled_by_shutdown && !NeverConnected(s)) {
+        RecordDeath(plan_id, address, target.worker_id);
+      }
+      return a;
+    }
     a.status = absl::Status(
-        static_cast<absl::StatusCode>(s.error_code()),
+        static_cast<absl::StatusCode>(code),
         absl::StrCat(rpc, " of plan ", plan_id, " on worker ", address, ": ", s.error_message()));
     return a;
   };
@@ -444,25 +678,27 @@ Coordinator::Attempt Coordinator::TryWorker(const Target& target, const v1::Grap
     if (worker_plan_id.empty()) {
       v1::LoadPlanRequest load;
       *load.mutable_graph() = plan;
-      if (absl::Status s = InlineBlobReferences(load.mutable_graph(), blobs_); !s.ok()) {
+      if (absl::Status s = InlineBlobReferences(load.mutable_graph(), blobs_, tenant); !s.ok()) {
         Attempt a;
         a.status = absl::Status(s.code(), absl::StrCat("graph: ", s.message()));
         return a;
       }
       v1::LoadPlanResponse loaded;
       const absl::Time start = absl::Now();
-      grpc::Status s;
-      {
-        CallScope call(this, address);
-        s = target.stub->LoadPlan(call.context(), load, &loaded);
-      }
+      CallScope call(this, address, stop);
+      const grpc::Status s = target.stub->LoadPlan(call.context(), load, &loaded);
       response->set_load_micros(response->load_micros() + MicrosSince(start));
       if (!s.ok()) {
         // A plan too large for this worker's cache may fit another's.
-        if (s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED)
-          return retry("LoadPlan", s, false);
-        if (WorkerFailed(s.error_code())) return retry("LoadPlan", s, true);
-        return failed("LoadPlan", s);
+        if (s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED && !stop.ShouldStop() &&
+            HasTrailer(*call.context(), kOriginKey) && !HasTrailer(*call.context(), kBusyKey)) {
+          Attempt a;
+          a.outcome = Attempt::Outcome::kRetry;
+          a.code = absl::StatusCode::kResourceExhausted;
+          a.error = absl::StrCat("worker ", address, ": LoadPlan: ", GrpcError(s));
+          return a;
+        }
+        return judge("LoadPlan", *call.context(), s);
       }
       worker_plan_id = loaded.plan_id();
       remember(worker_plan_id);
@@ -473,24 +709,23 @@ Coordinator::Attempt Coordinator::TryWorker(const Target& target, const v1::Grap
     *execute.mutable_inputs() = request.inputs();
     execute.set_profile(request.profile());
     execute.set_request_id(request.request_id());
+    execute.set_memory_limit_bytes(request.memory_limit_bytes());
     v1::ExecuteResponse executed;
     const absl::Time start = absl::Now();
-    grpc::Status s;
-    {
-      CallScope call(this, address);
-      s = target.stub->Execute(call.context(), execute, &executed);
-    }
-    if (s.error_code() == grpc::StatusCode::NOT_FOUND) {
+    CallScope call(this, address, stop);
+    const grpc::Status s = target.stub->Execute(call.context(), execute, &executed);
+    if (s.error_code() == grpc::StatusCode::NOT_FOUND &&
+        HasTrailer(*call.context(), kOriginKey)) {
       // Evicted, or the worker restarted: load it again (once).
       remember("");
       worker_plan_id.clear();
       if (round == 0) continue;
-      return retry("Execute", s, false);
+      Attempt a;
+      a.outcome = Attempt::Outcome::kRetry;
+      a.error = absl::StrCat("worker ", address, ": Execute: ", GrpcError(s));
+      return a;
     }
-    if (!s.ok()) {
-      if (WorkerFailed(s.error_code())) return retry("Execute", s, true);
-      return failed("Execute", s);
-    }
+    if (!s.ok()) return judge("Execute", *call.context(), s);
     response->set_execute_micros(MicrosSince(start));
     *response->mutable_outputs() = std::move(*executed.mutable_outputs());
     *response->mutable_timings() = std::move(*executed.mutable_timings());
@@ -507,7 +742,9 @@ Coordinator::Attempt Coordinator::TryWorker(const Target& target, const v1::Grap
 }
 
 absl::StatusOr<v1::RunResponse> Coordinator::Run(v1::RunRequest request, absl::string_view tenant,
-                                                 absl::Time deadline) {
+                                                 const StopToken* stop) {
+  StopToken never;
+  const StopToken& token = stop != nullptr ? *stop : never;
   if (!request.has_graph()) {
     return absl::InvalidArgumentError("graph: missing (the plan to run)");
   }
@@ -517,6 +754,10 @@ absl::StatusOr<v1::RunResponse> Coordinator::Run(v1::RunRequest request, absl::s
   }
   if (!request.has_optimize() && !request.dim_bindings().empty()) {
     return absl::InvalidArgumentError("dim_bindings: given without optimize");
+  }
+  if (request.memory_limit_bytes() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("memory_limit_bytes: negative (", request.memory_limit_bytes(), ")"));
   }
   absl::flat_hash_set<absl::string_view> names;
   for (int i = 0; i < request.inputs_size(); ++i) {
@@ -535,7 +776,7 @@ absl::StatusOr<v1::RunResponse> Coordinator::Run(v1::RunRequest request, absl::s
   }
   std::string input_digest = Sha256Digest(SerializeDeterministic(request.graph()));
   if (request.request_id().empty())
-    return RunOnce(std::move(request), tenant, std::move(input_digest));
+    return RunOnce(std::move(request), tenant, std::move(input_digest), token);
 
   // What was asked, without the graph (its digest stands for it) and the id.
   v1::RunRequest asked;
@@ -543,6 +784,7 @@ absl::StatusOr<v1::RunResponse> Coordinator::Run(v1::RunRequest request, absl::s
   asked.set_profile(request.profile());
   if (request.has_optimize()) *asked.mutable_optimize() = request.optimize();
   *asked.mutable_dim_bindings() = request.dim_bindings();
+  asked.set_memory_limit_bytes(request.memory_limit_bytes());
   const std::string fingerprint =
       Sha256Digest(absl::StrCat(input_digest, SerializeDeterministic(asked)));
   const std::string key = absl::StrCat(tenant, "\n", request.request_id());
@@ -564,10 +806,14 @@ absl::StatusOr<v1::RunResponse> Coordinator::Run(v1::RunRequest request, absl::s
   }
   if (!first) {
     // The same request again: the first one's answer, never a second execution.
-    if (!pending->done.WaitForNotificationWithDeadline(deadline)) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("request_id '", request.request_id(),
-                       "': the first request with this id is still running"));
+    while (!pending->done.WaitForNotificationWithTimeout(absl::Milliseconds(50))) {
+      if (absl::Status why = token.Check("waiting for the first request with this id");
+          !why.ok()) {
+        return absl::Status(why.code(),
+                            absl::StrCat("request_id '", request.request_id(),
+                                         "': the first request with this id is still running; ",
+                                         why.message()));
+      }
     }
     absl::StatusOr<v1::RunResponse> answer = pending->result;
     if (answer.ok()) answer->set_replayed(true);
@@ -575,7 +821,7 @@ absl::StatusOr<v1::RunResponse> Coordinator::Run(v1::RunRequest request, absl::s
   }
   const std::string request_id = request.request_id();
   absl::StatusOr<v1::RunResponse> result =
-      RunOnce(std::move(request), tenant, std::move(input_digest));
+      RunOnce(std::move(request), tenant, std::move(input_digest), token);
   if (result.ok()) result->set_request_id(request_id);
   Finish(key, pending, result);
   return result;
@@ -609,7 +855,8 @@ void Coordinator::Finish(const std::string& key, const std::shared_ptr<Pending>&
 
 absl::StatusOr<v1::RunResponse> Coordinator::RunOnce(v1::RunRequest request,
                                                      absl::string_view tenant,
-                                                     std::string input_digest) {
+                                                     std::string input_digest,
+                                                     const StopToken& stop) {
   const absl::Time start = absl::Now();
   v1::RunResponse response;
   v1::Graph plan;
@@ -625,7 +872,7 @@ absl::StatusOr<v1::RunResponse> Coordinator::RunOnce(v1::RunRequest request,
     optimize.set_result_format(v1::MODEL_FORMAT_GRAPH);
     const absl::Time optimize_start = absl::Now();
     absl::StatusOr<v1::OptimizeResponse> optimized =
-        optimizer_->Optimize(std::move(optimize), tenant);
+        optimizer_->Optimize(std::move(optimize), tenant, &stop);
     if (!optimized.ok()) {
       return absl::Status(optimized.status().code(),
                           absl::StrCat("optimize: ", optimized.status().message()));
@@ -639,9 +886,12 @@ absl::StatusOr<v1::RunResponse> Coordinator::RunOnce(v1::RunRequest request,
     plan_id = std::move(input_digest);
   }
   request.clear_graph();
+  if (std::optional<std::string> why = Quarantined(plan_id)) {
+    return absl::FailedPreconditionError(*why);
+  }
   // Weights sent as blob references stay pinned in the store until the plan is loaded.
   std::vector<std::shared_ptr<const std::string>> pins;
-  if (absl::Status s = CheckBlobReferences(plan, blobs_, &pins); !s.ok()) {
+  if (absl::Status s = CheckBlobReferences(plan, blobs_, tenant, &pins); !s.ok()) {
     return absl::Status(s.code(), absl::StrCat("graph: ", s.message()));
   }
   Requirements needs;
@@ -661,40 +911,58 @@ absl::StatusOr<v1::RunResponse> Coordinator::RunOnce(v1::RunRequest request,
     }
   }
 
+  // Busy workers (a full queue: another server's load) send a Run on to the next one without
+  // using up an attempt; this bounds how often.
+  constexpr int kMaxBusyBounces = 8;
   absl::flat_hash_set<std::string> tried;
   std::string last_error;
+  absl::StatusCode last_code = absl::StatusCode::kUnavailable;
   int attempts = 0;
+  int bounces = 0;
   while (true) {
     if (attempts >= options_.max_attempts) {
-      return absl::UnavailableError(absl::StrCat("plan ", plan_id, ": no worker could run it in ",
-                                                 attempts, " attempt(s); last: ", last_error));
+      return absl::Status(last_code, absl::StrCat("plan ", plan_id, ": no worker could run it in ",
+                                                  attempts, " attempt(s); last: ", last_error));
     }
-    absl::StatusOr<Target> target = PickWorker(needs, plan_id, tried, attempts, last_error);
-    if (!target.ok()) return target.status();
-    ++attempts;
-    Attempt attempt = TryWorker(*target, plan, plan_id, request, &response);
+    absl::StatusOr<Target> target = PickWorker(needs, plan_id, tried, attempts, last_error, stop);
+    if (!target.ok()) {
+      // After a request's own failure (memory, time), that failure is the answer.
+      if (attempts > 0 && last_code != absl::StatusCode::kUnavailable &&
+          target.status().code() == absl::StatusCode::kUnavailable) {
+        return absl::Status(last_code, absl::StrCat("plan ", plan_id, ": ", last_error));
+      }
+      return target.status();
+    }
+    Attempt attempt = TryWorker(*target, plan, plan_id, request, tenant, stop, &response);
     {
       absl::MutexLock lock(&mu_);
       auto it = workers_.find(target->address);
       if (it != workers_.end()) --it->second.in_flight;
+      ++slot_generation_;
     }
-    switch (attempt.outcome) {
-      case Attempt::Outcome::kDone:
-        response.set_plan_id(plan_id);
-        response.set_attempts(attempts);
-        response.set_total_micros(MicrosSince(start));
-        return response;
-      case Attempt::Outcome::kFailed:
-        return attempt.status;
-      case Attempt::Outcome::kRetry:
-        logger_->warn("coordinator: request '{}' (plan {}): {}; {}", request.request_id(), plan_id,
-                      attempt.error,
-                      attempts < options_.max_attempts ? "trying another worker" : "giving up");
+    if (attempt.outcome == Attempt::Outcome::kRetry && !attempt.counted) {
+      if (++bounces <= kMaxBusyBounces) {
         tried.insert(target->address);
         last_error = std::move(attempt.error);
-        response.clear_loaded_plan();
-        break;
+        continue;
+      }
+      attempt.counted = true;
     }
+    if (attempt.outcome != Attempt::Outcome::kRetry) {
+      if (attempt.outcome == Attempt::Outcome::kFailed) return attempt.status;
+      response.set_plan_id(plan_id);
+      response.set_attempts(attempts + 1);
+      response.set_total_micros(MicrosSince(start));
+      return response;
+    }
+    ++attempts;
+    logger_->warn("coordinator: request '{}' (plan {}): {}; {}", request.request_id(), plan_id,
+                  attempt.error,
+                  attempts < options_.max_attempts ? "trying another worker" : "giving up");
+    tried.insert(target->address);
+    last_error = std::move(attempt.error);
+    last_code = attempt.code;
+    response.clear_loaded_plan();
   }
 }
 
@@ -719,6 +987,8 @@ v1::ListWorkersResponse Coordinator::ListWorkers() const {
     s->set_supported_ops(static_cast<int32_t>(w.supported_ops.size()));
     s->set_dispatched(w.dispatched);
     s->set_last_error(w.last_error);
+    s->set_slots(w.slots);
+    s->set_identity(w.identity);
   }
   return response;
 }

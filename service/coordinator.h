@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -24,20 +25,26 @@
 #include "service/optimizer.h"
 #include "service/tenant.h"
 #include "spdlog/logger.h"
+#include "util/stop_token.h"
 
 namespace graphopt {
 
 struct CoordinatorOptions {
-  // Workers one Run tries before UNAVAILABLE.
-  int max_attempts = 3;
+  // Workers one Run tries before giving up. A request whose worker died or stalled, or that
+  // failed there with RESOURCE_EXHAUSTED or DEADLINE_EXCEEDED, is a possible poison request:
+  // it is tried on at most this many workers (the default 2: retried once elsewhere).
+  int max_attempts = 2;
   // Deadline of one LoadPlan or Execute call on a worker; a call past it counts as a stalled
   // worker (marked down, the request retried elsewhere).
   absl::Duration call_timeout = absl::Seconds(120);
   // Every this often each worker is probed with Describe...
   absl::Duration probe_interval = absl::Milliseconds(500);
-  // ...and marked down when it does not answer within this (a dead or stalled worker: the calls
-  // in flight on it are cancelled and their requests retried elsewhere).
+  // ...and marked down when it refuses the connection, or does not answer within this
+  // probe_misses_to_down times in a row (a dead or stalled worker: the calls in flight on it are
+  // cancelled and their requests retried elsewhere). A busy worker answers probes at once:
+  // they never wait behind executions.
   absl::Duration probe_timeout = absl::Milliseconds(1000);
+  int probe_misses_to_down = 2;
   // What RegisterWorker tells a worker about its next heartbeat.
   absl::Duration heartbeat_interval = absl::Seconds(2);
   // A registered worker that is not up and has sent no heartbeat for this long is forgotten;
@@ -51,6 +58,24 @@ struct CoordinatorOptions {
   // forgotten first).
   int dedup_entries = 1024;
   int64_t dedup_bytes = int64_t{256} << 20;
+  // Workers known at once (registered, named and resolved); a registration beyond is refused.
+  int max_workers = 1024;
+  // A Run finding every capable worker at its advertised concurrency waits for a free slot,
+  // in arrival order, for at most this long (and never past its deadline), then gets
+  // RESOURCE_EXHAUSTED with a retry hint...
+  absl::Duration slot_wait = absl::Seconds(30);
+  // ...and at most this many Runs wait at once; more are refused at once.
+  int max_waiting_runs = 4096;
+  // A plan whose execution was in flight on this many different workers when each died or
+  // stalled is quarantined (Run refuses it with FAILED_PRECONDITION) for `quarantine`.
+  int deaths_to_quarantine = 2;
+  absl::Duration quarantine = absl::Minutes(10);
+  // Plans whose deaths are remembered (oldest forgotten first).
+  int max_remembered_plans = 10000;
+  // The channel credentials for calls to workers (TLS with the server's certificate as the
+  // client's, in a secure cluster) and the name their certificates must carry; null: insecure.
+  std::shared_ptr<grpc::ChannelCredentials> worker_credentials;
+  std::string worker_tls_name;
 };
 
 // "host:port" with a non-empty host (a name, an IPv4 address or a bracketed IPv6 address) and a
@@ -79,15 +104,19 @@ class Coordinator {
 
   // A worker at `address` (host:port); `source` is "flag", "dns" or "registered". Adding a
   // known address again changes nothing (a registration refreshes its heartbeat).
-  // INVALID_ARGUMENT for a malformed address.
+  // INVALID_ARGUMENT for a malformed address; RESOURCE_EXHAUSTED when max_workers are known.
   absl::Status AddWorker(const std::string& address, const std::string& source);
   // A DNS name, as "NAME:PORT", whose addresses are all workers. Resolved now and every
   // dns_interval. INVALID_ARGUMENT for a malformed name; a name that does not resolve (yet) is
   // only logged.
   absl::Status AddDnsName(const std::string& name_and_port);
-  // A registration or heartbeat. INVALID_ARGUMENT naming the field for an address that is not
-  // host:port or a worker_id over 256 bytes.
-  absl::Status Register(const v1::RegisterWorkerRequest& request);
+  // A registration or heartbeat from a caller proven to be `identity` (its certificate's name,
+  // or "insecure"). INVALID_ARGUMENT naming the field for an address that is not host:port or a
+  // worker_id over 256 bytes; ALREADY_EXISTS when another worker that is up (or registered
+  // within forget_after and not yet probed) has the same worker_id; RESOURCE_EXHAUSTED for a
+  // new address when max_workers are known.
+  absl::Status Register(const v1::RegisterWorkerRequest& request,
+                        absl::string_view identity = "insecure");
 
   // Probes every worker once, then keeps probing every probe_interval (and resolving DNS names
   // every dns_interval) until destruction. Call once.
@@ -99,18 +128,21 @@ class Coordinator {
   // worker is marked down for it.
   void CancelAll();
 
-  // Runs `request` on behalf of `tenant` (see coordinator.proto for the errors). `deadline` is
-  // the caller's: it bounds only the wait for an earlier request with the same request_id
-  // (the work itself is bounded by the attempts and call_timeout, and its answer is kept for a
-  // retry).
+  // Runs `request` on behalf of `tenant` (see coordinator.proto for the errors). `stop` (may be
+  // null: no deadline, never cancelled) carries the caller's deadline and cancellation: they
+  // pass on to the worker (its execution stops), end the wait for a free worker or for an
+  // earlier request with the same request_id, and are never blamed on a worker.
   absl::StatusOr<v1::RunResponse> Run(v1::RunRequest request,
                                       absl::string_view tenant = kDefaultTenant,
-                                      absl::Time deadline = absl::InfiniteFuture());
+                                      const StopToken* stop = nullptr);
 
   // Every worker known, by address.
   v1::ListWorkersResponse ListWorkers() const;
 
   const CoordinatorOptions& options() const { return options_; }
+
+  // Whether `plan_id` is quarantined now; the reason when it is.
+  std::optional<std::string> Quarantined(const std::string& plan_id) const;
 
  private:
   enum class Health { kUnknown, kUp, kDown };
@@ -128,8 +160,13 @@ class Coordinator {
     absl::flat_hash_set<std::string> devices;
     // Plans loaded there: the coordinator's plan id -> the worker's plan id.
     absl::flat_hash_map<std::string, std::string> loaded_plans;
-    // Runs on it now.
+    // Runs on it now, and the most it takes at once (0: no limit advertised).
     int in_flight = 0;
+    int slots = 0;
+    // Probes in a row it did not answer in time.
+    int probe_misses = 0;
+    // Who registered it ("" when it was named or resolved, not registered).
+    std::string identity;
     // Runs sent to it, ever (the tie-break among equally busy workers).
     int64_t dispatched = 0;
     int64_t failures = 0;
@@ -146,35 +183,62 @@ class Coordinator {
   // The worker picked for one attempt.
   struct Target {
     std::string address;
+    std::string worker_id;
     std::shared_ptr<v1::Worker::Stub> stub;
     // The worker's id for the plan when it has it loaded; empty when it must be loaded.
     std::string loaded_plan_id;
   };
   // One attempt's end: done (`response` filled), or the next worker is to be tried (`error`
-  // says why), or the request failed (`status`).
+  // says why; `counted` when it used up an attempt: a failure, not a busy worker), or the
+  // request failed (`status`).
   struct Attempt {
     enum class Outcome { kDone, kRetry, kFailed } outcome = Outcome::kFailed;
     absl::Status status;
     std::string error;
+    bool counted = true;
+    // The failure's code as the worker answered it (for the final status).
+    absl::StatusCode code = absl::StatusCode::kUnavailable;
+  };
+  // A Run waiting for a worker slot.
+  struct Waiter {
+    const Requirements* needs;
+    const absl::flat_hash_set<std::string>* tried;
+  };
+  // Workers that died or stalled while running a plan, and the quarantine they led to.
+  struct PlanDeaths {
+    // Address -> worker id (for the message).
+    absl::btree_map<std::string, std::string> workers;
+    absl::Time quarantined_until = absl::InfinitePast();
   };
   // A request id's first request: running, or finished and kept for replays.
   struct Pending;
   class CallScope;
 
   absl::StatusOr<v1::RunResponse> RunOnce(v1::RunRequest request, absl::string_view tenant,
-                                          std::string input_digest);
+                                          std::string input_digest, const StopToken& stop);
   Attempt TryWorker(const Target& target, const v1::Graph& plan, const std::string& plan_id,
-                    const v1::RunRequest& request, v1::RunResponse* response);
-  // The least loaded live worker meeting `needs` and not in `tried`, or the error to answer
-  // with when there is none (`attempts` made so far, `last_error` the last failure).
+                    const v1::RunRequest& request, absl::string_view tenant,
+                    const StopToken& stop, v1::RunResponse* response);
+  // The least loaded live worker meeting `needs`, not in `tried` and with a free slot (waiting
+  // for one, in arrival order, up to slot_wait and the deadline), or the error to answer with
+  // when there is none (`attempts` made so far, `last_error` the last failure).
   absl::StatusOr<Target> PickWorker(const Requirements& needs, const std::string& plan_id,
                                     const absl::flat_hash_set<std::string>& tried, int attempts,
-                                    const std::string& last_error);
+                                    const std::string& last_error, const StopToken& stop);
+  // One pass of PickWorker's choice under the lock: the worker to use, or null.
+  Worker* ChooseLocked(const Requirements& needs, const std::string& plan_id,
+                       const absl::flat_hash_set<std::string>& tried, int64_t ticket)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Notes that `address` died or stalled while running `plan_id`; quarantines the plan when
+  // enough workers did.
+  void RecordDeath(const std::string& plan_id, const std::string& address,
+                   const std::string& worker_id);
   void ProbeLoop();
   void DnsLoop();
   void ResolveDns();
   void MarkDown(Worker& worker, const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void AddWorkerLocked(const std::string& address, const std::string& source)
+  // RESOURCE_EXHAUSTED for a new address when max_workers are known.
+  absl::Status AddWorkerLocked(const std::string& address, const std::string& source)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Stores a finished request's answer for replays (successes only) and evicts the oldest.
   void Finish(const std::string& key, const std::shared_ptr<Pending>& pending,
@@ -195,6 +259,13 @@ class Coordinator {
   int64_t completed_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  // Runs waiting for a slot, by arrival ticket; bumped whenever a slot frees.
+  absl::btree_map<int64_t, Waiter> waiters_ ABSL_GUARDED_BY(mu_);
+  int64_t next_ticket_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t slot_generation_ ABSL_GUARDED_BY(mu_) = 0;
+  // Plans that killed or stalled workers; insertion order for forgetting the oldest.
+  absl::flat_hash_map<std::string, PlanDeaths> deaths_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::string> death_order_ ABSL_GUARDED_BY(mu_);
   std::thread prober_;
   std::thread resolver_;
 };

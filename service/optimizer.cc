@@ -23,7 +23,8 @@ Optimizer::Optimizer(const OpRegistry* ops, const PassRegistry* passes, BlobStor
       blobs_(blobs) {}
 
 absl::StatusOr<v1::OptimizeResponse> Optimizer::Optimize(v1::OptimizeRequest request,
-                                                         absl::string_view tenant) const {
+                                                         absl::string_view tenant,
+                                                         const StopToken* stop) const {
   if (absl::Status s = ValidateTenantName(tenant); !s.ok()) return s;
   // The tenant's ops as they are now; registrations during the call do not affect it.
   absl::StatusOr<std::shared_ptr<const OpRegistry>> ops =
@@ -82,13 +83,16 @@ absl::StatusOr<v1::OptimizeResponse> Optimizer::Optimize(v1::OptimizeRequest req
     input = std::move(*request.mutable_graph());
   }
   std::vector<std::shared_ptr<const std::string>> pinned_blobs;
-  if (absl::Status s = CheckBlobReferences(input, blobs_, &pinned_blobs); !s.ok()) return s;
+  if (absl::Status s = CheckBlobReferences(input, blobs_, tenant, &pinned_blobs); !s.ok()) return s;
 
+  if (absl::Status s = CheckStop(stop, "reading the model"); !s.ok()) return s;
   absl::StatusOr<Graph> graph = GraphFromProto(std::move(input));
   if (!graph.ok()) return graph.status();
+  if (absl::Status s = CheckStop(stop, "converting the model"); !s.ok()) return s;
   absl::StatusOr<PipelineResult> result = RunPipeline(*graph, specs, *passes_, **ops, options);
   if (!result.ok()) return result.status();
 
+  if (absl::Status s = CheckStop(stop, "the end of the pipeline"); !s.ok()) return s;
   v1::OptimizeResponse response;
   ToProtoOptions to_proto;
   to_proto.value_info = !request.options().strip_value_info();

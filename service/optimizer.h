@@ -11,6 +11,7 @@
 #include "service/blob_store.h"
 #include "service/op_store.h"
 #include "service/tenant.h"
+#include "util/stop_token.h"
 
 namespace graphopt {
 
@@ -41,9 +42,11 @@ class Optimizer {
   // tensor; UNIMPLEMENTED for ONNX parts graphopt does not carry (sequence values, local
   // functions, ...) and request ops with rules this server cannot compile; NOT_FOUND for an
   // unknown pass; FAILED_PRECONDITION naming the tensor for a blob the store does not hold.
-  // Takes the request by value so a large model can be moved in.
+  // Takes the request by value so a large model can be moved in. `stop` (may be null) ends
+  // the work early with its status (CANCELLED, DEADLINE_EXCEEDED naming the stage or pass).
   absl::StatusOr<v1::OptimizeResponse> Optimize(v1::OptimizeRequest request,
-                                                absl::string_view tenant = kDefaultTenant) const;
+                                                absl::string_view tenant = kDefaultTenant,
+                                                const StopToken* stop = nullptr) const;
 
   v1::ListPassesResponse ListPasses() const;
   // The tenant's ops (builtins and registered, or registered only), filtered by domain and

@@ -4,11 +4,14 @@
 
 #include <chrono>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "graph/proto_convert.h"
 #include "graph/proto_util.h"
 #include "server/grpc_status.h"
+#include "runtime/memory_budget.h"
 #include "service/digest.h"
 
 namespace graphopt {
@@ -56,14 +59,24 @@ absl::StatusOr<v1::LoadPlanResponse> WorkerCore::LoadPlan(v1::LoadPlanRequest re
   return response;
 }
 
-absl::StatusOr<v1::ExecuteResponse> WorkerCore::Execute(const v1::ExecuteRequest& request) {
+absl::StatusOr<v1::ExecuteResponse> WorkerCore::Execute(const v1::ExecuteRequest& request,
+                                                        const StopToken* stop,
+                                                        int64_t* peak_bytes) {
   const auto start = std::chrono::steady_clock::now();
+  if (request.memory_limit_bytes() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("memory_limit_bytes: negative (", request.memory_limit_bytes(), ")"));
+  }
   std::shared_ptr<const LoadedPlan> plan = cache_.Find(request.plan_id());
   if (plan == nullptr) {
     return absl::NotFoundError(absl::StrCat("plan '", request.plan_id(),
                                             "' is not loaded on worker ", options_.worker_id,
                                             " (never loaded, or evicted): load it again"));
   }
+  const int64_t limit = request.memory_limit_bytes() > 0
+                            ? std::min(request.memory_limit_bytes(), options_.execution_memory_bytes)
+                            : options_.execution_memory_bytes;
+  auto budget = std::make_shared<runtime::MemoryBudget>(limit);
   std::vector<std::pair<std::string, runtime::Tensor>> inputs;
   inputs.reserve(request.inputs_size());
   for (const v1::NamedTensor& in : request.inputs()) {
@@ -73,10 +86,14 @@ absl::StatusOr<v1::ExecuteResponse> WorkerCore::Execute(const v1::ExecuteRequest
     inputs.emplace_back(in.name(), *std::move(t));
   }
   executing_.fetch_add(1);
-  absl::StatusOr<runtime::RunResult> result =
-      plan->executor->Run(inputs, {.profile = request.profile()});
+  runtime::RunOptions run;
+  run.profile = request.profile();
+  run.stop = stop;
+  run.memory = budget;
+  absl::StatusOr<runtime::RunResult> result = plan->executor->Run(inputs, run);
   executing_.fetch_sub(1);
   executed_.fetch_add(1);
+  if (peak_bytes != nullptr) *peak_bytes = budget->peak();
   if (!result.ok()) return result.status();
   v1::ExecuteResponse response;
   for (size_t i = 0; i < result->outputs.size(); ++i) {
@@ -124,50 +141,110 @@ v1::DescribeResponse WorkerCore::Describe() const {
   response.set_plan_cache_capacity_bytes(stats.capacity);
   response.set_executing(executing_.load());
   response.set_executed(executed_.load());
+  response.set_execution_memory_bytes(options_.execution_memory_bytes);
+  response.set_max_execution_ms(absl::ToInt64Milliseconds(options_.max_execution));
   return response;
 }
 
-grpc::Status WorkerService::Describe(grpc::ServerContext*, const v1::DescribeRequest*,
-                                     v1::DescribeResponse* response) {
-  if (core() == nullptr) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "worker is starting");
-  *response = core()->Describe();
-  return grpc::Status::OK;
-}
-
-grpc::Status WorkerService::LoadPlan(grpc::ServerContext*, const v1::LoadPlanRequest* request,
-                                     v1::LoadPlanResponse* response) {
-  if (core() == nullptr) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "worker is starting");
-  // The request is not used after this call: move the graph out instead of copying weights.
-  absl::StatusOr<v1::LoadPlanResponse> r =
-      core()->LoadPlan(std::move(*const_cast<v1::LoadPlanRequest*>(request)));
-  if (!r.ok()) {
-    logger_->warn("LoadPlan: {}", r.status().ToString());
-    return ToGrpcStatus(r.status());
+WorkerService::WorkerService(WorkerCore* core, RpcEnvironment* env, WorkerQueues queues)
+    : core_(core), env_(env), queues_(queues) {
+  if (queues_.execute == nullptr) {
+    owned_execute_ = std::make_unique<WorkQueue>(WorkQueue::Options{"execute", 4, 16});
+    queues_.execute = owned_execute_.get();
   }
-  logger_->info("LoadPlan {}: {} ({} bytes)", r->plan_id(),
-                r->already_loaded() ? "already loaded" : "loaded", r->plan_bytes());
-  *response = *std::move(r);
-  return grpc::Status::OK;
-}
-
-grpc::Status WorkerService::Execute(grpc::ServerContext*, const v1::ExecuteRequest* request,
-                                    v1::ExecuteResponse* response) {
-  if (core() == nullptr) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "worker is starting");
-  absl::StatusOr<v1::ExecuteResponse> r = core()->Execute(*request);
-  if (!r.ok()) {
-    logger_->warn("Execute {} (request '{}'): {}", request->plan_id(), request->request_id(),
-                  r.status().ToString());
-    return ToGrpcStatus(r.status());
+  if (queues_.load == nullptr) {
+    owned_load_ = std::make_unique<WorkQueue>(WorkQueue::Options{"load", 1, 16});
+    queues_.load = owned_load_.get();
   }
-  *response = *std::move(r);
-  return grpc::Status::OK;
+  describe_policy_ = {"Describe", Access::kClusterPeer, nullptr, false};
+  load_policy_ = {"LoadPlan", Access::kClusterPeer, queues_.load, false};
+  execute_policy_ = {"Execute", Access::kClusterPeer, queues_.execute, false};
+  unload_policy_ = {"UnloadPlan", Access::kClusterPeer, nullptr, false};
 }
 
-grpc::Status WorkerService::UnloadPlan(grpc::ServerContext*, const v1::UnloadPlanRequest* request,
-                                       v1::UnloadPlanResponse* response) {
-  if (core() == nullptr) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "worker is starting");
-  *response = core()->UnloadPlan(*request);
-  return grpc::Status::OK;
+WorkerService::WorkerService(WorkerCore* core, std::shared_ptr<spdlog::logger> logger)
+    : WorkerService(core, nullptr, WorkerQueues()) {
+  owned_env_ = std::make_unique<RpcEnvironment>(InsecureHeaderAuthenticator, nullptr,
+                                                std::move(logger), absl::InfiniteDuration());
+  owned_env_->set_answer_trailers({{kOriginKey, kOriginWorker}});
+  env_ = owned_env_.get();
+}
+
+WorkerService::~WorkerService() {
+  for (WorkQueue* q : {owned_execute_.get(), owned_load_.get()}) {
+    if (q != nullptr) q->Shutdown();
+  }
+  owned_execute_.reset();
+  owned_load_.reset();
+}
+
+namespace {
+constexpr char kStarting[] = "worker is starting";
+}  // namespace
+
+grpc::ServerUnaryReactor* WorkerService::Describe(grpc::CallbackServerContext* context,
+                                                  const v1::DescribeRequest*,
+                                                  v1::DescribeResponse* response) {
+  return ServeUnary(*env_, context, describe_policy_, [this, response](CallState& call) {
+    WorkerCore* c = core();
+    if (c == nullptr) return absl::UnavailableError(kStarting);
+    *response = c->Describe();
+    const WorkQueue::Stats execute = queues_.execute->stats();
+    response->set_max_concurrent_executions(execute.threads);
+    response->set_queued(execute.queued);
+    response->set_queue_capacity(execute.capacity);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* WorkerService::LoadPlan(grpc::CallbackServerContext* context,
+                                                  const v1::LoadPlanRequest* request,
+                                                  v1::LoadPlanResponse* response) {
+  return ServeUnary(*env_, context, load_policy_, [this, request, response](CallState& call) {
+    WorkerCore* c = core();
+    if (c == nullptr) return absl::UnavailableError(kStarting);
+    if (absl::Status s = call.stop().Check("LoadPlan"); !s.ok()) return s;
+    // gRPC owns `*request` until the call is finished and does not read it: move the graph
+    // out instead of copying its weights.
+    absl::StatusOr<v1::LoadPlanResponse> r =
+        c->LoadPlan(std::move(*const_cast<v1::LoadPlanRequest*>(request)));
+    if (!r.ok()) return r.status();
+    call.log_fields() = absl::StrCat("plan=", r->plan_id(), " ",
+                                     r->already_loaded() ? "already_loaded" : "loaded",
+                                     " bytes=", r->plan_bytes());
+    *response = *std::move(r);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* WorkerService::Execute(grpc::CallbackServerContext* context,
+                                                 const v1::ExecuteRequest* request,
+                                                 v1::ExecuteResponse* response) {
+  return ServeUnary(*env_, context, execute_policy_, [this, request, response](CallState& call) {
+    WorkerCore* c = core();
+    if (c == nullptr) return absl::UnavailableError(kStarting);
+    call.stop().TightenDeadline(absl::Now() + c->options().max_execution);
+    int64_t peak = 0;
+    absl::StatusOr<v1::ExecuteResponse> r = c->Execute(*request, &call.stop(), &peak);
+    call.log_fields() = absl::StrCat(
+        "plan=", request->plan_id(), " request_id='",
+        absl::CHexEscape(request->request_id().substr(0, 80)), "' peak_mib=",
+        absl::StrFormat("%.1f", static_cast<double>(peak) / (1 << 20)));
+    if (!r.ok()) return r.status();
+    *response = *std::move(r);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* WorkerService::UnloadPlan(grpc::CallbackServerContext* context,
+                                                    const v1::UnloadPlanRequest* request,
+                                                    v1::UnloadPlanResponse* response) {
+  return ServeUnary(*env_, context, unload_policy_, [this, request, response](CallState&) {
+    WorkerCore* c = core();
+    if (c == nullptr) return absl::UnavailableError(kStarting);
+    *response = c->UnloadPlan(*request);
+    return absl::OkStatus();
+  });
 }
 
 }  // namespace graphopt

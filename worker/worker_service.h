@@ -7,10 +7,14 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/worker.grpc.pb.h"
 #include "runtime/kernel.h"
+#include "server/rpc_call.h"
+#include "server/work_queue.h"
 #include "spdlog/logger.h"
+#include "util/stop_token.h"
 #include "worker/plan_cache.h"
 
 namespace graphopt {
@@ -20,18 +24,31 @@ struct WorkerOptions {
   // Kernel threads per execution.
   int threads = 1;
   int64_t plan_cache_bytes = int64_t{4} << 30;
+  // The memory budget of one execution: everything it allocates (intermediates, outputs,
+  // kernel scratch, subgraph runs) is charged first, and an allocation over it fails the
+  // execution with RESOURCE_EXHAUSTED naming the node and the size before it is made. A
+  // request may ask for less (ExecuteRequest.memory_limit_bytes), never for more.
+  int64_t execution_memory_bytes = int64_t{2} << 30;
+  // The longest one execution may run (the caller's deadline may cut it shorter).
+  absl::Duration max_execution = absl::Minutes(5);
 };
 
-// What a worker does, without gRPC: load plans into the cache, execute them, describe itself.
-// Thread-safe; executions of one plan may run concurrently.
+// What a worker does, without gRPC: load plans into the cache, execute them under a memory
+// budget and a stop token, describe itself. Thread-safe; executions of one plan may run
+// concurrently.
 class WorkerCore {
  public:
   WorkerCore(const runtime::KernelRegistry* kernels, WorkerOptions options);
 
   absl::StatusOr<v1::LoadPlanResponse> LoadPlan(v1::LoadPlanRequest request);
-  absl::StatusOr<v1::ExecuteResponse> Execute(const v1::ExecuteRequest& request);
+  // Runs the plan; `stop` (may be null) ends it early with its status. `peak_bytes`, when not
+  // null, receives the most memory the execution held at once.
+  absl::StatusOr<v1::ExecuteResponse> Execute(const v1::ExecuteRequest& request,
+                                              const StopToken* stop = nullptr,
+                                              int64_t* peak_bytes = nullptr);
   v1::UnloadPlanResponse UnloadPlan(const v1::UnloadPlanRequest& request);
   v1::DescribeResponse Describe() const;
+  const WorkerOptions& options() const { return options_; }
 
  private:
   const runtime::KernelRegistry* kernels_;
@@ -43,28 +60,55 @@ class WorkerCore {
   std::atomic<int64_t> executed_{0};
 };
 
-// The gRPC adapter over WorkerCore.
-class WorkerService final : public v1::Worker::Service {
+// Where a worker's calls run: LoadPlan and Execute each on a bounded queue whose threads are
+// the executions running at once (see server/work_queue.h); Describe and UnloadPlan are
+// answered on gRPC's thread, so health probes never wait behind executions.
+struct WorkerQueues {
+  WorkQueue* execute = nullptr;
+  WorkQueue* load = nullptr;
+};
+
+// The graphopt.v1.Worker gRPC service (callback API) over a WorkerCore, served through
+// ServeUnary (server/rpc_call.h): every call needs the cluster identity (the environment's
+// authenticator decides), every answer carries "graphopt-origin: worker", and an Execute that
+// finds its queue full is refused at once with RESOURCE_EXHAUSTED and "graphopt-busy".
+class WorkerService final : public v1::Worker::CallbackService {
  public:
-  // `core` may be set later (set_core) but before the server accepts calls.
-  WorkerService(WorkerCore* core, std::shared_ptr<spdlog::logger> logger)
-      : core_(core), logger_(std::move(logger)) {}
+  // `core` may be set later (set_core) but before the server accepts calls; `env` and the
+  // queues must outlive the service.
+  WorkerService(WorkerCore* core, RpcEnvironment* env, WorkerQueues queues);
+  // For tests and single-user setups: every caller is let in; queues of its own (4 executions
+  // at once, 16 waiting; 1 load at a time).
+  WorkerService(WorkerCore* core, std::shared_ptr<spdlog::logger> logger);
+  ~WorkerService() override;
   void set_core(WorkerCore* core) { core_.store(core); }
 
-  grpc::Status Describe(grpc::ServerContext* context, const v1::DescribeRequest* request,
-                        v1::DescribeResponse* response) override;
-  grpc::Status LoadPlan(grpc::ServerContext* context, const v1::LoadPlanRequest* request,
-                        v1::LoadPlanResponse* response) override;
-  grpc::Status Execute(grpc::ServerContext* context, const v1::ExecuteRequest* request,
-                       v1::ExecuteResponse* response) override;
-  grpc::Status UnloadPlan(grpc::ServerContext* context, const v1::UnloadPlanRequest* request,
-                          v1::UnloadPlanResponse* response) override;
+  grpc::ServerUnaryReactor* Describe(grpc::CallbackServerContext* context,
+                                     const v1::DescribeRequest* request,
+                                     v1::DescribeResponse* response) override;
+  grpc::ServerUnaryReactor* LoadPlan(grpc::CallbackServerContext* context,
+                                     const v1::LoadPlanRequest* request,
+                                     v1::LoadPlanResponse* response) override;
+  grpc::ServerUnaryReactor* Execute(grpc::CallbackServerContext* context,
+                                    const v1::ExecuteRequest* request,
+                                    v1::ExecuteResponse* response) override;
+  grpc::ServerUnaryReactor* UnloadPlan(grpc::CallbackServerContext* context,
+                                       const v1::UnloadPlanRequest* request,
+                                       v1::UnloadPlanResponse* response) override;
 
  private:
   WorkerCore* core() const { return core_.load(); }
   std::atomic<WorkerCore*> core_;
-  std::shared_ptr<spdlog::logger> logger_;
+  std::unique_ptr<RpcEnvironment> owned_env_;
+  std::unique_ptr<WorkQueue> owned_execute_, owned_load_;
+  RpcEnvironment* env_;
+  WorkerQueues queues_;
+  MethodPolicy describe_policy_, load_policy_, execute_policy_, unload_policy_;
 };
+
+// Trailing metadata on every worker answer (see worker.proto).
+inline constexpr char kOriginKey[] = "graphopt-origin";
+inline constexpr char kOriginWorker[] = "worker";
 
 }  // namespace graphopt
 

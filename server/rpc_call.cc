@@ -1,0 +1,245 @@
+#include "server/rpc_call.h"
+
+#include <exception>
+#include <optional>
+#include <iterator>
+#include <new>
+#include <stdexcept>
+#include <utility>
+
+#include "absl/strings/cord.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "server/grpc_status.h"
+#include "service/tenant.h"
+
+namespace graphopt {
+namespace {
+
+std::string AccessName(Access access) {
+  switch (access) {
+    case Access::kTenant:
+      return "a tenant";
+    case Access::kAdmin:
+      return "an admin";
+    case Access::kClusterPeer:
+      return "the cluster";
+  }
+  return "?";
+}
+
+}  // namespace
+
+absl::StatusOr<Caller> InsecureHeaderAuthenticator(const grpc::CallbackServerContext& context,
+                                                   Access /*access*/) {
+  Caller caller;
+  caller.admin = true;
+  caller.credential = "insecure";
+  auto [begin, end] = context.client_metadata().equal_range(kTenantMetadataKey);
+  if (begin == end) {
+    caller.tenant = kDefaultTenant;
+    return caller;
+  }
+  if (std::next(begin) != end) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("metadata \"", kTenantMetadataKey, "\" is given more than once"));
+  }
+  caller.tenant.assign(begin->second.data(), begin->second.size());
+  if (absl::Status s = ValidateTenantName(caller.tenant); !s.ok()) return s;
+  return caller;
+}
+
+RpcEnvironment::RpcEnvironment(CallAuthenticator authenticate, TenantLimiter* limiter,
+                               std::shared_ptr<spdlog::logger> logger,
+                               absl::Duration max_call_time)
+    : authenticate_(std::move(authenticate)),
+      limiter_(limiter),
+      logger_(std::move(logger)),
+      max_call_time_(max_call_time) {}
+
+void RpcEnvironment::CancelAll(const std::string& reason) {
+  absl::MutexLock lock(&mu_);
+  if (cancel_reason_.empty()) cancel_reason_ = reason;
+  for (StopToken* token : live_) token->Cancel(reason);
+}
+
+bool RpcEnvironment::Track(StopToken* token) {
+  absl::MutexLock lock(&mu_);
+  if (!cancel_reason_.empty()) {
+    token->Cancel(cancel_reason_);
+    return false;
+  }
+  live_.insert(token);
+  return true;
+}
+
+void RpcEnvironment::Untrack(StopToken* token) {
+  absl::MutexLock lock(&mu_);
+  live_.erase(token);
+}
+
+void CallState::AddTrailer(const std::string& key, const std::string& value) {
+  context_->AddTrailingMetadata(key, value);
+}
+
+std::string StatusText(const absl::Status& status) {
+  if (status.ok()) return "OK";
+  return absl::StrCat(absl::StatusCodeToString(status.code()), ": ", status.message());
+}
+
+absl::Status RunGuarded(const char* what, const std::function<absl::Status()>& fn) {
+  try {
+    return fn();
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(what, ": out of memory (an allocation failed)"));
+  } catch (const std::length_error& e) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(what, ": a size beyond what can be allocated (", e.what(), ")"));
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat(what, ": unexpected exception: ", e.what()));
+  } catch (...) {
+    return absl::InternalError(absl::StrCat(what, ": unexpected exception of unknown type"));
+  }
+}
+
+void AddAnswerTrailers(const RpcEnvironment& env, grpc::CallbackServerContext* context,
+                       const absl::Status& status) {
+  for (const auto& [key, value] : env.answer_trailers()) context->AddTrailingMetadata(key, value);
+  if (absl::optional<absl::Duration> after = RetryAfter(status)) AddRetryHint(context, *after);
+}
+
+void AddRetryHint(grpc::CallbackServerContext* context, absl::Duration retry_after) {
+  const std::string ms = absl::StrCat(std::max<int64_t>(1, absl::ToInt64Milliseconds(retry_after)));
+  context->AddTrailingMetadata(kRetryPushbackKey, ms);
+  context->AddTrailingMetadata(kRetryAfterKey, ms);
+}
+
+absl::Status AdmitCall(RpcEnvironment& env, grpc::CallbackServerContext* context,
+                       const MethodPolicy& policy, CallState& state,
+                       TenantLimiter::Admission& admission, absl::Duration* retry_after) {
+  state.context_ = context;
+  absl::Status authenticated = RunGuarded(policy.name, [&]() -> absl::Status {
+    absl::StatusOr<Caller> c = env.authenticator()(*context, policy.access);
+    if (!c.ok()) return c.status();
+    state.caller_ = *std::move(c);
+    return absl::OkStatus();
+  });
+  if (!authenticated.ok()) return authenticated;
+  if (policy.access == Access::kAdmin && !state.caller_.admin) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(policy.name, " needs ", AccessName(Access::kAdmin), " credential; ",
+                     state.caller_.credential, " is for tenant '", state.caller_.tenant, "'"));
+  }
+  if (env.limiter() != nullptr && policy.access != Access::kClusterPeer) {
+    absl::StatusOr<TenantLimiter::Admission> admitted =
+        env.limiter()->Admit(state.caller_.tenant, policy.concurrent, retry_after);
+    if (!admitted.ok()) return admitted.status();
+    admission = *std::move(admitted);
+  }
+  absl::Time deadline = absl::FromChrono(context->deadline());
+  if (env.max_call_time() != absl::InfiniteDuration()) {
+    deadline = std::min(deadline, absl::Now() + env.max_call_time());
+  }
+  state.stop_.TightenDeadline(deadline);
+  return absl::OkStatus();
+}
+
+// One unary call from admission to Finish; deletes itself when gRPC is done with it.
+class UnaryCall final : public grpc::ServerUnaryReactor {
+ public:
+  UnaryCall(RpcEnvironment& env, grpc::CallbackServerContext* context, const MethodPolicy& policy,
+            UnaryBody body)
+      : env_(env), policy_(policy), body_(std::move(body)), start_(absl::Now()) {
+    state_.context_ = context;
+    tracked_ = env_.Track(&state_.stop_);
+  }
+
+  void Start() {
+    if (!tracked_) {
+      Complete(absl::UnavailableError("the server is shutting down"));
+      return;
+    }
+    absl::Duration retry_after = absl::ZeroDuration();
+    absl::Status admitted =
+        AdmitCall(env_, state_.context_, policy_, state_, admission_, &retry_after);
+    if (!admitted.ok()) {
+      if (admitted.code() == absl::StatusCode::kResourceExhausted) {
+        AddRetryHint(state_.context_, retry_after);
+      }
+      Complete(admitted);
+      return;
+    }
+    if (policy_.queue == nullptr) {
+      Work();
+      return;
+    }
+    if (!policy_.queue->TrySubmit([this] { Work(); })) {
+      const WorkQueue::Stats stats = policy_.queue->stats();
+      const absl::Duration retry = policy_.queue->RetryAfter();
+      AddRetryHint(state_.context_, retry);
+      state_.context_->AddTrailingMetadata(kBusyKey, "1");
+      Complete(absl::ResourceExhaustedError(absl::StrCat(
+          "server busy: the ", policy_.queue->name(), " queue is full (", stats.running,
+          " running, ", stats.queued, " waiting, at most ", stats.capacity,
+          "); retry after ", absl::ToInt64Milliseconds(retry), " ms")));
+    }
+  }
+
+  void OnCancel() override { state_.stop_.Cancel("the client cancelled the call"); }
+
+  void OnDone() override {
+    env_.Untrack(&state_.stop_);
+    delete this;
+  }
+
+ private:
+  void Work() {
+    queued_ = absl::Now() - start_;
+    absl::Status status = state_.stop_.Check(
+        policy_.queue == nullptr ? "admission" : absl::StrCat("the ", policy_.queue->name(), " queue"));
+    if (status.ok()) status = RunGuarded(policy_.name, [this] { return body_(state_); });
+    body_ = nullptr;  // what the body captured goes now, not when gRPC is done with the call
+    Complete(status);
+  }
+
+  void Complete(const absl::Status& status) {
+    admission_.Release();
+    const double ms = absl::ToDoubleMilliseconds(absl::Now() - start_);
+    const std::string who =
+        state_.caller_.tenant.empty()
+            ? std::string("(unauthenticated)")
+            : absl::StrCat(state_.caller_.tenant, " credential=", state_.caller_.credential);
+    if (status.ok()) {
+      env_.logger().info("{} peer={} tenant={} queue_ms={:.1f} duration_ms={:.1f} {} status=OK",
+                         policy_.name, state_.context_->peer(), who,
+                         absl::ToDoubleMilliseconds(queued_), ms, state_.log_fields_);
+    } else {
+      env_.logger().warn("{} peer={} tenant={} queue_ms={:.1f} duration_ms={:.1f} {} status={}",
+                         policy_.name, state_.context_->peer(), who,
+                         absl::ToDoubleMilliseconds(queued_), ms, state_.log_fields_,
+                         StatusText(status));
+    }
+    AddAnswerTrailers(env_, state_.context_, status);
+    Finish(ToGrpcStatus(status));
+  }
+
+  RpcEnvironment& env_;
+  const MethodPolicy& policy_;
+  UnaryBody body_;
+  const absl::Time start_;
+  absl::Duration queued_ = absl::ZeroDuration();
+  CallState state_;
+  TenantLimiter::Admission admission_;
+  bool tracked_ = false;
+};
+
+grpc::ServerUnaryReactor* ServeUnary(RpcEnvironment& env, grpc::CallbackServerContext* context,
+                                     const MethodPolicy& policy, UnaryBody body) {
+  auto* call = new UnaryCall(env, context, policy, std::move(body));
+  call->Start();
+  return call;
+}
+
+}  // namespace graphopt

@@ -597,6 +597,34 @@ std::vector<std::string> FreeNames(const v1::Graph& root) {
   return free;
 }
 
+absl::Status CheckSubgraphDepth(const v1::Attribute& attribute, int levels_left) {
+  // Graphs still to look into, with their level below the attribute's node (1: a body).
+  std::vector<std::pair<const v1::Graph*, int>> stack;
+  auto push = [&](const v1::Attribute& a, int level) -> absl::Status {
+    if (a.value_case() != v1::Attribute::kG && a.value_case() != v1::Attribute::kGraphs) {
+      return absl::OkStatus();
+    }
+    if (level > levels_left) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "graph attributes nest more than ", kMaxSubgraphDepth, " levels deep"));
+    }
+    if (a.value_case() == v1::Attribute::kG) stack.emplace_back(&a.g(), level);
+    for (const v1::Graph& g : a.graphs().values()) stack.emplace_back(&g, level);
+    return absl::OkStatus();
+  };
+  if (absl::Status s = push(attribute, 1); !s.ok()) return s;
+  while (!stack.empty()) {
+    const auto [graph, level] = stack.back();
+    stack.pop_back();
+    for (const v1::Node& n : graph->nodes()) {
+      for (const v1::Attribute& a : n.attributes()) {
+        if (absl::Status s = push(a, level + 1); !s.ok()) return s;
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 bool HasGraphAttribute(const AttributeMap& attributes) {
   for (const auto& [name, attribute] : attributes) {
     if (attribute.value_case() == v1::Attribute::kG ||

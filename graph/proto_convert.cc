@@ -153,6 +153,11 @@ absl::StatusOr<Graph> GraphFromProto(v1::Graph proto) {
         return absl::InvalidArgumentError(
             absl::StrCat(label(), ": attribute '", a.name(), "' has no value"));
       }
+      // What walks nested graphs (executors, captures, exports) is bounded by their depth.
+      if (absl::Status s = CheckSubgraphDepth(a, kMaxSubgraphDepth); !s.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(label(), ": attribute '", a.name(), "': ", s.message()));
+      }
       std::string name = a.name();
       if (!attributes.try_emplace(name, std::move(a)).second) {
         return absl::InvalidArgumentError(

@@ -150,6 +150,48 @@ TEST(ProtoConvertTest, NodeWithAMillionOutputsConvertsAndRepeatsAreFound) {
   EXPECT_THAT(g.status().message(), HasSubstr("node 'n' (Split): output 'y123456' is listed twice"));
 }
 
+// A graph whose node 'if0' holds bodies nested `depth` levels deep (each body an If of the next).
+v1::Graph NestedIfs(int depth) {
+  v1::Graph leaf;
+  v1::Node* id = leaf.add_nodes();
+  id->set_op_type("Identity");
+  id->add_inputs("c");
+  id->add_outputs("y");
+  leaf.add_outputs()->set_name("y");
+  v1::Graph g = leaf;
+  for (int level = depth; level >= 1; --level) {
+    v1::Graph outer;
+    v1::Node* n = outer.add_nodes();
+    n->set_name(absl::StrCat("if", level - 1));
+    n->set_op_type("If");
+    n->add_inputs("c");
+    n->add_outputs("y");
+    v1::Attribute* then_branch = n->add_attributes();
+    then_branch->set_name("then_branch");
+    *then_branch->mutable_g() = std::move(g);
+    v1::Attribute* else_branch = n->add_attributes();
+    else_branch->set_name("else_branch");
+    *else_branch->mutable_g() = leaf;
+    outer.add_outputs()->set_name("y");
+    g = std::move(outer);
+  }
+  g.add_inputs()->set_name("c");
+  return g;
+}
+
+TEST(ProtoConvertTest, SubgraphsNestedTooDeepAreRefused) {
+  EXPECT_TRUE(GraphFromProto(NestedIfs(kMaxSubgraphDepth)).ok());
+  absl::StatusOr<Graph> g = GraphFromProto(NestedIfs(kMaxSubgraphDepth + 1));
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(g.status().message(),
+              HasSubstr("node 'if0' (If): attribute 'then_branch': graph attributes nest more "
+                        "than 64 levels deep"));
+  // Thousands of levels (deeper than the wire decoder's recursion limit allows: built here):
+  // refused by the same iterative walk.
+  g = GraphFromProto(NestedIfs(2000));
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(ProtoConvertTest, RejectsNegativeInitializerDim) {
   auto g = GraphFromProto(Parse(R"pb(initializers { name: "w" dtype: DT_FLOAT32 dims: -2 })pb"));
   EXPECT_THAT(g.status().message(), HasSubstr("initializer 'w' has a negative dim -2"));

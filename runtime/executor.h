@@ -29,6 +29,9 @@ struct ExecutorOptions {
   // Place intermediate values as the graph's memory plan says (Graph::memory_plan), when it
   // has one that fits the graph; false allocates every value on its own.
   bool use_memory_plan = true;
+  // How deep this executor's graph is nested in bodies (0 for a plan's graph); set by
+  // KernelInfo::CreateSubgraphExecutor, which refuses bodies past kMaxSubgraphDepth.
+  int subgraph_depth = 0;
 };
 
 struct RunOptions {

@@ -115,12 +115,18 @@ absl::StatusOr<std::unique_ptr<Executor>> KernelInfo::CreateSubgraphExecutor(
     o->set_domain(node_.domain);
     o->set_version(opset_);
   }
+  // Executors of bodies are built recursively (a body's If builds its branches): bounded.
+  ExecutorOptions options = options_;
+  if (++options.subgraph_depth > kMaxSubgraphDepth) {
+    return Invalid(absl::StrCat("attribute '", name, "': bodies nest more than ",
+                                kMaxSubgraphDepth, " levels deep"));
+  }
   absl::StatusOr<Graph> graph = GraphFromProto(std::move(body));
   if (!graph.ok()) {
     return Invalid(absl::StrCat("attribute '", name, "': ", graph.status().message()));
   }
   absl::StatusOr<std::unique_ptr<Executor>> executor =
-      Executor::Create(*std::move(graph), registry_, options_);
+      Executor::Create(*std::move(graph), registry_, options);
   if (!executor.ok()) {
     return absl::Status(executor.status().code(),
                         absl::StrCat(label_, ": attribute '", name, "': ",

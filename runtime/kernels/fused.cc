@@ -719,7 +719,10 @@ absl::Status FusedGroupKernel::RunFallback(KernelContext& ctx) const {
   for (int k = 0; k < ctx.num_inputs(); ++k) {
     if (ctx.input(k) != nullptr) inputs[k] = *ctx.input(k);
   }
-  absl::StatusOr<RunResult> r = executor->RunPositional(inputs, {}, ctx.outer_lookup());
+  RunOptions run;
+  run.stop = ctx.stop();
+  run.memory = ctx.memory();
+  absl::StatusOr<RunResult> r = executor->RunPositional(inputs, run, ctx.outer_lookup());
   if (!r.ok()) return r.status();
   for (int k = 0; k < ctx.num_outputs() && k < static_cast<int>(r->outputs.size()); ++k) {
     ctx.SetOutput(k, std::move(r->outputs[k]));

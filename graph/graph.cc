@@ -105,19 +105,22 @@ absl::StatusOr<NodeId> Graph::AddNode(std::string name, std::string op_type, std
                                       absl::Span<const ValueId> outputs,
                                       AttributeMap attributes) {
   NodeId id(static_cast<int32_t>(nodes_.size()));
+  // Each output is claimed for the new node as it is checked, so that a repeated one is seen
+  // in O(1) (linear in the node's outputs); on an error the claims are undone.
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (!outputs[i].valid()) continue;
-    const Value& v = values_[outputs[i].value()];
-    if (v.producer.valid() || v.is_graph_input || v.initializer >= 0) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("value '", v.name, "' is already defined"));
-    }
-    for (size_t j = 0; j < i; ++j) {
-      if (outputs[j] == outputs[i]) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("value '", v.name, "' is listed twice as an output"));
+    Value& v = values_[outputs[i].value()];
+    const bool repeated = v.producer == id;
+    if (repeated || v.producer.valid() || v.is_graph_input || v.initializer >= 0) {
+      std::string message =
+          repeated ? absl::StrCat("value '", v.name, "' is listed twice as an output")
+                   : absl::StrCat("value '", v.name, "' is already defined");
+      for (size_t j = 0; j < i; ++j) {
+        if (outputs[j].valid()) values_[outputs[j].value()].producer = NodeId();
       }
+      return absl::FailedPreconditionError(message);
     }
+    v.producer = id;
   }
   topo_valid_ = false;
   const OpKindId kind = InternOpKind(std::move(domain), std::move(op_type));
@@ -592,6 +595,34 @@ std::vector<std::string> FreeNames(const v1::Graph& root) {
     for (const auto& o : frames[f].graph->outputs()) visit(o.name());
   }
   return free;
+}
+
+absl::Status CheckSubgraphDepth(const v1::Attribute& attribute, int levels_left) {
+  // Graphs still to look into, with their level below the attribute's node (1: a body).
+  std::vector<std::pair<const v1::Graph*, int>> stack;
+  auto push = [&](const v1::Attribute& a, int level) -> absl::Status {
+    if (a.value_case() != v1::Attribute::kG && a.value_case() != v1::Attribute::kGraphs) {
+      return absl::OkStatus();
+    }
+    if (level > levels_left) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "graph attributes nest more than ", kMaxSubgraphDepth, " levels deep"));
+    }
+    if (a.value_case() == v1::Attribute::kG) stack.emplace_back(&a.g(), level);
+    for (const v1::Graph& g : a.graphs().values()) stack.emplace_back(&g, level);
+    return absl::OkStatus();
+  };
+  if (absl::Status s = push(attribute, 1); !s.ok()) return s;
+  while (!stack.empty()) {
+    const auto [graph, level] = stack.back();
+    stack.pop_back();
+    for (const v1::Node& n : graph->nodes()) {
+      for (const v1::Attribute& a : n.attributes()) {
+        if (absl::Status s = push(a, level + 1); !s.ok()) return s;
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 bool HasGraphAttribute(const AttributeMap& attributes) {

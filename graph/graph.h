@@ -390,6 +390,15 @@ std::vector<std::string> FreeNames(const v1::Graph& graph);
 // True when some attribute holds a graph or a list of graphs.
 bool HasGraphAttribute(const AttributeMap& attributes);
 
+// How deep graphs may nest in graph attributes (If/Loop/Scan bodies, fused groups): a plan's
+// graph is level 0, a body of one of its nodes level 1. Deeper graphs are refused
+// (GraphFromProto, Executor) with INVALID_ARGUMENT: what walks nested graphs is then bounded.
+inline constexpr int kMaxSubgraphDepth = 64;
+
+// OK when no graph nested in `attribute` (as a graph or list of graphs) lies more than
+// `levels_left` levels down; INVALID_ARGUMENT saying so otherwise. Iterative.
+absl::Status CheckSubgraphDepth(const v1::Attribute& attribute, int levels_left);
+
 // Names the graph attributes of `node` (If/Loop/Scan bodies) read from outside themselves, in
 // first-read order without duplicates.
 std::vector<std::string> SubgraphFreeNames(const Node& node);

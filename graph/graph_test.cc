@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -145,6 +146,27 @@ TEST(GraphTest, SecondProducerRejected) {
   Chain c = MakeChain();
   auto dup = c.g.AddNode("r2", "Relu", "", {c.x}, {c.a});
   EXPECT_EQ(dup.status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+// Repeated outputs are found in linear time, and a refused node leaves no producer behind.
+TEST(GraphTest, AddNodeChecksAMillionOutputsLinearlyAndUndoesARefusal) {
+  constexpr int kOutputs = 1000000;
+  Graph g;
+  const ValueId x = g.AddValue("x").value();
+  g.AddGraphInput(x);
+  std::vector<ValueId> outputs;
+  for (int i = 0; i < kOutputs; ++i) outputs.push_back(g.AddValue(absl::StrCat("y", i)).value());
+  std::vector<ValueId> repeated = outputs;
+  repeated.push_back(outputs[kOutputs / 2]);
+  absl::StatusOr<NodeId> bad = g.AddNode("s", "Split", "", {x}, repeated);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("is listed twice as an output"));
+  for (ValueId v : outputs) ASSERT_FALSE(g.value(v).producer.valid());
+  EXPECT_EQ(g.num_live_nodes(), 0);
+  absl::StatusOr<NodeId> ok = g.AddNode("s", "Split", "", {x}, outputs);
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(g.value(outputs.back()).producer, *ok);
+  EXPECT_EQ(g.value(outputs.back()).producer_output, kOutputs - 1);
 }
 
 TEST(GraphTest, ReplaceAllUsesAndRemoveNode) {

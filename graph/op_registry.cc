@@ -248,8 +248,10 @@ absl::Status OpRegistry::Register(OpDef def) {
   auto owned = std::make_unique<OpDef>(std::move(def));
   owned->attribute_specs.clear();
   owned->type_constraints.clear();
+  owned->required_attributes.clear();
   for (const v1::AttributeSpec& a : owned->descriptor.attributes()) {
     owned->attribute_specs.emplace(a.name(), &a);
+    if (a.required()) owned->required_attributes.push_back(&a);
   }
   for (const v1::TypeConstraint& c : owned->descriptor.type_constraints()) {
     owned->type_constraints.emplace(c.name(), &c);

@@ -38,6 +38,9 @@ struct OpDef {
   int max_outputs = 0;
   absl::flat_hash_map<std::string, const v1::AttributeSpec*> attribute_specs;
   absl::flat_hash_map<std::string, const v1::TypeConstraint*> type_constraints;
+  // The required attributes, in the descriptor's order: what the verifier checks on every node
+  // (a descriptor may declare many optional attributes; nodes pay only for the required ones).
+  std::vector<const v1::AttributeSpec*> required_attributes;
 
   static constexpr int kUnbounded = std::numeric_limits<int>::max();
 

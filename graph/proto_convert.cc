@@ -113,6 +113,11 @@ absl::StatusOr<Graph> GraphFromProto(v1::Graph proto) {
     }
     ValueIdList outputs;
     outputs.reserve(pn.outputs_size());
+    // A repeated output: compared with the others directly when there are few, through a set
+    // when there are many (linear in the node's outputs either way).
+    constexpr int kFewOutputs = 16;
+    absl::flat_hash_set<int32_t> seen_outputs;
+    if (pn.outputs_size() > kFewOutputs) seen_outputs.reserve(pn.outputs_size());
     for (int k = 0; k < pn.outputs_size(); ++k) {
       const std::string& name = pn.outputs(k);
       if (name.empty()) {
@@ -125,11 +130,15 @@ absl::StatusOr<Graph> GraphFromProto(v1::Graph proto) {
         return absl::InvalidArgumentError(absl::StrCat(label(), ": output ", k, " '", name,
                                                        "' is already produced by ", other));
       }
-      for (ValueId prev : outputs) {
-        if (prev == id) {
-          return absl::InvalidArgumentError(
-              absl::StrCat(label(), ": output '", name, "' is listed twice"));
-        }
+      bool repeated = false;
+      if (pn.outputs_size() > kFewOutputs) {
+        repeated = !seen_outputs.insert(id.value()).second;
+      } else {
+        for (ValueId prev : outputs) repeated |= prev == id;
+      }
+      if (repeated) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(label(), ": output '", name, "' is listed twice"));
       }
       outputs.push_back(id);
     }
@@ -143,6 +152,11 @@ absl::StatusOr<Graph> GraphFromProto(v1::Graph proto) {
       if (a.value_case() == v1::Attribute::VALUE_NOT_SET) {
         return absl::InvalidArgumentError(
             absl::StrCat(label(), ": attribute '", a.name(), "' has no value"));
+      }
+      // What walks nested graphs (executors, captures, exports) is bounded by their depth.
+      if (absl::Status s = CheckSubgraphDepth(a, kMaxSubgraphDepth); !s.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(label(), ": attribute '", a.name(), "': ", s.message()));
       }
       std::string name = a.name();
       if (!attributes.try_emplace(name, std::move(a)).second) {

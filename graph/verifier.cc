@@ -95,9 +95,9 @@ absl::Status VerifyNodeOf(const Graph& graph, NodeId id, absl::StatusOr<const Op
       return error("attribute '", name, "' must be ", AttributeTypeText(spec->type()));
     }
   }
-  for (const v1::AttributeSpec& spec : op->descriptor.attributes()) {
-    if (spec.required() && !n.attributes.contains(spec.name())) {
-      return error("missing required attribute '", spec.name(), "'");
+  for (const v1::AttributeSpec* spec : op->required_attributes) {
+    if (!n.attributes.contains(spec->name())) {
+      return error("missing required attribute '", spec->name(), "'");
     }
   }
   return absl::OkStatus();

@@ -1,5 +1,6 @@
 #include "graph/verifier.h"
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "graph/proto_convert.h"
 #include "graph/test_ops.h"
@@ -177,6 +178,36 @@ TEST_F(VerifierTest, RejectsMissingRequiredAttribute) {
     nodes { name: "at" op_type: "Attr" inputs: "x" outputs: "a" }
     outputs { name: "a" })pb");
   EXPECT_THAT(s.message(), HasSubstr("node 'at' (Attr): missing required attribute 'axis'"));
+}
+
+// Each node pays for the required attributes of its op, not for every attribute the
+// descriptor declares: 50,000 nodes of an op declaring 200,000 optional attributes verify in
+// well under a second (10^10 lookups otherwise).
+TEST_F(VerifierTest, OptionalAttributesOfTheDescriptorCostNodesNothing) {
+  std::vector<v1::AttributeSpec> specs = {AttrSpec("axis", v1::ATTR_INT, true)};
+  for (int i = 0; i < 200000; ++i) {
+    specs.push_back(AttrSpec(absl::StrCat("opt", i), v1::ATTR_INT, false));
+  }
+  ASSERT_TRUE(ops_.Register(MakeTestOp("Many", {"x"}, {"y"}, specs)).ok());
+  v1::Graph proto;
+  proto.add_inputs()->set_name("v0");
+  for (int i = 0; i < 50000; ++i) {
+    v1::Node* n = proto.add_nodes();
+    n->set_op_type("Many");
+    n->add_inputs(absl::StrCat("v", i));
+    n->add_outputs(absl::StrCat("v", i + 1));
+    v1::Attribute* a = n->add_attributes();
+    a->set_name("axis");
+    a->set_i(0);
+  }
+  proto.add_outputs()->set_name("v50000");
+  absl::StatusOr<Graph> g = GraphFromProto(proto);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_TRUE(VerifyGraph(*g, ops_).ok());
+  proto.mutable_nodes(49999)->clear_attributes();
+  g = GraphFromProto(std::move(proto));
+  ASSERT_TRUE(g.ok());
+  EXPECT_THAT(VerifyGraph(*g, ops_).message(), HasSubstr("missing required attribute 'axis'"));
 }
 
 TEST_F(VerifierTest, RejectsMistypedAttribute) {

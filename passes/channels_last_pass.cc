@@ -110,7 +110,9 @@ class ChannelsLastPass : public Pass {
     hidden_ = std::make_unique<HiddenAccess>(graph, *context.ops);
     twin_.assign(graph.num_value_slots(), ValueId());
     computed_.assign(graph.num_value_slots(), 0);
+    int64_t visited = 0;
     for (NodeId id : *order) {
+      if (absl::Status s = context.CheckStopEvery(visited++); !s.ok()) return s;
       const Node& node = graph.node(id);
       if (!node.alive || !node.domain.empty()) continue;
       std::optional<std::string> target = Target(id);

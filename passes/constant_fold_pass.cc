@@ -21,6 +21,10 @@
 namespace graphopt {
 namespace {
 
+// Beyond max_folded_bytes, what a fold's run may charge for its buffers' bookkeeping
+// (runtime::kBufferOverheadBytes each): an output of exactly max_folded_bytes still folds.
+constexpr int64_t kFoldBookkeepingBytes = 64 << 10;
+
 struct Options {
   int64_t max_folded_bytes = kDefaultMaxFoldedBytes;
   int64_t max_growth_bytes = kDefaultMaxFoldGrowthBytes;
@@ -133,10 +137,13 @@ struct Stats {
 // 'nondeterministic', and ONNX's random ops by name), nodes with subgraphs, nodes whose outputs
 // have no static type, nodes without a CPU kernel, nodes whose kernel fails, nodes reading
 // constants held as blob references, and folds over the size budget: an output larger than
-// max_folded_bytes (checked against the inferred shape before anything is computed), or a fold
-// that would take the model's growth (new initializer bytes minus bytes of constants nothing
-// reads any more) past max_growth_bytes. Constant nodes become initializers without growth, and
-// Identity nodes of constants are bypassed rather than copied.
+// max_folded_bytes (checked against the inferred shape before anything is computed, a string
+// counting its object), a fold whose kernel run needs more than max_folded_bytes in all
+// (everything it allocates is charged to a runtime::MemoryBudget of that size: strings by their
+// characters, temporaries), or a fold that would take the model's growth (new initializer bytes
+// minus bytes of constants nothing reads any more) past max_growth_bytes. Constant nodes become
+// initializers without growth, and Identity nodes of constants are bypassed rather than copied.
+// The request's stop token is polled per node and inside the kernels (PassContext::stop).
 class ConstantFoldPass : public Pass {
  public:
   ConstantFoldPass(std::shared_ptr<const runtime::KernelRegistry> kernels, Options options)
@@ -158,7 +165,9 @@ class ConstantFoldPass : public Pass {
     }
     Stats stats;
     growth_ = 0;
+    int64_t visited = 0;
     for (NodeId id : *order) {
+      if (absl::Status s = context.CheckStopEvery(visited++); !s.ok()) return s;
       const Node& n = graph.node(id);
       if (!n.alive) continue;
       bool all_constant = true;
@@ -169,7 +178,7 @@ class ConstantFoldPass : public Pass {
         }
       }
       if (!all_constant) continue;
-      Fold(graph, id, *context.ops, stats);
+      if (absl::Status s = Fold(graph, id, context, stats); !s.ok()) return s;
     }
     stats.Report(context, options_);
     tensors_.clear();
@@ -177,23 +186,24 @@ class ConstantFoldPass : public Pass {
   }
 
  private:
-  // Folds one node whose inputs are all constants, or records why not.
-  void Fold(Graph& graph, NodeId id, const OpRegistry& ops, Stats& stats) {
+  // Folds one node whose inputs are all constants, or records why not. Errors only when the
+  // request's stop token fires (the pass then stops).
+  absl::Status Fold(Graph& graph, NodeId id, const PassContext& context, Stats& stats) {
     const Node& n = graph.node(id);
-    const OpDef* op = ops.Find(n.domain, n.op_type);
+    const OpDef* op = context.ops->Find(n.domain, n.op_type);
     if (op == nullptr || HasEffects(*op) || IsNondeterministic(*op) || IsRandomOp(n)) {
       ++stats.effects;
-      return;
+      return absl::OkStatus();
     }
     if (HasSubgraph(n)) {
       ++stats.subgraphs;
-      return;
+      return absl::OkStatus();
     }
     for (ValueId out : n.outputs) {
       // Written in place by some node: it must stay a computed value.
       if (hidden_->mutated(out)) {
         ++stats.effects;
-        return;
+        return absl::OkStatus();
       }
     }
     if (n.op_type == "Identity" && n.domain.empty() && n.inputs.size() == 1 &&
@@ -201,7 +211,7 @@ class ConstantFoldPass : public Pass {
       // A copy of a constant (torch writes one per shared weight): its readers read the
       // constant itself, so no bytes are duplicated.
       ++stats.identities_forwarded;
-      return;
+      return absl::OkStatus();
     }
     if (n.op_type == "Constant" && n.domain.empty()) {
       auto it = n.attributes.find("value");
@@ -214,7 +224,7 @@ class ConstantFoldPass : public Pass {
         constant_[out.value()] = 1;
         computed_[out.value()] = 1;
         ++stats.constants_converted;
-        return;
+        return absl::OkStatus();
       }
     }
     const v1::DataType first_dtype =
@@ -222,18 +232,21 @@ class ConstantFoldPass : public Pass {
                                                  : v1::DT_UNDEFINED;
     if (kernels_->Find(n.domain, n.op_type, runtime::DeviceKind::kCpu, first_dtype) == nullptr) {
       ++stats.no_kernel[OpLabel(n.domain, n.op_type)];
-      return;
+      return absl::OkStatus();
     }
-    // The budget, from the inferred types, before anything is computed.
+    // The budget, from the inferred types, before anything is computed. A string counts its
+    // object at least (its characters are only known once computed: the kernels run under a
+    // MemoryBudget of max_folded_bytes, which counts them).
     int64_t planned_bytes = 0;
     for (ValueId out : n.outputs) {
       if (!out.valid()) continue;
       const TensorType& type = graph.value(out).type;
-      const int width = DataTypeSize(type.dtype);
+      const int width = type.dtype == v1::DT_STRING ? static_cast<int>(sizeof(std::string))
+                                                    : DataTypeSize(type.dtype);
       std::optional<int64_t> count = type.shape ? NumElements(*type.shape) : std::nullopt;
-      if ((width == 0 && type.dtype != v1::DT_STRING) || !count) {
+      if (width == 0 || !count) {
         ++stats.not_static;
-        return;
+        return absl::OkStatus();
       }
       const int64_t bytes = width > 0 && *count > std::numeric_limits<int64_t>::max() / width
                                 ? std::numeric_limits<int64_t>::max()
@@ -244,23 +257,32 @@ class ConstantFoldPass : public Pass {
       stats.over_budget.push_back(absl::StrCat(graph.NodeLabel(id), " would compute ",
                                                planned_bytes, " bytes (max_folded_bytes ",
                                                options_.max_folded_bytes, ")"));
-      return;
+      return absl::OkStatus();
     }
     for (ValueId in : n.inputs) {
       if (in.valid() && !computed_[in.value()] && !graph.initializer_of(in)->blob().empty()) {
         ++stats.blobs;
-        return;
+        return absl::OkStatus();
       }
     }
 
-    absl::StatusOr<std::vector<runtime::Tensor>> results = Evaluate(graph, id);
+    if (absl::Status s = context.CheckStop(graph.NodeLabel(id)); !s.ok()) return s;
+    absl::StatusOr<std::vector<runtime::Tensor>> results = Evaluate(graph, id, context);
     if (!results.ok()) {
-      if (results.status().code() == absl::StatusCode::kFailedPrecondition) {
-        ++stats.blobs;
-      } else {
-        stats.failed.push_back(std::string(results.status().message()));
+      const absl::Status& s = results.status();
+      if (context.stop != nullptr && context.stop->ShouldStop()) {
+        return context.CheckStop(graph.NodeLabel(id));
       }
-      return;
+      if (s.code() == absl::StatusCode::kFailedPrecondition) {
+        ++stats.blobs;
+      } else if (s.code() == absl::StatusCode::kResourceExhausted) {
+        // Over the memory budget of its kernels (strings, temporaries): refused like a fold
+        // over the static estimate.
+        stats.over_budget.push_back(std::string(s.message()));
+      } else {
+        stats.failed.push_back(std::string(s.message()));
+      }
+      return absl::OkStatus();
     }
 
     // Check the results against the inferred types and the budget; work out the growth.
@@ -274,14 +296,14 @@ class ConstantFoldPass : public Pass {
                                             t.DebugString(), " for '", graph.value(out).name,
                                             "', inferred ",
                                             TensorTypeToString(graph.value(out).type)));
-        return;
+        return absl::OkStatus();
       }
       const int64_t bytes = RuntimeTensorBytes(t);
       if (bytes > options_.max_folded_bytes) {
         stats.over_budget.push_back(absl::StrCat(graph.NodeLabel(id), " computed ", bytes,
                                                  " bytes (max_folded_bytes ",
                                                  options_.max_folded_bytes, ")"));
-        return;
+        return absl::OkStatus();
       }
       if (Needed(graph, out)) added += bytes;
     }
@@ -310,7 +332,7 @@ class ConstantFoldPass : public Pass {
       stats.over_budget.push_back(absl::StrCat(
           graph.NodeLabel(id), " would add ", delta, " bytes (", growth_,
           " added so far, max_growth_bytes ", options_.max_growth_bytes, ")"));
-      return;
+      return absl::OkStatus();
     }
     growth_ += delta;
     stats.bytes_added += added;
@@ -342,7 +364,7 @@ class ConstantFoldPass : public Pass {
       graph.RemoveInitializer(in);
       tensors_.erase(in.value());
     }
-    return;
+    return absl::OkStatus();
   }
 
   // True when something reads `out`: a node, the graph's outputs or a subgraph by name.
@@ -351,8 +373,11 @@ class ConstantFoldPass : public Pass {
     return !v.uses.empty() || v.graph_output_count > 0 || hidden_->captured(out);
   }
 
-  // Runs node `id` alone on the CPU kernels and returns its present outputs in order.
-  absl::StatusOr<std::vector<runtime::Tensor>> Evaluate(const Graph& graph, NodeId id) {
+  // Runs node `id` alone on the CPU kernels and returns its present outputs in order: under
+  // the request's stop token and a memory budget of max_folded_bytes for everything its
+  // kernels allocate (strings by their characters too).
+  absl::StatusOr<std::vector<runtime::Tensor>> Evaluate(const Graph& graph, NodeId id,
+                                                        const PassContext& context) {
     const Node& n = graph.node(id);
     Graph mini;
     mini.name = "constant_fold";
@@ -414,7 +439,11 @@ class ConstantFoldPass : public Pass {
     absl::StatusOr<std::unique_ptr<runtime::Executor>> executor =
         runtime::Executor::Create(std::move(mini), *kernels_, runtime::ExecutorOptions{});
     if (!executor.ok()) return executor.status();
-    absl::StatusOr<runtime::RunResult> result = (*executor)->Run(feeds);
+    runtime::RunOptions run;
+    run.stop = context.stop;
+    run.memory = std::make_shared<runtime::MemoryBudget>(options_.max_folded_bytes +
+                                                         kFoldBookkeepingBytes);
+    absl::StatusOr<runtime::RunResult> result = (*executor)->Run(feeds, run);
     if (!result.ok()) return result.status();
     return std::move(result->outputs);
   }
@@ -460,6 +489,8 @@ PassInfo ConstantFoldPassInfo(std::shared_ptr<const runtime::KernelRegistry> ker
                     "minus constants no longer read (default ",
                     kDefaultMaxFoldGrowthBytes, ")")},
   };
+  info.budget_options["max_folded_bytes"] = {kDefaultMaxFoldedBytes, nullptr};
+  info.budget_options["max_growth_bytes"] = {kDefaultMaxFoldGrowthBytes, nullptr};
   // Output types come from inference: a fold is refused before it computes anything too large.
   info.requires_analyses = {Analysis::kTypes, Analysis::kShapes};
   // Folded values keep their (now exactly known) types.

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "graph/proto_convert.h"
@@ -27,6 +28,7 @@ using ::graphopt::testing::TestRuntime;
 using ::graphopt::testing::WithInitializers;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::AllOf;
 using ::testing::IsEmpty;
 
 std::vector<std::string> InitializerNames(const v1::Graph& g) {
@@ -156,13 +158,112 @@ TEST(ConstantFoldPassTest, RefusesToComputeTensorsOverMaxFoldedBytes) {
   PipelineResult result;
   auto out = env.RunSpecs(text,
                           {{"constant_fold",
-                            {{"max_folded_bytes", "1000"}, {"max_growth_bytes", "100000000"}}}},
+                            {{"max_folded_bytes", "1000"}, {"max_growth_bytes", "10000000"}}}},
                           &result);
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_THAT(OpTypes(*out), ElementsAre("ConstantOfShape", "Add"));
   EXPECT_THAT(AllMessages(result),
               HasSubstr("node 'big' (ConstantOfShape) would compute 2097152 bytes "
                         "(max_folded_bytes 1000)"));
+}
+
+// A 40-character string tiled `reps` times (the issue's 67-byte model, give or take).
+std::string StringTileGraph(int64_t reps) {
+  v1::Tensor s;
+  s.set_name("s");
+  s.set_dtype(v1::DT_STRING);
+  s.add_dims(1);
+  s.add_string_data("0123456789012345678901234567890123456789");
+  return WithInitializers(R"pb(
+    nodes { name: "big" op_type: "Tile" inputs: "s" inputs: "reps" outputs: "y" }
+    outputs { name: "y" })pb",
+                          {s, Int64TensorProto("reps", {1}, {reps})});
+}
+
+TEST(ConstantFoldPassTest, StringFoldsCountTheirObjectsBeforeComputing) {
+  PassTestEnv env;
+  for (int64_t reps : {int64_t{1} << 26, int64_t{1} << 40}) {
+    PipelineResult result;
+    auto out = env.Run(StringTileGraph(reps), {"constant_fold"}, &result);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_THAT(OpTypes(*out), ElementsAre("Tile"));
+    EXPECT_THAT(AllMessages(result),
+                HasSubstr(absl::StrCat("node 'big' (Tile) would compute ",
+                                       reps * static_cast<int64_t>(sizeof(std::string)),
+                                       " bytes")));
+  }
+}
+
+TEST(ConstantFoldPassTest, StringFoldsOverTheBudgetByTheirCharactersAreRefusedNotErrors) {
+  PassTestEnv env;
+  // 2^20 strings: 32 MiB of objects (under the 64 MiB estimate) and 41 MiB of characters,
+  // which the kernels' memory budget of max_folded_bytes counts.
+  PipelineResult result;
+  auto out = env.Run(StringTileGraph(int64_t{1} << 20), {"constant_fold"}, &result);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(OpTypes(*out), ElementsAre("Tile"));
+  EXPECT_THAT(AllMessages(result),
+              AllOf(HasSubstr("refused 1 folds over the size budget: node 'big' (Tile) output 0"),
+                    HasSubstr("over the execution's memory budget")));
+  // A small one folds, its characters counted in the growth.
+  out = env.Run(StringTileGraph(100), {"constant_fold"}, &result);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(OpTypes(*out), IsEmpty());
+  ASSERT_EQ(out->initializers_size(), 1);
+  EXPECT_EQ(out->initializers(0).string_data_size(), 100);
+}
+
+TEST(ConstantFoldPassTest, StopsWhenTheTokenFiresNamingThePass) {
+  PassTestEnv env;
+  absl::StatusOr<Graph> g =
+      env.Parse(WithInitializers(kBigConstant, {Int64TensorProto("shape", {2}, {1024, 512})}));
+  ASSERT_TRUE(g.ok());
+  StopToken token;
+  token.Cancel("the client cancelled the call");
+  PipelineOptions options;
+  options.stop = &token;
+  absl::StatusOr<PipelineResult> r =
+      RunPipeline(*g, {{"constant_fold", {}}}, env.passes(), env.ops(), options);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kCancelled);
+  // The pass itself, run without the pipeline's check before it.
+  absl::StatusOr<Graph> h =
+      env.Parse(WithInitializers(kBigConstant, {Int64TensorProto("shape", {2}, {1024, 512})}));
+  ASSERT_TRUE(h.ok());
+  const PassInfo* info = env.passes().Find("constant_fold");
+  ASSERT_NE(info, nullptr);
+  absl::StatusOr<std::unique_ptr<Pass>> pass = info->factory({});
+  ASSERT_TRUE(pass.ok());
+  PassContext context{&env.ops(), nullptr, &token, "constant_fold"};
+  absl::StatusOr<bool> changed = (*pass)->Run(*h, context);
+  EXPECT_EQ(changed.status().code(), absl::StatusCode::kCancelled);
+  EXPECT_THAT(changed.status().message(), AllOf(HasSubstr("the client cancelled the call"),
+                                                HasSubstr("pass 'constant_fold'")));
+}
+
+TEST(ConstantFoldPassTest, DeadlineStopsAFoldMidKernel) {
+  PassTestEnv env;
+  // ConstantOfShape of 8M floats then Adds of it: each fold 32 MiB, seconds in all.
+  std::string text = R"pb(
+    nodes { name: "big" op_type: "ConstantOfShape" inputs: "shape" outputs: "c0" })pb";
+  for (int i = 0; i < 40; ++i) {
+    absl::StrAppend(&text, " nodes { op_type: \"Add\" inputs: \"c", i, "\" inputs: \"c", i,
+                    "\" outputs: \"c", i + 1, "\" }");
+  }
+  absl::StrAppend(&text, " outputs { name: \"c40\" }");
+  absl::StatusOr<Graph> g =
+      env.Parse(WithInitializers(text, {Int64TensorProto("shape", {1}, {int64_t{8} << 20})}));
+  ASSERT_TRUE(g.ok()) << g.status();
+  StopToken token(absl::Now() + absl::Milliseconds(150));
+  PipelineOptions options;
+  options.stop = &token;
+  options.option_ceilings.clear();  // a test of the deadline, not of the budgets
+  const absl::Time start = absl::Now();
+  absl::StatusOr<PipelineResult> r = RunPipeline(
+      *g, {{"constant_fold", {{"max_growth_bytes", "100000000000"}}}}, env.passes(), env.ops(),
+      options);
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded) << r.status();
+  EXPECT_LT(took, absl::Milliseconds(400));
 }
 
 TEST(ConstantFoldPassTest, FoldsThatReplaceWhatTheyReadAddNothingToTheBudget) {

@@ -41,7 +41,9 @@ class DeadCodeEliminationPass : public Pass {
     for (ValueId out : graph.outputs()) {
       if (out.valid()) needed[out.value()] = 1;
     }
+    int64_t visited = 0;
     for (auto it = order->rbegin(); it != order->rend(); ++it) {
+      if (absl::Status s = context.CheckStopEvery(visited++); !s.ok()) return s;
       const Node& n = graph.node(*it);
       bool keep = false;
       for (ValueId out : n.outputs) {

@@ -47,6 +47,7 @@ class EliminateIdentityPass : public Pass {
     const std::vector<NodeId> candidates =
         graph.LiveNodesOfKinds({identity_kind, graph.FindOpKind("", "Dropout")});
     for (size_t k = 0; k < candidates.size(); ++k) {
+      if (absl::Status s = context.CheckStopEvery(k); !s.ok()) return s;
       // Candidates are scattered through the graph: on a large one each first touch would be
       // a cache miss (measured at 10^5 nodes: 4.4 -> 3.3 ms). Loads the node six ahead, the
       // output value of the one three ahead (whose node has arrived by then), and the readers

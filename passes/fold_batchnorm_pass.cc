@@ -107,7 +107,9 @@ class FoldBatchNormPass : public Pass {
     // BatchNormalization, and 4 bytes read per node when there is.
     const OpKindId bn_kind = graph.FindOpKind("", "BatchNormalization");
     if (graph.num_live_nodes_of_kind(bn_kind) > 0) {
+      int64_t visited = 0;
       for (NodeId id : *order) {
+        if (absl::Status s = context.CheckStopEvery(visited++); !s.ok()) return s;
         if (graph.op_kind(id) != bn_kind || !graph.node(id).alive) continue;
         absl::StatusOr<const char*> into = Fold(graph, id);
         if (!into.ok()) return into.status();

@@ -96,7 +96,12 @@ class Fuser {
     unit_of_.assign(n, -1);
     node_epoch_.assign(n, 0);
     MatchPatterns(*order);
-    for (NodeId id : *order) Visit(id);
+    int64_t visited = 0;
+    for (NodeId id : *order) {
+      if (absl::Status s = context.CheckStopEvery(visited++); !s.ok()) return s;
+      Visit(id);
+    }
+    if (absl::Status s = context.CheckStop(); !s.ok()) return s;
     return Materialize(context);
   }
 
@@ -525,6 +530,7 @@ PassInfo FuseOpsPassInfo() {
       {"max_group_size",
        absl::StrCat("most nodes in one group (default ", kDefaultMaxGroupSize, ")")},
   };
+  info.budget_options["max_group_size"] = {kDefaultMaxGroupSize, nullptr};
   info.min_opt_level = 3;
   info.factory = MakeFuseOpsPass;
   return info;

@@ -20,7 +20,9 @@ class InferShapePass : public Pass {
     DimsValueTable dims_values = InitialDimsValues(graph);
     ShapeCounts counts;
     const KindOps ops(graph, *context.ops);
+    int64_t visited = 0;
     for (NodeId id : *order) {
+      if (absl::Status s = context.CheckStopEvery(visited++); !s.ok()) return s;
       absl::StatusOr<const OpDef*> op = NodeOp(graph, id, ops);
       if (!op.ok()) return op.status();
       if (absl::Status s = InferNodeShapes(graph, id, **op, &dims_values); !s.ok()) return s;

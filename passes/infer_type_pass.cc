@@ -20,6 +20,7 @@ class InferTypePass : public Pass {
     int64_t outputs = 0;
     const KindOps ops(graph, *context.ops);
     for (size_t k = 0; k < order->size(); ++k) {
+      if (absl::Status s = context.CheckStopEvery(k); !s.ok()) return s;
       graph.PrefetchSweep(*order, k);
       const NodeId id = (*order)[k];
       absl::StatusOr<const OpDef*> op = NodeOp(graph, id, ops);

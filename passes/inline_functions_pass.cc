@@ -113,6 +113,7 @@ class InlineFunctionsPass : public Pass {
     // Without ops that have bodies (the builtins alone) there is nothing to look up per node.
     const int scanned = ops_->HasOpsWithBodies() ? graph.num_node_slots() : 0;
     for (int i = 0; i < scanned; ++i) {
+      if (absl::Status s = context.CheckStopEvery(i); !s.ok()) return s;
       const Node& n = graph.node(NodeId(i));
       if (!n.alive) continue;
       const OpDef* op = ops_->Find(n.domain, n.op_type);
@@ -153,6 +154,8 @@ class InlineFunctionsPass : public Pass {
     absl::btree_map<std::string, int64_t> inlined;
     int64_t added = 0;
     for (size_t next = 0; next < work.size(); ++next) {
+      // Expansions are a few nodes each, bounded by max_new_nodes in all.
+      if (absl::Status s = context.CheckStopEvery(next); !s.ok()) return s;
       const Item item = work[next];
       const Template& t = templates_[item.tmpl];
       if (item.depth >= kMaxInlineNestingDepth) {
@@ -612,6 +615,7 @@ PassInfo InlineFunctionsPassInfo() {
       {"max_new_nodes",
        absl::StrCat("refuse to add more nodes than this (default ", kDefaultMaxInlinedNodes, ")")},
   };
+  info.budget_options["max_new_nodes"] = {kDefaultMaxInlinedNodes, nullptr};
   // New values carry no types or shapes until inference runs again.
   info.preserves = {};
   info.min_opt_level = 1;

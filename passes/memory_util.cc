@@ -39,6 +39,14 @@ absl::StatusOr<DimBounds> ParseDimBounds(absl::string_view text, absl::string_vi
   return bounds;
 }
 
+absl::StatusOr<int64_t> LargestDimBound(absl::string_view text) {
+  absl::StatusOr<DimBounds> bounds = ParseDimBounds(text, kDimBoundsOption);
+  if (!bounds.ok()) return bounds.status();
+  int64_t largest = 0;
+  for (const auto& [symbol, size] : *bounds) largest = std::max(largest, size);
+  return largest;
+}
+
 absl::StatusOr<DimBounds> DimBoundsFromOptions(const std::map<std::string, std::string>& options) {
   auto it = options.find(kDimBoundsOption);
   if (it == options.end()) return DimBounds();

@@ -29,6 +29,9 @@ inline constexpr int64_t kPlanAlignment = 64;
 // INVALID_ARGUMENT naming `option` for an entry that is not SYMBOL:SIZE, an empty symbol, a size
 // that is not a non-negative integer, or a symbol given twice.
 absl::StatusOr<DimBounds> ParseDimBounds(absl::string_view text, absl::string_view option);
+// The largest bound in a kDimBoundsOption value (0 when none): what the pipeline holds under
+// the server's ceiling for the option (PassInfo::BudgetOption::amount).
+absl::StatusOr<int64_t> LargestDimBound(absl::string_view text);
 // The bounds a pass's options give under kDimBoundsOption (none when absent), as ParseDimBounds.
 absl::StatusOr<DimBounds> DimBoundsFromOptions(const std::map<std::string, std::string>& options);
 

@@ -23,6 +23,12 @@ std::vector<Analysis> AnalysisSet::ToVector() const {
   return out;
 }
 
+absl::Status PassContext::CheckStop(absl::string_view where) const {
+  if (stop == nullptr || !stop->ShouldStop()) return absl::OkStatus();
+  return stop->Check(where.empty() ? absl::StrCat("pass '", pass_name, "'")
+                                   : absl::StrCat("pass '", pass_name, "' at ", where));
+}
+
 absl::Status PassRegistry::Register(PassInfo info) {
   if (info.name.empty() || !info.factory) {
     return absl::InvalidArgumentError(

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "graph/graph.h"
 #include "graph/op_registry.h"
+#include "util/stop_token.h"
 
 namespace graphopt {
 
@@ -50,10 +51,25 @@ struct PassContext {
   const OpRegistry* ops = nullptr;
   // Messages for the pass report ("removed 3 Identity nodes").
   std::vector<std::string>* messages = nullptr;
+  // The request's cancellation and deadline (null: never stops). A pass that can run long
+  // polls it (CheckStop) every few thousand nodes, and per node where a node's work is large
+  // (constant_fold), and returns its status; the pipeline names the pass.
+  const StopToken* stop = nullptr;
+  // The name of the running pass, for CheckStop's message.
+  std::string pass_name;
 
   void Note(std::string message) const {
     if (messages != nullptr) messages->push_back(std::move(message));
   }
+  // OK while the pass may go on; else the token's CANCELLED / DEADLINE_EXCEEDED naming the
+  // pass and `where` (a node, or "" for none).
+  absl::Status CheckStop(absl::string_view where = "") const;
+  // CheckStop every kStopCheckInterval calls with i = 0, 1, 2, ... (a sweep's index): the
+  // polling of loops over nodes, one clock read per few thousand nodes.
+  absl::Status CheckStopEvery(int64_t i, absl::string_view where = "") const {
+    return stop == nullptr || i % kStopCheckInterval != 0 ? absl::OkStatus() : CheckStop(where);
+  }
+  static constexpr int64_t kStopCheckInterval = 4096;
 };
 
 // One graph transformation or analysis. Passes are created per pipeline run, so they may keep
@@ -84,6 +100,19 @@ struct PassInfo {
   // Creates a pass configured by `options` (already checked to use only known keys);
   // INVALID_ARGUMENT for a malformed value.
   std::function<absl::StatusOr<std::unique_ptr<Pass>>(const PassOptions& options)> factory;
+
+  // An option that is a budget (a size, count or time the request may raise): the pipeline
+  // holds it under the server's ceiling for "<pass>.<option>" (PipelineOptions::option_ceilings).
+  struct BudgetOption {
+    // What the pass uses when the request does not set the option.
+    int64_t default_value = 0;
+    // The amount a value asks for (for a list such as dim_bounds, its largest number);
+    // INVALID_ARGUMENT when malformed. Null: the value is one integer (absl::SimpleAtoi).
+    std::function<absl::StatusOr<int64_t>(absl::string_view value)> amount;
+  };
+  // Keys of `options` that are budgets. Every option that bounds the work or memory a pass may
+  // spend must be listed here, with a default ceiling in DefaultOptionCeilings (pipeline.h).
+  std::map<std::string, BudgetOption> budget_options;
 };
 
 // A PassInfo::factory for a pass that takes no options.

@@ -7,13 +7,27 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "absl/strings/numbers.h"
 #include "graph/verifier.h"
+#include "runtime/exception_status.h"
 
 namespace graphopt {
 namespace {
 
 absl::Status Prefixed(const absl::Status& s, absl::string_view prefix) {
   return absl::Status(s.code(), absl::StrCat(prefix, s.message()));
+}
+
+// The pass `info` makes for `options`, with errors (and exceptions) prefixed by its name.
+absl::StatusOr<std::unique_ptr<Pass>> CreatePass(const PassInfo& info, const PassOptions& options) {
+  absl::StatusOr<std::unique_ptr<Pass>> pass = absl::InternalError("");
+  try {
+    pass = info.factory(options);
+  } catch (...) {
+    return CurrentExceptionToStatus(absl::StrCat("pass '", info.name, "': creating it"));
+  }
+  if (!pass.ok()) return Prefixed(pass.status(), absl::StrCat("pass '", info.name, "': "));
+  return pass;
 }
 
 std::string KnownPasses(const PassRegistry& registry) {
@@ -43,6 +57,37 @@ absl::Status BindDims(Graph& graph, const absl::btree_map<std::string, int64_t>&
   return absl::OkStatus();
 }
 
+// `options` with every budget option of `info` checked against its ceiling: a value above it
+// is INVALID_ARGUMENT; an unset option whose default is above it is set to the ceiling.
+absl::StatusOr<PassOptions> ApplyCeilings(const PassInfo& info, PassOptions options,
+                                          const OptionCeilings& ceilings) {
+  for (const auto& [key, budget] : info.budget_options) {
+    auto ceiling = ceilings.find(absl::StrCat(info.name, ".", key));
+    if (ceiling == ceilings.end()) continue;
+    auto it = options.find(key);
+    if (it == options.end()) {
+      if (budget.default_value > ceiling->second) options[key] = absl::StrCat(ceiling->second);
+      continue;
+    }
+    int64_t amount = 0;
+    if (budget.amount) {
+      absl::StatusOr<int64_t> a = budget.amount(it->second);
+      if (!a.ok()) {
+        return Prefixed(a.status(), absl::StrCat("pass '", info.name, "': option '", key, "': "));
+      }
+      amount = *a;
+    } else if (!absl::SimpleAtoi(it->second, &amount)) {
+      continue;  // malformed: the pass's factory says so
+    }
+    if (amount > ceiling->second) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "pass '", info.name, "': option '", key, "' = ", it->second,
+          " is over the server's ceiling of ", ceiling->second));
+    }
+  }
+  return options;
+}
+
 struct Runner {
   Graph& graph;
   const PassRegistry& registry;
@@ -56,11 +101,24 @@ struct Runner {
     run.name = info.name;
     run.added_for = added_for;
     run.nodes_before = graph.num_live_nodes();
-    PassContext context{&ops, &run.messages};
+    PassContext context{&ops, &run.messages, options.stop, info.name};
+    if (absl::Status s = context.CheckStop(); !s.ok()) return s;
     const absl::Time start = absl::Now();
-    absl::StatusOr<bool> changed = pass.Run(graph, context);
+    absl::StatusOr<bool> changed = absl::InternalError("");
+    try {
+      changed = pass.Run(graph, context);
+    } catch (...) {
+      // The graph may be half rewritten: the request fails as a whole.
+      return CurrentExceptionToStatus(absl::StrCat("pass '", info.name, "'"));
+    }
     run.wall_time_us = absl::ToInt64Microseconds(absl::Now() - start);
-    if (!changed.ok()) return Prefixed(changed.status(), absl::StrCat("pass '", info.name, "': "));
+    if (!changed.ok()) {
+      // A stop names the pass already (PassContext::CheckStop).
+      if (absl::IsCancelled(changed.status()) || absl::IsDeadlineExceeded(changed.status())) {
+        return changed.status();
+      }
+      return Prefixed(changed.status(), absl::StrCat("pass '", info.name, "': "));
+    }
     run.changed = *changed;
     run.nodes_after = graph.num_live_nodes();
     if (run.changed) valid = valid.Intersect(info.preserves);
@@ -95,7 +153,10 @@ struct Runner {
       if (absl::Status s = Ensure(provider->requires_analyses, for_pass, depth + 1); !s.ok()) {
         return s;
       }
-      absl::StatusOr<std::unique_ptr<Pass>> pass = provider->factory({});
+      absl::StatusOr<PassOptions> provider_options =
+          ApplyCeilings(*provider, {}, options.option_ceilings);
+      if (!provider_options.ok()) return provider_options.status();
+      absl::StatusOr<std::unique_ptr<Pass>> pass = CreatePass(*provider, *provider_options);
       if (!pass.ok()) return pass.status();
       if (absl::Status s = Run(*provider, **pass, for_pass); !s.ok()) return s;
     }
@@ -104,6 +165,17 @@ struct Runner {
 };
 
 }  // namespace
+
+OptionCeilings DefaultOptionCeilings() {
+  return {
+      {"constant_fold.max_folded_bytes", int64_t{64} << 20},
+      {"constant_fold.max_growth_bytes", int64_t{64} << 20},
+      {"fuse_ops.max_group_size", 1024},
+      {"inline_functions.max_new_nodes", 1000000},
+      {"plan_memory.dim_bounds", int64_t{1} << 24},
+      {"schedule.dim_bounds", int64_t{1} << 24},
+  };
+}
 
 absl::StatusOr<std::vector<PassSpec>> PipelineForLevel(int level) {
   switch (level) {
@@ -176,14 +248,22 @@ absl::StatusOr<PipelineResult> RunPipeline(Graph& graph, const std::vector<PassS
                                                        accepted, ")"));
       }
     }
-    absl::StatusOr<std::unique_ptr<Pass>> pass = info->factory(spec.options);
-    if (!pass.ok()) {
-      return Prefixed(pass.status(), absl::StrCat("pass '", spec.name, "': "));
-    }
+    absl::StatusOr<PassOptions> pass_options =
+        ApplyCeilings(*info, spec.options, options.option_ceilings);
+    if (!pass_options.ok()) return pass_options.status();
+    absl::StatusOr<std::unique_ptr<Pass>> pass = CreatePass(*info, *pass_options);
+    if (!pass.ok()) return pass.status();
     plan.emplace_back(info, std::move(*pass));
   }
 
-  if (absl::Status s = VerifyGraph(graph, ops); !s.ok()) return s;
+  if (absl::Status s = CheckStop(options.stop, "the pipeline's input check"); !s.ok()) return s;
+  absl::Status verified;
+  try {
+    verified = VerifyGraph(graph, ops);
+  } catch (...) {
+    verified = CurrentExceptionToStatus("verifying the input graph");
+  }
+  if (!verified.ok()) return verified;
   if (absl::Status s = BindDims(graph, options.dim_bindings); !s.ok()) return s;
 
   Runner runner{graph, pass_registry, ops, options, {}, {}};

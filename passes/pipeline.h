@@ -10,6 +10,7 @@
 #include "graph/graph.h"
 #include "graph/op_registry.h"
 #include "passes/pass.h"
+#include "util/stop_token.h"
 
 namespace graphopt {
 
@@ -37,11 +38,34 @@ inline constexpr int kDefaultOptLevel = 2;
 // INVALID_ARGUMENT for a level outside [0, kMaxOptLevel].
 absl::StatusOr<std::vector<PassSpec>> PipelineForLevel(int level);
 
+// Server ceilings on the pass options that are budgets (PassInfo::budget_options), keyed
+// "<pass>.<option>": the largest amount a request may set.
+using OptionCeilings = absl::btree_map<std::string, int64_t>;
+
+// Default ceilings, one for every budget option of the builtin passes (a test checks that
+// none is missing); a server overrides them from its flags:
+//   constant_fold.max_folded_bytes   64 MiB   (largest tensor one fold computes; its default)
+//   constant_fold.max_growth_bytes   64 MiB   (bytes all folds together add; default 1 MiB)
+//   inline_functions.max_new_nodes   1000000  (its default)
+//   fuse_ops.max_group_size          1024     (default 64)
+//   schedule.dim_bounds              2^24     (the largest bound of a symbolic dim)
+//   plan_memory.dim_bounds           2^24
+OptionCeilings DefaultOptionCeilings();
+
 struct PipelineOptions {
   // Run VerifyGraph after every pass that changed the graph (it always runs on the input).
   bool verify_each_pass = false;
   // Symbol -> size, substituted into every value type before the first pass.
   absl::btree_map<std::string, int64_t> dim_bindings;
+  // The request's cancellation and deadline (null: never stops): checked before every pass
+  // and by the passes that can run long (PassContext::CheckStop). Once it fires RunPipeline
+  // returns its status (CANCELLED / DEADLINE_EXCEEDED) naming the pass. Must outlive the call.
+  const StopToken* stop = nullptr;
+  // Ceilings on the budget options a request sets. An option above its ceiling is
+  // INVALID_ARGUMENT naming the pass, option, value and ceiling; a pass whose default is above
+  // the ceiling runs at the ceiling. A budget option without an entry has no ceiling: clear the
+  // map only for trusted, in-process use.
+  OptionCeilings option_ceilings = DefaultOptionCeilings();
 };
 
 struct PassRun {
@@ -62,11 +86,13 @@ struct PipelineResult {
 };
 
 // Runs `passes` over `graph` in order. Before it starts: every pass name is looked up
-// (NOT_FOUND naming it), every option key checked and every pass created (INVALID_ARGUMENT),
-// and the input graph verified. Before each pass, analyses it requires that are not current
+// (NOT_FOUND naming it), every option key and budget option (against its ceiling) checked
+// and every pass created (INVALID_ARGUMENT), and the input graph verified. Before each pass, analyses it requires that are not current
 // are produced by running their provider passes first, which appear in the result with
 // `added_for` set. A pass error is returned as "pass 'x': <error>"; a verifier failure after a
-// pass as "after pass 'x': <error>".
+// pass as "after pass 'x': <error>". The stop token (PipelineOptions::stop) is checked before
+// every pass. No C++ exception leaves the call: one thrown by a pass (or its factory) becomes
+// RESOURCE_EXHAUSTED (std::bad_alloc, std::length_error) or INTERNAL naming the pass.
 absl::StatusOr<PipelineResult> RunPipeline(Graph& graph, const std::vector<PassSpec>& passes,
                                            const PassRegistry& pass_registry,
                                            const OpRegistry& ops,

@@ -1,6 +1,9 @@
 #include "passes/pipeline.h"
 
 #include <cstdio>
+#include <memory>
+#include <new>
+#include <stdexcept>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -319,6 +322,158 @@ TEST(PipelineTest, LevelTwoScalesLinearly) {
     std::printf("%-34s %8.1f ms  %s\n", run.name.c_str(), run.wall_time_us / 1000.0,
                 run.messages.empty() ? "" : run.messages[0].c_str());
   }
+}
+
+// A pass for the guard tests: cancels `token` when it runs, or throws.
+class TestPass : public Pass {
+ public:
+  TestPass(StopToken* token, std::string mode) : token_(token), mode_(std::move(mode)) {}
+  absl::StatusOr<bool> Run(Graph& graph, const PassContext& context) override {
+    if (mode_ == "cancel") token_->Cancel("the client cancelled the call");
+    if (mode_ == "bad_alloc") throw std::bad_alloc();
+    if (mode_ == "range") throw std::out_of_range("map::at");
+    return false;
+  }
+
+ private:
+  StopToken* token_;
+  std::string mode_;
+};
+
+PassInfo TestPassInfo(const std::string& name, StopToken* token, const std::string& mode) {
+  PassInfo info;
+  info.name = name;
+  info.options = {{"budget", "a budget for the ceiling tests"}};
+  info.budget_options["budget"] = {1000, nullptr};
+  info.factory = [token, mode](const PassOptions&) -> absl::StatusOr<std::unique_ptr<Pass>> {
+    if (mode == "factory") throw std::length_error("vector::reserve");
+    return std::unique_ptr<Pass>(std::make_unique<TestPass>(token, mode));
+  };
+  return info;
+}
+
+TEST(PipelineGuardTest, StopTokenIsCheckedBeforeEveryPass) {
+  PassTestEnv env;
+  PassRegistry passes;
+  StopToken token;
+  ASSERT_TRUE(passes.Register(TestPassInfo("canceller", &token, "cancel")).ok());
+  ASSERT_TRUE(passes.Register(TestPassInfo("next", &token, "")).ok());
+  absl::StatusOr<Graph> g = env.Parse(kSmall);
+  ASSERT_TRUE(g.ok());
+  PipelineOptions options;
+  options.stop = &token;
+  absl::StatusOr<PipelineResult> r =
+      RunPipeline(*g, {{"canceller", {}}, {"next", {}}}, passes, env.ops(), options);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kCancelled);
+  EXPECT_THAT(r.status().message(), HasSubstr("the client cancelled the call"));
+  EXPECT_THAT(r.status().message(), HasSubstr("pass 'next'"));
+}
+
+TEST(PipelineGuardTest, DeadlineInThePastStopsBeforeAnyPass) {
+  PassTestEnv env;
+  absl::StatusOr<Graph> g = env.Parse(kSmall);
+  ASSERT_TRUE(g.ok());
+  StopToken token(absl::InfinitePast());
+  PipelineOptions options;
+  options.stop = &token;
+  absl::StatusOr<PipelineResult> r =
+      RunPipeline(*g, *PipelineForLevel(2), env.passes(), env.ops(), options);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
+}
+
+TEST(PipelineGuardTest, PassExceptionsBecomeStatusesNamingThePass) {
+  PassTestEnv env;
+  PassRegistry passes;
+  ASSERT_TRUE(passes.Register(TestPassInfo("oom", nullptr, "bad_alloc")).ok());
+  ASSERT_TRUE(passes.Register(TestPassInfo("range", nullptr, "range")).ok());
+  ASSERT_TRUE(passes.Register(TestPassInfo("factory", nullptr, "factory")).ok());
+  struct Case {
+    const char* pass;
+    absl::StatusCode code;
+    const char* text;
+  };
+  for (const Case& c : {Case{"oom", absl::StatusCode::kResourceExhausted, "out of memory"},
+                        Case{"range", absl::StatusCode::kInternal, "map::at"},
+                        Case{"factory", absl::StatusCode::kResourceExhausted, "vector::reserve"}}) {
+    absl::StatusOr<Graph> g = env.Parse(kSmall);
+    ASSERT_TRUE(g.ok());
+    absl::StatusOr<PipelineResult> r = RunPipeline(*g, {{c.pass, {}}}, passes, env.ops(), {});
+    EXPECT_EQ(r.status().code(), c.code) << r.status();
+    EXPECT_THAT(r.status().message(), HasSubstr(absl::StrCat("pass '", c.pass, "'")));
+    EXPECT_THAT(r.status().message(), HasSubstr(c.text));
+  }
+}
+
+TEST(PipelineGuardTest, BudgetOptionsAreHeldUnderTheCeilings) {
+  PassTestEnv env;
+  PassRegistry passes;
+  ASSERT_TRUE(passes.Register(TestPassInfo("t", nullptr, "")).ok());
+  auto run = [&](PassOptions pass_options, OptionCeilings ceilings) {
+    absl::StatusOr<Graph> g = env.Parse(kSmall);
+    EXPECT_TRUE(g.ok());
+    PipelineOptions options;
+    options.option_ceilings = std::move(ceilings);
+    return RunPipeline(*g, {{"t", std::move(pass_options)}}, passes, env.ops(), options)
+        .status();
+  };
+  absl::Status s = run({{"budget", "5000"}}, {{"t.budget", 4096}});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(),
+              HasSubstr("pass 't': option 'budget' = 5000 is over the server's ceiling of 4096"));
+  EXPECT_TRUE(run({{"budget", "4096"}}, {{"t.budget", 4096}}).ok());
+  EXPECT_TRUE(run({{"budget", "5000"}}, {}).ok());  // no ceiling
+  EXPECT_TRUE(run({}, {{"t.budget", 10}}).ok());     // the default is lowered to the ceiling
+}
+
+TEST(PipelineGuardTest, BuiltinCeilingsHoldRequestsAndLowerDefaults) {
+  PassTestEnv env;
+  absl::StatusOr<Graph> g = env.Parse(kSmall);
+  ASSERT_TRUE(g.ok());
+  // The issue's request: a fold budget of 1 GiB.
+  absl::StatusOr<PipelineResult> r = RunPipeline(
+      *g, {{"constant_fold", {{"max_folded_bytes", "1073741824"}}}}, env.passes(), env.ops(), {});
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(),
+              HasSubstr("pass 'constant_fold': option 'max_folded_bytes' = 1073741824 is over "
+                        "the server's ceiling of 67108864"));
+  r = RunPipeline(*g, {{"plan_memory", {{"dim_bounds", "batch:8,seq:100000000"}}}},
+                  env.passes(), env.ops(), {});
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("option 'dim_bounds'"));
+  r = RunPipeline(*g, {{"plan_memory", {{"dim_bounds", "batch:8,seq"}}}}, env.passes(),
+                  env.ops(), {});
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  // A server ceiling under the pass's default: the default is lowered to it.
+  absl::StatusOr<Graph> big = env.Parse(R"pb(
+    nodes { name: "big" op_type: "ConstantOfShape" inputs: "shape" outputs: "c" }
+    outputs { name: "c" }
+    initializers { name: "shape" dtype: DT_INT64 dims: 1 raw_data: "\x00\x04\0\0\0\0\0\0" })pb");
+  ASSERT_TRUE(big.ok()) << big.status();
+  PipelineOptions options;
+  options.option_ceilings["constant_fold.max_folded_bytes"] = 1000;
+  r = RunPipeline(*big, {{"constant_fold", {}}}, env.passes(), env.ops(), options);
+  ASSERT_TRUE(r.ok()) << r.status();
+  std::string messages;
+  for (const PassRun& run : r->runs) {
+    for (const std::string& m : run.messages) messages += m;
+  }
+  EXPECT_THAT(messages, HasSubstr("node 'big' (ConstantOfShape) would compute 4096 bytes "
+                                  "(max_folded_bytes 1000)"));
+}
+
+TEST(PipelineGuardTest, EveryBuiltinBudgetOptionHasADefaultCeiling) {
+  PassTestEnv env;
+  const OptionCeilings ceilings = DefaultOptionCeilings();
+  int budgets = 0;
+  for (const PassInfo* info : env.passes().List()) {
+    for (const auto& [key, budget] : info->budget_options) {
+      ++budgets;
+      EXPECT_TRUE(info->options.count(key)) << info->name << "." << key;
+      auto it = ceilings.find(absl::StrCat(info->name, ".", key));
+      ASSERT_NE(it, ceilings.end()) << info->name << "." << key << " has no default ceiling";
+    }
+  }
+  EXPECT_EQ(budgets, static_cast<int>(ceilings.size()));
 }
 
 }  // namespace

@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "absl/container/btree_map.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -50,6 +52,15 @@ bool SameBytes(const TensorType& a, const TensorType& b) {
 
 // A range of one arena owned by a chain of values: the first produces it, each next one is
 // written in place over the previous one at the step where that one dies.
+// In-place pairs: the input indices each output index may take over, in declaration order.
+using PairsByOutput = absl::flat_hash_map<int, std::vector<int>>;
+
+PairsByOutput ByOutput(const google::protobuf::RepeatedPtrField<v1::InPlacePair>& pairs) {
+  PairsByOutput out;
+  for (const v1::InPlacePair& p : pairs) out[p.output()].push_back(p.input());
+  return out;
+}
+
 struct Storage {
   ValueId root;
   int32_t arena = 0;
@@ -106,18 +117,41 @@ class PlanMemoryPass : public Pass {
     std::vector<Storage> storages;
     std::vector<ValueId> planned;  // in producer order
     std::string why;
+    // The descriptors' in-place pairs as input indices by output index, made once per op: a
+    // descriptor may declare many, and each node only looks at those of its outputs.
+    absl::flat_hash_map<const OpDef*, PairsByOutput> op_pairs;
     for (size_t s = 0; s < order->size(); ++s) {
+      if (absl::Status st = context.CheckStopEvery(s); !st.ok()) return st;
       const int32_t step = static_cast<int32_t>(s);
       const Node& node = graph.node((*order)[s]);
       const int32_t arena = arena_of_device.at(node.device.str());
       const OpDef* op = inplace_ ? context.ops->Find(node.domain, node.op_type) : nullptr;
       // The descriptor's in-place pairs, and a fused group's own.
-      std::vector<v1::InPlacePair> pairs;
+      const PairsByOutput* pairs = nullptr;
+      PairsByOutput node_pairs;
       if (op != nullptr) {
-        pairs.assign(op->descriptor.inplace().begin(), op->descriptor.inplace().end());
-        for (const v1::InPlacePair& p : FusedGroupInPlacePairs(node)) pairs.push_back(p);
+        auto [it, added] = op_pairs.try_emplace(op);
+        if (added) it->second = ByOutput(op->descriptor.inplace());
+        pairs = &it->second;
+        const std::vector<v1::InPlacePair> own = FusedGroupInPlacePairs(node);
+        if (!own.empty()) {
+          node_pairs = *pairs;
+          for (const v1::InPlacePair& p : own) node_pairs[p.output()].push_back(p.input());
+          pairs = &node_pairs;
+        }
       }
-      std::vector<int32_t> taken;  // storages an output of this node took over
+      // Input values of this node by storage (only when some output may take one over): how
+      // many distinct values of each storage the node reads.
+      absl::flat_hash_map<int32_t, int32_t> values_read_of_storage;
+      if (pairs != nullptr && !pairs->empty()) {
+        absl::flat_hash_set<int32_t> seen;
+        for (ValueId in : node.inputs) {
+          if (in.valid() && storage_of[in.value()] >= 0 && seen.insert(in.value()).second) {
+            ++values_read_of_storage[storage_of[in.value()]];
+          }
+        }
+      }
+      absl::flat_hash_set<int32_t> taken;  // storages an output of this node took over
       for (size_t j = 0; j < node.outputs.size(); ++j) {
         const ValueId out = node.outputs[j];
         if (!out.valid()) continue;
@@ -134,30 +168,26 @@ class PlanMemoryPass : public Pass {
         size[out.value()] = *bytes;
         planned.push_back(out);
         const int32_t last = std::max(step, live.last_use[out.value()]);
-        if (op != nullptr && !mutated[out.value()]) {
-          for (const v1::InPlacePair& pair : pairs) {
-            if (pair.output() != static_cast<int>(j) || pair.input() < 0 ||
-                pair.input() >= static_cast<int>(node.inputs.size())) {
-              continue;
-            }
-            const ValueId in = node.inputs[pair.input()];
+        auto candidates =
+            pairs != nullptr ? pairs->find(static_cast<int>(j)) : PairsByOutput::const_iterator();
+        if (pairs != nullptr && candidates != pairs->end() && !mutated[out.value()]) {
+          for (int input : candidates->second) {
+            if (input < 0 || input >= static_cast<int>(node.inputs.size())) continue;
+            const ValueId in = node.inputs[input];
             if (!in.valid() || storage_of[in.value()] < 0 || mutated[in.value()]) continue;
             const int32_t st = storage_of[in.value()];
             Storage& storage = storages[st];
             if (storage.last_step != step || storage.arena != arena ||
                 storage.size != *bytes || !SameBytes(graph.value(in).type, value.type) ||
-                std::find(taken.begin(), taken.end(), st) != taken.end()) {
+                taken.contains(st)) {
               continue;
             }
-            bool other_reader = false;
-            for (ValueId other : node.inputs) {
-              other_reader |= other.valid() && other != in && storage_of[other.value()] == st;
-            }
-            if (other_reader) continue;
+            // The node must read no other value of that storage.
+            if (values_read_of_storage[st] > 1) continue;
             storage_of[out.value()] = st;
             shares_with[out.value()] = in;
             storage.last_step = last;
-            taken.push_back(st);
+            taken.insert(st);
             break;
           }
         }
@@ -266,6 +296,8 @@ PassInfo PlanMemoryPassInfo() {
       "Upper bounds of symbolic dims, as batch:8,seq:128: values with such dims are planned at "
       "these sizes (larger ones at run time are allocated outside the arena); values with "
       "unbounded or unknown dims are left unplanned.";
+  // Bounds size the arenas every run of the plan allocates.
+  info.budget_options[kDimBoundsOption] = {0, LargestDimBound};
   info.options[kInPlaceOption] = "1 (default) to let outputs reuse dying inputs' storage, 0 not to.";
   info.min_opt_level = 3;
   info.factory = [](const PassOptions& options) -> absl::StatusOr<std::unique_ptr<Pass>> {

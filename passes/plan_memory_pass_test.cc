@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "graph/proto_util.h"
@@ -241,6 +243,65 @@ TEST(PlanMemoryPassTest, MutatedValuesAreNotShared) {
                      {"plan_memory"});
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(Find(*out, "c")->shares_with(), "");
+}
+
+// In-place matching is linear in a node's inputs, outputs and its op's pairs: one node of an op
+// declaring 100,000 inputs, outputs and pairs (input i -> output i) is planned in well under a
+// second (10^10 steps when each output scanned every pair and every input).
+TEST(PlanMemoryPassTest, InPlaceMatchingIsLinearInTheNodesEdgesAndTheOpsPairs) {
+  constexpr int kWidth = 100000;
+  PassTestEnv env;
+  std::vector<std::string> ins, outs;
+  for (int i = 0; i < kWidth; ++i) {
+    ins.push_back(absl::StrCat("x", i));
+    outs.push_back(absl::StrCat("y", i));
+  }
+  OpDef wide = graphopt::testing::MakeTestOp("Wide", ins, outs);
+  wide.descriptor.set_domain("my.ops");
+  for (int i = 0; i < kWidth; ++i) {
+    v1::InPlacePair* p = wide.descriptor.add_inplace();
+    p->set_input(i);
+    p->set_output(i);
+  }
+  ASSERT_TRUE(env.AddOp(std::move(wide)).ok());
+  v1::Graph proto;
+  v1::ValueInfo* x = proto.add_inputs();
+  x->set_name("x");
+  x->mutable_type()->set_dtype(v1::DT_FLOAT32);
+  x->mutable_type()->mutable_shape()->add_dims()->set_size(16);
+  v1::Node* w = nullptr;
+  for (int i = 0; i < kWidth; ++i) {
+    v1::Node* r = proto.add_nodes();
+    r->set_op_type("Relu");
+    r->add_inputs("x");
+    r->add_outputs(absl::StrCat("a", i));
+  }
+  w = proto.add_nodes();
+  w->set_name("wide");
+  w->set_op_type("Wide");
+  w->set_domain("my.ops");
+  for (int i = 0; i < kWidth; ++i) {
+    w->add_inputs(absl::StrCat("a", i));
+    w->add_outputs(absl::StrCat("b", i));
+  }
+  v1::Node* last = proto.add_nodes();
+  last->set_op_type("Relu");
+  last->add_inputs("b0");
+  last->add_outputs("y");
+  proto.add_outputs()->set_name("y");
+  absl::StatusOr<Graph> g = GraphFromProto(std::move(proto));
+  ASSERT_TRUE(g.ok()) << g.status();
+  absl::StatusOr<PipelineResult> r =
+      RunPipeline(*g, {{"plan_memory", {}}}, env.passes(), env.ops());
+  ASSERT_TRUE(r.ok()) << r.status();
+  int shared = 0;
+  for (const v1::PlannedBuffer& b : g->memory_plan->buffers()) {
+    if (absl::StartsWith(b.value(), "b")) {
+      EXPECT_EQ(b.shares_with(), absl::StrCat("a", b.value().substr(1)));
+      ++shared;
+    }
+  }
+  EXPECT_EQ(shared, kWidth);
 }
 
 TEST(PlanMemoryPassTest, UnboundedDimsAreLeftUnplannedAndReported) {

@@ -243,10 +243,15 @@ class SchedulePass : public Pass {
       int64_t peak = 0;
     };
     std::vector<Candidate> candidates;
+    // Each candidate is O(n log n): the stop token is polled between them.
     candidates.push_back({"current", *base});
+    if (absl::Status s = context.CheckStop(); !s.ok()) return s;
     candidates.push_back({"greedy", GreedyOrder(graph, reads, *base, bytes)});
+    if (absl::Status s = context.CheckStop(); !s.ok()) return s;
     candidates.push_back({"recent-first", RecentFirstOrder(graph, reads, *base)});
+    if (absl::Status s = context.CheckStop(); !s.ok()) return s;
     candidates.push_back({"depth-first", DepthFirstOrder(graph, reads, *base)});
+    if (absl::Status s = context.CheckStop(); !s.ok()) return s;
     size_t best = 0;
     std::vector<std::string> peaks;
     for (size_t i = 0; i < candidates.size(); ++i) {
@@ -256,6 +261,7 @@ class SchedulePass : public Pass {
                                                 " of ", base->size(), " nodes"));
       }
       c.peak = PeakOf(graph, c.order, reads, bytes);
+      if (absl::Status s = context.CheckStop(); !s.ok()) return s;
       if (c.peak < candidates[best].peak) best = i;
       peaks.push_back(absl::StrCat(c.name, " ", c.peak));
     }
@@ -323,6 +329,7 @@ PassInfo SchedulePassInfo() {
   info.options[kDimBoundsOption] =
       "Upper bounds of symbolic dims for sizing values, as batch:8,seq:128 (values with "
       "unbounded dims count as 0 bytes).";
+  info.budget_options[kDimBoundsOption] = {0, LargestDimBound};
   info.min_opt_level = 3;
   info.factory = [](const PassOptions& options) -> absl::StatusOr<std::unique_ptr<Pass>> {
     absl::StatusOr<DimBounds> bounds = DimBoundsFromOptions(options);

@@ -151,6 +151,7 @@ class SimplifyPass : public Pass {
     }
     if (!any_candidate) order->clear();
     for (size_t k = 0; k < order->size(); ++k) {
+      if (absl::Status s = context.CheckStopEvery(k); !s.ok()) return s;
       graph.PrefetchSweep(*order, k);
       const NodeId id = (*order)[k];
       if (!candidate[graph.op_kind(id).value()]) continue;

@@ -10,6 +10,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "runtime/exception_status.h"
 
 namespace graphopt::runtime {
 namespace {
@@ -33,10 +34,16 @@ std::string TimingName(const Graph& graph, NodeId id) {
 absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(Graph graph,
                                                            const KernelRegistry& registry,
                                                            const ExecutorOptions& options) {
-  std::unique_ptr<Executor> executor(new Executor(std::move(graph), options));
-  if (executor->options_.num_threads < 1) executor->options_.num_threads = 1;
-  absl::Status status = executor->Plan(registry);
-  if (!status.ok()) return status;
+  std::unique_ptr<Executor> executor;
+  try {
+    executor.reset(new Executor(std::move(graph), options));
+    if (executor->options_.num_threads < 1) executor->options_.num_threads = 1;
+    absl::Status status = executor->Plan(registry);
+    if (!status.ok()) return status;
+  } catch (...) {
+    return CurrentExceptionToStatus(absl::StrCat(
+        "building the plan of graph '", executor != nullptr ? executor->graph_.name : "", "'"));
+  }
   return executor;
 }
 
@@ -130,7 +137,12 @@ absl::Status Executor::Plan(const KernelRegistry& registry) {
       }
     }
     step.info->set_constant_inputs(std::move(constants));
-    absl::StatusOr<std::unique_ptr<OpKernel>> kernel = (*factory)(*step.info);
+    absl::StatusOr<std::unique_ptr<OpKernel>> kernel = absl::InternalError("");
+    try {
+      kernel = (*factory)(*step.info);
+    } catch (...) {
+      return CurrentExceptionToStatus(step.info->label());
+    }
     if (!kernel.ok()) return kernel.status();
     step.kernel = *std::move(kernel);
     steps_.push_back(std::move(step));
@@ -283,7 +295,8 @@ void Executor::ReleaseArenas(Arenas arenas) const {
 }
 
 absl::Status Executor::PlaceOutputs(const Step& step, absl::Span<const Tensor* const> inputs,
-                                    absl::Span<Tensor> outputs, const Arenas& arenas) const {
+                                    absl::Span<Tensor> outputs, const Arenas& arenas,
+                                    const std::shared_ptr<MemoryBudget>& memory) const {
   auto arena_of = [&](const Tensor& t) -> int {
     for (size_t a = 0; a < arenas.size(); ++a) {
       if (t.buffer() == arenas[a].get()) return static_cast<int>(a);
@@ -325,7 +338,8 @@ absl::Status Executor::PlaceOutputs(const Step& step, absl::Span<const Tensor* c
         continue;
       }
     }
-    absl::StatusOr<Tensor> copy = t.Clone();
+    absl::StatusOr<Tensor> copy =
+        t.Clone(memory, [&] { return absl::StrCat("output ", i, " (moved out of the arena)"); });
     if (!copy.ok()) return copy.status();
     t = *std::move(copy);
   }
@@ -345,7 +359,7 @@ absl::StatusOr<RunResult> Executor::Run(
     }
     slots[it->second] = tensor;
   }
-  return RunSlots(std::move(slots), run, outer);
+  return RunSlotsGuarded(std::move(slots), run, outer);
 }
 
 absl::StatusOr<RunResult> Executor::RunPositional(
@@ -361,7 +375,18 @@ absl::StatusOr<RunResult> Executor::RunPositional(
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i].defined()) slots[graph_.inputs()[i].value()] = inputs[i];
   }
-  return RunSlots(std::move(slots), run, outer);
+  return RunSlotsGuarded(std::move(slots), run, outer);
+}
+
+absl::StatusOr<RunResult> Executor::RunSlotsGuarded(
+    std::vector<Tensor> slots, const RunOptions& run,
+    const std::function<const Tensor*(absl::string_view)>& outer) const {
+  // Steps catch what their kernels throw; this is for the rest of the run's bookkeeping.
+  try {
+    return RunSlots(std::move(slots), run, outer);
+  } catch (...) {
+    return CurrentExceptionToStatus(absl::StrCat("running graph '", graph_.name, "'"));
+  }
 }
 
 absl::StatusOr<RunResult> Executor::RunSlots(
@@ -409,12 +434,23 @@ absl::StatusOr<RunResult> Executor::RunSlots(
     return outer ? outer(name) : nullptr;
   };
 
+  // The arenas are the executor's (pooled between runs), but this run holds them: charged to
+  // its budget until it ends.
+  MemoryReservation arena_charge(run.memory);
   Arenas arenas;
   if (uses_memory_plan()) {
+    int64_t bytes = 0;
+    for (int64_t b : arena_bytes_) bytes += b + kBufferOverheadBytes;
+    if (absl::Status s = arena_charge.Add(
+            bytes, absl::StrCat("the memory plan's arenas of graph '", graph_.name, "'"));
+        !s.ok()) {
+      return s;
+    }
     absl::StatusOr<Arenas> acquired = AcquireArenas();
     if (!acquired.ok()) return acquired.status();
     arenas = *std::move(acquired);
   }
+  const StopToken* const stop = run.stop;
 
   omp_set_num_threads(options_.num_threads);
   RunResult result;
@@ -433,11 +469,23 @@ absl::StatusOr<RunResult> Executor::RunSlots(
       }
       in[i] = &t;
     }
+    // One atomic load per step (and a clock read when the token has a deadline).
+    if (stop != nullptr && stop->ShouldStop()) return stop->Check(step.info->label());
     out.assign(step.outputs.size(), Tensor());
     KernelContext ctx(*step.info, in, absl::MakeSpan(out), lookup, options_.num_threads);
     if (!arenas.empty()) ctx.SetMemoryPlan(step.planned, arenas);
+    ctx.SetRunGuards(stop, &run.memory);
     const auto start = std::chrono::steady_clock::now();
-    absl::Status status = step.kernel->Compute(ctx);
+    absl::Status status;
+    try {
+      status = step.kernel->Compute(ctx);
+    } catch (...) {
+      status = CurrentExceptionToStatus(step.info->label());
+    }
+    // A kernel that saw the token fire may have stopped anywhere, with any status: the
+    // token's status wins and the outputs are dropped.
+    if (stop != nullptr && stop->ShouldStop()) return stop->Check(step.info->label());
+    if (status.ok() && run.memory != nullptr) status = ctx.SettleStringOutputs();
     if (!status.ok()) {
       if (!absl::StrContains(status.message(), step.info->label())) {
         status = absl::Status(status.code(), absl::StrCat(step.info->label(), ": ", status.message()));
@@ -451,7 +499,8 @@ absl::StatusOr<RunResult> Executor::RunSlots(
       result.timings.push_back({TimingName(graph_, step.node), step.info->op_type(), us});
     }
     if (!arenas.empty()) {
-      if (absl::Status s = PlaceOutputs(step, in, absl::MakeSpan(out), arenas); !s.ok()) {
+      if (absl::Status s = PlaceOutputs(step, in, absl::MakeSpan(out), arenas, run.memory);
+          !s.ok()) {
         return absl::Status(s.code(), absl::StrCat(step.info->label(), ": ", s.message()));
       }
     }
@@ -478,7 +527,8 @@ absl::StatusOr<RunResult> Executor::RunSlots(
     for (Tensor& t : result.outputs) {
       for (const std::shared_ptr<Buffer>& a : arenas) {
         if (t.buffer() != a.get()) continue;
-        absl::StatusOr<Tensor> copy = t.Clone();
+        absl::StatusOr<Tensor> copy =
+            t.Clone(run.memory, [&] { return absl::StrCat("graph '", graph_.name, "' output"); });
         if (!copy.ok()) return copy.status();
         t = *std::move(copy);
         break;

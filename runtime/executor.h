@@ -16,7 +16,9 @@
 #include "graph/graph.h"
 #include "graph/liveness.h"
 #include "runtime/kernel.h"
+#include "runtime/memory_budget.h"
 #include "runtime/tensor.h"
+#include "util/stop_token.h"
 
 namespace graphopt::runtime {
 
@@ -27,11 +29,26 @@ struct ExecutorOptions {
   // Place intermediate values as the graph's memory plan says (Graph::memory_plan), when it
   // has one that fits the graph; false allocates every value on its own.
   bool use_memory_plan = true;
+  // How deep this executor's graph is nested in bodies (0 for a plan's graph); set by
+  // KernelInfo::CreateSubgraphExecutor, which refuses bodies past kMaxSubgraphDepth.
+  int subgraph_depth = 0;
 };
 
 struct RunOptions {
   // Record the wall time of every node (RunResult::timings).
   bool profile = false;
+  // Cancellation and deadline (null: the run never stops early). Polled before every step,
+  // every Loop/Scan iteration and between ParallelFor pieces of a kernel; once it fires, Run
+  // returns its status (CANCELLED or DEADLINE_EXCEEDED) naming the node it stopped in. Must
+  // outlive the run.
+  const StopToken* stop = nullptr;
+  // The run's memory budget (null: unlimited). Every allocation the run makes is charged
+  // before it is made: outputs kernels allocate (strings by an estimate, settled once written),
+  // the memory plan's arenas, kernels' scratch, copies the executor makes, and If/Loop/Scan
+  // bodies' runs (they share it). Going over gives RESOURCE_EXHAUSTED naming the node and the
+  // bytes. Tensors the run returns stay charged until they are destroyed. Not charged: the
+  // caller's inputs and the plan's constants (they exist before the run).
+  std::shared_ptr<MemoryBudget> memory;
 };
 
 struct NodeTiming {
@@ -65,7 +82,10 @@ struct RunResult {
 // Errors: Create gives UNIMPLEMENTED naming the node and op when no kernel exists for it and
 // whatever a kernel's construction reports (INVALID_ARGUMENT naming the node for bad
 // attributes). Run gives INVALID_ARGUMENT naming the input for a missing, unknown or
-// mistyped input and the kernel's error, prefixed by the node, when one fails.
+// mistyped input and the kernel's error, prefixed by the node, when one fails; the stop
+// token's status and RESOURCE_EXHAUSTED from the memory budget (RunOptions). No C++ exception
+// leaves Create or Run: one thrown while a node is built or run becomes RESOURCE_EXHAUSTED
+// (std::bad_alloc, std::length_error) or INTERNAL naming the node (CurrentExceptionToStatus).
 class Executor {
  public:
   // Takes the graph over (kernels keep pointers into its nodes). `outer_names`, for subgraphs:
@@ -126,10 +146,15 @@ class Executor {
   absl::Status UseMemoryPlan(const std::vector<NodeId>& order, const Liveness& live);
   absl::StatusOr<RunResult> RunSlots(std::vector<Tensor> slots, const RunOptions& run,
                                      const std::function<const Tensor*(absl::string_view)>& outer) const;
+  // RunSlots with any C++ exception it lets out as a status naming the graph.
+  absl::StatusOr<RunResult> RunSlotsGuarded(
+      std::vector<Tensor> slots, const RunOptions& run,
+      const std::function<const Tensor*(absl::string_view)>& outer) const;
   // After a step: outputs viewing arena memory outside their value's range are moved into it
   // (or out of the arena).
   absl::Status PlaceOutputs(const Step& step, absl::Span<const Tensor* const> inputs,
-                            absl::Span<Tensor> outputs, const Arenas& arenas) const;
+                            absl::Span<Tensor> outputs, const Arenas& arenas,
+                            const std::shared_ptr<MemoryBudget>& memory) const;
   absl::StatusOr<Arenas> AcquireArenas() const;
   void ReleaseArenas(Arenas arenas) const;
 

@@ -1,8 +1,11 @@
 #include "runtime/kernel.h"
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "graph/proto_convert.h"
 #include "graph/types.h"
@@ -112,12 +115,18 @@ absl::StatusOr<std::unique_ptr<Executor>> KernelInfo::CreateSubgraphExecutor(
     o->set_domain(node_.domain);
     o->set_version(opset_);
   }
+  // Executors of bodies are built recursively (a body's If builds its branches): bounded.
+  ExecutorOptions options = options_;
+  if (++options.subgraph_depth > kMaxSubgraphDepth) {
+    return Invalid(absl::StrCat("attribute '", name, "': bodies nest more than ",
+                                kMaxSubgraphDepth, " levels deep"));
+  }
   absl::StatusOr<Graph> graph = GraphFromProto(std::move(body));
   if (!graph.ok()) {
     return Invalid(absl::StrCat("attribute '", name, "': ", graph.status().message()));
   }
   absl::StatusOr<std::unique_ptr<Executor>> executor =
-      Executor::Create(*std::move(graph), registry_, options_);
+      Executor::Create(*std::move(graph), registry_, options);
   if (!executor.ok()) {
     return absl::Status(executor.status().code(),
                         absl::StrCat(label_, ": attribute '", name, "': ",
@@ -144,6 +153,11 @@ KernelContext::KernelContext(const KernelInfo& info, absl::Span<const Tensor* co
       outer_lookup_(std::move(outer_lookup)),
       num_threads_(num_threads) {}
 
+const std::shared_ptr<MemoryBudget>& KernelContext::memory() const {
+  static const std::shared_ptr<MemoryBudget>* const kNone = new std::shared_ptr<MemoryBudget>();
+  return memory_ != nullptr ? *memory_ : *kNone;
+}
+
 absl::StatusOr<Tensor*> KernelContext::AllocateOutput(int i, v1::DataType dtype, Shape shape) {
   if (i < 0 || i >= num_outputs()) {
     return Invalid(absl::StrCat("output ", i, " does not exist (the node has ", num_outputs(),
@@ -169,11 +183,62 @@ absl::StatusOr<Tensor*> KernelContext::AllocateOutput(int i, v1::DataType dtype,
       }
     }
   }
-  absl::StatusOr<Tensor> t = Tensor::Allocate(dtype, std::move(shape));
-  if (!t.ok()) return absl::Status(t.status().code(), absl::StrCat(info_.label(), ": output ", i,
-                                                                   ": ", t.status().message()));
+  const std::shared_ptr<MemoryBudget>& budget = memory();
+  // Strings: the longest string any string input holds, per element (see the header).
+  int64_t string_bytes = 0;
+  if (dtype == v1::DT_STRING && budget != nullptr) {
+    for (const Tensor* in : inputs_) {
+      if (in != nullptr && in->dtype() == v1::DT_STRING && in->defined()) {
+        string_bytes = std::max(string_bytes, in->buffer()->MaxStringLength());
+      }
+    }
+  }
+  absl::StatusOr<Tensor> t = Tensor::Allocate(
+      dtype, std::move(shape), budget,
+      [&] { return absl::StrCat(info_.label(), " output ", i); }, string_bytes);
+  if (!t.ok()) {
+    if (absl::StrContains(t.status().message(), info_.label())) return t.status();
+    return absl::Status(t.status().code(), absl::StrCat(info_.label(), ": output ", i, ": ",
+                                                        t.status().message()));
+  }
   outputs_[i] = *std::move(t);
+  if (dtype == v1::DT_STRING && budget != nullptr) {
+    unsettled_strings_.emplace_back(i, outputs_[i].buffer());
+  }
   return &outputs_[i];
+}
+
+absl::StatusOr<Tensor> KernelContext::AllocateTemp(v1::DataType dtype, Shape shape,
+                                                   absl::string_view what) const {
+  absl::StatusOr<Tensor> t = Tensor::Allocate(
+      dtype, std::move(shape), memory(), [&] { return absl::StrCat(info_.label(), " ", what); });
+  if (!t.ok() && !absl::StrContains(t.status().message(), info_.label())) {
+    return absl::Status(t.status().code(),
+                        absl::StrCat(info_.label(), " ", what, ": ", t.status().message()));
+  }
+  return t;
+}
+
+absl::StatusOr<MemoryReservation> KernelContext::ReserveScratch(int64_t bytes,
+                                                                absl::string_view what) const {
+  MemoryReservation reservation(memory());
+  if (absl::Status s = reservation.Add(bytes, absl::StrCat(info_.label(), " ", what)); !s.ok()) {
+    return s;
+  }
+  return reservation;
+}
+
+absl::Status KernelContext::SettleStringOutputs() {
+  for (const auto& [i, buffer] : unsettled_strings_) {
+    Tensor& t = outputs_[i];
+    if (t.buffer() != buffer) continue;  // replaced by the kernel; that buffer is not ours
+    if (absl::Status s = t.SettleStrings([&] { return absl::StrCat(info_.label(), " output ", i); });
+        !s.ok()) {
+      return s;
+    }
+  }
+  unsettled_strings_.clear();
+  return absl::OkStatus();
 }
 
 void KernelContext::ParallelFor(int64_t n, int64_t grain,
@@ -181,16 +246,39 @@ void KernelContext::ParallelFor(int64_t n, int64_t grain,
   if (n <= 0) return;
   grain = std::max<int64_t>(grain, 1);
   const int64_t chunks = std::min<int64_t>(num_threads_, (n + grain - 1) / grain);
+  const StopToken* stop = stop_;
+  // One chunk [begin, end): whole, or in pieces with the token polled before each.
+  auto run_chunk = [&](int64_t begin, int64_t end) {
+    if (stop == nullptr) {
+      fn(begin, end);
+      return;
+    }
+    const int64_t piece = grain > (end - begin) / kStopCheckGrains ? end - begin
+                                                                     : grain * kStopCheckGrains;
+    for (int64_t b = begin; b < end; b += piece) {
+      if (stop->ShouldStop()) return;
+      fn(b, std::min(end, b + piece));
+    }
+  };
   if (chunks <= 1) {
-    fn(0, n);
+    run_chunk(0, n);
     return;
   }
+  // An exception must not leave the OpenMP region (that terminates the process): the first
+  // one is kept and rethrown after it.
+  std::exception_ptr error;
+  std::atomic<bool> failed{false};
 #pragma omp parallel for num_threads(static_cast<int>(chunks)) schedule(static, 1)
   for (int64_t c = 0; c < chunks; ++c) {
     const int64_t begin = n * c / chunks;
     const int64_t end = n * (c + 1) / chunks;
-    fn(begin, end);
+    try {
+      run_chunk(begin, end);
+    } catch (...) {
+      if (!failed.exchange(true)) error = std::current_exception();
+    }
   }
+  if (error) std::rethrow_exception(error);
 }
 
 absl::Status KernelRegistry::Register(Key key, KernelFactory factory) {

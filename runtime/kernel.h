@@ -9,13 +9,16 @@
 
 #include "absl/container/btree_map.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "graph/graph.h"
 #include "proto/graph.pb.h"
+#include "runtime/memory_budget.h"
 #include "runtime/tensor.h"
+#include "util/stop_token.h"
 
 namespace graphopt::runtime {
 
@@ -121,8 +124,21 @@ class KernelContext {
   bool output_wanted(int i) const { return info_.has_output(i); }
   // Allocates output i; an omitted output still gets a tensor (discarded). With a memory plan
   // (SetMemoryPlan) a planned output whose bytes fit its reserved range is a view of the arena
-  // there (uninitialised, like any allocation); anything else is allocated on its own.
+  // there (uninitialised, like any allocation); anything else is allocated on its own, charged
+  // to the run's memory budget first (RESOURCE_EXHAUSTED naming the node, the output and the
+  // bytes when it does not fit). A DT_STRING output is charged its string objects plus, per
+  // element, the longest string among the node's string inputs (what a copying kernel such as
+  // Tile, Expand, Gather or Concat writes at most); the executor settles the charge to the
+  // strings' real size once the kernel has written them.
   absl::StatusOr<Tensor*> AllocateOutput(int i, v1::DataType dtype, Shape shape);
+  // A tensor the kernel needs while it computes (not an output), charged to the run's memory
+  // budget; RESOURCE_EXHAUSTED naming the node and `what` when it does not fit.
+  absl::StatusOr<Tensor> AllocateTemp(v1::DataType dtype, Shape shape, absl::string_view what) const;
+  // Scratch memory the kernel sizes from the data (std::vector buffers, index tables), charged
+  // to the run's memory budget until the reservation is destroyed: call it before allocating.
+  // RESOURCE_EXHAUSTED naming the node and `what` when it does not fit; without a budget it
+  // always succeeds.
+  absl::StatusOr<MemoryReservation> ReserveScratch(int64_t bytes, absl::string_view what) const;
   // Where AllocateOutput places outputs: `planned` by output index (may be shorter than the
   // outputs), `arenas` those of the current run. Both must outlive the context.
   void SetMemoryPlan(absl::Span<const PlannedOutput> planned,
@@ -143,9 +159,35 @@ class KernelContext {
   }
   int num_threads() const { return num_threads_; }
 
+  // The run's guards (RunOptions::stop and RunOptions::memory), set by the executor before
+  // Compute; both may be null. `memory` must outlive the context.
+  void SetRunGuards(const StopToken* stop, const std::shared_ptr<MemoryBudget>* memory) {
+    stop_ = stop;
+    memory_ = memory;
+  }
+  const StopToken* stop() const { return stop_; }
+  // The run's memory budget; null when the run is unlimited.
+  const std::shared_ptr<MemoryBudget>& memory() const;
+  // Whether the run was cancelled or passed its deadline. Kernels with long serial loops poll
+  // it every few milliseconds and return early when it is true (any status: the executor
+  // checks the token after every step and then returns the token's status, discarding the
+  // outputs). One atomic load (plus a clock read when the token has a deadline).
+  bool ShouldStop() const { return stop_ != nullptr && stop_->ShouldStop(); }
+
   // Runs fn(begin, end) over [0, n) split into chunks of at least `grain` items, on up to
-  // num_threads() threads; serial when n is small.
+  // num_threads() threads; serial when n is small. With a stop token, each thread's range is
+  // run in pieces of at most kStopCheckGrains grains (at least one grain), the token polled
+  // before each piece: once it fires the remaining pieces are skipped (the kernel's outputs are
+  // then unfinished, and the executor returns the token's status after the step), so fn must
+  // not leave state that later code of the kernel relies on for memory safety. A C++
+  // exception thrown by fn is caught on its thread (it must not leave an OpenMP region) and
+  // rethrown here after the region, for the executor to turn into a status.
   void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) const;
+  static constexpr int64_t kStopCheckGrains = 16;
+
+  // After Compute: settles the charge of the DT_STRING outputs AllocateOutput made against
+  // what their strings hold (Buffer::SettleStrings).
+  absl::Status SettleStringOutputs();
 
   // INVALID_ARGUMENT with the node label in front.
   absl::Status Invalid(absl::string_view message) const { return info_.Invalid(message); }
@@ -158,6 +200,10 @@ class KernelContext {
   int num_threads_;
   absl::Span<const PlannedOutput> planned_;
   absl::Span<const std::shared_ptr<Buffer>> arenas_;
+  const StopToken* stop_ = nullptr;
+  const std::shared_ptr<MemoryBudget>* memory_ = nullptr;
+  // String outputs AllocateOutput made with a budget: output index and buffer, to settle.
+  absl::InlinedVector<std::pair<int, const Buffer*>, 2> unsettled_strings_;
 };
 
 // A kernel bound to one node of a plan. Compute must be thread-safe: one plan may execute

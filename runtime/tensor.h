@@ -2,17 +2,20 @@
 #define GRAPHOPT_RUNTIME_TENSOR_H_
 
 #include <cstddef>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/container/inlined_vector.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "proto/graph.pb.h"
 #include "runtime/float16.h"
+#include "runtime/memory_budget.h"
 #include "util/huge_pages.h"
 
 namespace graphopt::runtime {
@@ -28,8 +31,23 @@ inline constexpr size_t kTensorAlignment = 64;
 enum class DeviceKind : uint8_t { kCpu = 0, kGpu = 1 };
 const char* DeviceKindName(DeviceKind kind);
 
+// Names what an allocation is for ("node 'big' (Tile) output 0"); called only to build the
+// RESOURCE_EXHAUSTED message when a MemoryBudget refuses it.
+using AllocationName = absl::FunctionRef<std::string()>;
+
+// What one Buffer costs its MemoryBudget beyond its elements (the Buffer, its shared_ptr
+// control block, the allocator's header): so that many empty tensors are not free.
+inline constexpr int64_t kBufferOverheadBytes = 128;
+
+// Heap bytes a std::string of `length` characters holds beyond its own object (none while it
+// fits the object's inline buffer).
+int64_t StringHeapBytes(size_t length);
+
 // One allocation: `bytes` of `kTensorAlignment`-aligned memory, or, for DT_STRING tensors, a
 // vector of strings. Shared by every tensor that views it.
+//
+// A buffer may be charged to a MemoryBudget: the charge is made before the memory is
+// allocated and released when the buffer is destroyed, whoever holds it last.
 class Buffer {
  public:
   // How the memory is paged.
@@ -44,7 +62,18 @@ class Buffer {
   // Aligned, uninitialised CPU memory. RESOURCE_EXHAUSTED when it cannot be had.
   static absl::StatusOr<std::shared_ptr<Buffer>> AllocateCpu(size_t bytes,
                                                              Pages pages = Pages::kDefault);
-  static std::shared_ptr<Buffer> Strings(size_t count);
+  // The same, charged to `budget` first (null: not charged); RESOURCE_EXHAUSTED naming
+  // `what` when the budget refuses it, before anything is allocated.
+  static absl::StatusOr<std::shared_ptr<Buffer>> AllocateCpu(
+      size_t bytes, Pages pages, const std::shared_ptr<MemoryBudget>& budget,
+      AllocationName what);
+  // `count` empty strings. The charge (with a budget) is the string objects plus
+  // `heap_bytes`: an estimate of the heap bytes the writer will give the strings (see
+  // StringHeapBytes), corrected by SettleStrings once they are written. RESOURCE_EXHAUSTED
+  // when the count overflows, the budget refuses it or the memory cannot be had.
+  static absl::StatusOr<std::shared_ptr<Buffer>> AllocateStrings(
+      size_t count, const std::shared_ptr<MemoryBudget>& budget, int64_t heap_bytes,
+      AllocationName what);
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
@@ -56,12 +85,27 @@ class Buffer {
   std::vector<std::string>& strings() { return strings_; }
   const std::vector<std::string>& strings() const { return strings_; }
 
+  // The budget this buffer is charged to (null when none) and the bytes charged.
+  const MemoryBudget* budget() const { return budget_.get(); }
+  int64_t charged_bytes() const { return charged_; }
+  // For a string buffer whose strings are written: charges (or releases) the difference
+  // between the estimate it was charged and what its strings hold. RESOURCE_EXHAUSTED naming
+  // `what` when the difference does not fit (the charge then stays as it was). Nothing for an
+  // uncharged buffer.
+  absl::Status SettleStrings(AllocationName what);
+  // The longest string of a string buffer (0 for others), computed once: only to be asked
+  // when its strings are written.
+  int64_t MaxStringLength() const;
+
  private:
   Buffer() = default;
   void* data_ = nullptr;
   size_t bytes_ = 0;
   DeviceKind device_ = DeviceKind::kCpu;
   std::vector<std::string> strings_;
+  std::shared_ptr<MemoryBudget> budget_;
+  int64_t charged_ = 0;
+  mutable std::atomic<int64_t> max_string_length_{-1};
 };
 
 // A dense row-major tensor: dtype, shape and a view into a shared Buffer. Copying a Tensor
@@ -78,6 +122,13 @@ class Tensor {
   // A new tensor with uninitialised elements (strings: empty). INVALID_ARGUMENT for a negative
   // dim or an unsupported dtype, RESOURCE_EXHAUSTED when the size overflows or cannot be had.
   static absl::StatusOr<Tensor> Allocate(v1::DataType dtype, Shape shape);
+  // The same, charged to `budget` (null: not charged) before anything is allocated:
+  // RESOURCE_EXHAUSTED naming `what`, the bytes, the limit and the bytes in use when it does
+  // not fit. For DT_STRING the charge counts `string_bytes_each` characters per element, an
+  // estimate settled later (Buffer::SettleStrings).
+  static absl::StatusOr<Tensor> Allocate(v1::DataType dtype, Shape shape,
+                                         const std::shared_ptr<MemoryBudget>& budget,
+                                         AllocationName what, int64_t string_bytes_each = 0);
   // The same, elements set to zero.
   static absl::StatusOr<Tensor> Zeros(v1::DataType dtype, Shape shape);
   // Decodes a wire tensor (raw_data or string_data); INVALID_ARGUMENT naming `what` when the
@@ -132,10 +183,18 @@ class Tensor {
   std::string* strings() { return buffer_->strings().data() + offset_; }
   const std::string* strings() const { return buffer_->strings().data() + offset_; }
 
+  // See Buffer::SettleStrings (for a DT_STRING tensor whose elements are written).
+  absl::Status SettleStrings(AllocationName what) {
+    return buffer_ != nullptr ? buffer_->SettleStrings(what) : absl::OkStatus();
+  }
+
   // The same elements under `shape` (same element count, else INVALID_ARGUMENT). No copy.
   absl::StatusOr<Tensor> Reshaped(Shape shape) const;
   // A copy that owns its elements.
   absl::StatusOr<Tensor> Clone() const;
+  // The same, charged to `budget` (strings by their exact contents) before anything is copied.
+  absl::StatusOr<Tensor> Clone(const std::shared_ptr<MemoryBudget>& budget,
+                               AllocationName what) const;
 
   // "float32[2,3]".
   std::string DebugString() const;

@@ -38,10 +38,19 @@ Shape ShapeWithout(const Shape& s, int axis) {
   return out;
 }
 
-// Slice `index` of `t` along `axis`, the axis removed (a copy).
-absl::StatusOr<Tensor> SliceAlong(const Tensor& t, int axis, int64_t index) {
+// The options of a body's run: the stop token and memory budget of the run around it.
+RunOptions BodyRun(const KernelContext& ctx) {
+  RunOptions run;
+  run.stop = ctx.stop();
+  run.memory = ctx.memory();
+  return run;
+}
+
+// Slice `index` of `t` along `axis`, the axis removed (a copy charged to the run's budget).
+absl::StatusOr<Tensor> SliceAlong(const KernelContext& ctx, const Tensor& t, int axis,
+                                  int64_t index) {
   Shape shape = ShapeWithout(t.shape(), axis);
-  absl::StatusOr<Tensor> out = Tensor::Allocate(t.dtype(), shape);
+  absl::StatusOr<Tensor> out = ctx.AllocateTemp(t.dtype(), shape, "scan slice");
   if (!out.ok()) return out.status();
   int64_t outer = 1, inner = 1;
   for (int i = 0; i < axis; ++i) outer *= t.dim(i);
@@ -50,6 +59,12 @@ absl::StatusOr<Tensor> SliceAlong(const Tensor& t, int axis, int64_t index) {
   for (int64_t o = 0; o < outer; ++o) {
     CopyElements(t, (o * len + index) * inner, *out, o * inner, inner);
   }
+  if (out->dtype() == v1::DT_STRING) {
+    if (absl::Status s = out->SettleStrings([&] { return ctx.info().label() + " scan slice"; });
+        !s.ok()) {
+      return s;
+    }
+  }
   return out;
 }
 
@@ -57,8 +72,9 @@ absl::StatusOr<Tensor> SliceAlong(const Tensor& t, int axis, int64_t index) {
 // i. INVALID_ARGUMENT naming `what` when shapes or dtypes differ. With no parts, the result has
 // `empty_type`'s dtype and (when fully known) shape with 0 inserted at `axis`.
 absl::StatusOr<Tensor> Stack(const std::vector<Tensor>& parts, int64_t axis_attr,
-                             const TensorType& empty_type, const KernelInfo& info,
+                             const TensorType& empty_type, const KernelContext& ctx,
                              const std::string& what) {
+  const KernelInfo& info = ctx.info();
   if (parts.empty()) {
     Shape shape;
     if (empty_type.shape.has_value()) {
@@ -72,7 +88,7 @@ absl::StatusOr<Tensor> Stack(const std::vector<Tensor>& parts, int64_t axis_attr
     shape.insert(shape.begin() + axis, 0);
     const v1::DataType dtype =
         empty_type.dtype == v1::DT_UNDEFINED ? v1::DT_FLOAT32 : empty_type.dtype;
-    return Tensor::Allocate(dtype, shape);
+    return ctx.AllocateTemp(dtype, shape, what);
   }
   const Tensor& first = parts[0];
   absl::StatusOr<int> axis = NormalizeAxis(axis_attr, first.rank() + 1, info);
@@ -86,7 +102,7 @@ absl::StatusOr<Tensor> Stack(const std::vector<Tensor>& parts, int64_t axis_attr
   Shape shape = first.shape();
   const int64_t count = static_cast<int64_t>(parts.size());
   shape.insert(shape.begin() + *axis, count);
-  absl::StatusOr<Tensor> out = Tensor::Allocate(first.dtype(), shape);
+  absl::StatusOr<Tensor> out = ctx.AllocateTemp(first.dtype(), shape, what);
   if (!out.ok()) return out.status();
   int64_t outer = 1, inner = 1;
   for (int i = 0; i < *axis; ++i) outer *= first.dim(i);
@@ -94,6 +110,12 @@ absl::StatusOr<Tensor> Stack(const std::vector<Tensor>& parts, int64_t axis_attr
   for (int64_t k = 0; k < count; ++k) {
     for (int64_t o = 0; o < outer; ++o) {
       CopyElements(parts[k], o * inner, *out, (o * count + k) * inner, inner);
+    }
+  }
+  if (out->dtype() == v1::DT_STRING) {
+    if (absl::Status s = out->SettleStrings([&] { return absl::StrCat(info.label(), " ", what); });
+        !s.ok()) {
+      return s;
     }
   }
   return out;
@@ -137,7 +159,7 @@ class IfKernel : public OpKernel {
       return ctx.Invalid(absl::StrCat("cond must hold one boolean, got ", (*cond)->DebugString()));
     }
     const Executor& branch = TruthOf(**cond) ? *then_ : *else_;
-    absl::StatusOr<RunResult> r = branch.RunPositional({}, {}, ctx.outer_lookup());
+    absl::StatusOr<RunResult> r = branch.RunPositional({}, BodyRun(ctx), ctx.outer_lookup());
     if (!r.ok()) return r.status();
     for (int i = 0; i < ctx.num_outputs(); ++i) ctx.SetOutput(i, std::move(r->outputs[i]));
     return absl::OkStatus();
@@ -198,10 +220,25 @@ class LoopKernel : public OpKernel {
       feed[2 + i] = *v;
     }
     std::vector<std::vector<Tensor>> scans(num_scans_);
+    const RunOptions body_run = BodyRun(ctx);
+    // The tensors collected for the scan outputs (their elements are charged by the body's
+    // runs; the Tensor objects, and the vectors' doubling, here).
+    MemoryReservation collected(ctx.memory());
     for (int64_t i = 0; cond && (max_trips < 0 || i < max_trips); ++i) {
+      if (ctx.ShouldStop()) {
+        return ctx.stop()->Check(absl::StrCat(ctx.info().label(), " iteration ", i));
+      }
+      if (num_scans_ > 0) {
+        if (absl::Status s = collected.Add(2 * num_scans_ * static_cast<int64_t>(sizeof(Tensor)),
+                                           absl::StrCat(ctx.info().label(), " iteration ", i,
+                                                        ": scan outputs"));
+            !s.ok()) {
+          return s;
+        }
+      }
       feed[0] = Tensor::FromVector<int64_t>(v1::DT_INT64, {i}, {});
       feed[1] = Tensor::FromVector<bool>(v1::DT_BOOL, {cond}, {});
-      absl::StatusOr<RunResult> r = body_->RunPositional(feed, {}, ctx.outer_lookup());
+      absl::StatusOr<RunResult> r = body_->RunPositional(feed, body_run, ctx.outer_lookup());
       if (!r.ok()) return r.status();
       const Tensor& c = r->outputs[0];
       if (c.num_elements() != 1 || c.dtype() == v1::DT_STRING) {
@@ -218,7 +255,7 @@ class LoopKernel : public OpKernel {
       ctx.SetOutput(k, std::move(feed[2 + k]));
     }
     for (int k = 0; k < num_scans_ && num_carried_ + k < ctx.num_outputs(); ++k) {
-      absl::StatusOr<Tensor> t = Stack(scans[k], 0, scan_types_[k], ctx.info(),
+      absl::StatusOr<Tensor> t = Stack(scans[k], 0, scan_types_[k], ctx,
                                        absl::StrCat("scan output ", k));
       if (!t.ok()) return t.status();
       ctx.SetOutput(num_carried_ + k, *std::move(t));
@@ -323,15 +360,25 @@ class ScanKernel : public OpKernel {
       lens = *v;
     }
     std::vector<std::vector<Tensor>> per_output(num_states_ + num_scan_outputs_);
+    MemoryReservation collected(ctx.memory());
     for (int64_t b = 0; b < batch; ++b) {
+      if (ctx.ShouldStop()) {
+        return ctx.stop()->Check(absl::StrCat(ctx.info().label(), " batch entry ", b));
+      }
+      if (absl::Status s = collected.Add(
+              2 * static_cast<int64_t>(per_output.size() * sizeof(Tensor)),
+              absl::StrCat(ctx.info().label(), " batch entry ", b, ": outputs"));
+          !s.ok()) {
+        return s;
+      }
       std::vector<Tensor> s, x;
       for (const Tensor& t : states) {
-        absl::StatusOr<Tensor> v = SliceAlong(t, 0, b);
+        absl::StatusOr<Tensor> v = SliceAlong(ctx, t, 0, b);
         if (!v.ok()) return v.status();
         s.push_back(*std::move(v));
       }
       for (const Tensor& t : scan_inputs) {
-        absl::StatusOr<Tensor> v = SliceAlong(t, 0, b);
+        absl::StatusOr<Tensor> v = SliceAlong(ctx, t, 0, b);
         if (!v.ok()) return v.status();
         x.push_back(*std::move(v));
       }
@@ -343,7 +390,7 @@ class ScanKernel : public OpKernel {
     for (int i = 0; i < ctx.num_outputs(); ++i) {
       TensorType empty = i < num_states_ ? TensorType() : scan_types_[i - num_states_];
       absl::StatusOr<Tensor> t =
-          Stack(per_output[i], 0, empty, ctx.info(), absl::StrCat("output ", i));
+          Stack(per_output[i], 0, empty, ctx, absl::StrCat("output ", i));
       if (!t.ok()) return t.status();
       ctx.SetOutput(i, *std::move(t));
     }
@@ -374,14 +421,27 @@ class ScanKernel : public OpKernel {
     std::vector<Tensor> feed(num_states_ + num_scan_inputs_);
     for (int i = 0; i < num_states_; ++i) feed[i] = std::move(states[i]);
     std::vector<std::vector<Tensor>> scans(num_scan_outputs_);
+    const RunOptions body_run = BodyRun(ctx);
+    MemoryReservation collected(ctx.memory());
     for (int64_t t = 0; t < steps; ++t) {
+      if (ctx.ShouldStop()) {
+        return ctx.stop()->Check(absl::StrCat(ctx.info().label(), " iteration ", t));
+      }
+      if (num_scan_outputs_ > 0) {
+        if (absl::Status s = collected.Add(
+                2 * num_scan_outputs_ * static_cast<int64_t>(sizeof(Tensor)),
+                absl::StrCat(ctx.info().label(), " iteration ", t, ": scan outputs"));
+            !s.ok()) {
+          return s;
+        }
+      }
       for (int i = 0; i < num_scan_inputs_; ++i) {
         const int64_t idx = in_dirs_[i] != 0 ? steps - 1 - t : t;
-        absl::StatusOr<Tensor> slice = SliceAlong(scan_inputs[i], axes[i], idx);
+        absl::StatusOr<Tensor> slice = SliceAlong(ctx, scan_inputs[i], axes[i], idx);
         if (!slice.ok()) return slice.status();
         feed[num_states_ + i] = *std::move(slice);
       }
-      absl::StatusOr<RunResult> r = body_->RunPositional(feed, {}, ctx.outer_lookup());
+      absl::StatusOr<RunResult> r = body_->RunPositional(feed, body_run, ctx.outer_lookup());
       if (!r.ok()) return r.status();
       for (int i = 0; i < num_states_; ++i) feed[i] = std::move(r->outputs[i]);
       for (int k = 0; k < num_scan_outputs_; ++k) {
@@ -394,11 +454,15 @@ class ScanKernel : public OpKernel {
       std::vector<Tensor>& parts = scans[k];
       if (out_dirs_[k] != 0) std::reverse(parts.begin(), parts.end());
       if (steps < seq && !parts.empty()) {  // pad short sequences with zeros (opset 8)
-        absl::StatusOr<Tensor> zero = Tensor::Zeros(parts[0].dtype(), parts[0].shape());
+        absl::StatusOr<Tensor> zero =
+            ctx.AllocateTemp(parts[0].dtype(), parts[0].shape(), "scan output padding");
         if (!zero.ok()) return zero.status();
+        if (zero->dtype() != v1::DT_STRING && zero->byte_size() > 0) {
+          std::memset(zero->raw_data(), 0, zero->byte_size());
+        }
         while (static_cast<int64_t>(parts.size()) < seq) parts.push_back(*zero);
       }
-      absl::StatusOr<Tensor> t = Stack(parts, out_axes_[k], scan_types_[k], ctx.info(),
+      absl::StatusOr<Tensor> t = Stack(parts, out_axes_[k], scan_types_[k], ctx,
                                        absl::StrCat("scan output ", k));
       if (!t.ok()) return t.status();
       outs->push_back(*std::move(t));

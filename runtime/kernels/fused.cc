@@ -88,8 +88,10 @@ class FusedGroupKernel : public OpKernel {
   struct Frame {
     absl::InlinedVector<Tensor, 16> slots;
     absl::InlinedVector<char, 32> owned;
-    // The call's scratch for intermediates (Compile's layout), taken on first use.
+    // The call's scratch for intermediates (Compile's layout), taken on first use, and its
+    // charge to the run's memory budget.
     std::shared_ptr<Buffer> scratch;
+    MemoryReservation scratch_charge;
   };
 
   FusedGroupKernel(const KernelRegistry& registry) : registry_(registry) {}
@@ -102,6 +104,8 @@ class FusedGroupKernel : public OpKernel {
   void PlanScratch();
   // A scratch buffer no tensor views any more, from the pool or new.
   absl::StatusOr<std::shared_ptr<Buffer>> AcquireScratch() const;
+  // Sets f.scratch (AcquireScratch), charged to the run's memory budget first.
+  absl::Status TakeScratch(const KernelContext& ctx, Frame& f) const;
 
   absl::StatusOr<bool> RunNode(KernelContext& ctx, const Step& step, Frame& f) const;
   absl::StatusOr<bool> RunProgramStep(KernelContext& ctx, const EwProgram& p, size_t index,
@@ -281,6 +285,19 @@ absl::StatusOr<std::shared_ptr<Buffer>> FusedGroupKernel::AcquireScratch() const
   return b;
 }
 
+absl::Status FusedGroupKernel::TakeScratch(const KernelContext& ctx, Frame& f) const {
+  f.scratch_charge = MemoryReservation(ctx.memory());
+  if (absl::Status s = f.scratch_charge.Add(scratch_bytes_ + kBufferOverheadBytes,
+                                            absl::StrCat(ctx.info().label(), " scratch"));
+      !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<std::shared_ptr<Buffer>> b = AcquireScratch();
+  if (!b.ok()) return b.status();
+  f.scratch = *std::move(b);
+  return absl::OkStatus();
+}
+
 absl::Status FusedGroupKernel::Compile(const KernelInfo& info) {
   const v1::Attribute* attr = info.attr(kFusedGroupBody);
   if (attr == nullptr || attr->value_case() != v1::Attribute::kG) {
@@ -424,13 +441,11 @@ absl::StatusOr<Tensor*> FusedGroupKernel::Allocate(KernelContext& ctx, Frame& f,
     absl::StatusOr<Tensor> t = absl::InternalError("unplanned");
     if (scratch_offset_[v.value()] >= 0 && bytes >= 0 && bytes <= scratch_size_[v.value()]) {
       if (f.scratch == nullptr) {
-        absl::StatusOr<std::shared_ptr<Buffer>> b = AcquireScratch();
-        if (!b.ok()) return b.status();
-        f.scratch = *std::move(b);
+        if (absl::Status s = TakeScratch(ctx, f); !s.ok()) return s;
       }
       t = Tensor::InBuffer(f.scratch, scratch_offset_[v.value()], v1::DT_FLOAT32, shape);
     }
-    if (!t.ok()) t = Tensor::Allocate(v1::DT_FLOAT32, shape);
+    if (!t.ok()) t = ctx.AllocateTemp(v1::DT_FLOAT32, shape, "fused intermediate");
     if (!t.ok()) return t.status();
     f.slots[v.value()] = *std::move(t);
     f.owned[v.value()] = 1;
@@ -463,10 +478,9 @@ absl::StatusOr<bool> FusedGroupKernel::RunNode(KernelContext& ctx, const Step& s
   bool planned = false;
   for (const PlannedOutput& p : step.planned) planned |= p.arena >= 0;
   if (planned && f.scratch == nullptr) {
-    absl::StatusOr<std::shared_ptr<Buffer>> b = AcquireScratch();
-    if (!b.ok()) return b.status();
-    f.scratch = *std::move(b);
+    if (absl::Status s = TakeScratch(ctx, f); !s.ok()) return s;
   }
+  sub.SetRunGuards(ctx.stop(), &ctx.memory());
   const std::shared_ptr<Buffer> arenas[1] = {f.scratch};
   if (planned) sub.SetMemoryPlan(step.planned, arenas);
   if (absl::Status s = step.kernel->Compute(sub); !s.ok()) return s;
@@ -620,6 +634,7 @@ absl::StatusOr<bool> FusedGroupKernel::RunConv(KernelContext& ctx, const Step& s
   if (f32) {
     // The convolution's own context, so that its errors name it.
     KernelContext conv_ctx(*step.info, {}, {}, nullptr, ctx.num_threads());
+    conv_ctx.SetRunGuards(ctx.stop(), &ctx.memory());
     absl::StatusOr<ConvShape> s =
         step.channels_last
             ? CheckConvChannelsLast(conv_ctx, step.window, step.group, x, w, b)
@@ -704,7 +719,10 @@ absl::Status FusedGroupKernel::RunFallback(KernelContext& ctx) const {
   for (int k = 0; k < ctx.num_inputs(); ++k) {
     if (ctx.input(k) != nullptr) inputs[k] = *ctx.input(k);
   }
-  absl::StatusOr<RunResult> r = executor->RunPositional(inputs, {}, ctx.outer_lookup());
+  RunOptions run;
+  run.stop = ctx.stop();
+  run.memory = ctx.memory();
+  absl::StatusOr<RunResult> r = executor->RunPositional(inputs, run, ctx.outer_lookup());
   if (!r.ok()) return r.status();
   for (int k = 0; k < ctx.num_outputs() && k < static_cast<int>(r->outputs.size()); ++k) {
     ctx.SetOutput(k, std::move(r->outputs[k]));

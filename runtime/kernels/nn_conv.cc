@@ -511,7 +511,7 @@ absl::Status IntegerConv(KernelContext& ctx, const WindowAttrs& attrs, int64_t g
   if (!wzp.ok()) return wzp.status();
   std::vector<int32_t> wz_m(s->m);
   for (int64_t i = 0; i < s->m; ++i) wz_m[i] = (*wzp)[wzp->size() == 1 ? 0 : i];
-  absl::StatusOr<Tensor> a = Tensor::Allocate(v1::DT_INT32, s->out_shape);
+  absl::StatusOr<Tensor> a = ctx.AllocateTemp(v1::DT_INT32, s->out_shape, "int32 accumulator");
   if (!a.ok()) return a.status();
   *acc = *std::move(a);
   return Dispatch8Bit((*x)->dtype(), [&](auto xtag) {

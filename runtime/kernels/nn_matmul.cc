@@ -361,7 +361,7 @@ absl::StatusOr<Tensor> IntegerMatMul(const KernelContext& ctx, int ai, int bi, i
   if (!az.ok()) return az.status();
   absl::StatusOr<std::vector<int32_t>> bz = MatrixZeroPoints(ctx, bzi, p->n, (*b)->dtype());
   if (!bz.ok()) return bz.status();
-  absl::StatusOr<Tensor> out = Tensor::Allocate(v1::DT_INT32, p->out_shape);
+  absl::StatusOr<Tensor> out = ctx.AllocateTemp(v1::DT_INT32, p->out_shape, "int32 accumulator");
   if (!out.ok()) return out.status();
   const int64_t m = p->m, n = p->n, k = p->k;
   absl::Status st = Dispatch8Bit((*a)->dtype(), [&](auto atag) {

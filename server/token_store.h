@@ -83,8 +83,10 @@ absl::StatusOr<TokenTable> ParseTokensFile(absl::string_view text, absl::string_
 
 // What a reload of the tokens file found; handed to TokenStoreOptions::on_reload.
 struct TokenReload {
-  // OK: the new file is in force. Otherwise why it was refused (the previous tokens stay in
-  // force): unreadable, too large, or a parse error naming the line.
+  // OK: the new file is in force. Otherwise why it was refused, and the previous tokens stay
+  // in force: missing (NOT_FOUND; a Secret volume's update may briefly show no file, so
+  // deleting the file revokes nothing: empty it instead), unreadable, too large, or a parse
+  // error naming the line (INVALID_ARGUMENT).
   absl::Status status;
   // Tokens now in force, by role.
   size_t tenant_tokens = 0;
@@ -96,8 +98,9 @@ struct TokenStoreOptions {
   // symlinks, so that a Kubernetes Secret's symlink swap counts) at most this often, by the
   // Lookup that finds the last check this old. Zero: every Lookup checks (for tests).
   absl::Duration check_interval = absl::Seconds(1);
-  // Called after each reload of a changed file, successful or not, on the thread that did it
-  // and outside the store's locks. Not called for the initial load in Open. May be empty.
+  // Called once for each change found (a new version read, successfully or not, or the file
+  // gone), on the thread that checked and outside the store's locks. Not called for the
+  // initial load in Open. May be empty.
   std::function<void(const TokenReload&)> on_reload;
 };
 

@@ -49,4 +49,12 @@ grpc::Status AuthEchoCoordinator::ListWorkers(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
+grpc::Status AuthEchoCoordinator::Run(grpc::ServerContext* context, const v1::RunRequest*,
+                                      v1::RunResponse*) {
+  absl::StatusOr<Principal> principal = auth_->Authenticate(*context);
+  if (!principal.ok()) return ToGrpcStatus(principal.status());
+  return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                      "authenticated as " + principal->Describe());
+}
+
 }  // namespace graphopt

@@ -33,15 +33,20 @@ class AuthEchoOptimizer final : public v1::GraphOptimizer::Service {
   const std::vector<std::string> cluster_peers_;
 };
 
-// Coordinator whose ListWorkers authenticates the call, requires an admin (RequireAdmin), and
-// answers one WorkerStatus {address: "principal", worker_id: the tenant, health: the role,
-// source: the label}.
+// Coordinator whose
+// - ListWorkers authenticates the call, requires an admin (RequireAdmin), and answers one
+//   WorkerStatus {address: "principal", worker_id: the tenant, health: the role, source: the
+//   label};
+// - Run authenticates the call and, when that succeeds, fails with FAILED_PRECONDITION
+//   "authenticated as <Principal::Describe()>" (it runs nothing).
 class AuthEchoCoordinator final : public v1::Coordinator::Service {
  public:
   explicit AuthEchoCoordinator(const Authenticator* auth);
 
   grpc::Status ListWorkers(grpc::ServerContext* context, const v1::ListWorkersRequest* request,
                            v1::ListWorkersResponse* response) override;
+  grpc::Status Run(grpc::ServerContext* context, const v1::RunRequest* request,
+                   v1::RunResponse* response) override;
 
  private:
   const Authenticator* auth_;

@@ -579,6 +579,50 @@ TEST_F(TlsTest, ReplacedCertificateFilesServeNewConnections) {
   EXPECT_FALSE(WhoAmI(Channel(trusts_cluster, running->address()), Call(), nullptr).ok());
 }
 
+// What gRPC 1.51's file watcher does with a pair that does not load (a certificate replaced
+// without its key, or junk): new handshakes fail until the files are fixed, then work again.
+// Documented in server/tls.h; should a gRPC upgrade keep the old pair instead, this fails and
+// the documentation is to be updated.
+TEST_F(TlsTest, ABrokenPairStopsNewHandshakesUntilFixed) {
+  const std::string dir = absl::StrCat(test_certs::TestTempDir(), "/broken");
+  auto sh = [](const std::string& command) { return std::system(command.c_str()); };
+  ASSERT_EQ(sh(absl::StrCat("rm -rf '", dir, "' && mkdir -p '", dir, "' && cp '",
+                            cluster_->server_cert, "' '", dir, "/cert.pem' && cp '",
+                            cluster_->server_key, "' '", dir, "/key.pem'")),
+            0);
+  ServerTlsOptions options;
+  options.cert = {dir + "/cert.pem", "--tls_cert"};
+  options.key = {dir + "/key.pem", "--tls_key"};
+  options.refresh_interval = absl::Seconds(1);
+  absl::StatusOr<ServerTls> tls = MakeServerCredentials(options);
+  ASSERT_TRUE(tls.ok()) << tls.status();
+  Authenticator auth(TransportSecurity::kInsecure, nullptr);
+  AuthEchoOptimizer echo(&auth, {});
+  std::unique_ptr<Running> running = Serve(tls->credentials, {&echo});
+  const ChannelSecurity client = Client(cluster_->ca);
+  auto connects = [&] { return WhoAmI(Channel(client, running->address()), Call(), nullptr).ok(); };
+  ASSERT_TRUE(connects());
+
+  // Only the certificate is replaced (by another CA's): it no longer matches the key.
+  ASSERT_EQ(sh(absl::StrCat("cp '", foreign_->server_cert, "' '", dir, "/cert.tmp' && mv '", dir,
+                            "/cert.tmp' '", dir, "/cert.pem'")),
+            0);
+  absl::SleepFor(absl::Milliseconds(2500));
+  EXPECT_FALSE(connects());
+
+  // Fixed: new connections work again at the next refresh.
+  ASSERT_EQ(sh(absl::StrCat("cp '", cluster_->server_cert, "' '", dir, "/cert.tmp' && mv '", dir,
+                            "/cert.tmp' '", dir, "/cert.pem'")),
+            0);
+  const absl::Time deadline = absl::Now() + absl::Seconds(15);
+  bool recovered = false;
+  while (!recovered && absl::Now() < deadline) {
+    recovered = connects();
+    if (!recovered) absl::SleepFor(absl::Milliseconds(200));
+  }
+  EXPECT_TRUE(recovered);
+}
+
 // ---------------------------------------------------------------------------------------------
 // File and flag checks before start.
 

@@ -14,6 +14,17 @@
 // for RegisterWorker, checked under the name --server_tls_name.
 // --insecure: plaintext everywhere; the server then takes the tenant from the
 // "graphopt-tenant" header (or, with --tokens_file, still checks tokens).
+//
+// Rotation, without restarts:
+// - Tokens: `graphopt token new --tenant T` prints a token and its line; append the line, give
+//   the token to its user, who switches (GRAPHOPT_TOKEN), then delete the old line. The file is
+//   re-read within tokens_check_interval; a file that does not parse is logged through
+//   on_tokens_reload and the previous tokens stay in force (so a bad edit locks no one out).
+// - Certificates: replace certificate and key together, atomically (see server/tls.h); new
+//   connections use them within tls_refresh_interval, open ones keep the old until they
+//   reconnect. The start-up log (description) shows each certificate's expiry.
+// - The CA: make --tls_ca a bundle of the old and the new CA on every process first, then
+//   replace the leaf certificates, then drop the old CA from the bundle.
 
 #include <functional>
 #include <memory>

@@ -6,9 +6,14 @@
 // Built on gRPC's TLS API (grpc::experimental::TlsServerCredentials / TlsCredentials) with a
 // FileWatcherCertificateProvider: the certificate, key and CA files are re-read every
 // refresh_interval, so replacing them rotates them without a restart (new connections use the
-// new files; open connections keep theirs). Replace them atomically (write elsewhere and
-// rename, or a Kubernetes Secret's symlink swap): the provider keeps the old pair while the new
-// key and certificate do not match.
+// new files; open connections keep theirs).
+//
+// Replace the certificate and its key together, atomically: a Kubernetes Secret volume does
+// (one symlink swap for all its files); by hand, write both into a new folder and swap a
+// symlink to it. gRPC 1.51's watcher does not keep the old pair when the new files do not load:
+// a certificate read without its new key, or a broken file, makes every new handshake fail
+// (gRPC logs "Invalid private key" / "Invalid cert chain file") until the next refresh that
+// reads a good pair. Open connections are not affected. (Tested in auth_test.)
 //
 // The files are checked before anything is built (readable, PEM, key matching certificate,
 // certificate valid now), so a bad flag fails at start with a message naming the flag and the

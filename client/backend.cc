@@ -15,7 +15,6 @@
 #include "server/grpc_status.h"
 #include "service/op_store.h"
 #include "service/optimizer.h"
-#include "service/tenant.h"
 
 namespace graphopt {
 namespace {
@@ -68,14 +67,11 @@ class EmbeddedBackend final : public OptimizerBackend {
 
 class RemoteBackend final : public OptimizerBackend {
  public:
-  RemoteBackend(std::string address, absl::Duration timeout, std::string tenant)
-      : address_(std::move(address)), timeout_(timeout), tenant_(std::move(tenant)) {
-    grpc::ChannelArguments arguments;
-    arguments.SetMaxReceiveMessageSize(kClientMaxMessageBytes);
-    arguments.SetMaxSendMessageSize(kClientMaxMessageBytes);
-    stub_ = v1::GraphOptimizer::NewStub(grpc::CreateCustomChannel(
-        address_, grpc::InsecureChannelCredentials(), arguments));
-  }
+  RemoteBackend(std::shared_ptr<const ServerConnection> connection, absl::Duration timeout)
+      : connection_(std::move(connection)),
+        address_(connection_->address()),
+        timeout_(timeout),
+        stub_(v1::GraphOptimizer::NewStub(connection_->channel())) {}
 
   absl::StatusOr<v1::OptimizeResponse> Optimize(v1::OptimizeRequest request) override {
     grpc::ClientContext context;
@@ -129,15 +125,14 @@ class RemoteBackend final : public OptimizerBackend {
                                           UploadOptions options) override {
     options.timeout = timeout_;
     options.context = absl::StrCat("server ", address_);
-    options.tenant = tenant_;
+    options.metadata = connection_->call_metadata();
     return graphopt::UploadBlobs(*stub_, blobs, options);
   }
 
  private:
-  // The deadline and the tenant metadata of every call.
+  // The deadline and the metadata (token, tenant) of every call.
   void SetDeadline(grpc::ClientContext& context) const {
-    context.set_deadline(absl::ToChronoTime(absl::Now() + timeout_));
-    if (!tenant_.empty()) context.AddMetadata(kTenantMetadataKey, tenant_);
+    connection_->PrepareCall(&context, timeout_);
   }
 
   // Errors the optimizer reports (bad graph, unknown pass) pass through unchanged; transport
@@ -156,9 +151,9 @@ class RemoteBackend final : public OptimizerBackend {
     }
   }
 
+  std::shared_ptr<const ServerConnection> connection_;
   std::string address_;
   absl::Duration timeout_;
-  std::string tenant_;
   std::unique_ptr<v1::GraphOptimizer::Stub> stub_;
 };
 
@@ -170,10 +165,9 @@ absl::StatusOr<std::unique_ptr<OptimizerBackend>> CreateEmbeddedBackend() {
   return backend;
 }
 
-std::unique_ptr<OptimizerBackend> CreateRemoteBackend(const std::string& address,
-                                                      absl::Duration timeout,
-                                                      const std::string& tenant) {
-  return std::make_unique<RemoteBackend>(address, timeout, tenant);
+std::unique_ptr<OptimizerBackend> CreateRemoteBackend(
+    std::shared_ptr<const ServerConnection> connection, absl::Duration timeout) {
+  return std::make_unique<RemoteBackend>(std::move(connection), timeout);
 }
 
 }  // namespace graphopt

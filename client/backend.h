@@ -8,6 +8,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "client/blob_upload.h"
+#include "client/credentials.h"
 #include "proto/optimizer.pb.h"
 
 namespace graphopt {
@@ -45,14 +46,12 @@ absl::StatusOr<std::unique_ptr<OptimizerBackend>> CreateEmbeddedBackend();
 // Largest message the remote backend sends or accepts.
 inline constexpr int kClientMaxMessageBytes = 512 * 1024 * 1024;
 
-// A GraphOptimizer client over an insecure channel to `address` ("host:port"); each call has
-// `timeout` as its deadline. Transport failures (UNAVAILABLE, DEADLINE_EXCEEDED, ...) get the
-// address prefixed to their message; errors produced by the optimizer are passed through.
-// Every call names `tenant` in the "graphopt-tenant" metadata; empty sends none (the server
-// then uses "default"). The server checks the name.
-std::unique_ptr<OptimizerBackend> CreateRemoteBackend(const std::string& address,
-                                                      absl::Duration timeout,
-                                                      const std::string& tenant = "");
+// A GraphOptimizer client over `connection`'s channel; each call has `timeout` as its deadline
+// and carries the connection's metadata (token, tenant). Transport failures (UNAVAILABLE,
+// DEADLINE_EXCEEDED, ...) and refusals (UNAUTHENTICATED, PERMISSION_DENIED) get the address
+// prefixed to their message; errors produced by the optimizer are passed through.
+std::unique_ptr<OptimizerBackend> CreateRemoteBackend(
+    std::shared_ptr<const ServerConnection> connection, absl::Duration timeout);
 
 }  // namespace graphopt
 

@@ -83,6 +83,7 @@ absl::StatusOr<UploadStats> UploadBlobs(v1::GraphOptimizer::StubInterface& stub,
     grpc::ClientContext context;
     context.set_deadline(deadline);
     if (!options.tenant.empty()) context.AddMetadata(kTenantMetadataKey, options.tenant);
+    for (const auto& [key, value] : options.metadata) context.AddMetadata(key, value);
     grpc::Status status = stub.HasBlobs(&context, request, &response);
     if (!status.ok()) return RpcError(options, "HasBlobs", status);
     for (const std::string& digest : response.missing()) {
@@ -107,6 +108,7 @@ absl::StatusOr<UploadStats> UploadBlobs(v1::GraphOptimizer::StubInterface& stub,
     grpc::ClientContext context;
     context.set_deadline(deadline);
     if (!options.tenant.empty()) context.AddMetadata(kTenantMetadataKey, options.tenant);
+    for (const auto& [key, value] : options.metadata) context.AddMetadata(key, value);
     v1::PutBlobsResponse response;
     std::unique_ptr<grpc::ClientWriterInterface<v1::BlobChunk>> writer =
         stub.PutBlobs(&context, &response);

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -44,6 +46,8 @@ struct UploadOptions {
   std::string context;
   // Sent as the "graphopt-tenant" metadata of each call when not empty.
   std::string tenant;
+  // Further metadata of each call (the credential: "authorization: Bearer <token>").
+  std::vector<std::pair<std::string, std::string>> metadata;
   // Called with (bytes sent so far, bytes to send in all) once before the first chunk and
   // after each one; only when something is to be sent.
   std::function<void(int64_t bytes_sent, int64_t bytes_to_send)> progress;

@@ -1,7 +1,9 @@
 // graphopt: command-line client. Optimizes graph files in-process (the embedded default) or
 // through a graphopt-server (--server), and lists the passes and ops either one knows. Runs
 // models in-process or, with --server, through the server's coordinator on a worker node
-// (`run`), and lists a server's workers (`workers`).
+// (`run`), and lists a server's workers (`workers`). `token new` makes bearer tokens for a
+// server's tokens file. Calls to a server carry --token (default: GRAPHOPT_TOKEN) and go over
+// TLS when --tls-ca is given (client/credentials.h).
 //
 // Exit status: 0 on success, 1 when the request fails (the status code name and message are
 // printed to stderr), 2 for usage errors.
@@ -26,6 +28,7 @@
 #include "client/backend.h"
 #include "client/cli_options.h"
 #include "client/coordinator_client.h"
+#include "client/credentials.h"
 #include "client/graph_io.h"
 #include "client/model_summary.h"
 #include "client/op_file.h"
@@ -43,6 +46,7 @@
 #include "runtime/executor.h"
 #include "runtime/kernels/cpu_kernels.h"
 #include "runtime/npy.h"
+#include "server/token_store.h"
 #include "util/file_util.h"
 #include "util/malloc_tuning.h"
 #include "util/mutex_mode.h"
@@ -60,7 +64,19 @@ constexpr int kExitUsage = 2;
 struct BackendArgs {
   std::string server;  // empty: embedded
   double timeout_s = 600;
-  std::string tenant;  // empty: the server's "default"
+  std::string tenant;  // empty: the server's "default" (or the token's tenant)
+  // Credentials, with --server (see client/credentials.h).
+  std::string token;  // --token, default GRAPHOPT_TOKEN
+  std::string tls_ca;
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_server_name;
+};
+
+struct TokenNewArgs {
+  std::string tenant;
+  bool admin = false;
+  std::string label;
 };
 
 struct OptimizeArgs {
@@ -137,6 +153,25 @@ int UsageError(const std::string& message) {
   return kExitUsage;
 }
 
+// --token and the --tls-* options of a subcommand that talks to --server.
+void AddCredentialOptions(CLI::App* command, BackendArgs* args) {
+  command
+      ->add_option("--token", args->token,
+                   "With --server: the bearer token the server knows you by (made by `graphopt "
+                   "token new`); default: the GRAPHOPT_TOKEN environment variable, which is "
+                   "better than this option since other users can see arguments in `ps`")
+      ->envname("GRAPHOPT_TOKEN");
+  command->add_option("--tls-ca", args->tls_ca,
+                      "With --server: talk TLS, trusting this PEM CA certificate for the "
+                      "server's certificate (without it: plaintext)");
+  command->add_option("--tls-cert", args->tls_cert,
+                      "With --tls-ca: this client's PEM certificate, for servers that ask for one");
+  command->add_option("--tls-key", args->tls_key, "With --tls-cert: its PEM private key");
+  command->add_option("--tls-server-name", args->tls_server_name,
+                      "With --tls-ca: the name the server's certificate must carry (default: "
+                      "the host of --server)");
+}
+
 void AddBackendOptions(CLI::App* command, BackendArgs* args) {
   command->add_option("--server", args->server,
                       "graphopt-server address (host:port); without it the optimizer runs "
@@ -148,12 +183,36 @@ void AddBackendOptions(CLI::App* command, BackendArgs* args) {
   command->add_option("--tenant", args->tenant,
                       "With --server: the tenant whose registered ops the call sees and "
                       "changes (sent as metadata 'graphopt-tenant'; the server's default "
-                      "is 'default')");
+                      "is 'default'; a tenant token acts only for its own)");
+  AddCredentialOptions(command, args);
+}
+
+// The channel and call metadata for --server, from the connection options. Warns on stderr
+// when a token would cross the network in plaintext.
+absl::StatusOr<std::shared_ptr<const ServerConnection>> Connect(const BackendArgs& args) {
+  ConnectionFlags flags;
+  flags.server = args.server;
+  flags.token = args.token;
+  flags.tenant = args.tenant;
+  flags.tls_ca = args.tls_ca;
+  flags.tls_cert = args.tls_cert;
+  flags.tls_key = args.tls_key;
+  flags.tls_server_name = args.tls_server_name;
+  absl::StatusOr<std::shared_ptr<const ServerConnection>> connection =
+      ServerConnection::Create(flags, kClientMaxMessageBytes);
+  if (connection.ok()) {
+    if (const std::string warning = (*connection)->PlaintextTokenWarning(); !warning.empty()) {
+      std::fprintf(stderr, "%s\n", warning.c_str());
+    }
+  }
+  return connection;
 }
 
 absl::StatusOr<std::unique_ptr<OptimizerBackend>> MakeBackend(const BackendArgs& args) {
   if (args.server.empty()) return CreateEmbeddedBackend();
-  return CreateRemoteBackend(args.server, absl::Seconds(args.timeout_s), args.tenant);
+  absl::StatusOr<std::shared_ptr<const ServerConnection>> connection = Connect(args);
+  if (!connection.ok()) return connection.status();
+  return CreateRemoteBackend(*std::move(connection), absl::Seconds(args.timeout_s));
 }
 
 // Models of at least this size go to a server with their weights sent ahead as blobs when
@@ -388,11 +447,13 @@ absl::StatusOr<RunOutcome> RunInProcess(const RunArgs& args, Graph model,
 absl::StatusOr<RunOutcome> RunOnServer(const RunArgs& args, v1::Graph model,
                                        const NamedInputs& inputs) {
   const absl::Duration timeout = absl::Seconds(args.backend.timeout_s);
+  absl::StatusOr<std::shared_ptr<const ServerConnection>> connection = Connect(args.backend);
+  if (!connection.ok()) return connection.status();
   WeightStash stash;
   std::unique_ptr<OptimizerBackend> blob_backend;
   if (InitializerBytes(model) >= kAutoUploadBytes) {
     stash.Externalize(&model);
-    blob_backend = CreateRemoteBackend(args.backend.server, timeout, args.backend.tenant);
+    blob_backend = CreateRemoteBackend(*connection, timeout);
     if (absl::Status s = UploadWeights(*blob_backend, stash, /*quiet=*/true); !s.ok()) return s;
   }
   v1::RunRequest request;
@@ -413,13 +474,13 @@ absl::StatusOr<RunOutcome> RunOnServer(const RunArgs& args, v1::Graph model,
                                ? args.request_id
                                : absl::StrCat(args.request_id, "#", i + 1));
     const absl::Time start = absl::Now();
-    response = RemoteRun(args.backend.server, timeout, args.backend.tenant, request);
+    response = RemoteRun(**connection, timeout, request);
     if (!response.ok() && stash.blob_count() > 0 &&
         response.status().code() == absl::StatusCode::kFailedPrecondition &&
         absl::StrContains(response.status().message(), "does not hold")) {
       // The server dropped weights since the upload: send them again, once.
       if (absl::Status s = UploadWeights(*blob_backend, stash, /*quiet=*/true); !s.ok()) return s;
-      response = RemoteRun(args.backend.server, timeout, args.backend.tenant, request);
+      response = RemoteRun(**connection, timeout, request);
     }
     if (!response.ok()) return response.status();
     run_ms.push_back(absl::ToDoubleMilliseconds(absl::Now() - start));
@@ -539,8 +600,10 @@ int RunRun(const RunArgs& args) {
 }
 
 int RunWorkers(const BackendArgs& args) {
+  absl::StatusOr<std::shared_ptr<const ServerConnection>> connection = Connect(args);
+  if (!connection.ok()) return ReportError(connection.status());
   absl::StatusOr<v1::ListWorkersResponse> workers =
-      RemoteListWorkers(args.server, absl::Seconds(args.timeout_s));
+      RemoteListWorkers(**connection, absl::Seconds(args.timeout_s));
   if (!workers.ok()) return ReportError(workers.status());
   std::fputs(FormatWorkers(*workers).c_str(), stdout);
   return kExitOk;
@@ -630,6 +693,26 @@ int RunOpsUnregister(const OpsUnregisterArgs& args) {
   absl::StatusOr<v1::UnregisterOpsResponse> response = (*backend)->UnregisterOps(request);
   if (!response.ok()) return ReportError(response.status());
   for (const std::string& line : response->unregistered()) std::printf("%s\n", line.c_str());
+  return kExitOk;
+}
+
+// Prints a fresh token and its tokens-file line. The token goes to stdout only: nothing is
+// logged or stored.
+int RunTokenNew(const TokenNewArgs& args) {
+  if (args.admin == !args.tenant.empty()) {
+    return UsageError("token new needs --tenant NAME or --admin (not both)");
+  }
+  absl::StatusOr<std::string> token = GenerateToken();
+  if (!token.ok()) return ReportError(token.status());
+  absl::StatusOr<std::string> line =
+      TokensFileLine(args.admin ? TokenRole::kAdmin : TokenRole::kTenant, args.tenant,
+                     TokenHash(*token), args.label);
+  if (!line.ok()) return UsageError(std::string(line.status().message()));
+  std::printf("token: %s\ntokens file line: %s\n", token->c_str(), line->c_str());
+  std::fprintf(stderr,
+               "Give the token to its user (e.g. as GRAPHOPT_TOKEN); it is shown only now. Append "
+               "the line to the server's --tokens_file: the server re-reads the file within a "
+               "second. Deleting the line revokes the token.\n");
   return kExitOk;
 }
 
@@ -739,6 +822,7 @@ int Main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   run->add_option("--tenant", run_args.backend.tenant,
                   "With --server: the tenant the run is for (its registered ops, with -O)");
+  AddCredentialOptions(run, &run_args.backend);
   run->add_option("--request-id", run_args.request_id,
                   "With --server: the request's id; sent again with the same id, it runs at "
                   "most once and gets the first answer (--repeat appends #2, #3, ...)");
@@ -752,6 +836,7 @@ int Main(int argc, char** argv) {
   workers->add_option("--timeout", workers_args.timeout_s, "Deadline in seconds")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  AddCredentialOptions(workers, &workers_args);
 
   BackendArgs passes_args;
   CLI::App* passes =
@@ -799,6 +884,22 @@ int Main(int argc, char** argv) {
   ops_unregister->add_option("names", unregister_args.names, "Ops as domain::Name")->required();
   AddBackendOptions(ops_unregister, &unregister_args.backend);
 
+  TokenNewArgs token_new_args;
+  CLI::App* token = app.add_subcommand(
+      "token", "Bearer tokens for a server's --tokens_file (see docs/security.md)");
+  token->require_subcommand(1);
+  CLI::App* token_new = token->add_subcommand(
+      "new", "Print a fresh random token and the line to append to the server's tokens file "
+             "(which holds only the token's SHA-256)");
+  CLI::Option* token_tenant =
+      token_new->add_option("--tenant", token_new_args.tenant, "The tenant the token acts for");
+  CLI::Option* token_admin = token_new->add_flag(
+      "--admin", token_new_args.admin,
+      "An admin token: cluster operations (workers), and acting for any tenant");
+  token_tenant->excludes(token_admin);
+  token_new->add_option("--label", token_new_args.label,
+                        "Who holds the token, for the server's logs (printable ASCII)");
+
   CLI::App* version = app.add_subcommand("version", "Print the version");
 
   try {
@@ -825,6 +926,7 @@ int Main(int argc, char** argv) {
   if (ops_register->parsed()) return RunOpsRegister(register_args);
   if (ops_unregister->parsed()) return RunOpsUnregister(unregister_args);
   if (ops->parsed()) return RunOps(ops_args);
+  if (token_new->parsed()) return RunTokenNew(token_new_args);
   if (version->parsed()) {
     std::printf("%s\n", VersionText().c_str());
     return kExitOk;

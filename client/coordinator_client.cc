@@ -1,26 +1,15 @@
 #include "client/coordinator_client.h"
 
-#include <chrono>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "client/backend.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/coordinator.grpc.pb.h"
 #include "server/grpc_status.h"
-#include "service/tenant.h"
 
 namespace graphopt {
 namespace {
-
-std::unique_ptr<v1::Coordinator::Stub> Stub(const std::string& address) {
-  grpc::ChannelArguments arguments;
-  arguments.SetMaxReceiveMessageSize(kClientMaxMessageBytes);
-  arguments.SetMaxSendMessageSize(kClientMaxMessageBytes);
-  return v1::Coordinator::NewStub(
-      grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), arguments));
-}
 
 // Errors about the request pass through unchanged; the others name the server.
 absl::Status Error(const std::string& address, const grpc::Status& status) {
@@ -35,31 +24,27 @@ absl::Status Error(const std::string& address, const grpc::Status& status) {
   }
 }
 
-void SetDeadline(grpc::ClientContext& context, absl::Duration timeout) {
-  context.set_deadline(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(timeout));
-}
-
 }  // namespace
 
-absl::StatusOr<v1::RunResponse> RemoteRun(const std::string& address, absl::Duration timeout,
-                                          const std::string& tenant,
-                                          const v1::RunRequest& request) {
+absl::StatusOr<v1::RunResponse> RemoteRun(const ServerConnection& connection,
+                                          absl::Duration timeout, const v1::RunRequest& request) {
   grpc::ClientContext context;
-  SetDeadline(context, timeout);
-  if (!tenant.empty()) context.AddMetadata(kTenantMetadataKey, tenant);
+  connection.PrepareCall(&context, timeout);
   v1::RunResponse response;
-  grpc::Status status = Stub(address)->Run(&context, request, &response);
-  if (!status.ok()) return Error(address, status);
+  grpc::Status status =
+      v1::Coordinator::NewStub(connection.channel())->Run(&context, request, &response);
+  if (!status.ok()) return Error(connection.address(), status);
   return response;
 }
 
-absl::StatusOr<v1::ListWorkersResponse> RemoteListWorkers(const std::string& address,
+absl::StatusOr<v1::ListWorkersResponse> RemoteListWorkers(const ServerConnection& connection,
                                                           absl::Duration timeout) {
   grpc::ClientContext context;
-  SetDeadline(context, timeout);
+  connection.PrepareCall(&context, timeout);
   v1::ListWorkersResponse response;
-  grpc::Status status = Stub(address)->ListWorkers(&context, v1::ListWorkersRequest(), &response);
-  if (!status.ok()) return Error(address, status);
+  grpc::Status status = v1::Coordinator::NewStub(connection.channel())
+                            ->ListWorkers(&context, v1::ListWorkersRequest(), &response);
+  if (!status.ok()) return Error(connection.address(), status);
   return response;
 }
 

@@ -7,17 +7,19 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "client/credentials.h"
 #include "proto/coordinator.pb.h"
 
 namespace graphopt {
 
-// Calls Coordinator.Run on `address` with `timeout` as the deadline, naming `tenant` in the
-// "graphopt-tenant" metadata (none when empty). Errors carry the server's code and message;
-// those of the transport (UNAVAILABLE, DEADLINE_EXCEEDED, ...) get the address prefixed.
-absl::StatusOr<v1::RunResponse> RemoteRun(const std::string& address, absl::Duration timeout,
-                                          const std::string& tenant, const v1::RunRequest& request);
-// Calls Coordinator.ListWorkers; errors as RemoteRun's.
-absl::StatusOr<v1::ListWorkersResponse> RemoteListWorkers(const std::string& address,
+// Calls Coordinator.Run over `connection` (its channel and metadata: token, tenant) with
+// `timeout` as the deadline. Errors carry the server's code and message; those of the
+// transport (UNAVAILABLE, DEADLINE_EXCEEDED, ...) and refusals (UNAUTHENTICATED,
+// PERMISSION_DENIED) get the address prefixed.
+absl::StatusOr<v1::RunResponse> RemoteRun(const ServerConnection& connection,
+                                          absl::Duration timeout, const v1::RunRequest& request);
+// Calls Coordinator.ListWorkers (an admin operation); errors as RemoteRun's.
+absl::StatusOr<v1::ListWorkersResponse> RemoteListWorkers(const ServerConnection& connection,
                                                           absl::Duration timeout);
 
 // The workers as a table, one row per worker in the response's order: address, id, health,

@@ -7,7 +7,7 @@ PACKAGES=(
   bazel-bootstrap default-jdk-headless g++ pkg-config python3
   libgrpc++-dev libgrpc-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libcli11-dev nlohmann-json3-dev libssl-dev libdnnl-dev
+  libcli11-dev nlohmann-json3-dev libssl-dev openssl libdnnl-dev
   libonnx-dev libonnx-testdata python3-onnx python3-numpy python3-protobuf python3-grpcio
   python3-torch python3-torchvision python3-venv
 )

@@ -3,6 +3,10 @@
 - weights: externalizing large initializers into blob references and re-attaching them gives
   back the model byte for byte (ONNX and graphopt Graph), bad references fail with DATA_LOSS,
   and the PutBlobs chunk stream follows the contract;
+- credentials: the token (argument or GRAPHOPT_TOKEN) and tenant reach every RPC as metadata,
+  bad tokens and contradicting TLS arguments are refused, TLS with tls_ca / tls_cert / tls_key /
+  tls_server_name against an in-process TLS server (certificates from
+  scripts/make_dev_certs.sh);
 - the client against FakeOptimizer, an in-process gRPC implementation of
   graphopt.v1.GraphOptimizer that checks what the contract says the server checks (the chunk
   protocol, digests, that every referenced blob was uploaded before Optimize): request
@@ -12,10 +16,17 @@
 Run with Debian's /usr/bin/python3 (see run_python_test.sh); needs onnx and numpy.
 """
 
+import base64
 import concurrent.futures
 import hashlib
+import os
+import secrets
+import shutil
+import subprocess
+import tempfile
 import threading
 import unittest
+from typing import Dict
 from unittest import mock
 
 import grpc
@@ -650,6 +661,202 @@ class ClientTest(unittest.TestCase):
             self.client.optimize(self.model_bytes, upload_weights=True)
         self.assertEqual((caught.exception.code, caught.exception.rpc),
                          ("UNIMPLEMENTED", "HasBlobs"))
+
+
+def new_token() -> str:
+    """A token of graphopt's form ("gopt_" + 32 random bytes as unpadded base64url)."""
+    return "gopt_" + base64.urlsafe_b64encode(secrets.token_bytes(32)).decode().rstrip("=")
+
+
+class MetadataRecorder(grpc.ServerInterceptor):
+    """Records (method, metadata) of every call the server receives."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.calls = []
+
+    def intercept_service(self, continuation, handler_call_details):
+        with self.lock:
+            self.calls.append((handler_call_details.method.rsplit("/", 1)[-1],
+                               dict(handler_call_details.invocation_metadata)))
+        return continuation(handler_call_details)
+
+
+def dev_certs_script() -> str:
+    """scripts/make_dev_certs.sh from the runfiles (or the source tree outside Bazel)."""
+    runfiles = os.environ.get("TEST_SRCDIR")
+    if runfiles:
+        path = os.path.join(runfiles, os.environ.get("TEST_WORKSPACE", "graphopt"),
+                            "scripts", "make_dev_certs.sh")
+        if os.path.exists(path):
+            return path
+    here = os.path.dirname(os.path.realpath(__file__))
+    return os.path.join(here, "..", "..", "scripts", "make_dev_certs.sh")
+
+
+def make_dev_certs(directory: str) -> Dict[str, str]:
+    """Runs make_dev_certs.sh into `directory`; the paths of what it made."""
+    subprocess.run(["bash", dev_certs_script(), directory, "--client"], check=True,
+                   stdout=subprocess.DEVNULL)
+    return {name: os.path.join(directory, name) for name in os.listdir(directory)}
+
+
+def read(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+class CredentialsTest(unittest.TestCase):
+    """Token, tenant and TLS arguments of Client, against FakeOptimizer behind a recorder."""
+
+    def setUp(self):
+        self.recorder = MetadataRecorder()
+        self.server = grpc.server(concurrent.futures.ThreadPoolExecutor(max_workers=4),
+                                  interceptors=[self.recorder])
+        optimizer_pb2_grpc.add_GraphOptimizerServicer_to_server(FakeOptimizer(), self.server)
+        self.port = self.server.add_insecure_port("127.0.0.1:0")
+        self.server.start()
+        self.address = f"127.0.0.1:{self.port}"
+        self.token = new_token()
+
+    def tearDown(self):
+        self.server.stop(None)
+
+    def test_token_and_tenant_go_with_every_call(self):
+        with graphopt_client.Client(self.address, timeout=30, token=self.token,
+                                    tenant="acme") as client:
+            client.list_passes()
+            client.list_ops()
+            # HasBlobs and the PutBlobs stream too.
+            client.optimize(make_onnx_model().SerializeToString(), upload_weights=True)
+        methods = [method for method, _ in self.recorder.calls]
+        self.assertEqual(methods[:2], ["ListPasses", "ListOps"])
+        self.assertIn("HasBlobs", methods)
+        self.assertIn("PutBlobs", methods)
+        self.assertIn("Optimize", methods)
+        for method, metadata in self.recorder.calls:
+            self.assertEqual(metadata.get("authorization"), f"Bearer {self.token}", method)
+            self.assertEqual(metadata.get("graphopt-tenant"), "acme", method)
+
+    def test_token_defaults_to_the_environment(self):
+        with mock.patch.dict(os.environ, {"GRAPHOPT_TOKEN": self.token + "\n"}):
+            with graphopt_client.Client(self.address, timeout=30) as client:
+                client.list_passes()
+            # An explicit empty token sends none.
+            with graphopt_client.Client(self.address, timeout=30, token="") as client:
+                client.list_passes()
+        with mock.patch.dict(os.environ, {}, clear=True):
+            with graphopt_client.Client(self.address, timeout=30) as client:
+                client.list_passes()
+        self.assertEqual(self.recorder.calls[0][1].get("authorization"), f"Bearer {self.token}")
+        self.assertNotIn("authorization", self.recorder.calls[1][1])
+        self.assertNotIn("authorization", self.recorder.calls[2][1])
+        self.assertNotIn("graphopt-tenant", self.recorder.calls[2][1])
+
+    def test_a_malformed_token_is_refused_without_repeating_it(self):
+        for token in ("secret-value", "gopt_short", new_token() + "x", "Bearer " + new_token()):
+            with self.assertRaises(ValueError) as caught:
+                graphopt_client.Client(self.address, token=token)
+            self.assertIn("not a graphopt token", str(caught.exception))
+            self.assertNotIn(token, str(caught.exception))
+        with mock.patch.dict(os.environ, {"GRAPHOPT_TOKEN": "secret-value"}):
+            with self.assertRaisesRegex(ValueError, "GRAPHOPT_TOKEN"):
+                graphopt_client.Client(self.address)
+
+    def test_contradicting_tls_arguments(self):
+        cases = [
+            (dict(tls_cert="c.pem", tls_key="k.pem"), "tls_cert needs tls_ca"),
+            (dict(tls_server_name="graphopt-server"), "tls_server_name needs tls_ca"),
+            (dict(tls_ca="ca.pem", tls_cert="c.pem"), "tls_cert and tls_key go together"),
+        ]
+        for kwargs, message in cases:
+            with self.assertRaisesRegex(ValueError, message):
+                graphopt_client.Client(self.address, token="", **kwargs)
+        with self.assertRaises(FileNotFoundError):
+            graphopt_client.Client(self.address, token="", tls_ca="/nonexistent/ca.pem")
+        with tempfile.NamedTemporaryFile() as ca:
+            with self.assertRaisesRegex(ValueError, "either credentials or tls_ca"):
+                graphopt_client.Client(self.address, token="", tls_ca=ca.name,
+                                       credentials=grpc.ssl_channel_credentials())
+
+    def test_plain_text_tokens_to_other_hosts_are_warned_about(self):
+        with self.assertLogs("graphopt_client", level="WARNING") as logs:
+            graphopt_client.Client("10.1.2.3:50051", token=self.token).close()
+        self.assertIn("plain text", logs.output[0])
+        self.assertNotIn(self.token, logs.output[0])
+        for address in ("127.0.0.1:1", "localhost:1", "[::1]:1", "unix:/tmp/s"):
+            self.assertTrue(client_module._is_loopback(address), address)
+        for address in ("10.0.0.1:1", "localhost.example.com:1", "[2001:db8::1]:1"):
+            self.assertFalse(client_module._is_loopback(address), address)
+
+    def test_repr_never_shows_the_token(self):
+        with graphopt_client.Client(self.address, token=self.token) as client:
+            self.assertNotIn(self.token, repr(client))
+
+
+class TlsTest(unittest.TestCase):
+    """tls_ca, tls_cert/tls_key and tls_server_name against in-process TLS servers."""
+
+    @classmethod
+    def setUpClass(cls):
+        if shutil.which("openssl") is None:
+            raise unittest.SkipTest("openssl is not installed: no test certificates")
+        cls.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        cls.cluster = make_dev_certs(os.path.join(cls.tmp, "cluster"))
+        cls.foreign = make_dev_certs(os.path.join(cls.tmp, "foreign"))
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def serve(self, require_client_cert: bool) -> int:
+        recorder = MetadataRecorder()
+        server = grpc.server(concurrent.futures.ThreadPoolExecutor(max_workers=2),
+                             interceptors=[recorder])
+        optimizer_pb2_grpc.add_GraphOptimizerServicer_to_server(FakeOptimizer(), server)
+        credentials = grpc.ssl_server_credentials(
+            [(read(self.cluster["server.key"]), read(self.cluster["server.pem"]))],
+            root_certificates=read(self.cluster["ca.pem"]) if require_client_cert else None,
+            require_client_auth=require_client_cert)
+        port = server.add_secure_port("127.0.0.1:0", credentials)
+        server.start()
+        self.addCleanup(server.stop, None)
+        self.recorder = recorder
+        return port
+
+    def list_passes(self, address: str, **kwargs):
+        with graphopt_client.Client(address, timeout=10, **kwargs) as client:
+            return client.list_passes()
+
+    def test_tls_with_the_servers_ca(self):
+        port = self.serve(require_client_cert=False)
+        token = new_token()
+        for host in ("127.0.0.1", "localhost"):
+            self.list_passes(f"{host}:{port}", token=token, tls_ca=self.cluster["ca.pem"])
+        self.assertEqual(self.recorder.calls[-1][1].get("authorization"), f"Bearer {token}")
+        # The certificate's other name, asked for explicitly.
+        self.list_passes(f"127.0.0.1:{port}", token="", tls_ca=self.cluster["ca.pem"],
+                         tls_server_name="graphopt-server")
+
+    def test_a_foreign_ca_or_another_name_fails(self):
+        port = self.serve(require_client_cert=False)
+        for kwargs in (dict(tls_ca=self.foreign["ca.pem"]),
+                       dict(tls_ca=self.cluster["ca.pem"], tls_server_name="graphopt-worker"),
+                       dict()):
+            with self.assertRaises(GraphoptError) as caught:
+                self.list_passes(f"127.0.0.1:{port}", token="", **kwargs)
+            self.assertEqual(caught.exception.code, "UNAVAILABLE", kwargs)
+
+    def test_client_certificates(self):
+        port = self.serve(require_client_cert=True)
+        address = f"127.0.0.1:{port}"
+        self.list_passes(address, token="", tls_ca=self.cluster["ca.pem"],
+                         tls_cert=self.cluster["client.pem"], tls_key=self.cluster["client.key"])
+        for kwargs in (dict(), dict(tls_cert=self.foreign["client.pem"],
+                                    tls_key=self.foreign["client.key"])):
+            with self.assertRaises(GraphoptError) as caught:
+                self.list_passes(address, token="", tls_ca=self.cluster["ca.pem"], **kwargs)
+            self.assertEqual(caught.exception.code, "UNAVAILABLE")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,8 @@
     for report in result.reports:             # one per pass
         print(report.name, report.nodes_before, report.nodes_after)
 
+A server that requires authentication takes a bearer token (Client's `token`, default the
+GRAPHOPT_TOKEN environment variable) and usually TLS (`tls_ca`, the CA of its certificate).
 Errors raise GraphoptError with the gRPC status code name (`code`) and the server's message.
 Large weights can travel once, as content-addressed blobs (Client.optimize's upload_weights).
 The protobuf messages of the wire contract are here too: graph_pb2 (Graph, Tensor, ...),
@@ -19,6 +21,7 @@ from .client import (
     AUTO_UPLOAD_MODEL_BYTES,
     DEFAULT_ADDRESS,
     DEFAULT_TIMEOUT_S,
+    TOKEN_ENV_VAR,
     Client,
     OptimizeResult,
     PassReport,
@@ -38,6 +41,7 @@ __all__ = [
     "GraphoptError",
     "OptimizeResult",
     "PassReport",
+    "TOKEN_ENV_VAR",
     "UploadStats",
     "blob_digest",
     "graph_pb2",

@@ -3,6 +3,8 @@
 import dataclasses
 import importlib
 import logging
+import os
+import re
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import grpc
@@ -23,6 +25,13 @@ MAX_MESSAGE_BYTES = 2**31 - 1
 AUTO_UPLOAD_MODEL_BYTES = 64 * 1024 * 1024
 # Most digests per HasBlobs request and blobs per PutBlobs call (the server allows 100,000).
 _MAX_BLOBS_PER_CALL = 10000
+# Where Client takes its token from when none is given.
+TOKEN_ENV_VAR = "GRAPHOPT_TOKEN"
+# A graphopt bearer token: "gopt_" and 43 base64url characters (32 random bytes).
+_TOKEN_RE = re.compile(r"gopt_[A-Za-z0-9_-]{43}")
+# Metadata keys of the credential and of the tenant.
+_AUTHORIZATION_KEY = "authorization"
+_TENANT_KEY = "graphopt-tenant"
 
 # Accepted spellings of the result format.
 _FORMATS = {
@@ -131,30 +140,61 @@ class Client:
     The underlying channel connects lazily and is safe to share between threads. Use the client
     as a context manager, or call close(), to release it.
 
-        with graphopt_client.Client("127.0.0.1:50051") as client:
-            result = client.optimize(onnx_bytes, opt_level=1)
+        with graphopt_client.Client("graphopt.example.com:50051", tls_ca="ca.pem") as client:
+            result = client.optimize(onnx_bytes, opt_level=1)   # token from GRAPHOPT_TOKEN
     """
 
     def __init__(self, address: str = DEFAULT_ADDRESS, timeout: Optional[float] = DEFAULT_TIMEOUT_S,
-                 *, max_message_bytes: int = MAX_MESSAGE_BYTES,
+                 *, token: Optional[str] = None, tls_ca: Optional[str] = None,
+                 tls_cert: Optional[str] = None, tls_key: Optional[str] = None,
+                 tls_server_name: Optional[str] = None, tenant: Optional[str] = None,
+                 max_message_bytes: int = MAX_MESSAGE_BYTES,
                  credentials: Optional[grpc.ChannelCredentials] = None,
                  channel_options: Sequence[Tuple[str, Any]] = ()):
         """
         Args:
           address: host:port of the server (any gRPC target, e.g. "unix:/path").
           timeout: deadline of each RPC in seconds; None for no deadline.
+          token: the bearer token the server knows this client by ("gopt_..." from `graphopt
+            token new`), sent as "authorization: Bearer <token>" with every call. None takes
+            the GRAPHOPT_TOKEN environment variable (no token when it is unset); "" sends none.
+          tls_ca: path of the PEM CA certificate the server's certificate must chain to; given,
+            the channel is TLS, otherwise plain text.
+          tls_cert, tls_key: paths of this client's PEM certificate and key, for servers that
+            ask for one (both or neither; need tls_ca).
+          tls_server_name: the name the server's certificate must carry (default: the host of
+            `address`); needs tls_ca.
+          tenant: the tenant to act for, sent as "graphopt-tenant" metadata; only an admin token
+            may name another tenant than its own. None sends none.
           max_message_bytes: the largest message the client sends or receives.
-          credentials: TLS credentials for a secure channel; None for plain text (what
-            graphopt-server speaks itself).
+          credentials: ready-made channel credentials instead of tls_ca/tls_cert/tls_key.
           channel_options: further gRPC channel arguments, appended to the defaults.
+
+        Raises:
+          ValueError: a token that is not a graphopt token (not repeated in the message), or
+            contradicting TLS arguments.
+          OSError: a TLS file that cannot be read.
         """
         self.address = address
         self.timeout = timeout
+        if token is None:
+            token = os.environ.get(TOKEN_ENV_VAR, "")
+        self._metadata = _call_metadata(token.strip(), tenant)
         options = [
             ("grpc.max_send_message_length", max_message_bytes),
             ("grpc.max_receive_message_length", max_message_bytes),
         ] + list(channel_options)
+        tls = _tls_credentials(tls_ca, tls_cert, tls_key, tls_server_name)
+        if tls is not None:
+            if credentials is not None:
+                raise ValueError("give either credentials or tls_ca/tls_cert/tls_key, not both")
+            credentials = tls
+            if tls_server_name:
+                options.append(("grpc.ssl_target_name_override", tls_server_name))
         if credentials is None:
+            if self._metadata and token and not _is_loopback(address):
+                _log.warning("the token goes to %s in plain text (no tls_ca); anyone on the path "
+                             "can read and reuse it", address)
             self._channel = grpc.insecure_channel(address, options=options)
         else:
             self._channel = grpc.secure_channel(address, credentials, options=options)
@@ -338,19 +378,83 @@ class Client:
         return self._call("Optimize", self._stub.Optimize, request, timeout)
 
     def _call(self, rpc: str, method, request, timeout: Optional[float]):
-        """Calls one RPC with the deadline; gRPC failures become GraphoptError."""
+        """Calls one RPC with the deadline and the credential; gRPC failures become
+        GraphoptError."""
         try:
-            return method(request, timeout=self.timeout if timeout is None else timeout)
+            return method(request, timeout=self.timeout if timeout is None else timeout,
+                          metadata=self._metadata)
         except grpc.RpcError as error:
             raise GraphoptError.from_rpc_error(error, rpc=rpc, address=self.address) from None
 
 
 def optimize(model: Model, passes: Optional[Passes] = None, opt_level: Optional[int] = None, *,
              address: str = DEFAULT_ADDRESS, timeout: Optional[float] = DEFAULT_TIMEOUT_S,
+             token: Optional[str] = None, tls_ca: Optional[str] = None,
+             tls_cert: Optional[str] = None, tls_key: Optional[str] = None,
+             tls_server_name: Optional[str] = None, tenant: Optional[str] = None,
              **kwargs) -> OptimizeResult:
-    """One-shot Client(address, timeout).optimize(model, passes, opt_level, **kwargs)."""
-    with Client(address, timeout) as client:
+    """One-shot Client(address, timeout, token=..., tls_*=..., tenant=...).optimize(model,
+    passes, opt_level, **kwargs)."""
+    with Client(address, timeout, token=token, tls_ca=tls_ca, tls_cert=tls_cert,
+                tls_key=tls_key, tls_server_name=tls_server_name, tenant=tenant) as client:
         return client.optimize(model, passes, opt_level, **kwargs)
+
+
+# --- credentials --------------------------------------------------------------------------------
+
+
+def _call_metadata(token: str, tenant: Optional[str]) -> Tuple[Tuple[str, str], ...]:
+    """The metadata of every call. gRPC refuses call credentials on plain-text channels, so the
+    token travels as plain metadata on both kinds."""
+    metadata = []
+    if token:
+        if not _TOKEN_RE.fullmatch(token):
+            raise ValueError("token (or GRAPHOPT_TOKEN) is not a graphopt token: those are "
+                             "'gopt_' followed by 43 characters of [A-Za-z0-9_-] (`graphopt "
+                             "token new` makes one)")
+        metadata.append((_AUTHORIZATION_KEY, f"Bearer {token}"))
+    if tenant:
+        metadata.append((_TENANT_KEY, tenant))
+    return tuple(metadata)
+
+
+def _tls_credentials(tls_ca: Optional[str], tls_cert: Optional[str], tls_key: Optional[str],
+                     tls_server_name: Optional[str]) -> Optional[grpc.ChannelCredentials]:
+    """TLS channel credentials from PEM files, None without tls_ca."""
+    if not tls_ca:
+        for name, value in (("tls_cert", tls_cert), ("tls_key", tls_key),
+                            ("tls_server_name", tls_server_name)):
+            if value:
+                raise ValueError(f"{name} needs tls_ca (the CA that signed the server's "
+                                 "certificate)")
+        return None
+    if bool(tls_cert) != bool(tls_key):
+        raise ValueError("tls_cert and tls_key go together: give both or neither")
+
+    def read(path: str) -> bytes:
+        with open(path, "rb") as f:
+            return f.read()
+
+    return grpc.ssl_channel_credentials(
+        root_certificates=read(tls_ca),
+        private_key=read(tls_key) if tls_key else None,
+        certificate_chain=read(tls_cert) if tls_cert else None)
+
+
+def _is_loopback(address: str) -> bool:
+    """Whether a gRPC target is this machine (localhost, 127.0.0.0/8, ::1, a unix socket)."""
+    if address.startswith(("unix:", "unix-abstract:")):
+        return True
+    host = address
+    for prefix in ("ipv4:", "ipv6:", "dns:///", "dns:"):
+        if host.startswith(prefix):
+            host = host[len(prefix):]
+            break
+    if host.startswith("["):
+        host = host[1:host.find("]")] if "]" in host else host[1:]
+    elif ":" in host:
+        host = host.rsplit(":", 1)[0]
+    return host in ("localhost", "::1") or host.startswith("127.")
 
 
 # --- request building ---------------------------------------------------------------------------

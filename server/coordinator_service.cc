@@ -17,7 +17,7 @@ CoordinatorService::CoordinatorService(Coordinator* coordinator, RpcEnvironment*
     run_queue = owned_run_queue_.get();
   }
   run_policy_ = {"Run", Access::kTenant, run_queue, true};
-  register_policy_ = {"RegisterWorker", Access::kClusterPeer, nullptr, false};
+  register_policy_ = {"RegisterWorker", Access::kClusterPeer, nullptr, false, /*quiet=*/true};
   list_policy_ = {"ListWorkers", Access::kAdmin, nullptr, false};
 }
 
@@ -35,52 +35,61 @@ CoordinatorService::~CoordinatorService() {
 }
 
 grpc::ServerUnaryReactor* CoordinatorService::Run(grpc::CallbackServerContext* context,
-                                                  const v1::RunRequest* request,
-                                                  v1::RunResponse* response) {
-  return ServeUnary(*env_, context, run_policy_, [this, request, response](CallState& call) {
-    // Quoted and cut: the id is the caller's text.
-    const std::string id = absl::CHexEscape(request->request_id().substr(0, 80));
-    // gRPC owns `*request` until the call is finished and does not read it: the graph and
-    // inputs are moved, not copied.
-    absl::StatusOr<v1::RunResponse> result = coordinator_->Run(
-        std::move(*const_cast<v1::RunRequest*>(request)), call.tenant(), &call.stop());
-    if (!result.ok()) {
-      call.log_fields() = absl::StrCat("request_id='", id, "'");
-      return result.status();
-    }
-    call.log_fields() = absl::StrCat(
-        "request_id='", id, "' plan=", result->plan_id(), " worker=", result->worker_address(),
-        " (", result->worker_id(), ") attempts=", result->attempts(),
-        " loaded=", result->loaded_plan(), " replayed=", result->replayed());
-    *response = *std::move(result);
-    return absl::OkStatus();
-  });
+                                                  const grpc::ByteBuffer* in,
+                                                  grpc::ByteBuffer* out) {
+  return ServeRaw<v1::RunRequest, v1::RunResponse>(
+      *env_, context, run_policy_, in, out,
+      [this](CallState& call, v1::RunRequest& request, v1::RunResponse& response) {
+        // Quoted and cut: the id is the caller's text.
+        const std::string id = absl::CHexEscape(request.request_id().substr(0, 80));
+        // The graph and inputs are moved, not copied.
+        absl::StatusOr<v1::RunResponse> result =
+            coordinator_->Run(std::move(request), call.tenant(), &call.stop());
+        if (!result.ok()) {
+          call.log_fields() = absl::StrCat("request_id='", id, "'");
+          return result.status();
+        }
+        call.log_fields() = absl::StrCat(
+            "request_id='", id, "' plan=", result->plan_id(), " worker=",
+            result->worker_address(), " (", result->worker_id(), ") attempts=",
+            result->attempts(), " loaded=", result->loaded_plan() ? "true" : "false",
+            " replayed=", result->replayed() ? "true" : "false");
+        response = *std::move(result);
+        return absl::OkStatus();
+      });
 }
 
-grpc::ServerUnaryReactor* CoordinatorService::RegisterWorker(
-    grpc::CallbackServerContext* context, const v1::RegisterWorkerRequest* request,
-    v1::RegisterWorkerResponse* response) {
-  return ServeUnary(*env_, context, register_policy_, [this, request, response](CallState& call) {
-    call.log_fields() = absl::StrCat("address='", absl::CHexEscape(request->address().substr(0, 100)),
-                                     "' worker_id='",
-                                     absl::CHexEscape(request->worker_id().substr(0, 100)), "'");
-    if (absl::Status s = coordinator_->Register(*request, call.caller().credential); !s.ok()) {
-      return s;
-    }
-    response->set_heartbeat_interval_ms(
-        absl::ToInt64Milliseconds(coordinator_->options().heartbeat_interval));
-    return absl::OkStatus();
-  });
+grpc::ServerUnaryReactor* CoordinatorService::RegisterWorker(grpc::CallbackServerContext* context,
+                                                             const grpc::ByteBuffer* in,
+                                                             grpc::ByteBuffer* out) {
+  return ServeRaw<v1::RegisterWorkerRequest, v1::RegisterWorkerResponse>(
+      *env_, context, register_policy_, in, out,
+      [this](CallState& call, v1::RegisterWorkerRequest& request,
+             v1::RegisterWorkerResponse& response) {
+        call.log_fields() =
+            absl::StrCat("address='", absl::CHexEscape(request.address().substr(0, 100)),
+                         "' worker_id='", absl::CHexEscape(request.worker_id().substr(0, 100)),
+                         "'");
+        if (absl::Status s = coordinator_->Register(request, call.caller().credential);
+            !s.ok()) {
+          return s;
+        }
+        response.set_heartbeat_interval_ms(
+            absl::ToInt64Milliseconds(coordinator_->options().heartbeat_interval));
+        return absl::OkStatus();
+      });
 }
 
 grpc::ServerUnaryReactor* CoordinatorService::ListWorkers(grpc::CallbackServerContext* context,
-                                                          const v1::ListWorkersRequest*,
-                                                          v1::ListWorkersResponse* response) {
-  return ServeUnary(*env_, context, list_policy_, [this, response](CallState& call) {
-    *response = coordinator_->ListWorkers();
-    call.log_fields() = absl::StrCat("workers=", response->workers_size());
-    return absl::OkStatus();
-  });
+                                                          const grpc::ByteBuffer* in,
+                                                          grpc::ByteBuffer* out) {
+  return ServeRaw<v1::ListWorkersRequest, v1::ListWorkersResponse>(
+      *env_, context, list_policy_, in, out,
+      [this](CallState& call, v1::ListWorkersRequest&, v1::ListWorkersResponse& response) {
+        response = coordinator_->ListWorkers();
+        call.log_fields() = absl::StrCat("workers=", response.workers_size());
+        return absl::OkStatus();
+      });
 }
 
 }  // namespace graphopt

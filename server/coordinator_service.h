@@ -20,7 +20,12 @@ namespace graphopt {
 // identity (a worker certificate) and ListWorkers an admin credential; both are answered on
 // gRPC's thread. Every call is logged with its peer, tenant, duration and status; Run also with
 // its request id, plan, worker and attempts.
-class CoordinatorService final : public v1::Coordinator::CallbackService {
+// Every method is registered raw (server/rpc_call.h, ServeRaw).
+using CoordinatorServiceBase = v1::Coordinator::WithRawCallbackMethod_Run<
+    v1::Coordinator::WithRawCallbackMethod_RegisterWorker<
+        v1::Coordinator::WithRawCallbackMethod_ListWorkers<v1::Coordinator::Service>>>;
+
+class CoordinatorService final : public CoordinatorServiceBase {
  public:
   // `coordinator`, `env` and `run_queue` must outlive the service.
   CoordinatorService(Coordinator* coordinator, RpcEnvironment* env, WorkQueue* run_queue);
@@ -33,14 +38,14 @@ class CoordinatorService final : public v1::Coordinator::CallbackService {
   CoordinatorService& operator=(const CoordinatorService&) = delete;
 
   grpc::ServerUnaryReactor* Run(grpc::CallbackServerContext* context,
-                                const v1::RunRequest* request,
-                                v1::RunResponse* response) override;
+                                const grpc::ByteBuffer* request,
+                                grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* RegisterWorker(grpc::CallbackServerContext* context,
-                                           const v1::RegisterWorkerRequest* request,
-                                           v1::RegisterWorkerResponse* response) override;
+                                           const grpc::ByteBuffer* request,
+                                           grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* ListWorkers(grpc::CallbackServerContext* context,
-                                        const v1::ListWorkersRequest* request,
-                                        v1::ListWorkersResponse* response) override;
+                                        const grpc::ByteBuffer* request,
+                                        grpc::ByteBuffer* response) override;
 
  private:
   Coordinator* coordinator_;

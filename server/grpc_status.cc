@@ -2,6 +2,9 @@
 
 #include <string>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+
 namespace graphopt {
 namespace {
 
@@ -20,6 +23,20 @@ static_assert(static_cast<int>(absl::StatusCode::kDataLoss) ==
 
 bool IsSharedCode(int code) { return code >= 0 && code <= kMaxSharedCode; }
 
+// The message travels in the trailing metadata ("grpc-message", percent-encoded), whose size
+// clients cap (8 KiB by default): a longer one makes the client see RESOURCE_EXHAUSTED
+// "received metadata size exceeds limit" instead of the status. Messages quote request text
+// (names, rules), so their length is the request's to choose.
+constexpr size_t kMaxMessageBytes = 2048;
+
+std::string BoundedMessage(absl::string_view message) {
+  if (message.size() <= kMaxMessageBytes) return std::string(message);
+  size_t cut = kMaxMessageBytes;
+  // Not inside a UTF-8 sequence.
+  while (cut > 0 && (static_cast<unsigned char>(message[cut]) & 0xC0) == 0x80) --cut;
+  return absl::StrCat(message.substr(0, cut), "... (", message.size() - cut, " more bytes)");
+}
+
 }  // namespace
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
@@ -27,7 +44,7 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
   const int code = static_cast<int>(status.code());
   return grpc::Status(
       IsSharedCode(code) ? static_cast<grpc::StatusCode>(code) : grpc::StatusCode::UNKNOWN,
-      std::string(status.message()));
+      BoundedMessage(status.message()));
 }
 
 absl::Status FromGrpcStatus(const grpc::Status& status) {

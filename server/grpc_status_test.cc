@@ -39,5 +39,20 @@ TEST(GrpcStatusTest, UnknownCodeBecomesUnknown) {
             absl::StatusCode::kUnknown);
 }
 
+TEST(GrpcStatusTest, LongMessagesAreCutToFitTheTrailers) {
+  const std::string name(70000, 'x');
+  grpc::Status s = ToGrpcStatus(absl::InvalidArgumentError("node '" + name + "' is bad"));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_LE(s.error_message().size(), 2100u);
+  EXPECT_NE(s.error_message().find("more bytes)"), std::string::npos);
+  EXPECT_EQ(s.error_message().rfind("node 'xxx", 0), 0u);
+  // A cut never splits a UTF-8 character.
+  std::string wide;
+  for (int i = 0; i < 1000; ++i) wide += "\xc3\xa9";
+  s = ToGrpcStatus(absl::InvalidArgumentError(wide));
+  const std::string kept = s.error_message().substr(0, s.error_message().find("..."));
+  EXPECT_EQ(kept.size() % 2, 0u);
+}
+
 }  // namespace
 }  // namespace graphopt

@@ -154,11 +154,11 @@ class BlobStreamReceiver {
 // One PutBlobs stream: admitted like a unary call (ServeUnary's steps), then each chunk is
 // consumed on the upload queue before the next is read, so a stream has at most one chunk in
 // memory and gRPC's threads never hash.
-class OptimizerService::BlobUpload final : public grpc::ServerReadReactor<v1::BlobChunk> {
+class OptimizerService::BlobUpload final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
  public:
   BlobUpload(OptimizerService* service, grpc::CallbackServerContext* context,
-             v1::PutBlobsResponse* response)
-      : service_(service), context_(context), response_(response), start_(absl::Now()) {
+             grpc::ByteBuffer* out)
+      : service_(service), context_(context), out_(out), response_(&answer_), start_(absl::Now()) {
     tracked_ = service_->env_->Track(&state_.stop());
   }
 
@@ -215,8 +215,13 @@ class OptimizerService::BlobUpload final : public grpc::ServerReadReactor<v1::Bl
  private:
   void Consume() {
     absl::Status status = state_.stop().Check("PutBlobs");
+    v1::BlobChunk chunk;
+    if (status.ok() &&
+        !grpc::SerializationTraits<v1::BlobChunk>::Deserialize(&chunk_, &chunk).ok()) {
+      status = UnparsableRequest(v1::BlobChunk::descriptor()->full_name());
+    }
     if (status.ok()) {
-      status = RunGuarded("PutBlobs", [this] { return receiver_->Consume(chunk_); });
+      status = RunGuarded("PutBlobs", [this, &chunk] { return receiver_->Consume(chunk); });
     }
     chunk_.Clear();
     if (!status.ok()) return Complete(status);
@@ -241,18 +246,24 @@ class OptimizerService::BlobUpload final : public grpc::ServerReadReactor<v1::Bl
                   context_->peer(), state_.tenant(), response_->stored_size(),
                   response_->bytes_received(), ms, StatusText(status));
     }
+    if (status.ok()) {
+      bool own_buffer = false;
+      grpc::SerializationTraits<v1::PutBlobsResponse>::Serialize(answer_, out_, &own_buffer);
+    }
     AddAnswerTrailers(*service_->env_, context_, status);
     Finish(ToGrpcStatus(status));
   }
 
   OptimizerService* const service_;
   grpc::CallbackServerContext* const context_;
+  grpc::ByteBuffer* const out_;
+  v1::PutBlobsResponse answer_;
   v1::PutBlobsResponse* const response_;
   const absl::Time start_;
   CallState state_;
   TenantLimiter::Admission admission_;
   std::unique_ptr<BlobStreamReceiver> receiver_;
-  v1::BlobChunk chunk_;
+  grpc::ByteBuffer chunk_;
   bool tracked_ = false;
   bool counted_ = false;
 };
@@ -308,131 +319,141 @@ void OptimizerService::MakePolicies() {
 }
 
 grpc::ServerUnaryReactor* OptimizerService::Optimize(grpc::CallbackServerContext* context,
-                                                     const v1::OptimizeRequest* request,
-                                                     v1::OptimizeResponse* response) {
-  return ServeUnary(*env_, context, optimize_policy_, [this, request,
-                                                       response](CallState& call) {
-    const bool onnx_in = !request->onnx_model().empty();
-    // Node counts of an ONNX request are only known once imported: taken from the reports.
-    int64_t nodes_in = onnx_in ? -1 : request->graph().nodes_size();
-    const int request_ops = request->ops_size();
-    // gRPC owns `*request` until the call is finished and does not read it: moving the graph
-    // out instead of copying it halves the peak memory of a large request.
-    absl::StatusOr<v1::OptimizeResponse> result = optimizer_->Optimize(
-        std::move(*const_cast<v1::OptimizeRequest*>(request)), call.tenant(), &call.stop());
-    int64_t nodes_out = -1;
-    if (result.ok()) {
-      *response = *std::move(result);
-      if (response->reports_size() > 0) {
-        nodes_in = response->reports(0).nodes_before();
-        nodes_out = response->reports(response->reports_size() - 1).nodes_after();
-      } else {
-        nodes_out = response->onnx_model().empty() ? response->graph().nodes_size() : nodes_in;
-      }
-    }
-    call.log_fields() = absl::StrCat("format=", onnx_in ? "onnx" : "graph",
-                                     " request_ops=", request_ops, " nodes=", nodes_in, "->",
-                                     nodes_out, " passes=", response->reports_size());
-    return result.status();
-  });
+                                                     const grpc::ByteBuffer* in,
+                                                     grpc::ByteBuffer* out) {
+  return ServeRaw<v1::OptimizeRequest, v1::OptimizeResponse>(
+      *env_, context, optimize_policy_, in, out,
+      [this](CallState& call, v1::OptimizeRequest& request, v1::OptimizeResponse& response) {
+        const bool onnx_in = !request.onnx_model().empty();
+        // Node counts of an ONNX request are only known once imported: taken from the reports.
+        int64_t nodes_in = onnx_in ? -1 : request.graph().nodes_size();
+        const int request_ops = request.ops_size();
+        // Moving the graph out instead of copying it halves the peak memory of a large request.
+        absl::StatusOr<v1::OptimizeResponse> result =
+            optimizer_->Optimize(std::move(request), call.tenant(), &call.stop());
+        int64_t nodes_out = -1;
+        if (result.ok()) {
+          response = *std::move(result);
+          if (response.reports_size() > 0) {
+            nodes_in = response.reports(0).nodes_before();
+            nodes_out = response.reports(response.reports_size() - 1).nodes_after();
+          } else {
+            nodes_out = response.onnx_model().empty() ? response.graph().nodes_size() : nodes_in;
+          }
+        }
+        call.log_fields() = absl::StrCat("format=", onnx_in ? "onnx" : "graph",
+                                         " request_ops=", request_ops, " nodes=", nodes_in, "->",
+                                         nodes_out, " passes=", response.reports_size());
+        return result.status();
+      });
 }
 
 grpc::ServerUnaryReactor* OptimizerService::ListPasses(grpc::CallbackServerContext* context,
-                                                       const v1::ListPassesRequest* /*request*/,
-                                                       v1::ListPassesResponse* response) {
-  return ServeUnary(*env_, context, list_passes_policy_, [this, response](CallState& call) {
-    *response = optimizer_->ListPasses();
-    call.log_fields() = absl::StrCat("passes=", response->passes_size());
-    return absl::OkStatus();
-  });
+                                                       const grpc::ByteBuffer* in,
+                                                       grpc::ByteBuffer* out) {
+  return ServeRaw<v1::ListPassesRequest, v1::ListPassesResponse>(
+      *env_, context, list_passes_policy_, in, out,
+      [this](CallState& call, v1::ListPassesRequest&, v1::ListPassesResponse& response) {
+        response = optimizer_->ListPasses();
+        call.log_fields() = absl::StrCat("passes=", response.passes_size());
+        return absl::OkStatus();
+      });
 }
 
 grpc::ServerUnaryReactor* OptimizerService::ListOps(grpc::CallbackServerContext* context,
-                                                    const v1::ListOpsRequest* request,
-                                                    v1::ListOpsResponse* response) {
-  return ServeUnary(*env_, context, list_ops_policy_, [this, request, response](CallState& call) {
-    *response = optimizer_->ListOps(*request, call.tenant());
-    call.log_fields() = absl::StrCat(
-        "domain='", absl::CHexEscape(request->domain().substr(0, 100)), "' name='",
-        absl::CHexEscape(request->name().substr(0, 100)),
-        "' registered_only=", request->registered_only(), " ops=", response->ops_size());
-    return absl::OkStatus();
-  });
+                                                    const grpc::ByteBuffer* in,
+                                                    grpc::ByteBuffer* out) {
+  return ServeRaw<v1::ListOpsRequest, v1::ListOpsResponse>(
+      *env_, context, list_ops_policy_, in, out,
+      [this](CallState& call, v1::ListOpsRequest& request, v1::ListOpsResponse& response) {
+        response = optimizer_->ListOps(request, call.tenant());
+        call.log_fields() = absl::StrCat(
+            "domain='", absl::CHexEscape(request.domain().substr(0, 100)), "' name='",
+            absl::CHexEscape(request.name().substr(0, 100)),
+            "' registered_only=", request.registered_only(), " ops=", response.ops_size());
+        return absl::OkStatus();
+      });
 }
 
 grpc::ServerUnaryReactor* OptimizerService::RegisterOps(grpc::CallbackServerContext* context,
-                                                        const v1::RegisterOpsRequest* request,
-                                                        v1::RegisterOpsResponse* response) {
-  return ServeUnary(*env_, context, register_policy_, [this, context, request, response](CallState& call) {
-    absl::StatusOr<v1::RegisterOpsResponse> result =
-        optimizer_->RegisterOps(*request, call.tenant());
-    call.log_fields() = absl::StrCat("ops=", request->ops_size(),
-                                     " validate_only=", request->validate_only());
-    if (!result.ok()) return result.status();
-    *response = *std::move(result);
-    // One line per registered or changed op, so the log tells who registered what.
-    for (const std::string& line : response->results()) {
-      if (!absl::StartsWith(line, "unchanged")) {
-        env_->logger().info("RegisterOps peer={} tenant={} {}", context->peer(), call.tenant(),
-                            line);
-      }
-    }
-    return absl::OkStatus();
-  });
+                                                        const grpc::ByteBuffer* in,
+                                                        grpc::ByteBuffer* out) {
+  return ServeRaw<v1::RegisterOpsRequest, v1::RegisterOpsResponse>(
+      *env_, context, register_policy_, in, out,
+      [this, context](CallState& call, v1::RegisterOpsRequest& request,
+                      v1::RegisterOpsResponse& response) {
+        absl::StatusOr<v1::RegisterOpsResponse> result =
+            optimizer_->RegisterOps(request, call.tenant());
+        call.log_fields() = absl::StrCat("ops=", request.ops_size(),
+                                         " validate_only=", request.validate_only());
+        if (!result.ok()) return result.status();
+        response = *std::move(result);
+        // One line per registered or changed op, so the log tells who registered what.
+        for (const std::string& line : response.results()) {
+          if (!absl::StartsWith(line, "unchanged")) {
+            env_->logger().info("RegisterOps peer={} tenant={} {}", context->peer(),
+                                call.tenant(), line);
+          }
+        }
+        return absl::OkStatus();
+      });
 }
 
 grpc::ServerUnaryReactor* OptimizerService::UnregisterOps(grpc::CallbackServerContext* context,
-                                                          const v1::UnregisterOpsRequest* request,
-                                                          v1::UnregisterOpsResponse* response) {
-  return ServeUnary(*env_, context, unregister_policy_,
-                    [this, context, request, response](CallState& call) {
-                      absl::StatusOr<v1::UnregisterOpsResponse> result =
-                          optimizer_->UnregisterOps(*request, call.tenant());
-                      call.log_fields() = absl::StrCat("ops=", request->ops_size());
-                      if (!result.ok()) return result.status();
-                      *response = *std::move(result);
-                      for (const std::string& line : response->unregistered()) {
-                        env_->logger().info("UnregisterOps peer={} tenant={} {}",
-                                            context->peer(), call.tenant(), line);
-                      }
-                      return absl::OkStatus();
-                    });
+                                                          const grpc::ByteBuffer* in,
+                                                          grpc::ByteBuffer* out) {
+  return ServeRaw<v1::UnregisterOpsRequest, v1::UnregisterOpsResponse>(
+      *env_, context, unregister_policy_, in, out,
+      [this, context](CallState& call, v1::UnregisterOpsRequest& request,
+                      v1::UnregisterOpsResponse& response) {
+        absl::StatusOr<v1::UnregisterOpsResponse> result =
+            optimizer_->UnregisterOps(request, call.tenant());
+        call.log_fields() = absl::StrCat("ops=", request.ops_size());
+        if (!result.ok()) return result.status();
+        response = *std::move(result);
+        for (const std::string& line : response.unregistered()) {
+          env_->logger().info("UnregisterOps peer={} tenant={} {}", context->peer(),
+                              call.tenant(), line);
+        }
+        return absl::OkStatus();
+      });
 }
 
 grpc::ServerUnaryReactor* OptimizerService::HasBlobs(grpc::CallbackServerContext* context,
-                                                     const v1::HasBlobsRequest* request,
-                                                     v1::HasBlobsResponse* response) {
-  return ServeUnary(*env_, context, has_blobs_policy_, [this, request,
-                                                        response](CallState& call) {
-    call.log_fields() = absl::StrCat("digests=", request->digests_size());
-    if (blobs_ == nullptr) return absl::UnimplementedError(kNoBlobStore);
-    if (request->digests_size() > blob_limits_.max_digests_per_request) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "HasBlobs names ", request->digests_size(), " digests; at most ",
-          blob_limits_.max_digests_per_request, " per request"));
-    }
-    for (int i = 0; i < request->digests_size(); ++i) {
-      if (!IsBlobDigest(request->digests(i))) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "digests[", i, "]: ", QuotedDigest(request->digests(i)),
-            " is not a blob digest (expected sha256:<64 lowercase hex digits>)"));
-      }
-    }
-    const std::vector<absl::string_view> digests(request->digests().begin(),
-                                                 request->digests().end());
-    std::vector<std::string> missing = blobs_->Missing(call.tenant(), digests);
-    response->mutable_missing()->Reserve(static_cast<int>(missing.size()));
-    for (std::string& digest : missing) response->add_missing(std::move(digest));
-    response->set_free_bytes(blobs_->free_bytes(call.tenant()));
-    absl::StrAppend(&call.log_fields(), " missing=", response->missing_size(),
-                    absl::StrFormat(" free_mib=%.1f",
-                                    static_cast<double>(response->free_bytes()) / (1 << 20)));
-    return absl::OkStatus();
-  });
+                                                     const grpc::ByteBuffer* in,
+                                                     grpc::ByteBuffer* out) {
+  return ServeRaw<v1::HasBlobsRequest, v1::HasBlobsResponse>(
+      *env_, context, has_blobs_policy_, in, out,
+      [this](CallState& call, v1::HasBlobsRequest& request, v1::HasBlobsResponse& response) {
+        call.log_fields() = absl::StrCat("digests=", request.digests_size());
+        if (blobs_ == nullptr) return absl::UnimplementedError(kNoBlobStore);
+        if (request.digests_size() > blob_limits_.max_digests_per_request) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "HasBlobs names ", request.digests_size(), " digests; at most ",
+              blob_limits_.max_digests_per_request, " per request"));
+        }
+        for (int i = 0; i < request.digests_size(); ++i) {
+          if (!IsBlobDigest(request.digests(i))) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                "digests[", i, "]: ", QuotedDigest(request.digests(i)),
+                " is not a blob digest (expected sha256:<64 lowercase hex digits>)"));
+          }
+        }
+        const std::vector<absl::string_view> digests(request.digests().begin(),
+                                                     request.digests().end());
+        std::vector<std::string> missing = blobs_->Missing(call.tenant(), digests);
+        response.mutable_missing()->Reserve(static_cast<int>(missing.size()));
+        for (std::string& digest : missing) response.add_missing(std::move(digest));
+        response.set_free_bytes(blobs_->free_bytes(call.tenant()));
+        absl::StrAppend(&call.log_fields(), " missing=", response.missing_size(),
+                        absl::StrFormat(" free_mib=%.1f",
+                                        static_cast<double>(response.free_bytes()) / (1 << 20)));
+        return absl::OkStatus();
+      });
 }
 
-grpc::ServerReadReactor<v1::BlobChunk>* OptimizerService::PutBlobs(
-    grpc::CallbackServerContext* context, v1::PutBlobsResponse* response) {
+grpc::ServerReadReactor<grpc::ByteBuffer>* OptimizerService::PutBlobs(
+    grpc::CallbackServerContext* context, grpc::ByteBuffer* response) {
   auto* upload = new BlobUpload(this, context, response);
   upload->Start();
   return upload;

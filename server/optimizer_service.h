@@ -47,7 +47,18 @@ struct OptimizerQueues {
 // UnregisterOps on the control queue; the listings and HasBlobs are answered on gRPC's
 // thread. HasBlobs and PutBlobs serve the tenant's namespace of the blob store `blobs`;
 // without one (null) they answer UNIMPLEMENTED.
-class OptimizerService final : public v1::GraphOptimizer::CallbackService {
+// Every method is registered raw (server/rpc_call.h, ServeRaw): requests are parsed after
+// admission, on the work's own thread.
+using OptimizerServiceBase = v1::GraphOptimizer::WithRawCallbackMethod_Optimize<
+    v1::GraphOptimizer::WithRawCallbackMethod_ListPasses<
+        v1::GraphOptimizer::WithRawCallbackMethod_ListOps<
+            v1::GraphOptimizer::WithRawCallbackMethod_RegisterOps<
+                v1::GraphOptimizer::WithRawCallbackMethod_UnregisterOps<
+                    v1::GraphOptimizer::WithRawCallbackMethod_HasBlobs<
+                        v1::GraphOptimizer::WithRawCallbackMethod_PutBlobs<
+                            v1::GraphOptimizer::Service>>>>>>>;
+
+class OptimizerService final : public OptimizerServiceBase {
  public:
   // `optimizer`, `env`, `blobs` (when given) and the queues must outlive the service.
   OptimizerService(const Optimizer* optimizer, RpcEnvironment* env, BlobStore* blobs,
@@ -63,27 +74,27 @@ class OptimizerService final : public v1::GraphOptimizer::CallbackService {
   OptimizerService& operator=(const OptimizerService&) = delete;
 
   grpc::ServerUnaryReactor* Optimize(grpc::CallbackServerContext* context,
-                                     const v1::OptimizeRequest* request,
-                                     v1::OptimizeResponse* response) override;
+                                     const grpc::ByteBuffer* request,
+                                     grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* ListPasses(grpc::CallbackServerContext* context,
-                                       const v1::ListPassesRequest* request,
-                                       v1::ListPassesResponse* response) override;
+                                     const grpc::ByteBuffer* request,
+                                     grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* ListOps(grpc::CallbackServerContext* context,
-                                    const v1::ListOpsRequest* request,
-                                    v1::ListOpsResponse* response) override;
+                                     const grpc::ByteBuffer* request,
+                                     grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* RegisterOps(grpc::CallbackServerContext* context,
-                                        const v1::RegisterOpsRequest* request,
-                                        v1::RegisterOpsResponse* response) override;
+                                     const grpc::ByteBuffer* request,
+                                     grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* UnregisterOps(grpc::CallbackServerContext* context,
-                                          const v1::UnregisterOpsRequest* request,
-                                          v1::UnregisterOpsResponse* response) override;
+                                     const grpc::ByteBuffer* request,
+                                     grpc::ByteBuffer* response) override;
 
   // The digests of the request the tenant's namespace lacks (each once, in request order) and
   // the bytes the tenant may still upload. INVALID_ARGUMENT naming a malformed digest or for
   // more digests than BlobRpcLimits allows.
   grpc::ServerUnaryReactor* HasBlobs(grpc::CallbackServerContext* context,
-                                     const v1::HasBlobsRequest* request,
-                                     v1::HasBlobsResponse* response) override;
+                                     const grpc::ByteBuffer* request,
+                                     grpc::ByteBuffer* response) override;
 
   // Receives blobs chunk by chunk (see BlobChunk) straight into the tenant's namespace. The
   // sequence is checked strictly: INVALID_ARGUMENT naming the blob and the byte offsets for a
@@ -93,8 +104,8 @@ class OptimizerService final : public v1::GraphOptimizer::CallbackService {
   // store, or when max_uploads streams are open. Blobs completed before an error stay stored;
   // an incomplete or bad one is dropped. Data of a blob the tenant already holds is read and
   // discarded.
-  grpc::ServerReadReactor<v1::BlobChunk>* PutBlobs(grpc::CallbackServerContext* context,
-                                                  v1::PutBlobsResponse* response) override;
+  grpc::ServerReadReactor<grpc::ByteBuffer>* PutBlobs(grpc::CallbackServerContext* context,
+                                                     grpc::ByteBuffer* response) override;
 
  private:
   class BlobUpload;

@@ -83,6 +83,11 @@ void CallState::AddTrailer(const std::string& key, const std::string& value) {
   context_->AddTrailingMetadata(key, value);
 }
 
+absl::Status UnparsableRequest(absl::string_view type_name) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      "the request is not a valid ", type_name, ": its protobuf encoding does not parse"));
+}
+
 std::string StatusText(const absl::Status& status) {
   if (status.ok()) return "OK";
   return absl::StrCat(absl::StatusCodeToString(status.code()), ": ", status.message());
@@ -212,9 +217,10 @@ class UnaryCall final : public grpc::ServerUnaryReactor {
             ? std::string("(unauthenticated)")
             : absl::StrCat(state_.caller_.tenant, " credential=", state_.caller_.credential);
     if (status.ok()) {
-      env_.logger().info("{} peer={} tenant={} queue_ms={:.1f} duration_ms={:.1f} {} status=OK",
-                         policy_.name, state_.context_->peer(), who,
-                         absl::ToDoubleMilliseconds(queued_), ms, state_.log_fields_);
+      env_.logger().log(policy_.quiet ? spdlog::level::debug : spdlog::level::info,
+                        "{} peer={} tenant={} queue_ms={:.1f} duration_ms={:.1f} {} status=OK",
+                        policy_.name, state_.context_->peer(), who,
+                        absl::ToDoubleMilliseconds(queued_), ms, state_.log_fields_);
     } else {
       env_.logger().warn("{} peer={} tenant={} queue_ms={:.1f} duration_ms={:.1f} {} status={}",
                          policy_.name, state_.context_->peer(), who,

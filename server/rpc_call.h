@@ -20,8 +20,12 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
+#include "grpcpp/support/byte_buffer.h"
+#include "grpcpp/impl/codegen/proto_utils.h"
 #include "server/work_queue.h"
 #include "service/quota.h"
 #include "spdlog/logger.h"
@@ -81,6 +85,9 @@ struct MethodPolicy {
   // Takes one of the tenant's concurrency slots (heavy calls); every call counts against the
   // tenant's rate.
   bool concurrent = true;
+  // Logs successful calls at debug level only: for calls that recur every second or so
+  // (probes, heartbeats). Failures are always logged.
+  bool quiet = false;
 };
 
 // What the handlers of one server share. Thread-safe.
@@ -161,6 +168,41 @@ using UnaryBody = std::function<absl::Status(CallState&)>;
 // owns nothing of the call after it returns.
 grpc::ServerUnaryReactor* ServeUnary(RpcEnvironment& env, grpc::CallbackServerContext* context,
                                      const MethodPolicy& policy, UnaryBody body);
+
+// INVALID_ARGUMENT for a request whose bytes do not parse as `type_name`.
+absl::Status UnparsableRequest(absl::string_view type_name);
+
+// ServeUnary for a method registered raw (the service's WithRawCallbackMethod_*): the request
+// is parsed by the work itself, after admission and on the method's queue, so that a refused
+// call costs no parse, a large request does not hold one of gRPC's threads, and bytes that do
+// not parse get INVALID_ARGUMENT naming the message type (gRPC 1.51's callback handlers answer
+// a failed parse with an empty UNIMPLEMENTED). `body` gets the parsed request, which it may
+// move from, and fills the response, serialized into `out` when it returns OK.
+template <typename Request, typename Response>
+grpc::ServerUnaryReactor* ServeRaw(
+    RpcEnvironment& env, grpc::CallbackServerContext* context, const MethodPolicy& policy,
+    const grpc::ByteBuffer* in, grpc::ByteBuffer* out,
+    std::function<absl::Status(CallState&, Request&, Response&)> body) {
+  return ServeUnary(env, context, policy, [in, out, body = std::move(body)](CallState& call) {
+    Request request;
+    // gRPC owns the buffer until the call is finished and does not read it again; parsing
+    // consumes it.
+    grpc::Status parsed = grpc::SerializationTraits<Request>::Deserialize(
+        const_cast<grpc::ByteBuffer*>(in), &request);
+    if (!parsed.ok()) return UnparsableRequest(Request::descriptor()->full_name());
+    Response response;
+    absl::Status status = body(call, request, response);
+    if (!status.ok()) return status;
+    bool own_buffer = false;
+    grpc::Status serialized =
+        grpc::SerializationTraits<Response>::Serialize(response, out, &own_buffer);
+    if (!serialized.ok()) {
+      return absl::InternalError(
+          absl::StrCat("cannot serialize the answer: ", serialized.error_message()));
+    }
+    return absl::OkStatus();
+  });
+}
 
 // The steps of ServeUnary before the work is queued, for handlers that are not unary
 // (PutBlobs): authentication, the tenant's quotas, the deadline. On success `state` holds the

@@ -156,7 +156,7 @@ WorkerService::WorkerService(WorkerCore* core, RpcEnvironment* env, WorkerQueues
     owned_load_ = std::make_unique<WorkQueue>(WorkQueue::Options{"load", 1, 16});
     queues_.load = owned_load_.get();
   }
-  describe_policy_ = {"Describe", Access::kClusterPeer, nullptr, false};
+  describe_policy_ = {"Describe", Access::kClusterPeer, nullptr, false, /*quiet=*/true};
   load_policy_ = {"LoadPlan", Access::kClusterPeer, queues_.load, false};
   execute_policy_ = {"Execute", Access::kClusterPeer, queues_.execute, false};
   unload_policy_ = {"UnloadPlan", Access::kClusterPeer, nullptr, false};
@@ -183,68 +183,74 @@ constexpr char kStarting[] = "worker is starting";
 }  // namespace
 
 grpc::ServerUnaryReactor* WorkerService::Describe(grpc::CallbackServerContext* context,
-                                                  const v1::DescribeRequest*,
-                                                  v1::DescribeResponse* response) {
-  return ServeUnary(*env_, context, describe_policy_, [this, response](CallState& call) {
-    WorkerCore* c = core();
-    if (c == nullptr) return absl::UnavailableError(kStarting);
-    *response = c->Describe();
-    const WorkQueue::Stats execute = queues_.execute->stats();
-    response->set_max_concurrent_executions(execute.threads);
-    response->set_queued(execute.queued);
-    response->set_queue_capacity(execute.capacity);
-    return absl::OkStatus();
-  });
+                                                  const grpc::ByteBuffer* in,
+                                                  grpc::ByteBuffer* out) {
+  return ServeRaw<v1::DescribeRequest, v1::DescribeResponse>(
+      *env_, context, describe_policy_, in, out,
+      [this](CallState&, v1::DescribeRequest&, v1::DescribeResponse& response) {
+        WorkerCore* c = core();
+        if (c == nullptr) return absl::UnavailableError(kStarting);
+        response = c->Describe();
+        const WorkQueue::Stats execute = queues_.execute->stats();
+        response.set_max_concurrent_executions(execute.threads);
+        response.set_queued(execute.queued);
+        response.set_queue_capacity(execute.capacity);
+        return absl::OkStatus();
+      });
 }
 
 grpc::ServerUnaryReactor* WorkerService::LoadPlan(grpc::CallbackServerContext* context,
-                                                  const v1::LoadPlanRequest* request,
-                                                  v1::LoadPlanResponse* response) {
-  return ServeUnary(*env_, context, load_policy_, [this, request, response](CallState& call) {
-    WorkerCore* c = core();
-    if (c == nullptr) return absl::UnavailableError(kStarting);
-    if (absl::Status s = call.stop().Check("LoadPlan"); !s.ok()) return s;
-    // gRPC owns `*request` until the call is finished and does not read it: move the graph
-    // out instead of copying its weights.
-    absl::StatusOr<v1::LoadPlanResponse> r =
-        c->LoadPlan(std::move(*const_cast<v1::LoadPlanRequest*>(request)));
-    if (!r.ok()) return r.status();
-    call.log_fields() = absl::StrCat("plan=", r->plan_id(), " ",
-                                     r->already_loaded() ? "already_loaded" : "loaded",
-                                     " bytes=", r->plan_bytes());
-    *response = *std::move(r);
-    return absl::OkStatus();
-  });
+                                                  const grpc::ByteBuffer* in,
+                                                  grpc::ByteBuffer* out) {
+  return ServeRaw<v1::LoadPlanRequest, v1::LoadPlanResponse>(
+      *env_, context, load_policy_, in, out,
+      [this](CallState& call, v1::LoadPlanRequest& request, v1::LoadPlanResponse& response) {
+        WorkerCore* c = core();
+        if (c == nullptr) return absl::UnavailableError(kStarting);
+        if (absl::Status s = call.stop().Check("LoadPlan"); !s.ok()) return s;
+        // The graph is moved in, its weights not copied.
+        absl::StatusOr<v1::LoadPlanResponse> r = c->LoadPlan(std::move(request));
+        if (!r.ok()) return r.status();
+        call.log_fields() = absl::StrCat("plan=", r->plan_id(), " ",
+                                         r->already_loaded() ? "already_loaded" : "loaded",
+                                         " bytes=", r->plan_bytes());
+        response = *std::move(r);
+        return absl::OkStatus();
+      });
 }
 
 grpc::ServerUnaryReactor* WorkerService::Execute(grpc::CallbackServerContext* context,
-                                                 const v1::ExecuteRequest* request,
-                                                 v1::ExecuteResponse* response) {
-  return ServeUnary(*env_, context, execute_policy_, [this, request, response](CallState& call) {
-    WorkerCore* c = core();
-    if (c == nullptr) return absl::UnavailableError(kStarting);
-    call.stop().TightenDeadline(absl::Now() + c->options().max_execution);
-    int64_t peak = 0;
-    absl::StatusOr<v1::ExecuteResponse> r = c->Execute(*request, &call.stop(), &peak);
-    call.log_fields() = absl::StrCat(
-        "plan=", request->plan_id(), " request_id='",
-        absl::CHexEscape(request->request_id().substr(0, 80)), "' peak_mib=",
-        absl::StrFormat("%.1f", static_cast<double>(peak) / (1 << 20)));
-    if (!r.ok()) return r.status();
-    *response = *std::move(r);
-    return absl::OkStatus();
-  });
+                                                 const grpc::ByteBuffer* in,
+                                                 grpc::ByteBuffer* out) {
+  return ServeRaw<v1::ExecuteRequest, v1::ExecuteResponse>(
+      *env_, context, execute_policy_, in, out,
+      [this](CallState& call, v1::ExecuteRequest& request, v1::ExecuteResponse& response) {
+        WorkerCore* c = core();
+        if (c == nullptr) return absl::UnavailableError(kStarting);
+        call.stop().TightenDeadline(absl::Now() + c->options().max_execution);
+        int64_t peak = 0;
+        absl::StatusOr<v1::ExecuteResponse> r = c->Execute(request, &call.stop(), &peak);
+        call.log_fields() = absl::StrCat(
+            "plan=", request.plan_id().substr(0, 80), " request_id='",
+            absl::CHexEscape(request.request_id().substr(0, 80)), "' peak_mib=",
+            absl::StrFormat("%.1f", static_cast<double>(peak) / (1 << 20)));
+        if (!r.ok()) return r.status();
+        response = *std::move(r);
+        return absl::OkStatus();
+      });
 }
 
 grpc::ServerUnaryReactor* WorkerService::UnloadPlan(grpc::CallbackServerContext* context,
-                                                    const v1::UnloadPlanRequest* request,
-                                                    v1::UnloadPlanResponse* response) {
-  return ServeUnary(*env_, context, unload_policy_, [this, request, response](CallState&) {
-    WorkerCore* c = core();
-    if (c == nullptr) return absl::UnavailableError(kStarting);
-    *response = c->UnloadPlan(*request);
-    return absl::OkStatus();
-  });
+                                                    const grpc::ByteBuffer* in,
+                                                    grpc::ByteBuffer* out) {
+  return ServeRaw<v1::UnloadPlanRequest, v1::UnloadPlanResponse>(
+      *env_, context, unload_policy_, in, out,
+      [this](CallState&, v1::UnloadPlanRequest& request, v1::UnloadPlanResponse& response) {
+        WorkerCore* c = core();
+        if (c == nullptr) return absl::UnavailableError(kStarting);
+        response = c->UnloadPlan(request);
+        return absl::OkStatus();
+      });
 }
 
 }  // namespace graphopt

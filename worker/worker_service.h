@@ -72,7 +72,13 @@ struct WorkerQueues {
 // ServeUnary (server/rpc_call.h): every call needs the cluster identity (the environment's
 // authenticator decides), every answer carries "graphopt-origin: worker", and an Execute that
 // finds its queue full is refused at once with RESOURCE_EXHAUSTED and "graphopt-busy".
-class WorkerService final : public v1::Worker::CallbackService {
+// Every method is registered raw (server/rpc_call.h, ServeRaw): a plan is parsed on the load
+// queue's thread, after admission.
+using WorkerServiceBase = v1::Worker::WithRawCallbackMethod_Describe<
+    v1::Worker::WithRawCallbackMethod_LoadPlan<v1::Worker::WithRawCallbackMethod_Execute<
+        v1::Worker::WithRawCallbackMethod_UnloadPlan<v1::Worker::Service>>>>;
+
+class WorkerService final : public WorkerServiceBase {
  public:
   // `core` may be set later (set_core) but before the server accepts calls; `env` and the
   // queues must outlive the service.
@@ -84,17 +90,17 @@ class WorkerService final : public v1::Worker::CallbackService {
   void set_core(WorkerCore* core) { core_.store(core); }
 
   grpc::ServerUnaryReactor* Describe(grpc::CallbackServerContext* context,
-                                     const v1::DescribeRequest* request,
-                                     v1::DescribeResponse* response) override;
+                                     const grpc::ByteBuffer* request,
+                                     grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* LoadPlan(grpc::CallbackServerContext* context,
-                                     const v1::LoadPlanRequest* request,
-                                     v1::LoadPlanResponse* response) override;
+                                     const grpc::ByteBuffer* request,
+                                     grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* Execute(grpc::CallbackServerContext* context,
-                                    const v1::ExecuteRequest* request,
-                                    v1::ExecuteResponse* response) override;
+                                     const grpc::ByteBuffer* request,
+                                     grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* UnloadPlan(grpc::CallbackServerContext* context,
-                                       const v1::UnloadPlanRequest* request,
-                                       v1::UnloadPlanResponse* response) override;
+                                     const grpc::ByteBuffer* request,
+                                     grpc::ByteBuffer* response) override;
 
  private:
   WorkerCore* core() const { return core_.load(); }

@@ -154,7 +154,11 @@ absl::StatusOr<WorkerSecurity> MakeWorkerSecurity(const WorkerSecurityFlags& fla
   listener.cert = {flags.tls_cert, kTlsCertFlag};
   listener.key = {flags.tls_key, kTlsKeyFlag};
   listener.ca = {flags.tls_ca, kTlsCaFlag};
-  listener.client_certs = ClientCertMode::kRequire;
+  // Verified when offered, not required: a caller without a certificate still connects and is
+  // refused by every handler with UNAUTHENTICATED (ClusterPeer), which says what is missing,
+  // and plain TLS health probes (a kubelet's) can complete the handshake. A certificate that
+  // is offered must chain to the cluster CA or the handshake fails.
+  listener.client_certs = ClientCertMode::kVerifyIfOffered;
   listener.expected_identity = kWorkerIdentity;
   listener.refresh_interval = flags.tls_refresh_interval;
   absl::StatusOr<ServerTls> server_tls = MakeServerCredentials(listener);

@@ -9,9 +9,10 @@
 // (workers present theirs for RegisterWorker; end clients come with a bearer token), a tokens
 // file, and mTLS channels to workers that present the server's certificate and check the
 // worker's against the cluster CA under the name --worker_tls_name.
-// graphopt-worker: TLS listener that requires a client certificate from the cluster CA
-// (handlers then ask ClusterPeer for one of --allowed_peers), and an mTLS channel to the server
-// for RegisterWorker, checked under the name --server_tls_name.
+// graphopt-worker: TLS listener that verifies a client certificate from the cluster CA when one
+// is offered (handlers then ask ClusterPeer for one of --allowed_peers, so a caller without one
+// is refused with UNAUTHENTICATED), and an mTLS channel to the server for RegisterWorker,
+// checked under the name --server_tls_name.
 // --insecure: plaintext everywhere; the server then takes the tenant from the
 // "graphopt-tenant" header (or, with --tokens_file, still checks tokens).
 //

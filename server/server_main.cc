@@ -1,5 +1,7 @@
 // graphopt-server: serves graphopt.v1.GraphOptimizer and graphopt.v1.Coordinator (plans run on
-// graphopt-worker nodes), plus grpc.health.v1 and server reflection, over insecure gRPC.
+// graphopt-worker nodes), plus grpc.health.v1 and server reflection: over TLS with bearer
+// tokens for clients and mTLS with the workers, or with --insecure in plaintext for local
+// development (docs/security.md).
 //
 // Lifecycle: SIGINT/SIGTERM are blocked before any thread starts and received with sigwait()
 // on the main thread. On either signal the health status turns NOT_SERVING, in-flight calls
@@ -8,7 +10,9 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <initializer_list>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -39,17 +43,25 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "passes/builtin_passes.h"
 #include "passes/pass.h"
+#include "passes/pipeline.h"
+#include "server/auth.h"
 #include "server/coordinator_service.h"
 #include "server/optimizer_service.h"
+#include "server/rpc_call.h"
+#include "server/security.h"
 #include "server/serving.h"
+#include "server/work_queue.h"
 #include "service/blob_store.h"
 #include "service/coordinator.h"
 #include "service/op_persistence.h"
 #include "service/op_store.h"
 #include "service/optimizer.h"
+#include "service/quota.h"
 #include "spdlog/logger.h"
 #include "spdlog/sinks/stdout_sinks.h"
 #include "spdlog/spdlog.h"
+#include "util/file_util.h"
+#include "util/file_version.h"
 #include "util/malloc_tuning.h"
 #include "util/mutex_mode.h"
 
@@ -62,8 +74,47 @@ ABSL_FLAG(std::string, port_file, "",
           "temporary file and rename) once the server accepts calls.");
 ABSL_FLAG(int, max_message_mb, 512,
           "Largest request or response message in MiB, 1..2047.");
-ABSL_FLAG(int, threads, 8,
-          "Most threads the synchronous server may use to poll and run calls (>= 2).");
+ABSL_FLAG(int, threads, 0,
+          "Threads that run Optimize calls at once (the optimize queue), 1..1024; 0: one per "
+          "CPU core.");
+ABSL_FLAG(int, optimize_queue, 64,
+          "Optimize calls that may wait for a thread, 0..100000; more are refused with "
+          "RESOURCE_EXHAUSTED and a retry hint.");
+ABSL_FLAG(int, run_threads, 64,
+          "Run calls handled at once (each mostly waits for a worker), 1..4096.");
+ABSL_FLAG(int, run_queue, 256, "Run calls that may wait for a run thread, 0..100000.");
+ABSL_FLAG(int, max_uploads, 16, "PutBlobs uploads open at once, all tenants together, 1..4096.");
+ABSL_FLAG(int, max_call_s, 600,
+          "The longest any call may run, whatever the client's deadline, 1..86400.");
+ABSL_FLAG(bool, insecure, false,
+          "Serve in plaintext, with no TLS and (without --tokens_file) the tenant taken from the "
+          "\"graphopt-tenant\" header: for local development only.");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM certificate of this server (it must name graphopt-server); re-read when the "
+          "file changes.");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert.");
+ABSL_FLAG(std::string, tls_ca, "",
+          "PEM certificate of the cluster CA: workers' certificates must chain to it.");
+ABSL_FLAG(std::string, tokens_file, "",
+          "File of hashed bearer tokens (see `graphopt token new`); required without "
+          "--insecure; re-read when it changes.");
+ABSL_FLAG(std::string, worker_tls_name, "graphopt-worker",
+          "The name workers' certificates must carry (they are called at their pod address).");
+ABSL_FLAG(std::string, quotas_file, "",
+          "Per-tenant quota overrides, one line per tenant: '<tenant|*> key=value ...' "
+          "(max_concurrent, requests_per_s, burst, blob_mb, op_store_mb, max_ops); re-read "
+          "when it changes. The --tenant_* flags are the defaults.");
+ABSL_FLAG(int, tenant_max_concurrent, 16,
+          "Default quota: calls of one tenant being served or queued at once.");
+ABSL_FLAG(double, tenant_requests_per_s, 200, "Default quota: calls per second of one tenant.");
+ABSL_FLAG(double, tenant_burst, 400, "Default quota: calls one tenant may make in a burst.");
+ABSL_FLAG(int64_t, tenant_blob_mb, 1024, "Default quota: MiB of weight blobs one tenant holds.");
+ABSL_FLAG(int64_t, tenant_op_store_mb, 16,
+          "Default quota: MiB of op descriptors one tenant registers.");
+ABSL_FLAG(int, tenant_max_ops, 1000, "Default quota: ops one tenant registers.");
+ABSL_FLAG(int64_t, max_fold_mb, 64,
+          "Ceiling on the constant-folding budgets a request may ask for (max_folded_bytes, "
+          "max_growth_bytes), in MiB.");
 ABSL_FLAG(std::string, log_level, "info",
           "Log level: trace, debug, info, warn, error, critical or off.");
 ABSL_FLAG(int, shutdown_grace_s, 5,
@@ -90,9 +141,16 @@ ABSL_FLAG(std::string, workers, "",
 ABSL_FLAG(int, probe_interval_ms, 500,
           "How often the coordinator probes each worker (Describe), 10..60000.");
 ABSL_FLAG(int, probe_timeout_ms, 1000,
-          "A worker not answering a probe within this is marked down and its in-flight calls "
-          "are retried elsewhere, 10..60000.");
-ABSL_FLAG(int, max_run_attempts, 3, "Workers one Run tries before UNAVAILABLE, 1..100.");
+          "A worker not answering this many probes in a row in time (or refusing the "
+          "connection) is marked down and its in-flight calls are retried elsewhere, 10..60000.");
+ABSL_FLAG(int, max_run_attempts, 2,
+          "Workers one Run tries when a worker fails it (died, stalled, over its memory or time "
+          "limit): 2 retries a possible poison request once elsewhere, 1..100.");
+ABSL_FLAG(int, max_workers, 1024, "Workers the coordinator knows at once, 1..100000.");
+ABSL_FLAG(int, slot_wait_s, 30,
+          "How long a Run waits for a free worker slot before RESOURCE_EXHAUSTED, 0..3600.");
+ABSL_FLAG(int, quarantine_s, 600,
+          "How long a plan that killed or stalled two workers is refused, 0..604800.");
 ABSL_FLAG(int, worker_call_timeout_s, 120,
           "Deadline of one LoadPlan or Execute call on a worker; a worker past it is taken as "
           "stalled (marked down, the request retried elsewhere), 1..86400.");
@@ -117,6 +175,10 @@ struct ServerConfig {
   std::string port_file;
   int max_message_mb = 0;
   int threads = 0;
+  int optimize_queue = 0;
+  int run_threads = 0;
+  int run_queue = 0;
+  absl::Duration max_call_time;
   spdlog::level::level_enum log_level = spdlog::level::info;
   int shutdown_grace_s = 0;
   int64_t blob_store_mb = 0;
@@ -124,7 +186,28 @@ struct ServerConfig {
   std::string op_store_dir;
   std::vector<std::string> workers;
   CoordinatorOptions coordinator;
+  ServerSecurityFlags security;
+  TenantQuota default_quota;
+  std::string quotas_file;
+  int64_t max_fold_bytes = 0;
 };
+
+// A flag's value with its allowed range, for one check loop.
+struct RangeFlag {
+  const char* name;
+  int64_t value;
+  int64_t low, high;
+};
+
+absl::Status CheckRanges(std::initializer_list<RangeFlag> flags) {
+  for (const RangeFlag& f : flags) {
+    if (f.value < f.low || f.value > f.high) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(f.name, " must be in ", f.low, "..", f.high, ", got ", f.value));
+    }
+  }
+  return absl::OkStatus();
+}
 
 // Reads and checks the flags. INVALID_ARGUMENT naming the flag for a bad value.
 absl::StatusOr<ServerConfig> ConfigFromFlags() {
@@ -133,43 +216,55 @@ absl::StatusOr<ServerConfig> ConfigFromFlags() {
   config.port_file = absl::GetFlag(FLAGS_port_file);
   config.max_message_mb = absl::GetFlag(FLAGS_max_message_mb);
   config.threads = absl::GetFlag(FLAGS_threads);
+  if (config.threads == 0) {
+    config.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  }
+  config.optimize_queue = absl::GetFlag(FLAGS_optimize_queue);
+  config.run_threads = absl::GetFlag(FLAGS_run_threads);
+  config.run_queue = absl::GetFlag(FLAGS_run_queue);
   config.shutdown_grace_s = absl::GetFlag(FLAGS_shutdown_grace_s);
+  config.blob_store_mb = absl::GetFlag(FLAGS_blob_store_mb);
+  config.blob_limits.max_digests_per_request = absl::GetFlag(FLAGS_max_blob_digests);
+  config.blob_limits.max_blobs_per_upload = absl::GetFlag(FLAGS_max_blobs_per_upload);
+  config.blob_limits.max_uploads = absl::GetFlag(FLAGS_max_uploads);
+  config.max_fold_bytes = absl::GetFlag(FLAGS_max_fold_mb) << 20;
   if (config.listen.empty()) {
     return absl::InvalidArgumentError("--listen must not be empty");
   }
-  if (config.max_message_mb < 1 || config.max_message_mb > kMaxMessageMb) {
-    return absl::InvalidArgumentError(absl::StrCat("--max_message_mb must be in 1..",
-                                                   kMaxMessageMb, ", got ",
-                                                   config.max_message_mb));
+  if (absl::Status s = CheckRanges({
+          {"--max_message_mb", config.max_message_mb, 1, kMaxMessageMb},
+          {"--threads", config.threads, 1, 1024},
+          {"--optimize_queue", config.optimize_queue, 0, 100000},
+          {"--run_threads", config.run_threads, 1, 4096},
+          {"--run_queue", config.run_queue, 0, 100000},
+          {"--max_uploads", config.blob_limits.max_uploads, 1, 4096},
+          {"--max_call_s", absl::GetFlag(FLAGS_max_call_s), 1, 86400},
+          {"--shutdown_grace_s", config.shutdown_grace_s, 0, 600},
+          {"--blob_store_mb", config.blob_store_mb, 0, kMaxBlobStoreMb},
+          {"--max_blob_digests", config.blob_limits.max_digests_per_request, 1, kMaxBlobLimit},
+          {"--max_blobs_per_upload", config.blob_limits.max_blobs_per_upload, 1, kMaxBlobLimit},
+          {"--max_fold_mb", absl::GetFlag(FLAGS_max_fold_mb), 0, 1 << 20},
+          {"--probe_interval_ms", absl::GetFlag(FLAGS_probe_interval_ms), 10, 60000},
+          {"--probe_timeout_ms", absl::GetFlag(FLAGS_probe_timeout_ms), 10, 60000},
+          {"--max_run_attempts", absl::GetFlag(FLAGS_max_run_attempts), 1, 100},
+          {"--worker_call_timeout_s", absl::GetFlag(FLAGS_worker_call_timeout_s), 1, 86400},
+          {"--max_workers", absl::GetFlag(FLAGS_max_workers), 1, 100000},
+          {"--slot_wait_s", absl::GetFlag(FLAGS_slot_wait_s), 0, 3600},
+          {"--quarantine_s", absl::GetFlag(FLAGS_quarantine_s), 0, 604800},
+          {"--tenant_max_concurrent", absl::GetFlag(FLAGS_tenant_max_concurrent), 1, 1000000},
+          {"--tenant_blob_mb", absl::GetFlag(FLAGS_tenant_blob_mb), 0, kMaxBlobStoreMb},
+          {"--tenant_op_store_mb", absl::GetFlag(FLAGS_tenant_op_store_mb), 0, 1 << 20},
+          {"--tenant_max_ops", absl::GetFlag(FLAGS_tenant_max_ops), 0, 1000000},
+      });
+      !s.ok()) {
+    return s;
   }
-  if (config.threads < kMinThreads) {
+  if (!(absl::GetFlag(FLAGS_tenant_requests_per_s) > 0) ||
+      !(absl::GetFlag(FLAGS_tenant_burst) >= 1)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--threads must be at least ", kMinThreads, ", got ", config.threads));
+        "--tenant_requests_per_s must be above 0 and --tenant_burst at least 1");
   }
-  if (config.shutdown_grace_s < 0 || config.shutdown_grace_s > 600) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--shutdown_grace_s must be in 0..600, got ", config.shutdown_grace_s));
-  }
-  config.blob_store_mb = absl::GetFlag(FLAGS_blob_store_mb);
-  if (config.blob_store_mb < 0 || config.blob_store_mb > kMaxBlobStoreMb) {
-    return absl::InvalidArgumentError(absl::StrCat("--blob_store_mb must be in 0..",
-                                                   kMaxBlobStoreMb, ", got ",
-                                                   config.blob_store_mb));
-  }
-  config.blob_limits.max_digests_per_request = absl::GetFlag(FLAGS_max_blob_digests);
-  if (config.blob_limits.max_digests_per_request < 1 ||
-      config.blob_limits.max_digests_per_request > kMaxBlobLimit) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--max_blob_digests must be in 1..", kMaxBlobLimit, ", got ",
-                     config.blob_limits.max_digests_per_request));
-  }
-  config.blob_limits.max_blobs_per_upload = absl::GetFlag(FLAGS_max_blobs_per_upload);
-  if (config.blob_limits.max_blobs_per_upload < 1 ||
-      config.blob_limits.max_blobs_per_upload > kMaxBlobLimit) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--max_blobs_per_upload must be in 1..", kMaxBlobLimit, ", got ",
-                     config.blob_limits.max_blobs_per_upload));
-  }
+  config.max_call_time = absl::Seconds(absl::GetFlag(FLAGS_max_call_s));
   config.op_store_dir = absl::GetFlag(FLAGS_op_store_dir);
   for (absl::string_view w :
        absl::StrSplit(absl::GetFlag(FLAGS_workers), ',', absl::SkipWhitespace())) {
@@ -181,27 +276,26 @@ absl::StatusOr<ServerConfig> ConfigFromFlags() {
     }
     config.workers.push_back(worker);
   }
-  struct RangeFlag {
-    const char* name;
-    int value;
-    int low, high;
-  };
-  const RangeFlag coordinator_flags[] = {
-      {"--probe_interval_ms", absl::GetFlag(FLAGS_probe_interval_ms), 10, 60000},
-      {"--probe_timeout_ms", absl::GetFlag(FLAGS_probe_timeout_ms), 10, 60000},
-      {"--max_run_attempts", absl::GetFlag(FLAGS_max_run_attempts), 1, 100},
-      {"--worker_call_timeout_s", absl::GetFlag(FLAGS_worker_call_timeout_s), 1, 86400},
-  };
-  for (const RangeFlag& f : coordinator_flags) {
-    if (f.value < f.low || f.value > f.high) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(f.name, " must be in ", f.low, "..", f.high, ", got ", f.value));
-    }
-  }
   config.coordinator.probe_interval = absl::Milliseconds(absl::GetFlag(FLAGS_probe_interval_ms));
   config.coordinator.probe_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_probe_timeout_ms));
   config.coordinator.max_attempts = absl::GetFlag(FLAGS_max_run_attempts);
   config.coordinator.call_timeout = absl::Seconds(absl::GetFlag(FLAGS_worker_call_timeout_s));
+  config.coordinator.max_workers = absl::GetFlag(FLAGS_max_workers);
+  config.coordinator.slot_wait = absl::Seconds(absl::GetFlag(FLAGS_slot_wait_s));
+  config.coordinator.quarantine = absl::Seconds(absl::GetFlag(FLAGS_quarantine_s));
+  config.security.insecure = absl::GetFlag(FLAGS_insecure);
+  config.security.tls_cert = absl::GetFlag(FLAGS_tls_cert);
+  config.security.tls_key = absl::GetFlag(FLAGS_tls_key);
+  config.security.tls_ca = absl::GetFlag(FLAGS_tls_ca);
+  config.security.tokens_file = absl::GetFlag(FLAGS_tokens_file);
+  config.security.worker_tls_name = absl::GetFlag(FLAGS_worker_tls_name);
+  config.default_quota.max_concurrent = absl::GetFlag(FLAGS_tenant_max_concurrent);
+  config.default_quota.requests_per_s = absl::GetFlag(FLAGS_tenant_requests_per_s);
+  config.default_quota.burst = absl::GetFlag(FLAGS_tenant_burst);
+  config.default_quota.blob_bytes = absl::GetFlag(FLAGS_tenant_blob_mb) << 20;
+  config.default_quota.op_store_bytes = absl::GetFlag(FLAGS_tenant_op_store_mb) << 20;
+  config.default_quota.max_ops = absl::GetFlag(FLAGS_tenant_max_ops);
+  config.quotas_file = absl::GetFlag(FLAGS_quotas_file);
   const std::string level_name = absl::GetFlag(FLAGS_log_level);
   std::optional<spdlog::level::level_enum> level = ParseLogLevel(level_name);
   if (!level.has_value()) {
@@ -213,9 +307,80 @@ absl::StatusOr<ServerConfig> ConfigFromFlags() {
   return config;
 }
 
+// The quota table: the defaults from the flags with the --quotas_file overrides.
+absl::StatusOr<QuotaTable> LoadQuotas(const ServerConfig& config) {
+  if (config.quotas_file.empty()) return QuotaTable(config.default_quota);
+  absl::StatusOr<std::string> text = ReadFileBytes(config.quotas_file);
+  if (!text.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--quotas_file: ", config.quotas_file, ": ", text.status().message()));
+  }
+  absl::StatusOr<QuotaTable> table = QuotaTable::Parse(*text, config.default_quota);
+  if (!table.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--quotas_file: ", config.quotas_file, ": ", table.status().message()));
+  }
+  return table;
+}
+
+// The handlers' view of the caller, from the process's Authenticator (server/auth.h).
+CallAuthenticator ServerCallAuthenticator(std::shared_ptr<Authenticator> auth,
+                                          std::vector<std::string> worker_identities) {
+  return [auth = std::move(auth), workers = std::move(worker_identities)](
+             const grpc::CallbackServerContext& context,
+             Access access) -> absl::StatusOr<Caller> {
+    Caller caller;
+    if (access == Access::kClusterPeer) {
+      absl::StatusOr<std::string> peer = auth->ClusterPeer(context, workers);
+      if (!peer.ok()) return peer.status();
+      caller.tenant = kDefaultTenant;
+      caller.credential = *peer;
+      return caller;
+    }
+    absl::StatusOr<Principal> principal = auth->Authenticate(context);
+    if (!principal.ok()) return principal.status();
+    caller.tenant = principal->tenant;
+    caller.admin = principal->is_admin();
+    switch (principal->role) {
+      case PrincipalRole::kTenant:
+        caller.credential = absl::StrCat("token '", principal->label, "'");
+        break;
+      case PrincipalRole::kAdmin:
+        caller.credential = absl::StrCat("admin token '", principal->label, "'");
+        break;
+      case PrincipalRole::kAnonymousDev:
+        caller.credential = "insecure";
+        break;
+    }
+    return caller;
+  };
+}
+
 int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
               std::shared_ptr<spdlog::logger> logger_ptr) {
   spdlog::logger& logger = *logger_ptr;
+  absl::StatusOr<ServerSecurity> security =
+      MakeServerSecurity(config.security, [logger_ptr](const TokenReload& reload) {
+        if (reload.status.ok()) {
+          logger_ptr->info("tokens file reloaded: {} tenant and {} admin tokens in force",
+                           reload.tenant_tokens, reload.admin_tokens);
+        } else {
+          logger_ptr->error("tokens file not reloaded, the previous tokens stay in force: {}",
+                            reload.status.ToString());
+        }
+      });
+  if (!security.ok()) {
+    logger.critical("{}", std::string(security.status().message()));
+    return kExitUsage;
+  }
+  absl::StatusOr<QuotaTable> quota_table = LoadQuotas(config);
+  if (!quota_table.ok()) {
+    logger.critical("{}", std::string(quota_table.status().message()));
+    return kExitUsage;
+  }
+  QuotaBook quotas(*std::move(quota_table));
+  TenantLimiter limiter(&quotas);
+
   OpRegistry ops;
   if (absl::Status status = RegisterBuiltinOps(&ops); !status.ok()) {
     logger.critical("cannot register builtin ops: {}", status.ToString());
@@ -229,10 +394,11 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
   // Weight blobs; absent with --blob_store_mb=0.
   std::unique_ptr<BlobStore> blobs;
   if (config.blob_store_mb > 0) {
-    blobs = std::make_unique<BlobStore>(config.blob_store_mb << 20);
+    blobs = std::make_unique<BlobStore>(config.blob_store_mb << 20, &quotas);
   }
   // Custom ops registered by tenants, persisted under --op_store_dir.
   OpStoreOptions store_options;
+  store_options.quotas = &quotas;
   // Descriptors are compiled with the rule language (store_options.compiler's default,
   // RuleLanguageCompiler).
   if (!config.op_store_dir.empty()) {
@@ -254,10 +420,29 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
   logger.info("op store: {}: {} ops of {} tenants loaded, {} problems",
               op_store.PersistenceDescription(), loaded->ops, loaded->tenants,
               loaded->errors.size());
-  const Optimizer optimizer(&op_store, &passes, blobs.get());
-  OptimizerService service(&optimizer, logger_ptr, blobs.get(), config.blob_limits);
+  Optimizer optimizer(&op_store, &passes, blobs.get());
+  OptionCeilings ceilings = DefaultOptionCeilings();
+  for (const char* key : {"constant_fold.max_folded_bytes", "constant_fold.max_growth_bytes"}) {
+    ceilings[key] = config.max_fold_bytes;
+  }
+  optimizer.set_option_ceilings(std::move(ceilings));
+
+  // Admission: a bounded queue per class of calls (server/rpc_call.h).
+  WorkQueue optimize_queue({"optimize", config.threads, config.optimize_queue});
+  WorkQueue control_queue({"control", 2, 64});
+  WorkQueue upload_queue({"upload", 2, config.blob_limits.max_uploads});
+  WorkQueue run_queue({"run", config.run_threads, config.run_queue});
+  RpcEnvironment env(ServerCallAuthenticator(security->auth, security->worker_identities),
+                     &limiter, logger_ptr, config.max_call_time);
+
+  OptimizerService service(&optimizer, &env, blobs.get(), config.blob_limits,
+                           {&optimize_queue, &control_queue, &upload_queue});
   CoordinatorOptions coordinator_options = config.coordinator;
   coordinator_options.max_message_bytes = config.max_message_mb * 1024 * 1024;
+  if (security->to_workers.is_tls()) {
+    coordinator_options.worker_credentials = security->to_workers.credentials();
+    coordinator_options.worker_tls_name = security->to_workers.server_name();
+  }
   Coordinator coordinator(coordinator_options, &optimizer, blobs.get(), logger_ptr);
   for (const std::string& worker : config.workers) {
     // Checked with the flags already.
@@ -266,23 +451,19 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
     if (!added.ok()) logger.error("--workers: {}", added.ToString());
   }
   coordinator.Start();
-  CoordinatorService coordinator_service(&coordinator, logger_ptr);
+  CoordinatorService coordinator_service(&coordinator, &env, &run_queue);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
 
   const int max_message_bytes = config.max_message_mb * 1024 * 1024;
-  grpc::ResourceQuota quota("graphopt-server");
-  quota.SetMaxThreads(config.threads);
-
   grpc::ServerBuilder builder;
   int selected_port = 0;
-  builder.AddListeningPort(config.listen, grpc::InsecureServerCredentials(), &selected_port);
+  builder.AddListeningPort(config.listen, security->listener, &selected_port);
   builder.RegisterService(&service);
   builder.RegisterService(&coordinator_service);
   builder.SetMaxReceiveMessageSize(max_message_bytes);
   builder.SetMaxSendMessageSize(max_message_bytes);
-  builder.SetResourceQuota(quota);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || selected_port == 0) {
     logger.critical("cannot listen on '{}' (address in use or malformed?)", config.listen);
@@ -297,6 +478,29 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
   }
   health->SetServingStatus(true);
 
+  // --quotas_file is re-read when it changes; a broken file keeps the quotas in force.
+  absl::Notification stop_watching;
+  std::thread quota_watcher;
+  if (!config.quotas_file.empty()) {
+    quota_watcher = std::thread([&] {
+      FileVersion seen = FileVersion::Of(config.quotas_file);
+      while (!stop_watching.WaitForNotificationWithTimeout(absl::Seconds(1))) {
+        const FileVersion now = FileVersion::Of(config.quotas_file);
+        if (now == seen) continue;
+        seen = now;
+        absl::StatusOr<QuotaTable> table = LoadQuotas(config);
+        if (!table.ok()) {
+          logger.error("quotas not reloaded, the previous ones stay in force: {}",
+                       std::string(table.status().message()));
+          continue;
+        }
+        logger.info("--quotas_file reloaded: {} tenants with their own quotas",
+                    table->overrides());
+        quotas.Replace(*std::move(table));
+      }
+    });
+  }
+
   const std::string address = ResolvedAddress(config.listen, selected_port);
   if (!config.port_file.empty()) {
     if (absl::Status status = WritePortFile(config.port_file, selected_port); !status.ok()) {
@@ -306,21 +510,23 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
     }
   }
   logger.info(
-      "graphopt-server listening on {} (threads={}, max_message_mb={}, blob_store_mb={}, "
-      "ops={}, passes={}, workers named={})",
-      address, config.threads, config.max_message_mb, config.blob_store_mb, ops.size(),
-      passes.List().size(), config.workers.size());
+      "graphopt-server listening on {} ({}; threads={}, run_threads={}, max_message_mb={}, "
+      "blob_store_mb={}, ops={}, passes={}, workers named={})",
+      address, security->description, config.threads, config.run_threads, config.max_message_mb,
+      config.blob_store_mb, ops.size(), passes.List().size(), config.workers.size());
   logger.flush();
 
   const std::string signal_name = WaitForShutdownSignal(shutdown_signals, logger);
   logger.info("received {}: not serving any more, letting in-flight calls finish (up to {} s)",
               signal_name, config.shutdown_grace_s);
   health->SetServingStatus(false);
-  // Runs still waiting on workers when the grace period ends are cancelled too (gRPC cancels
-  // the calls, but a synchronous handler blocked on a worker would hold the shutdown).
+  // When the grace period ends, every call still running is told to stop (its stop token
+  // fires, so CPU-bound optimization ends at its next check), and Runs waiting on workers are
+  // cancelled.
   absl::Notification stopped;
   std::thread canceller([&] {
     if (!stopped.WaitForNotificationWithTimeout(absl::Seconds(config.shutdown_grace_s))) {
+      env.CancelAll("the server is shutting down");
       coordinator.CancelAll();
     }
   });
@@ -329,6 +535,9 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
   server->Wait();
   stopped.Notify();
   canceller.join();
+  stop_watching.Notify();
+  if (quota_watcher.joinable()) quota_watcher.join();
+  for (WorkQueue* q : {&optimize_queue, &control_queue, &upload_queue, &run_queue}) q->Shutdown();
   logger.info("graphopt-server on {} stopped", address);
   logger.flush();
   return kExitOk;
@@ -346,11 +555,13 @@ int Main(int argc, char** argv) {
   }
 
   absl::SetProgramUsageMessage(
-      "graphopt-server [--listen=HOST:PORT] [--port_file=FILE] [--threads=N] "
-      "[--max_message_mb=N] [--blob_store_mb=N] [--max_blob_digests=N] "
-      "[--max_blobs_per_upload=N] [--op_store_dir=DIR] [--log_level=LEVEL]\n"
+      "graphopt-server (--tls_cert=PEM --tls_key=PEM --tls_ca=PEM --tokens_file=FILE | "
+      "--insecure) [--listen=HOST:PORT] [--port_file=FILE]\n"
+      "  [--threads=N] [--optimize_queue=N] [--run_threads=N] [--run_queue=N] [--max_call_s=N]\n"
+      "  [--max_message_mb=N] [--blob_store_mb=N] [--op_store_dir=DIR] [--quotas_file=FILE] "
+      "[--tenant_*=N] [--log_level=LEVEL]\n"
       "  [--workers=HOST:PORT,dns:NAME:PORT,...] [--probe_interval_ms=N] [--probe_timeout_ms=N]\n"
-      "  [--max_run_attempts=N] [--worker_call_timeout_s=N]\n"
+      "  [--max_run_attempts=N] [--worker_call_timeout_s=N] [--slot_wait_s=N] [--quarantine_s=N]\n"
       "Serves graphopt.v1.GraphOptimizer, graphopt.v1.Coordinator, grpc.health.v1.Health and "
       "server reflection.");
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);

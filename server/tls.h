@@ -70,7 +70,7 @@ enum class ClientCertMode {
   kNone,             // not requested: server-authenticated TLS only
   kVerifyIfOffered,  // requested; one that is offered must verify against the CA (a server:
                      // end clients come without, workers with their certificate)
-  kRequire,          // required and verified against the CA (a worker)
+  kRequire,          // required and verified against the CA
 };
 
 struct ServerTlsOptions {

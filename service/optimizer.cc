@@ -53,6 +53,8 @@ absl::StatusOr<v1::OptimizeResponse> Optimizer::Optimize(v1::OptimizeRequest req
   }
 
   PipelineOptions options;
+  options.stop = stop;
+  options.option_ceilings = ceilings_;
   options.verify_each_pass = request.options().verify_each_pass();
   for (const auto& [symbol, size] : request.dim_bindings()) {
     options.dim_bindings[symbol] = size;

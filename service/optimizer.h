@@ -7,6 +7,7 @@
 #include "absl/strings/string_view.h"
 #include "graph/op_registry.h"
 #include "passes/pass.h"
+#include "passes/pipeline.h"
 #include "proto/optimizer.pb.h"
 #include "service/blob_store.h"
 #include "service/op_store.h"
@@ -62,12 +63,17 @@ class Optimizer {
 
   OpStore& op_store() const { return *ops_; }
 
+  // The server's ceilings on the budget options a request may set (passes/pipeline.h);
+  // DefaultOptionCeilings() until set. Set before serving.
+  void set_option_ceilings(OptionCeilings ceilings) { ceilings_ = std::move(ceilings); }
+
  private:
   // Set by the registry constructor: the store it wraps.
   std::unique_ptr<OpStore> owned_ops_;
   OpStore* ops_;
   const PassRegistry* passes_;
   BlobStore* blobs_;
+  OptionCeilings ceilings_ = DefaultOptionCeilings();
 };
 
 }  // namespace graphopt

@@ -1,9 +1,22 @@
 #include "util/stop_token.h"
 
+#include <time.h>
+
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 
 namespace graphopt {
+namespace {
+
+// The coarse clock (a few ms of resolution, a few ns to read, where absl::Now costs ~50 ns on
+// this project's VMs) is precise enough for deadlines and cheap enough to read on every poll.
+int64_t NowNanos() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+}
+
+}  // namespace
 
 void StopToken::Cancel(absl::string_view reason) {
   absl::MutexLock running(&callbacks_running_mu_);
@@ -58,7 +71,7 @@ absl::Time StopToken::deadline() const {
 bool StopToken::ShouldStop() const {
   if (cancelled()) return true;
   const int64_t nanos = deadline_nanos_.load(std::memory_order_relaxed);
-  return nanos != kNoDeadline && absl::GetCurrentTimeNanos() >= nanos;
+  return nanos != kNoDeadline && NowNanos() >= nanos;
 }
 
 absl::Status StopToken::Check(absl::string_view where) const {
@@ -67,7 +80,7 @@ absl::Status StopToken::Check(absl::string_view where) const {
     return absl::CancelledError(absl::StrCat(reason_, " (stopped in ", where, ")"));
   }
   const int64_t nanos = deadline_nanos_.load(std::memory_order_relaxed);
-  if (nanos != kNoDeadline && absl::GetCurrentTimeNanos() >= nanos) {
+  if (nanos != kNoDeadline && NowNanos() >= nanos) {
     return absl::DeadlineExceededError(
         absl::StrCat("the request's deadline passed (stopped in ", where, ")"));
   }

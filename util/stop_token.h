@@ -22,7 +22,8 @@ namespace graphopt {
 // the work; the work then returns Check()'s status and unwinds normally.
 //
 // Polling is cheap enough for every executor step and every ParallelFor chunk: one relaxed
-// atomic load, plus a clock read (~20 ns, vDSO) when a deadline is set. Thread-safe.
+// atomic load, plus a read of the coarse clock (a few ns; resolution of a few milliseconds)
+// when a deadline is set. Thread-safe.
 class StopToken {
  public:
   // Stops only when cancelled.

@@ -1,6 +1,8 @@
 // graphopt-worker: executes plans (optimized graphs with their weights) on this machine's CPU,
-// serving graphopt.v1.Worker and grpc.health.v1 over insecure gRPC. With --register_with it
-// announces itself to a graphopt-server's coordinator and repeats that as a heartbeat.
+// serving graphopt.v1.Worker and grpc.health.v1: over mTLS, to the cluster's servers only, or
+// with --insecure in plaintext for local development. With --register_with it announces
+// itself to a graphopt-server's coordinator and repeats that as a heartbeat. Every execution
+// runs under a memory budget and a time limit, at most --max_concurrent at once.
 //
 // Lifecycle as graphopt-server's: SIGINT/SIGTERM turn health NOT_SERVING, in-flight calls get
 // --shutdown_grace_s seconds, then the process exits 0. Exit 2 for bad flags, 1 when the
@@ -8,7 +10,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <optional>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -24,8 +28,14 @@
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "proto/coordinator.grpc.pb.h"
+#include "absl/strings/str_split.h"
 #include "runtime/kernels/cpu_kernels.h"
+#include "server/auth.h"
+#include "server/rpc_call.h"
+#include "server/security.h"
 #include "server/serving.h"
+#include "server/work_queue.h"
+#include "service/tenant.h"
 #include "spdlog/logger.h"
 #include "spdlog/sinks/stdout_sinks.h"
 #include "util/mutex_mode.h"
@@ -38,7 +48,32 @@ ABSL_FLAG(std::string, port_file, "",
 ABSL_FLAG(std::string, worker_id, "",
           "Name of this worker in responses and logs (default: hostname:port).");
 ABSL_FLAG(int, threads, 1, "Kernel threads per execution, 1..256.");
-ABSL_FLAG(int, rpc_threads, 8, "Most threads for gRPC calls (concurrent executions), >= 2.");
+ABSL_FLAG(int, max_concurrent, 0,
+          "Executions run at once (advertised to the coordinator, which sends no more), "
+          "1..1024; 0: CPU cores / --threads, at least 1.");
+ABSL_FLAG(int, queue, 4,
+          "Executions that may wait for a free slot, 0..100000; more are refused with "
+          "RESOURCE_EXHAUSTED (\"graphopt-busy\").");
+ABSL_FLAG(int64_t, execution_memory_mb, 0,
+          "Memory budget of one execution in MiB, 1..1048576; an execution that would go over "
+          "it fails with RESOURCE_EXHAUSTED naming the node and size before allocating. 0: half "
+          "the machine's memory divided among --max_concurrent executions.");
+ABSL_FLAG(int, max_execution_s, 300,
+          "The longest one execution may run, 1..86400 (the caller's deadline may cut it "
+          "shorter).");
+ABSL_FLAG(bool, insecure, false,
+          "Serve in plaintext and execute plans for any caller: for local development only.");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM certificate of this worker (it must name graphopt-worker); re-read when the file "
+          "changes.");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert.");
+ABSL_FLAG(std::string, tls_ca, "",
+          "PEM certificate of the cluster CA: callers' and the server's certificates must "
+          "chain to it.");
+ABSL_FLAG(std::string, allowed_peers, "graphopt-server",
+          "Comma-separated certificate names that may call this worker.");
+ABSL_FLAG(std::string, server_tls_name, "graphopt-server",
+          "The name the --register_with server's certificate must carry.");
 ABSL_FLAG(int64_t, plan_cache_mb, 4096, "MiB of loaded plans kept, 1..1048576.");
 ABSL_FLAG(int, max_message_mb, 1024, "Largest request or response message in MiB, 1..2047.");
 ABSL_FLAG(std::string, log_level, "info",
@@ -63,6 +98,21 @@ int Usage(const std::string& message) {
   return kExitUsage;
 }
 
+// The handlers' view of the caller: a cluster peer named in --allowed_peers.
+CallAuthenticator WorkerCallAuthenticator(std::shared_ptr<Authenticator> auth,
+                                          std::vector<std::string> allowed) {
+  return [auth = std::move(auth), allowed = std::move(allowed)](
+             const grpc::CallbackServerContext& context, Access) -> absl::StatusOr<Caller> {
+    absl::StatusOr<std::string> peer = auth->ClusterPeer(context, allowed);
+    if (!peer.ok()) return peer.status();
+    Caller caller;
+    caller.tenant = kDefaultTenant;
+    caller.admin = true;
+    caller.credential = *peer;
+    return caller;
+  };
+}
+
 int Main(int argc, char** argv) {
   DisableMutexDeadlockDetection();  // before any thread starts (see util/mutex_mode.h)
   sigset_t shutdown_signals;
@@ -71,24 +121,45 @@ int Main(int argc, char** argv) {
     return kExitFailure;
   }
   absl::SetProgramUsageMessage(
-      "graphopt-worker [--listen=HOST:PORT] [--port_file=FILE] [--threads=N] "
-      "[--plan_cache_mb=N] [--worker_id=NAME] [--register_with=SERVER] "
-      "[--advertise_address=HOST:PORT]\nServes graphopt.v1.Worker and grpc.health.v1.");
+      "graphopt-worker (--tls_cert=PEM --tls_key=PEM --tls_ca=PEM | --insecure) "
+      "[--listen=HOST:PORT] [--port_file=FILE] [--threads=N]\n"
+      "  [--max_concurrent=N] [--queue=N] [--execution_memory_mb=N] [--max_execution_s=N] "
+      "[--plan_cache_mb=N]\n"
+      "  [--worker_id=NAME] [--register_with=SERVER] [--advertise_address=HOST:PORT]\n"
+      "Serves graphopt.v1.Worker and grpc.health.v1.");
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   if (positional.size() > 1) return Usage(absl::StrCat("unexpected argument '", positional[1], "'"));
   const std::string listen = absl::GetFlag(FLAGS_listen);
   const int threads = absl::GetFlag(FLAGS_threads);
-  const int rpc_threads = absl::GetFlag(FLAGS_rpc_threads);
   const int64_t cache_mb = absl::GetFlag(FLAGS_plan_cache_mb);
   const int max_message_mb = absl::GetFlag(FLAGS_max_message_mb);
   const int grace_s = absl::GetFlag(FLAGS_shutdown_grace_s);
+  int max_concurrent = absl::GetFlag(FLAGS_max_concurrent);
+  const int queue = absl::GetFlag(FLAGS_queue);
+  int64_t execution_mb = absl::GetFlag(FLAGS_execution_memory_mb);
+  const int max_execution_s = absl::GetFlag(FLAGS_max_execution_s);
   if (listen.empty()) return Usage("--listen must not be empty");
   if (const std::string a = absl::GetFlag(FLAGS_advertise_address);
       !a.empty() && (a.rfind(':') == std::string::npos || a.back() == ':')) {
     return Usage(absl::StrCat("--advertise_address must be host:port, got '", a, "'"));
   }
   if (threads < 1 || threads > 256) return Usage(absl::StrCat("--threads must be in 1..256, got ", threads));
-  if (rpc_threads < 2) return Usage(absl::StrCat("--rpc_threads must be at least 2, got ", rpc_threads));
+  if (max_concurrent == 0) {
+    max_concurrent = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / threads);
+  }
+  if (max_concurrent < 1 || max_concurrent > 1024) {
+    return Usage(absl::StrCat("--max_concurrent must be in 1..1024, got ", max_concurrent));
+  }
+  if (queue < 0 || queue > 100000) return Usage(absl::StrCat("--queue must be in 0..100000, got ", queue));
+  const int64_t physical_mb =
+      static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE) >> 20;
+  if (execution_mb == 0) execution_mb = std::max<int64_t>(64, physical_mb / 2 / max_concurrent);
+  if (execution_mb < 1 || execution_mb > (int64_t{1} << 20)) {
+    return Usage(absl::StrCat("--execution_memory_mb must be in 1..1048576, got ", execution_mb));
+  }
+  if (max_execution_s < 1 || max_execution_s > 86400) {
+    return Usage(absl::StrCat("--max_execution_s must be in 1..86400, got ", max_execution_s));
+  }
   if (cache_mb < 1 || cache_mb > (int64_t{1} << 20)) {
     return Usage(absl::StrCat("--plan_cache_mb must be in 1..1048576, got ", cache_mb));
   }
@@ -98,6 +169,17 @@ int Main(int argc, char** argv) {
   if (grace_s < 0 || grace_s > 600) return Usage(absl::StrCat("--shutdown_grace_s must be in 0..600, got ", grace_s));
   std::optional<spdlog::level::level_enum> level = ParseLogLevel(absl::GetFlag(FLAGS_log_level));
   if (!level.has_value()) return Usage("--log_level must be one of trace, debug, info, warn, error, critical, off");
+
+  WorkerSecurityFlags security_flags;
+  security_flags.insecure = absl::GetFlag(FLAGS_insecure);
+  security_flags.tls_cert = absl::GetFlag(FLAGS_tls_cert);
+  security_flags.tls_key = absl::GetFlag(FLAGS_tls_key);
+  security_flags.tls_ca = absl::GetFlag(FLAGS_tls_ca);
+  security_flags.allowed_peers =
+      absl::StrSplit(absl::GetFlag(FLAGS_allowed_peers), ',', absl::SkipWhitespace());
+  security_flags.server_tls_name = absl::GetFlag(FLAGS_server_tls_name);
+  absl::StatusOr<WorkerSecurity> security = MakeWorkerSecurity(security_flags);
+  if (!security.ok()) return Usage(std::string(security.status().message()));
 
   auto logger = std::make_shared<spdlog::logger>(
       "graphopt-worker", std::make_shared<spdlog::sinks::stderr_sink_mt>());
@@ -110,15 +192,20 @@ int Main(int argc, char** argv) {
     return kExitFailure;
   }
 
+  // Executions on a bounded queue whose threads are the slots; loads on their own, so that a
+  // large plan's load does not hold up executions; probes answered on gRPC's threads.
+  WorkQueue execute_queue({"execute", max_concurrent, queue});
+  WorkQueue load_queue({"load", 1, 16});
+  RpcEnvironment env(WorkerCallAuthenticator(security->auth, security->allowed_peers), nullptr,
+                     logger, absl::Seconds(max_execution_s) + absl::Minutes(1));
+  env.set_answer_trailers({{kOriginKey, kOriginWorker}});
+
   grpc::EnableDefaultHealthCheckService(true);
-  grpc::ResourceQuota quota("graphopt-worker");
-  quota.SetMaxThreads(rpc_threads);
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(listen, security->listener, &port);
   builder.SetMaxReceiveMessageSize(max_message_mb * 1024 * 1024);
   builder.SetMaxSendMessageSize(max_message_mb * 1024 * 1024);
-  builder.SetResourceQuota(quota);
 
   // The worker id names the address, which is known only once the port is bound; the core is
   // built after BuildAndStart and registered as a service before it (gRPC needs the service
@@ -126,8 +213,10 @@ int Main(int argc, char** argv) {
   WorkerOptions options;
   options.threads = threads;
   options.plan_cache_bytes = cache_mb << 20;
+  options.execution_memory_bytes = execution_mb << 20;
+  options.max_execution = absl::Seconds(max_execution_s);
   std::unique_ptr<WorkerCore> core;
-  WorkerService service(nullptr, logger);
+  WorkerService service(nullptr, &env, {&execute_queue, &load_queue});
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
@@ -157,8 +246,11 @@ int Main(int argc, char** argv) {
       return kExitFailure;
     }
   }
-  logger->info("graphopt-worker {} listening on {} (threads={}, plan_cache_mb={}, kernels={})",
-               options.worker_id, address, threads, cache_mb, kernels.Keys().size());
+  logger->info(
+      "graphopt-worker {} listening on {} ({}; threads={}, max_concurrent={}, queue={}, "
+      "execution_memory_mb={}, max_execution_s={}, plan_cache_mb={}, kernels={})",
+      options.worker_id, address, security->description, threads, max_concurrent, queue,
+      execution_mb, max_execution_s, cache_mb, kernels.Keys().size());
   // Announce this worker to a server's coordinator, and keep announcing it (the heartbeat, which
   // also brings it back after a server restart) until shutdown.
   absl::Notification stop_heartbeat;
@@ -173,10 +265,9 @@ int Main(int argc, char** argv) {
                        ? absl::StrCat(hostname, ":", port)
                        : address;
     }
-    heartbeat = std::thread([&stop_heartbeat, &logger, server_address, advertised,
+    heartbeat = std::thread([&stop_heartbeat, &logger, &security, server_address, advertised,
                              worker_id = options.worker_id] {
-      auto stub = v1::Coordinator::NewStub(
-          grpc::CreateChannel(server_address, grpc::InsecureChannelCredentials()));
+      auto stub = v1::Coordinator::NewStub(security->to_server.CreateChannel(server_address));
       bool registered = false;
       bool warned = false;
       absl::Duration interval = absl::Seconds(1);
@@ -209,8 +300,18 @@ int Main(int argc, char** argv) {
   logger->info("received {}: not serving any more, letting in-flight calls finish (up to {} s)",
                signal_name, grace_s);
   health->SetServingStatus(false);
+  absl::Notification stopped;
+  std::thread canceller([&] {
+    if (!stopped.WaitForNotificationWithTimeout(absl::Seconds(grace_s))) {
+      env.CancelAll("the worker is shutting down");
+    }
+  });
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(grace_s));
   server->Wait();
+  stopped.Notify();
+  canceller.join();
+  execute_queue.Shutdown();
+  load_queue.Shutdown();
   logger->info("graphopt-worker on {} stopped", address);
   return kExitOk;
 }

@@ -282,7 +282,7 @@ TEST_F(BlobTransferTest, Uploads150MiBOnceAndHoldsItOnce) {
   }
 
   EXPECT_THAT(Missing({digest}), IsEmpty());
-  std::shared_ptr<const std::string> stored = store_->Lookup(digest);
+  std::shared_ptr<const std::string> stored = store_->Lookup(kDefaultTenant, digest);
   ASSERT_NE(stored, nullptr);
   ASSERT_EQ(stored->size(), data.size());
   EXPECT_EQ(std::memcmp(stored->data(), data.data(), data.size()), 0);
@@ -333,7 +333,7 @@ TEST_F(BlobTransferTest, SeveralBlobsOddChunkSizes) {
   ASSERT_TRUE(stats.ok()) << stats.status();
   EXPECT_EQ(stats->blobs_sent, 4);
   for (const BlobRef& blob : blobs) {
-    std::shared_ptr<const std::string> stored = store_->Lookup(blob.digest);
+    std::shared_ptr<const std::string> stored = store_->Lookup(kDefaultTenant, blob.digest);
     ASSERT_NE(stored, nullptr) << blob.digest;
     EXPECT_TRUE(*stored == blob.data) << blob.digest;
   }
@@ -436,14 +436,14 @@ TEST_F(BlobTransferTest, StoreBudget) {
   ASSERT_TRUE(Upload({{Sha256Digest(a), a}}).ok());
   {
     // An Optimize using blob a (a Lookup result) pins it: b cannot fit beside it.
-    std::shared_ptr<const std::string> in_use = store_->Lookup(Sha256Digest(a));
+    std::shared_ptr<const std::string> in_use = store_->Lookup(kDefaultTenant, Sha256Digest(a));
     v1::HasBlobsResponse response;
     ASSERT_TRUE(HasBlobs({Sha256Digest(b)}, &response).ok());
     EXPECT_EQ(response.free_bytes(), 6 * kMiB);
     stats = Upload({{Sha256Digest(b), b}});
     EXPECT_EQ(stats.status().code(), absl::StatusCode::kResourceExhausted);
     EXPECT_THAT(stats.status().message(), HasSubstr(absl::StrCat("blob ", Sha256Digest(b))));
-    EXPECT_THAT(stats.status().message(), HasSubstr("does not fit in the blob store"));
+    EXPECT_THAT(stats.status().message(), HasSubstr("does not fit in the server's blob store"));
     EXPECT_THAT(stats.status().message(), HasSubstr("10485760 bytes (10.0 MiB) held by blobs in use"));
   }
   // Once a is not in use any more it is evicted to make room.

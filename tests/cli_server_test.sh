@@ -68,7 +68,7 @@ done
 
 # --- Start the server on a free port and wait (at most 30 s) for its port file. ----------
 rm -f "${PORT_FILE}"
-"${SERVER}" --listen 127.0.0.1:0 --port_file "${PORT_FILE}" --threads 4 \
+"${SERVER}" --insecure --listen 127.0.0.1:0 --port_file "${PORT_FILE}" --threads 4 \
   >"${SERVER_LOG}" 2>&1 &
 server_pid=$!
 for _ in $(seq 1 300); do
@@ -80,7 +80,7 @@ done
 port="$(cat "${PORT_FILE}")"
 [[ "${port}" =~ ^[0-9]+$ && "${port}" -gt 0 ]] || fail "bad port file contents '${port}'"
 readonly ADDR="127.0.0.1:${port}"
-expect_grep "listening on ${ADDR} \(threads=4" "${SERVER_LOG}" "no start-up log line"
+expect_grep "listening on ${ADDR} \(INSECURE.*threads=4" "${SERVER_LOG}" "no start-up log line"
 
 # --- optimize: remote and embedded give identical bytes, binary and text. ----------------
 run_expect 0 "${TMP}/remote.out" "${TMP}/remote.err" \
@@ -216,7 +216,7 @@ sed 's/raw_data: ".*"/blob: "sha256:00000000000000000000000000000000000000000000
 run_expect 1 "${TMP}/o" "${TMP}/missing_blob.err" \
   "${CLI}" optimize "${TMP}/missing_blob.pbtxt" -o "${TMP}/x.pbtxt" --server "${ADDR}" \
   --upload-weights never
-expect_grep "^error: FAILED_PRECONDITION: initializer '.*' refers to blob sha256:0+, which this server does not hold" \
+expect_grep "^error: FAILED_PRECONDITION: initializer '.*' refers to blob sha256:0+, which tenant 'default' does not hold" \
   "${TMP}/missing_blob.err"
 
 # The server is still healthy after all of the above.

@@ -81,8 +81,9 @@ def wait_port_file(path, proc, what):
 def start_server():
     port_file = os.path.join(TMP, "server.port")
     out = open(os.path.join(TMP, "server.log"), "w")
-    p = subprocess.Popen([SERVER, "--listen=127.0.0.1:0", f"--port_file={port_file}",
-                          "--op_store_dir=", "--log_level=info"] + PROBE_ARGS,
+    p = subprocess.Popen([SERVER, "--insecure", "--listen=127.0.0.1:0",
+                          f"--port_file={port_file}", "--op_store_dir=", "--log_level=info"]
+                         + PROBE_ARGS,
                          stdout=out, stderr=subprocess.STDOUT)
     children.append(p)
     return p, wait_port_file(port_file, p, "graphopt-server")
@@ -93,9 +94,10 @@ def start_worker(i, server_port, port=0):
     if os.path.exists(port_file):
         os.remove(port_file)
     out = open(os.path.join(TMP, f"worker{i}.log"), "a")
-    p = subprocess.Popen([WORKER, f"--listen=127.0.0.1:{port}", f"--port_file={port_file}",
-                          f"--worker_id=w{i}", f"--register_with=127.0.0.1:{server_port}",
-                          "--threads=1"], stdout=out, stderr=subprocess.STDOUT)
+    p = subprocess.Popen([WORKER, "--insecure", f"--listen=127.0.0.1:{port}",
+                          f"--port_file={port_file}", f"--worker_id=w{i}",
+                          f"--register_with=127.0.0.1:{server_port}", "--threads=1"],
+                         stdout=out, stderr=subprocess.STDOUT)
     children.append(p)
     return p, wait_port_file(port_file, p, f"worker {i}")
 

@@ -23,7 +23,7 @@ fail() { echo "FAIL: $*" >&2; [[ -f "${TMP}/server.log" ]] && tail -20 "${TMP}/s
 
 start_server() {
   rm -f "${TMP}/port"
-  "${SERVER}" --listen 127.0.0.1:0 --port_file "${TMP}/port" --op_store_dir "${STORE}" \
+  "${SERVER}" --insecure --listen 127.0.0.1:0 --port_file "${TMP}/port" --op_store_dir "${STORE}" \
     >>"${TMP}/server.log" 2>&1 &
   server_pid=$!
   for _ in $(seq 1 300); do

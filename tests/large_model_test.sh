@@ -22,7 +22,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 
 start_server() {
   rm -f "${TMP}/port"
-  "${SERVER}" --listen 127.0.0.1:0 --port_file "${TMP}/port" >"${TMP}/server.log" 2>&1 &
+  "${SERVER}" --insecure --listen 127.0.0.1:0 --port_file "${TMP}/port" >"${TMP}/server.log" 2>&1 &
   server_pid=$!
   for _ in $(seq 1 300); do
     [[ -s "${TMP}/port" ]] && break

@@ -85,7 +85,8 @@ class Server:
         self.log_path = os.path.join(work_dir, "server.log")
         self._log = open(self.log_path, "wb")
         self.process = subprocess.Popen(
-            [binary, "--listen=127.0.0.1:0", f"--port_file={self.port_file}", "--threads=4"],
+            [binary, "--insecure", "--listen=127.0.0.1:0", f"--port_file={self.port_file}",
+             "--threads=4"],
             stdout=self._log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
         self.address = f"127.0.0.1:{self._wait_for_port()}"
 

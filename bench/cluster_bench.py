@@ -31,18 +31,20 @@ def wait_port(path, proc, what):
 
 
 class Cluster:
-    def __init__(self, workers, tmp):
+    def __init__(self, workers, tmp, worker_args=()):
         self.procs = []
         port_file = os.path.join(tmp, "server.port")
-        self.server = self.start([f"{BIN}/server/graphopt-server", "--listen=127.0.0.1:0",
-                                  f"--port_file={port_file}", "--op_store_dir=",
-                                  "--log_level=warn", "--threads=16"], tmp, "server")
+        self.server = self.start([f"{BIN}/server/graphopt-server", "--insecure",
+                                  "--listen=127.0.0.1:0", f"--port_file={port_file}",
+                                  "--op_store_dir=", "--log_level=warn", "--threads=16"],
+                                 tmp, "server")
         self.addr = f"127.0.0.1:{wait_port(port_file, self.server, 'server')}"
         for i in range(workers):
             wp = os.path.join(tmp, f"worker{i}.port")
-            p = self.start([f"{BIN}/worker/graphopt-worker", "--listen=127.0.0.1:0",
-                            f"--port_file={wp}", f"--worker_id=w{i}", "--threads=1",
-                            "--log_level=warn", f"--register_with={self.addr}"], tmp, f"w{i}")
+            p = self.start([f"{BIN}/worker/graphopt-worker", "--insecure",
+                            "--listen=127.0.0.1:0", f"--port_file={wp}", f"--worker_id=w{i}",
+                            "--threads=1", "--log_level=warn", f"--register_with={self.addr}"]
+                           + list(worker_args), tmp, f"w{i}")
             wait_port(wp, p, f"worker {i}")
         deadline = time.time() + 20
         while time.time() < deadline:

@@ -44,6 +44,9 @@ ABSL_FLAG(double, seconds, 5, "how long to send requests (after the warm-up)");
 ABSL_FLAG(int, warmup, 3, "requests per thread before timing (plan loads happen here)");
 ABSL_FLAG(int, threads, 1, "kernel threads (in-process mode)");
 ABSL_FLAG(std::string, weights, "blobs", "with --server: blobs or inline");
+ABSL_FLAG(bool, shed_ok, false,
+          "with --server: count RESOURCE_EXHAUSTED answers (load shed by the server) as "
+          "\"shed\" instead of failing; other errors still fail");
 
 namespace graphopt {
 namespace {
@@ -69,12 +72,17 @@ struct Samples {
   std::vector<double> worker_ms;
 };
 
+// What one call came to.
+enum class Outcome { kOk, kFailed, kShed };
+
 // Runs `once` from `concurrency` threads: `warmup` untimed calls each, then timed calls until
-// `seconds` have passed. `once(thread, &worker_ms)` returns false on failure.
+// `seconds` have passed. `once(thread, &worker_ms)` says how the call ended; shed calls are
+// counted in `*shed`, not sampled.
 // Sets `*elapsed_s` to the timed phase's wall time (the last calls end after `seconds`).
 template <typename Once>
 absl::StatusOr<std::vector<Samples>> Drive(int concurrency, int warmup, double seconds,
-                                           double* elapsed_s, Once once) {
+                                           double* elapsed_s, std::atomic<int64_t>* shed,
+                                           Once once) {
   std::vector<Samples> samples(concurrency);
   std::atomic<bool> failed{false};
   {
@@ -83,7 +91,7 @@ absl::StatusOr<std::vector<Samples>> Drive(int concurrency, int warmup, double s
       threads.emplace_back([&, t] {
         double worker_ms = 0;
         for (int i = 0; i < warmup; ++i) {
-          if (!once(t, &worker_ms)) failed = true;
+          if (once(t, &worker_ms) == Outcome::kFailed) failed = true;
         }
       });
     }
@@ -99,9 +107,14 @@ absl::StatusOr<std::vector<Samples>> Drive(int concurrency, int warmup, double s
       while (Clock::now() < end && !failed) {
         const Clock::time_point start = Clock::now();
         double worker_ms = 0;
-        if (!once(t, &worker_ms)) {
+        const Outcome outcome = once(t, &worker_ms);
+        if (outcome == Outcome::kFailed) {
           failed = true;
           return;
+        }
+        if (outcome == Outcome::kShed) {
+          shed->fetch_add(1);
+          continue;
         }
         samples[t].round_trip_ms.push_back(Ms(Clock::now() - start));
         samples[t].worker_ms.push_back(worker_ms);
@@ -127,6 +140,8 @@ int Main(const std::string& dir) {
   absl::StatusOr<std::vector<Samples>> samples;
   double elapsed_s = 0;
   std::string mode;
+  std::atomic<int64_t> shed{0};
+  const bool shed_ok = absl::GetFlag(FLAGS_shed_ok);
 
   if (server.empty()) {
     mode = "in-process";
@@ -139,13 +154,15 @@ int Main(const std::string& dir) {
     absl::StatusOr<std::unique_ptr<runtime::Executor>> executor =
         runtime::Executor::Create(*std::move(ir), registry, options);
     if (!executor.ok()) return Fail(executor.status());
-    samples = Drive(concurrency, warmup, seconds, &elapsed_s, [&](int, double* worker_ms) {
-      const Clock::time_point start = Clock::now();
-      absl::StatusOr<runtime::RunResult> r = (*executor)->Run(inputs, {});
-      *worker_ms = Ms(Clock::now() - start);
-      if (!r.ok()) std::fprintf(stderr, "run_load: %s\n", r.status().ToString().c_str());
-      return r.ok();
-    });
+    samples = Drive(concurrency, warmup, seconds, &elapsed_s, &shed,
+                    [&](int, double* worker_ms) {
+                      const Clock::time_point start = Clock::now();
+                      absl::StatusOr<runtime::RunResult> r = (*executor)->Run(inputs, {});
+                      *worker_ms = Ms(Clock::now() - start);
+                      if (r.ok()) return Outcome::kOk;
+                      std::fprintf(stderr, "run_load: %s\n", r.status().ToString().c_str());
+                      return Outcome::kFailed;
+                    });
   } else {
     mode = absl::StrCat("remote, weights ", absl::GetFlag(FLAGS_weights));
     grpc::ChannelArguments args;
@@ -175,19 +192,22 @@ int Main(const std::string& dir) {
           grpc::CreateCustomChannel(server, grpc::InsecureChannelCredentials(), args)));
     }
     absl::Mutex mu;
-    samples = Drive(concurrency, warmup, seconds, &elapsed_s, [&](int t, double* worker_ms) {
+    samples = Drive(concurrency, warmup, seconds, &elapsed_s, &shed, [&](int t, double* worker_ms) {
       grpc::ClientContext context;
       context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
       v1::RunResponse response;
       grpc::Status s = stubs[t]->Run(&context, request, &response);
       if (!s.ok()) {
+        if (shed_ok && s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
+          return Outcome::kShed;
+        }
         std::fprintf(stderr, "run_load: Run: %s\n", s.error_message().c_str());
-        return false;
+        return Outcome::kFailed;
       }
       *worker_ms = response.worker_run_micros() / 1000;
       absl::MutexLock lock(&mu);
       response_bytes = static_cast<int64_t>(response.ByteSizeLong());
-      return true;
+      return Outcome::kOk;
     });
   }
   if (!samples.ok()) return Fail(samples.status());
@@ -205,11 +225,12 @@ int Main(const std::string& dir) {
       "{\"mode\": \"%s\", \"concurrency\": %d, \"requests\": %zu, \"seconds\": %.1f, "
       "\"throughput_rps\": %.1f, \"p50_ms\": %.3f, \"p99_ms\": %.3f, \"mean_ms\": %.3f, "
       "\"worker_p50_ms\": %.3f, \"overhead_p50_ms\": %.3f, \"request_bytes\": %lld, "
-      "\"response_bytes\": %lld}\n",
+      "\"response_bytes\": %lld, \"shed\": %lld}\n",
       mode.c_str(), concurrency, round_trip.size(), elapsed_s,
       static_cast<double>(round_trip.size()) / elapsed_s, Percentile(round_trip, 0.5),
       Percentile(round_trip, 0.99), mean, Percentile(worker, 0.5), Percentile(overhead, 0.5),
-      static_cast<long long>(request_bytes), static_cast<long long>(response_bytes));
+      static_cast<long long>(request_bytes), static_cast<long long>(response_bytes),
+      static_cast<long long>(shed.load()));
   return 0;
 }
 

@@ -838,13 +838,16 @@ TEST_F(CoordinatorTest, QuarantineEnds) {
   options_.deaths_to_quarantine = 1;
   FakeWorker a("a"), b("b");
   a.set_hold(true);
-  auto c = Make({&a, &b});
-  std::thread killer([&] {
-    while (a.waiting() < 1) absl::SleepFor(absl::Milliseconds(2));
-    a.Kill();
-  });
-  EXPECT_TRUE(c->Run(Request(1)).ok());  // retried on b, which survives
-  killer.join();
+  auto c = Make({&a});
+  absl::StatusOr<v1::RunResponse> first = absl::UnknownError("not run");
+  std::thread run([&] { first = c->Run(Request(1)); });
+  while (a.waiting() < 1) absl::SleepFor(absl::Milliseconds(2));
+  // b joins while the plan runs on a; then a dies of it.
+  ASSERT_TRUE(c->AddWorker(b.address(), "flag").ok());
+  c->ProbeNow();
+  a.Kill();
+  run.join();
+  EXPECT_TRUE(first.ok()) << first.status();  // retried on b, which survives
   absl::StatusOr<v1::RunResponse> r = c->Run(Request(1));
   EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
   absl::SleepFor(absl::Milliseconds(150));

@@ -226,7 +226,7 @@ class LoopKernel : public OpKernel {
     MemoryReservation collected(ctx.memory());
     for (int64_t i = 0; cond && (max_trips < 0 || i < max_trips); ++i) {
       if (ctx.ShouldStop()) {
-        return ctx.stop()->Check(absl::StrCat(ctx.info().label(), " iteration ", i));
+        return ctx.StopStatus(absl::StrCat(ctx.info().label(), " iteration ", i));
       }
       if (num_scans_ > 0) {
         if (absl::Status s = collected.Add(2 * num_scans_ * static_cast<int64_t>(sizeof(Tensor)),
@@ -363,7 +363,7 @@ class ScanKernel : public OpKernel {
     MemoryReservation collected(ctx.memory());
     for (int64_t b = 0; b < batch; ++b) {
       if (ctx.ShouldStop()) {
-        return ctx.stop()->Check(absl::StrCat(ctx.info().label(), " batch entry ", b));
+        return ctx.StopStatus(absl::StrCat(ctx.info().label(), " batch entry ", b));
       }
       if (absl::Status s = collected.Add(
               2 * static_cast<int64_t>(per_output.size() * sizeof(Tensor)),
@@ -425,7 +425,7 @@ class ScanKernel : public OpKernel {
     MemoryReservation collected(ctx.memory());
     for (int64_t t = 0; t < steps; ++t) {
       if (ctx.ShouldStop()) {
-        return ctx.stop()->Check(absl::StrCat(ctx.info().label(), " iteration ", t));
+        return ctx.StopStatus(absl::StrCat(ctx.info().label(), " iteration ", t));
       }
       if (num_scan_outputs_ > 0) {
         if (absl::Status s = collected.Add(

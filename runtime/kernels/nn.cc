@@ -139,7 +139,7 @@ absl::StatusOr<WindowTaps> ComputeWindowTaps(const Window& w, const KernelContex
   std::vector<int64_t> o(nd, 0), k(nd, 0);
   t.begin.push_back(0);
   for (int64_t op = 0; op < out_size; ++op) {
-    if ((op & 1023) == 0 && ctx.ShouldStop()) return ctx.stop()->Check(ctx.info().label());
+    if ((op & 1023) == 0 && ctx.ShouldStop()) return ctx.StopStatus(ctx.info().label());
     int32_t padded = 0;
     std::fill(k.begin(), k.end(), 0);
     for (int64_t kp = 0; kp < k_size; ++kp) {

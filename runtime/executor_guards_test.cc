@@ -170,6 +170,29 @@ TEST(MemoryBudgetRunTest, LoopThatFreesEachIterationIsLiveAccountingNotCumulativ
   EXPECT_EQ(budget->in_use(), 0);
 }
 
+TEST(MemoryBudgetRunTest, LoopCollectingEmptyScanOutputsIsBoundedToo) {
+  // Each iteration scans out an empty tensor: no elements, but the collected tensors grow.
+  std::unique_ptr<Executor> ex = Build(R"pb(
+    nodes { name: "loop" op_type: "Loop" inputs: "m" inputs: "" outputs: "scanned"
+      attributes { name: "body" g {
+        inputs { name: "i" } inputs { name: "c" }
+        nodes { op_type: "Identity" inputs: "c" outputs: "c_out" }
+        nodes { op_type: "Identity" inputs: "empty" outputs: "e" }
+        outputs { name: "c_out" } outputs { name: "e" } } } }
+    initializers { name: "m" dtype: DT_INT64 raw_data: "\0\0\0\0\0\0\0\x40" }
+    initializers { name: "empty" dtype: DT_FLOAT32 dims: 0 }
+    outputs { name: "scanned" })pb");
+  ASSERT_NE(ex, nullptr);
+  auto budget = std::make_shared<MemoryBudget>(int64_t{1} << 20);
+  RunOptions run;
+  run.memory = budget;
+  absl::StatusOr<RunResult> r = ex->Run({}, run);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(r.status().message(),
+              AllOf(HasSubstr("node 'loop' (Loop) iteration"), HasSubstr("scan outputs")));
+  EXPECT_EQ(budget->in_use(), 0);
+}
+
 // Runs `ex` on a thread, cancels `token` after `after`, and returns how long Run took to
 // return after the cancel, with its status.
 std::pair<double, absl::Status> CancelAfter(const Executor& ex,

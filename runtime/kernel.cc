@@ -246,6 +246,7 @@ absl::StatusOr<Tensor> KernelContext::AllocateTemp(v1::DataType dtype, Shape sha
 
 absl::StatusOr<MemoryReservation> KernelContext::ReserveScratch(int64_t bytes,
                                                                 absl::string_view what) const {
+  if (memory() == nullptr) return MemoryReservation();
   MemoryReservation reservation(memory());
   if (absl::Status s = reservation.Add(bytes, absl::StrCat(info_.label(), " ", what)); !s.ok()) {
     return s;

@@ -194,9 +194,10 @@ class KernelContext {
   // Runs fn(begin, end) over [0, n) split into chunks of at least `grain` items, on up to
   // num_threads() threads; serial when n is small. With a stop token, each thread's range is
   // run in pieces of at most kStopCheckGrains grains (at least one grain), the token polled
-  // before each piece: once it fires the remaining pieces are skipped (the kernel's outputs are
-  // then unfinished, and the executor returns the token's status after the step), so fn must
-  // not leave state that later code of the kernel relies on for memory safety. A C++
+  // (ShouldStop) before each piece: once it fires the remaining pieces are skipped (the
+  // kernel's outputs are then unfinished, and the executor returns the token's status after
+  // the step), so fn must not leave state that later code of the kernel relies on for memory
+  // safety. A C++
   // exception thrown by fn is caught on its thread (it must not leave an OpenMP region) and
   // rethrown here after the region, for the executor to turn into a status.
   void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) const;

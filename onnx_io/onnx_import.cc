@@ -220,13 +220,15 @@ onnx::AttributeProto::AttributeType EffectiveType(const onnx::AttributeProto& a)
 absl::StatusOr<v1::Attribute> AttributeFromOnnx(onnx::AttributeProto& a, const std::string& node,
                                                 int depth) {
   v1::Attribute out;
-  std::string what = absl::StrCat("attribute ", Quoted(a.name()), " of ", node);
+  // Built only for an error: per attribute it would copy the node's label, which is as long as
+  // the node's name (quadratic for a node with a long name and many attributes).
+  auto what = [&] { return absl::StrCat("attribute ", Quoted(a.name()), " of ", node); };
   if (a.name().empty()) {
     return absl::InvalidArgumentError(absl::StrCat(node, " has an attribute without a name"));
   }
   if (!a.ref_attr_name().empty()) {
     return absl::UnimplementedError(absl::StrCat(
-        what, " refers to function attribute ", Quoted(a.ref_attr_name()),
+        what(), " refers to function attribute ", Quoted(a.ref_attr_name()),
         "; model-local functions are not supported"));
   }
   switch (EffectiveType(a)) {
@@ -240,15 +242,19 @@ absl::StatusOr<v1::Attribute> AttributeFromOnnx(onnx::AttributeProto& a, const s
       out.set_s(std::move(*a.mutable_s()));
       break;
     case onnx::AttributeProto::TENSOR: {
-      absl::StatusOr<v1::Tensor> t = TensorFromOnnx(std::move(*a.mutable_t()), what);
-      if (!t.ok()) return t.status();
+      // TensorFromOnnx's messages start with `what`: given "", it is put in front on failure.
+      absl::StatusOr<v1::Tensor> t = TensorFromOnnx(std::move(*a.mutable_t()), "");
+      if (!t.ok()) {
+        return absl::Status(t.status().code(), absl::StrCat(what(), t.status().message()));
+      }
       *out.mutable_t() = *std::move(t);
       break;
     }
     case onnx::AttributeProto::GRAPH: {
       absl::StatusOr<v1::Graph> g = GraphFromOnnxGraph(std::move(*a.mutable_g()), depth + 1);
       if (!g.ok()) {
-        return absl::Status(g.status().code(), absl::StrCat("in ", what, ": ", g.status().message()));
+        return absl::Status(g.status().code(),
+                            absl::StrCat("in ", what(), ": ", g.status().message()));
       }
       *out.mutable_g() = *std::move(g);
       break;
@@ -268,9 +274,11 @@ absl::StatusOr<v1::Attribute> AttributeFromOnnx(onnx::AttributeProto& a, const s
     case onnx::AttributeProto::TENSORS: {
       v1::TensorList* list = out.mutable_tensors();
       for (int i = 0; i < a.tensors_size(); ++i) {
-        absl::StatusOr<v1::Tensor> t =
-            TensorFromOnnx(std::move(*a.mutable_tensors(i)), absl::StrCat(what, " tensor ", i));
-        if (!t.ok()) return t.status();
+        absl::StatusOr<v1::Tensor> t = TensorFromOnnx(std::move(*a.mutable_tensors(i)), "");
+        if (!t.ok()) {
+          return absl::Status(t.status().code(), absl::StrCat(what(), " tensor ", i,
+                                                              t.status().message()));
+        }
         *list->add_values() = *std::move(t);
       }
       break;
@@ -281,7 +289,7 @@ absl::StatusOr<v1::Attribute> AttributeFromOnnx(onnx::AttributeProto& a, const s
         absl::StatusOr<v1::Graph> g = GraphFromOnnxGraph(std::move(*a.mutable_graphs(i)), depth + 1);
         if (!g.ok()) {
           return absl::Status(g.status().code(),
-                              absl::StrCat("in ", what, " graph ", i, ": ", g.status().message()));
+                              absl::StrCat("in ", what(), " graph ", i, ": ", g.status().message()));
         }
         *list->add_values() = *std::move(g);
       }
@@ -308,7 +316,7 @@ absl::StatusOr<v1::Attribute> AttributeFromOnnx(onnx::AttributeProto& a, const s
       for (const auto& t : a.type_protos()) out.mutable_opaque()->add_values(SerializeDeterministic(t));
       break;
     default:
-      return absl::InvalidArgumentError(absl::StrCat(what, " has no value"));
+      return absl::InvalidArgumentError(absl::StrCat(what(), " has no value"));
   }
   out.set_name(std::move(*a.mutable_name()));
   if (!a.doc_string().empty()) out.set_doc_string(std::move(*a.mutable_doc_string()));

@@ -218,10 +218,13 @@ absl::StatusOr<std::vector<PassSpec>> PipelineForLevel(int level) {
       absl::StrCat("opt_level ", level, " is not supported (0 to ", kMaxOptLevel, ")"));
 }
 
-absl::StatusOr<PipelineResult> RunPipeline(Graph& graph, const std::vector<PassSpec>& passes,
-                                           const PassRegistry& pass_registry,
-                                           const OpRegistry& ops,
-                                           const PipelineOptions& options) {
+namespace {
+
+absl::StatusOr<PipelineResult> RunPipelineUnguarded(Graph& graph,
+                                                    const std::vector<PassSpec>& passes,
+                                                    const PassRegistry& pass_registry,
+                                                    const OpRegistry& ops,
+                                                    const PipelineOptions& options) {
   const absl::Time start = absl::Now();
   // Resolve everything before touching the graph.
   std::vector<std::pair<const PassInfo*, std::unique_ptr<Pass>>> plan;
@@ -257,13 +260,7 @@ absl::StatusOr<PipelineResult> RunPipeline(Graph& graph, const std::vector<PassS
   }
 
   if (absl::Status s = CheckStop(options.stop, "the pipeline's input check"); !s.ok()) return s;
-  absl::Status verified;
-  try {
-    verified = VerifyGraph(graph, ops);
-  } catch (...) {
-    verified = CurrentExceptionToStatus("verifying the input graph");
-  }
-  if (!verified.ok()) return verified;
+  if (absl::Status s = VerifyGraph(graph, ops); !s.ok()) return s;
   if (absl::Status s = BindDims(graph, options.dim_bindings); !s.ok()) return s;
 
   Runner runner{graph, pass_registry, ops, options, {}, {}};
@@ -275,6 +272,21 @@ absl::StatusOr<PipelineResult> RunPipeline(Graph& graph, const std::vector<PassS
   }
   runner.result.total_time_us = absl::ToInt64Microseconds(absl::Now() - start);
   return std::move(runner.result);
+}
+
+}  // namespace
+
+absl::StatusOr<PipelineResult> RunPipeline(Graph& graph, const std::vector<PassSpec>& passes,
+                                           const PassRegistry& pass_registry,
+                                           const OpRegistry& ops,
+                                           const PipelineOptions& options) {
+  // Passes and their factories are guarded where they run (naming them); this is for the
+  // pipeline's own bookkeeping (verification, dim bindings, analyses).
+  try {
+    return RunPipelineUnguarded(graph, passes, pass_registry, ops, options);
+  } catch (...) {
+    return CurrentExceptionToStatus("the pass pipeline");
+  }
 }
 
 }  // namespace graphopt

@@ -453,6 +453,11 @@ absl::StatusOr<RunResult> Executor::RunSlots(
   const StopToken* const stop = run.stop;
 
   omp_set_num_threads(options_.num_threads);
+  // The token is polled before the first step and after every step (so before every next one).
+  if (StopRequested(stop) && !steps_.empty()) {
+    absl::Status s = stop->Check(steps_.front().info->label());
+    if (!s.ok()) return s;
+  }
   RunResult result;
   if (run.profile) result.timings.reserve(steps_.size());
   std::vector<const Tensor*> in;
@@ -469,13 +474,12 @@ absl::StatusOr<RunResult> Executor::RunSlots(
       }
       in[i] = &t;
     }
-    // One atomic load per step (and a clock read when the token has a deadline).
-    if (stop != nullptr && stop->ShouldStop()) return stop->Check(step.info->label());
     out.assign(step.outputs.size(), Tensor());
     KernelContext ctx(*step.info, in, absl::MakeSpan(out), lookup, options_.num_threads);
     if (!arenas.empty()) ctx.SetMemoryPlan(step.planned, arenas);
     ctx.SetRunGuards(stop, &run.memory);
-    const auto start = std::chrono::steady_clock::now();
+    std::chrono::steady_clock::time_point start;
+    if (run.profile) start = std::chrono::steady_clock::now();
     absl::Status status;
     try {
       status = step.kernel->Compute(ctx);
@@ -483,8 +487,9 @@ absl::StatusOr<RunResult> Executor::RunSlots(
       status = CurrentExceptionToStatus(step.info->label());
     }
     // A kernel that saw the token fire may have stopped anywhere, with any status: the
-    // token's status wins and the outputs are dropped.
-    if (stop != nullptr && stop->ShouldStop()) return stop->Check(step.info->label());
+    // token's status wins and the outputs are dropped. One atomic load per step without a
+    // deadline, plus a coarse clock read with one (StopRequested).
+    if (ctx.stop_seen() || StopRequested(stop)) return ctx.StopStatus(step.info->label());
     if (status.ok() && run.memory != nullptr) status = ctx.SettleStringOutputs();
     if (!status.ok()) {
       if (!absl::StrContains(status.message(), step.info->label())) {

@@ -37,10 +37,11 @@ struct ExecutorOptions {
 struct RunOptions {
   // Record the wall time of every node (RunResult::timings).
   bool profile = false;
-  // Cancellation and deadline (null: the run never stops early). Polled before every step,
-  // every Loop/Scan iteration and between ParallelFor pieces of a kernel; once it fires, Run
-  // returns its status (CANCELLED or DEADLINE_EXCEEDED) naming the node it stopped in. Must
-  // outlive the run.
+  // Cancellation and deadline (null: the run never stops early). Polled before the first step
+  // and after every step (StopRequested: an atomic load, and a coarse clock read when the
+  // token has a deadline), every Loop/Scan iteration, between ParallelFor pieces of a kernel
+  // and in kernels' long serial loops; once it fires, Run returns its status (CANCELLED or
+  // DEADLINE_EXCEEDED) naming the node it stopped in. Must outlive the run.
   const StopToken* stop = nullptr;
   // The run's memory budget (null: unlimited). Every allocation the run makes is charged
   // before it is made: outputs kernels allocate (strings by an estimate, settled once written),

@@ -170,6 +170,29 @@ TEST(MemoryBudgetRunTest, LoopThatFreesEachIterationIsLiveAccountingNotCumulativ
   EXPECT_EQ(budget->in_use(), 0);
 }
 
+TEST(MemoryBudgetRunTest, LoopCollectingEmptyScanOutputsIsBoundedToo) {
+  // Each iteration scans out an empty tensor: no elements, but the collected tensors grow.
+  std::unique_ptr<Executor> ex = Build(R"pb(
+    nodes { name: "loop" op_type: "Loop" inputs: "m" inputs: "" outputs: "scanned"
+      attributes { name: "body" g {
+        inputs { name: "i" } inputs { name: "c" }
+        nodes { op_type: "Identity" inputs: "c" outputs: "c_out" }
+        nodes { op_type: "Identity" inputs: "empty" outputs: "e" }
+        outputs { name: "c_out" } outputs { name: "e" } } } }
+    initializers { name: "m" dtype: DT_INT64 raw_data: "\0\0\0\0\0\0\0\x40" }
+    initializers { name: "empty" dtype: DT_FLOAT32 dims: 0 }
+    outputs { name: "scanned" })pb");
+  ASSERT_NE(ex, nullptr);
+  auto budget = std::make_shared<MemoryBudget>(int64_t{1} << 20);
+  RunOptions run;
+  run.memory = budget;
+  absl::StatusOr<RunResult> r = ex->Run({}, run);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(r.status().message(),
+              AllOf(HasSubstr("node 'loop' (Loop) iteration"), HasSubstr("scan outputs")));
+  EXPECT_EQ(budget->in_use(), 0);
+}
+
 // Runs `ex` on a thread, cancels `token` after `after`, and returns how long Run took to
 // return after the cancel, with its status.
 std::pair<double, absl::Status> CancelAfter(const Executor& ex,
@@ -244,6 +267,62 @@ TEST(CancellationTest, HugeElementwiseChainStopsWithin100Ms) {
       best = std::min(best, ms);
     }
     EXPECT_LT(best, 100);
+  }
+}
+
+// Kernels whose work is large for their inputs (a long output from a scalar, a transform or
+// contraction quadratic in its inputs) stop within 100 ms of a cancel too.
+TEST(CancellationTest, LongKernelsOnSmallInputsStopWithin100Ms) {
+  struct Case {
+    const char* name;
+    std::string graph;
+    std::vector<std::pair<std::string, Tensor>> inputs;
+  };
+  const int64_t kLong = int64_t{1} << 25;
+  std::vector<Case> cases;
+  cases.push_back({"Tile of one element", absl::StrCat(R"pb(
+    nodes { name: "k" op_type: "Tile" inputs: "x" inputs: "reps" outputs: "y" }
+    inputs { name: "x" } outputs { name: "y" }
+    initializers { name: "reps" dtype: DT_INT64 dims: 1 raw_data: ")pb", Int64Bytes(kLong),
+                                                 R"pb(" })pb"),
+                   {{"x", Filled(1, 2)}}});
+  cases.push_back({"Expand of a scalar", absl::StrCat(R"pb(
+    nodes { name: "k" op_type: "Expand" inputs: "x" inputs: "shape" outputs: "y" }
+    inputs { name: "x" } outputs { name: "y" }
+    initializers { name: "shape" dtype: DT_INT64 dims: 1 raw_data: ")pb", Int64Bytes(kLong),
+                                                      R"pb(" })pb"),
+                   {{"x", Filled(1, 2)}}});
+  cases.push_back({"Range", absl::StrCat(R"pb(
+    nodes { name: "k" op_type: "Range" inputs: "a" inputs: "b" inputs: "d" outputs: "y" }
+    outputs { name: "y" }
+    initializers { name: "a" dtype: DT_INT64 raw_data: ")pb", Int64Bytes(0), R"pb(" }
+    initializers { name: "b" dtype: DT_INT64 raw_data: ")pb", Int64Bytes(kLong), R"pb(" }
+    initializers { name: "d" dtype: DT_INT64 raw_data: ")pb", Int64Bytes(1), R"pb(" })pb"),
+                   {}});
+  cases.push_back({"DFT of 65536 points", R"pb(
+    nodes { name: "k" op_type: "DFT" inputs: "x" outputs: "y" attributes { name: "axis" i: 1 } }
+    inputs { name: "x" } outputs { name: "y" })pb",
+                   {{"x", Filled(65536, 1).Reshaped({1, 65536, 1}).value()}}});
+  cases.push_back({"Einsum i,j-> of 10^5 each", R"pb(
+    nodes { name: "k" op_type: "Einsum" inputs: "a" inputs: "b" outputs: "y"
+            attributes { name: "equation" s: "i,j->" } }
+    inputs { name: "a" } inputs { name: "b" } outputs { name: "y" })pb",
+                   {{"a", Filled(100000, 1)}, {"b", Filled(100000, 1)}}});
+  for (const Case& c : cases) {
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE(absl::StrCat(c.name, ", ", threads, " threads"));
+      std::unique_ptr<Executor> ex = Build(c.graph, threads);
+      ASSERT_NE(ex, nullptr);
+      double best = 1e9;
+      for (int attempt = 0; attempt < 3 && best >= 100; ++attempt) {
+        auto [ms, status] = CancelAfter(*ex, c.inputs, std::chrono::milliseconds(20));
+        EXPECT_EQ(status.code(), absl::StatusCode::kCancelled) << status;
+        EXPECT_THAT(status.message(), HasSubstr("node 'k'"));
+        best = std::min(best, ms);
+      }
+      std::printf("%s, %d thread(s): stopped %.2f ms after the cancel\n", c.name, threads, best);
+      EXPECT_LT(best, 100);
+    }
   }
 }
 

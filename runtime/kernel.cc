@@ -1,5 +1,7 @@
 #include "runtime/kernel.h"
 
+#include <time.h>
+
 #include <algorithm>
 #include <atomic>
 #include <exception>
@@ -7,6 +9,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "graph/proto_convert.h"
 #include "graph/types.h"
 #include "runtime/executor.h"
@@ -153,6 +156,28 @@ KernelContext::KernelContext(const KernelInfo& info, absl::Span<const Tensor* co
       outer_lookup_(std::move(outer_lookup)),
       num_threads_(num_threads) {}
 
+bool StopRequested(const StopToken* token) {
+  if (token == nullptr) return false;
+  if (token->cancelled()) return true;
+  const absl::Time deadline = token->deadline();
+  if (deadline == absl::InfiniteFuture()) return false;
+  timespec now;
+  clock_gettime(CLOCK_REALTIME_COARSE, &now);
+  return absl::TimeFromTimespec(now) >= deadline;
+}
+
+absl::Status KernelContext::StopStatus(absl::string_view where) const {
+  stop_seen_.store(true, std::memory_order_relaxed);
+  absl::Status s = stop_ != nullptr ? stop_->Check(where) : absl::OkStatus();
+  // The coarse clock said the deadline passed; should the token's own clock (stepped back)
+  // disagree, the run stops all the same.
+  if (s.ok()) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("the request's deadline passed (stopped in ", where, ")"));
+  }
+  return s;
+}
+
 const std::shared_ptr<MemoryBudget>& KernelContext::memory() const {
   static const std::shared_ptr<MemoryBudget>* const kNone = new std::shared_ptr<MemoryBudget>();
   return memory_ != nullptr ? *memory_ : *kNone;
@@ -221,6 +246,7 @@ absl::StatusOr<Tensor> KernelContext::AllocateTemp(v1::DataType dtype, Shape sha
 
 absl::StatusOr<MemoryReservation> KernelContext::ReserveScratch(int64_t bytes,
                                                                 absl::string_view what) const {
+  if (memory() == nullptr) return MemoryReservation();
   MemoryReservation reservation(memory());
   if (absl::Status s = reservation.Add(bytes, absl::StrCat(info_.label(), " ", what)); !s.ok()) {
     return s;
@@ -256,7 +282,7 @@ void KernelContext::ParallelFor(int64_t n, int64_t grain,
     const int64_t piece = grain > (end - begin) / kStopCheckGrains ? end - begin
                                                                      : grain * kStopCheckGrains;
     for (int64_t b = begin; b < end; b += piece) {
-      if (stop->ShouldStop()) return;
+      if (ShouldStop()) return;
       fn(b, std::min(end, b + piece));
     }
   };

@@ -1,6 +1,7 @@
 #ifndef GRAPHOPT_RUNTIME_KERNEL_H_
 #define GRAPHOPT_RUNTIME_KERNEL_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -96,6 +97,13 @@ class KernelInfo {
   DeviceKind device_;
 };
 
+// Whether `token` (may be null) has fired: cancelled, or past its deadline by the kernel's
+// coarse real-time clock (CLOCK_REALTIME_COARSE: ~5 ns to read where StopToken::ShouldStop's
+// clock takes ~50 ns here; it lags real time by at most a tick, a few milliseconds, so a
+// deadline is seen at most that late). What the executor and kernels poll: one atomic load
+// without a deadline, two atomic loads and the coarse clock with one.
+bool StopRequested(const StopToken* token);
+
 // Where an executor's memory plan puts one output of a node.
 struct PlannedOutput {
   int32_t arena = -1;  // index into the run's arenas; -1: not planned
@@ -168,18 +176,28 @@ class KernelContext {
   const StopToken* stop() const { return stop_; }
   // The run's memory budget; null when the run is unlimited.
   const std::shared_ptr<MemoryBudget>& memory() const;
-  // Whether the run was cancelled or passed its deadline. Kernels with long serial loops poll
-  // it every few milliseconds and return early when it is true (any status: the executor
-  // checks the token after every step and then returns the token's status, discarding the
-  // outputs). One atomic load (plus a clock read when the token has a deadline).
-  bool ShouldStop() const { return stop_ != nullptr && stop_->ShouldStop(); }
+  // Whether the run was cancelled or passed its deadline (StopRequested). Kernels with long
+  // serial loops poll it every few milliseconds and return early when it is true, with any
+  // status: once a kernel has seen it (stop_seen), the executor returns the token's status
+  // after the step and discards the outputs.
+  bool ShouldStop() const {
+    if (!StopRequested(stop_)) return false;
+    stop_seen_.store(true, std::memory_order_relaxed);
+    return true;
+  }
+  // Whether ShouldStop (or ParallelFor) saw the token fire during this context's Compute.
+  bool stop_seen() const { return stop_seen_.load(std::memory_order_relaxed); }
+  // The status to return once ShouldStop was true: the token's, naming `where` (also marks
+  // stop_seen).
+  absl::Status StopStatus(absl::string_view where) const;
 
   // Runs fn(begin, end) over [0, n) split into chunks of at least `grain` items, on up to
   // num_threads() threads; serial when n is small. With a stop token, each thread's range is
   // run in pieces of at most kStopCheckGrains grains (at least one grain), the token polled
-  // before each piece: once it fires the remaining pieces are skipped (the kernel's outputs are
-  // then unfinished, and the executor returns the token's status after the step), so fn must
-  // not leave state that later code of the kernel relies on for memory safety. A C++
+  // (ShouldStop) before each piece: once it fires the remaining pieces are skipped (the
+  // kernel's outputs are then unfinished, and the executor returns the token's status after
+  // the step), so fn must not leave state that later code of the kernel relies on for memory
+  // safety. A C++
   // exception thrown by fn is caught on its thread (it must not leave an OpenMP region) and
   // rethrown here after the region, for the executor to turn into a status.
   void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) const;
@@ -202,6 +220,7 @@ class KernelContext {
   absl::Span<const std::shared_ptr<Buffer>> arenas_;
   const StopToken* stop_ = nullptr;
   const std::shared_ptr<MemoryBudget>* memory_ = nullptr;
+  mutable std::atomic<bool> stop_seen_{false};
   // String outputs AllocateOutput made with a budget: output index and buffer, to settle.
   absl::InlinedVector<std::pair<int, const Buffer*>, 2> unsettled_strings_;
 };

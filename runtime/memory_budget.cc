@@ -55,6 +55,13 @@ absl::Status MemoryReservation::Add(int64_t bytes, absl::string_view what) {
   return absl::OkStatus();
 }
 
+bool MemoryReservation::TryAdd(int64_t bytes) {
+  if (budget_ == nullptr || bytes <= 0) return true;
+  if (!budget_->TryCharge(bytes)) return false;
+  bytes_ += bytes;
+  return true;
+}
+
 void MemoryReservation::Reset() {
   if (budget_ != nullptr && bytes_ > 0) budget_->Release(bytes_);
   bytes_ = 0;

@@ -67,6 +67,11 @@ class MemoryReservation {
 
   // Charges `bytes` more (see MemoryBudget::Charge).
   absl::Status Add(int64_t bytes, absl::string_view what);
+  // The same without building a message: false when they do not fit (then
+  // budget()->ExhaustedError names them).
+  bool TryAdd(int64_t bytes);
+  // The budget (null when none).
+  MemoryBudget* budget() const { return budget_.get(); }
   // Releases everything held.
   void Reset();
   int64_t bytes() const { return bytes_; }

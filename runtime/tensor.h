@@ -1,8 +1,8 @@
 #ifndef GRAPHOPT_RUNTIME_TENSOR_H_
 #define GRAPHOPT_RUNTIME_TENSOR_H_
 
-#include <cstddef>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>

@@ -226,15 +226,12 @@ class LoopKernel : public OpKernel {
     MemoryReservation collected(ctx.memory());
     for (int64_t i = 0; cond && (max_trips < 0 || i < max_trips); ++i) {
       if (ctx.ShouldStop()) {
-        return ctx.stop()->Check(absl::StrCat(ctx.info().label(), " iteration ", i));
+        return ctx.StopStatus(absl::StrCat(ctx.info().label(), " iteration ", i));
       }
-      if (num_scans_ > 0) {
-        if (absl::Status s = collected.Add(2 * num_scans_ * static_cast<int64_t>(sizeof(Tensor)),
-                                           absl::StrCat(ctx.info().label(), " iteration ", i,
-                                                        ": scan outputs"));
-            !s.ok()) {
-          return s;
-        }
+      const int64_t collected_bytes = 2 * num_scans_ * static_cast<int64_t>(sizeof(Tensor));
+      if (!collected.TryAdd(collected_bytes)) {
+        return collected.budget()->ExhaustedError(
+            collected_bytes, absl::StrCat(ctx.info().label(), " iteration ", i, ": scan outputs"));
       }
       feed[0] = Tensor::FromVector<int64_t>(v1::DT_INT64, {i}, {});
       feed[1] = Tensor::FromVector<bool>(v1::DT_BOOL, {cond}, {});
@@ -363,13 +360,12 @@ class ScanKernel : public OpKernel {
     MemoryReservation collected(ctx.memory());
     for (int64_t b = 0; b < batch; ++b) {
       if (ctx.ShouldStop()) {
-        return ctx.stop()->Check(absl::StrCat(ctx.info().label(), " batch entry ", b));
+        return ctx.StopStatus(absl::StrCat(ctx.info().label(), " batch entry ", b));
       }
-      if (absl::Status s = collected.Add(
-              2 * static_cast<int64_t>(per_output.size() * sizeof(Tensor)),
-              absl::StrCat(ctx.info().label(), " batch entry ", b, ": outputs"));
-          !s.ok()) {
-        return s;
+      const int64_t collected_bytes = 2 * static_cast<int64_t>(per_output.size() * sizeof(Tensor));
+      if (!collected.TryAdd(collected_bytes)) {
+        return collected.budget()->ExhaustedError(
+            collected_bytes, absl::StrCat(ctx.info().label(), " batch entry ", b, ": outputs"));
       }
       std::vector<Tensor> s, x;
       for (const Tensor& t : states) {
@@ -425,15 +421,13 @@ class ScanKernel : public OpKernel {
     MemoryReservation collected(ctx.memory());
     for (int64_t t = 0; t < steps; ++t) {
       if (ctx.ShouldStop()) {
-        return ctx.stop()->Check(absl::StrCat(ctx.info().label(), " iteration ", t));
+        return ctx.StopStatus(absl::StrCat(ctx.info().label(), " iteration ", t));
       }
-      if (num_scan_outputs_ > 0) {
-        if (absl::Status s = collected.Add(
-                2 * num_scan_outputs_ * static_cast<int64_t>(sizeof(Tensor)),
-                absl::StrCat(ctx.info().label(), " iteration ", t, ": scan outputs"));
-            !s.ok()) {
-          return s;
-        }
+      const int64_t collected_bytes =
+          2 * num_scan_outputs_ * static_cast<int64_t>(sizeof(Tensor));
+      if (!collected.TryAdd(collected_bytes)) {
+        return collected.budget()->ExhaustedError(
+            collected_bytes, absl::StrCat(ctx.info().label(), " iteration ", t, ": scan outputs"));
       }
       for (int i = 0; i < num_scan_inputs_; ++i) {
         const int64_t idx = in_dirs_[i] != 0 ? steps - 1 - t : t;

@@ -484,6 +484,8 @@ absl::StatusOr<bool> FusedGroupKernel::RunNode(KernelContext& ctx, const Step& s
   const std::shared_ptr<Buffer> arenas[1] = {f.scratch};
   if (planned) sub.SetMemoryPlan(step.planned, arenas);
   if (absl::Status s = step.kernel->Compute(sub); !s.ok()) return s;
+  // Stopped inside: the outputs are unfinished.
+  if (sub.stop_seen()) return ctx.StopStatus(step.info->label());
   for (size_t i = 0; i < node.outputs.size(); ++i) {
     const ValueId v = node.outputs[i];
     if (!v.valid()) continue;

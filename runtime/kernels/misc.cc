@@ -99,8 +99,11 @@ absl::Status NonMaxSuppressionKernel(KernelContext& ctx) {
       std::stable_sort(order.begin(), order.end(),
                        [&](int64_t x, int64_t y) { return sp[x] > sp[y]; });
       picked.clear();
+      int64_t visited = 0;
       for (int64_t i : order) {
         if (static_cast<int64_t>(picked.size()) >= max_out) break;
+        // Each box is compared with every one kept so far (quadratic in the boxes): polled.
+        if ((++visited & 255) == 0 && ctx.ShouldStop()) return absl::OkStatus();
         bool keep = true;
         for (int64_t j : picked) {
           if (Iou(bx[i], bx[j]) > iou_threshold) {
@@ -144,6 +147,8 @@ absl::Status DetKernel(KernelContext& ctx) {
       // Gaussian elimination with partial pivoting.
       double det = 1;
       for (int64_t col = 0; col < n && det != 0; ++col) {
+        // O(n^3) on n^2 inputs: the stop token is polled per pivot column.
+        if (ctx.ShouldStop()) return absl::OkStatus();  // the executor returns its status
         int64_t piv = col;
         for (int64_t r = col + 1; r < n; ++r) {
           if (std::fabs(a[r * n + col]) > std::fabs(a[piv * n + col])) piv = r;

@@ -29,11 +29,15 @@ absl::StatusOr<int64_t> ScalarInt(const KernelContext& ctx, int i, const char* w
 
 // out[k] (k < out_len) = sum_{n < N} in[n] * exp(sign * 2 pi i k n / N), `in` given as
 // (re, im) pairs of which the first `avail` exist (the rest are zero padding).
-void Transform(const std::vector<double>& re, const std::vector<double>& im, int64_t avail,
-               int64_t N, int64_t out_len, bool inverse, const std::vector<double>& cos_t,
-               const std::vector<double>& sin_t, double* out_re, double* out_im) {
+// O(out_len * avail), up to 2^44 for one transform: the stop token is polled every 64 bins
+// (false then, the output unfinished).
+bool Transform(const KernelContext& ctx, const std::vector<double>& re,
+               const std::vector<double>& im, int64_t avail, int64_t N, int64_t out_len,
+               bool inverse, const std::vector<double>& cos_t, const std::vector<double>& sin_t,
+               double* out_re, double* out_im) {
   const double sign = inverse ? 1 : -1;
   for (int64_t k = 0; k < out_len; ++k) {
+    if ((k & 63) == 0 && ctx.ShouldStop()) return false;
     double sr = 0, si = 0;
     for (int64_t n = 0; n < avail && n < N; ++n) {
       const int64_t idx = (k * n) % N;
@@ -48,6 +52,7 @@ void Transform(const std::vector<double>& re, const std::vector<double>& im, int
     out_re[k] = sr;
     out_im[k] = si;
   }
+  return true;
 }
 
 void Twiddles(int64_t N, std::vector<double>* c, std::vector<double>* s) {
@@ -108,7 +113,10 @@ absl::Status DftKernel(KernelContext& ctx) {
           re[n] = static_cast<double>(ToCompute(e[0]));
           im[n] = comp == 2 ? static_cast<double>(ToCompute(e[1])) : 0;
         }
-        Transform(re, im, n_in, N, out_len, inverse, cos_t, sin_t, ore.data(), oim.data());
+        if (!Transform(ctx, re, im, n_in, N, out_len, inverse, cos_t, sin_t, ore.data(),
+                       oim.data())) {
+          return absl::OkStatus();  // stopped: the executor returns the token's status
+        }
         for (int64_t k = 0; k < out_len; ++k) {
           T* e = op + ((o * out_len + k) * inner + i) * 2;
           e[0] = FromCompute<T>(static_cast<ComputeType<T>>(ore[k]));
@@ -177,8 +185,10 @@ absl::Status StftKernel(KernelContext& ctx) {
           re[n] = static_cast<double>(ToCompute(e[0])) * win[n];
           im[n] = comp == 2 ? static_cast<double>(ToCompute(e[1])) * win[n] : 0;
         }
-        Transform(re, im, frame_length, frame_length, bins, false, cos_t, sin_t, ore.data(),
-                  oim.data());
+        if (!Transform(ctx, re, im, frame_length, frame_length, bins, false, cos_t, sin_t,
+                       ore.data(), oim.data())) {
+          return absl::OkStatus();  // stopped: the executor returns the token's status
+        }
         T* o = op + ((b * frames + f) * bins) * 2;
         for (int64_t k = 0; k < bins; ++k) {
           o[2 * k] = FromCompute<T>(static_cast<ComputeType<T>>(ore[k]));
@@ -267,6 +277,9 @@ absl::Status MelWeightMatrixKernel(KernelContext& ctx) {
       bins[i] = std::max<int64_t>(0, std::min<int64_t>(bins[i], spec_bins - 1));
     }
   }
+  absl::StatusOr<MemoryReservation> table =
+      ctx.ReserveScratch(spec_bins * nb * static_cast<int64_t>(sizeof(double)), "weights");
+  if (!table.ok()) return table.status();
   std::vector<double> w(spec_bins * nb, 0.0);
   for (int64_t i = 0; i < nb; ++i) {
     const int64_t lo = bins[i], center = bins[i + 1], hi = bins[i + 2];

@@ -120,11 +120,18 @@ absl::StatusOr<Window> ResolveForwardWindow(const KernelInfo& info, const Window
   return w;
 }
 
-WindowTaps ComputeWindowTaps(const Window& w) {
+absl::StatusOr<WindowTaps> ComputeWindowTaps(const Window& w, const KernelContext& ctx) {
   WindowTaps t;
   const int nd = w.nd;
   const int64_t out_size = w.out_size();
   const int64_t k_size = w.kernel_size();
+  // 12 bytes per tap (kernel index and input offset), 12 per output position; saturating.
+  const int64_t taps =
+      k_size != 0 && out_size > (int64_t{1} << 58) / k_size ? int64_t{1} << 58 : out_size * k_size;
+  absl::StatusOr<MemoryReservation> charge =
+      ctx.ReserveScratch(12 * taps + 12 * (out_size + 1), "window tables");
+  if (!charge.ok()) return charge.status();
+  t.charge = *std::move(charge);
   t.begin.reserve(out_size + 1);
   t.padded_count.reserve(out_size);
   t.kernel_index.reserve(out_size * k_size);
@@ -132,6 +139,7 @@ WindowTaps ComputeWindowTaps(const Window& w) {
   std::vector<int64_t> o(nd, 0), k(nd, 0);
   t.begin.push_back(0);
   for (int64_t op = 0; op < out_size; ++op) {
+    if ((op & 1023) == 0 && ctx.ShouldStop()) return ctx.StopStatus(ctx.info().label());
     int32_t padded = 0;
     std::fill(k.begin(), k.end(), 0);
     for (int64_t kp = 0; kp < k_size; ++kp) {

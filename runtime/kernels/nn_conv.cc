@@ -97,10 +97,14 @@ namespace {
 // Direct convolution: y[n, m, o] = bias[m] + sum over the group's channels c and the taps of o
 // of (x[n, c, i] - x_zero) * (w[m, c, k] - w_zero[m]); padded taps contribute nothing (the
 // padding is x_zero for quantized inputs). Acc is the accumulator and output type.
+// A unit of work (an output plane) can be long with a large kernel: the stop token is polled
+// per input channel.
 template <typename X, typename W, typename Acc>
-void DirectConv(const ConvShape& s, const X* x, Acc x_zero, const W* w, const Acc* w_zero,
-                const Acc* bias, Acc* y, const KernelContext& ctx) {
-  const WindowTaps taps = ComputeWindowTaps(s.window);
+absl::Status DirectConv(const ConvShape& s, const X* x, Acc x_zero, const W* w,
+                        const Acc* w_zero, const Acc* bias, Acc* y, const KernelContext& ctx) {
+  absl::StatusOr<WindowTaps> computed = ComputeWindowTaps(s.window, ctx);
+  if (!computed.ok()) return computed.status();
+  const WindowTaps& taps = *computed;
   const int64_t in_size = s.window.in_size();
   const int64_t out_size = s.window.out_size();
   const int64_t k_size = s.window.kernel_size();
@@ -114,6 +118,7 @@ void DirectConv(const ConvShape& s, const X* x, Acc x_zero, const W* w, const Ac
       const Acc wz = w_zero ? w_zero[m] : Acc(0);
       for (int64_t o = 0; o < out_size; ++o) yp[o] = b;
       for (int64_t c = 0; c < cg; ++c) {
+        if (ctx.ShouldStop()) return;
         const X* xp = x + (n * s.c + g * cg + c) * in_size;
         const W* wp = w + (m * cg + c) * k_size;
         for (int64_t o = 0; o < out_size; ++o) {
@@ -127,6 +132,7 @@ void DirectConv(const ConvShape& s, const X* x, Acc x_zero, const W* w, const Ac
       }
     }
   });
+  return absl::OkStatus();
 }
 
 // What Conv and NhwcConv share: the window and group attributes, the convolution on oneDNN,
@@ -202,15 +208,14 @@ class ConvKernel : public ConvKernelBase {
       if (st.code() != absl::StatusCode::kUnimplemented) return st;
     }
     if (x->dtype() == v1::DT_FLOAT32) {
-      DirectConv<float, float, float>(*s, x->data<float>(), 0.0f, w->data<float>(), nullptr,
-                                      b ? b->data<float>() : nullptr, (*y)->data<float>(), ctx);
-      return absl::OkStatus();
+      return DirectConv<float, float, float>(*s, x->data<float>(), 0.0f, w->data<float>(),
+                                             nullptr, b ? b->data<float>() : nullptr,
+                                             (*y)->data<float>(), ctx);
     }
     if (x->dtype() == v1::DT_FLOAT64) {
-      DirectConv<double, double, double>(*s, x->data<double>(), 0.0, w->data<double>(),
-                                         nullptr, b ? b->data<double>() : nullptr,
-                                         (*y)->data<double>(), ctx);
-      return absl::OkStatus();
+      return DirectConv<double, double, double>(*s, x->data<double>(), 0.0, w->data<double>(),
+                                                nullptr, b ? b->data<double>() : nullptr,
+                                                (*y)->data<double>(), ctx);
     }
     return absl::UnimplementedError(absl::StrCat(ctx.info().label(), ": Conv of element type ",
                                                  DataTypeName(x->dtype()),
@@ -267,8 +272,13 @@ class NhwcConvKernel : public ConvKernelBase {
     }
     ConvShape first = *s;
     first.channels_last = false;
-    DirectConv<float, float, float>(first, xf.data(), 0.0f, w->data<float>(), nullptr,
-                                    b ? b->data<float>() : nullptr, yf.data(), ctx);
+    if (absl::Status st = DirectConv<float, float, float>(first, xf.data(), 0.0f,
+                                                          w->data<float>(), nullptr,
+                                                          b ? b->data<float>() : nullptr,
+                                                          yf.data(), ctx);
+        !st.ok()) {
+      return st;
+    }
     for (int64_t n = 0; n < s->n; ++n) {
       for (int64_t p = 0; p < out_plane; ++p) {
         for (int64_t m = 0; m < s->m; ++m) {
@@ -518,9 +528,9 @@ absl::Status IntegerConv(KernelContext& ctx, const WindowAttrs& attrs, int64_t g
     using X = typename decltype(xtag)::type;
     return Dispatch8Bit((*w)->dtype(), [&](auto wtag) {
       using W = typename decltype(wtag)::type;
-      DirectConv<X, W, int32_t>(*s, (*x)->data<X>(), (*xzp)[0], (*w)->data<W>(), wz_m.data(),
-                                bias ? bias->data<int32_t>() : nullptr, acc->data<int32_t>(), ctx);
-      return absl::OkStatus();
+      return DirectConv<X, W, int32_t>(*s, (*x)->data<X>(), (*xzp)[0], (*w)->data<W>(),
+                                       wz_m.data(), bias ? bias->data<int32_t>() : nullptr,
+                                       acc->data<int32_t>(), ctx);
     });
   });
 }

@@ -105,7 +105,9 @@ class PoolKernel : public OpKernel {
       MaxPool(ctx, *w, x, **y);
       return absl::OkStatus();
     }
-    const WindowTaps taps = ComputeWindowTaps(*w);
+    absl::StatusOr<WindowTaps> computed = ComputeWindowTaps(*w, ctx);
+    if (!computed.ok()) return computed.status();
+    const WindowTaps& taps = *computed;
     const int64_t planes = x.dim(0) * x.dim(1);
     const int64_t in_size = w->in_size(), out_size = w->out_size();
     // Column-major spatial offsets for storage_order 1.
@@ -131,6 +133,8 @@ class PoolKernel : public OpKernel {
       T* yp = (*y)->data<T>();
       ctx.ParallelFor(planes, grain, [&](int64_t begin, int64_t end) {
         for (int64_t pl = begin; pl < end; ++pl) {
+          // A plane visits every tap of the window tables: polled per plane.
+          if (ctx.ShouldStop()) return;
           const T* xi = xp + pl * in_size;
           T* yo = yp + pl * out_size;
           for (int64_t o = 0; o < out_size; ++o) {
@@ -333,7 +337,9 @@ class NhwcPoolKernel : public OpKernel {
       });
       return absl::OkStatus();
     }
-    const WindowTaps taps = ComputeWindowTaps(*w);
+    absl::StatusOr<WindowTaps> computed = ComputeWindowTaps(*w, ctx);
+    if (!computed.ok()) return computed.status();
+    const WindowTaps& taps = *computed;
     const int64_t per_output = std::max<int64_t>(1, c * (taps.begin.back() / std::max<int64_t>(1, out_size)));
     ctx.ParallelFor(x.dim(0) * out_size, std::max<int64_t>(1, 16384 / per_output),
                     [&](int64_t begin, int64_t end) {

@@ -68,8 +68,13 @@ struct WindowTaps {
   std::vector<int32_t> kernel_index;
   std::vector<int64_t> input_offset;
   std::vector<int32_t> padded_count;
+  // The tables' charge to the run's memory budget.
+  MemoryReservation charge;
 };
-WindowTaps ComputeWindowTaps(const Window& w);
+// The tables for `w`, charged to the run's memory budget first (they hold an entry per output
+// position and kernel tap: far more than input and output when the kernel is large), the stop
+// token polled while they are filled (then the token's status).
+absl::StatusOr<WindowTaps> ComputeWindowTaps(const Window& w, const KernelContext& ctx);
 
 // Row-major offset of spatial position `pos` into dims.
 inline int64_t SpatialOffset(absl::Span<const int64_t> pos, absl::Span<const int64_t> dims) {

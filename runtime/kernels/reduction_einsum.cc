@@ -324,6 +324,8 @@ absl::Status EinsumTyped(const EinsumPlan& plan, const std::vector<const Tensor*
   const int n_out_labels = static_cast<int>(plan.output_labels.size());
   const int n_outer_sum = static_cast<int>(sum_labels.size()) - 1;
   const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(n_sum, 1));
+  // The token is polled about every 2^16 products within one output element.
+  const int64_t check_every = std::max<int64_t>(1, 65536 / std::max<int64_t>(inner_len, 1));
   ctx.ParallelFor(out.num_elements(), grain, [&](int64_t b, int64_t e) {
     std::vector<int64_t> base(K), off(K);
     for (int64_t idx = b; idx < e; ++idx) {
@@ -337,6 +339,9 @@ absl::Status EinsumTyped(const EinsumPlan& plan, const std::vector<const Tensor*
       }
       Acc acc = 0;
       for (int64_t so = 0; so < outer_sum; ++so) {
+        // One output element may sum over every label of every operand (a product of the
+        // inputs' sizes, "ij,kl->"): polled within it.
+        if (so % check_every == 0 && ctx.ShouldStop()) return;
         off = base;
         int64_t r = so;
         for (int j = n_outer_sum - 1; j >= 0; --j) {

@@ -368,6 +368,10 @@ class RecurrentKernel : public OpKernel {
       WT = wt_local.data();
     }
     const T* RT = Prepared<T>(rt_, R, &rt_local);
+    // The input projections: seq x batch x 4H, larger than X and W together when both are thin.
+    absl::StatusOr<MemoryReservation> xw_charge =
+        ctx.ReserveScratch(seq * batch * GH * static_cast<int64_t>(sizeof(T)), "input projections");
+    if (!xw_charge.ok()) return xw_charge.status();
     std::vector<T> xw(static_cast<size_t>(seq * batch * GH));
     std::vector<T> bias(GH), rbh(H, T(0));
     std::vector<T> h(batch * H), c(batch * H);
@@ -419,6 +423,8 @@ class RecurrentKernel : public OpKernel {
           T* hb = h.data() + bb * H;
           T* cb = c.data() + bb * H;
           for (int64_t s = 0; s < lens[bb]; ++s) {
+            // Long sequences of one batch entry run serially: stop between time steps.
+            if ((s & 63) == 0 && ctx.ShouldStop()) return;
             const int64_t t = reverse ? lens[bb] - 1 - s : s;
             const T* xg = xw.data() + xw_row(t, bb) * GH;
             std::copy(xg, xg + GH, gates.begin());

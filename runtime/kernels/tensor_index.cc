@@ -468,19 +468,34 @@ absl::Status NonZeroKernel(KernelContext& ctx) {
   if (!xt.ok()) return xt.status();
   const Tensor& x = **xt;
   std::vector<int64_t> positions;
+  MemoryReservation positions_charge;
   absl::Status s = DispatchTyped(ctx, x, [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_same_v<T, std::string>) {
       return ctx.info().Unimplemented("string input is not supported");
     } else {
       const T* p = x.data<T>();
-      for (int64_t i = 0; i < x.num_elements(); ++i) {
+      const int64_t n = x.num_elements();
+      // Counted first, so that the positions (8 bytes each) are charged before they exist.
+      int64_t count = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        if ((i & 0xfffff) == 0 && ctx.ShouldStop()) return absl::OkStatus();
+        count += ToCompute(p[i]) != ComputeType<T>(0);
+      }
+      absl::StatusOr<MemoryReservation> charge =
+          ctx.ReserveScratch(count * static_cast<int64_t>(sizeof(int64_t)), "positions");
+      if (!charge.ok()) return charge.status();
+      positions_charge = *std::move(charge);
+      positions.reserve(static_cast<size_t>(count));
+      for (int64_t i = 0; i < n; ++i) {
+        if ((i & 0xfffff) == 0 && ctx.ShouldStop()) return absl::OkStatus();
         if (ToCompute(p[i]) != ComputeType<T>(0)) positions.push_back(i);
       }
       return absl::OkStatus();
     }
   });
   if (!s.ok()) return s;
+  if (ctx.ShouldStop()) return absl::OkStatus();  // the executor returns the token's status
   // A scalar counts as rank 1 of size 1, as numpy's nonzero (and ONNX Runtime) treat it.
   const Shape dims = x.rank() == 0 ? Shape{1} : x.shape();
   const int rank = static_cast<int>(dims.size());
@@ -612,7 +627,12 @@ absl::Status UniqueKernel(KernelContext& ctx) {
       }
       return 0;
     };
-    // Slices in sorted order (stable: equal slices keep their first occurrence first).
+    // Five tables of up to `dim` entries below.
+    absl::StatusOr<MemoryReservation> tables =
+        ctx.ReserveScratch(5 * dim * static_cast<int64_t>(sizeof(int64_t)), "index tables");
+    if (!tables.ok()) return tables.status();
+    // Slices in sorted order (stable: equal slices keep their first occurrence first). The
+    // sort cannot be interrupted: it is n log n in the input, which exists already.
     std::vector<int64_t> order(dim);
     std::iota(order.begin(), order.end(), int64_t{0});
     std::stable_sort(order.begin(), order.end(),

@@ -458,6 +458,10 @@ absl::Status ResizeInto(KernelContext& ctx, const Tensor& x, const std::vector<d
   return Labeled(ctx, DispatchNumeric(x.dtype(), [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;
     const int64_t n_in = x.num_elements();
+    absl::StatusOr<MemoryReservation> charge =
+        ctx.ReserveScratch(n_in * static_cast<int64_t>(sizeof(double)), "input as doubles");
+    if (!charge.ok()) return charge.status();
+    MemoryReservation cur_charge = *std::move(charge), next_charge;
     std::vector<double> cur(n_in);
     {
       const T* src = x.data<T>();
@@ -470,6 +474,11 @@ absl::Status ResizeInto(KernelContext& ctx, const Tensor& x, const std::vector<d
       for (int j = 0; j < k; ++j) outer *= shape[j];
       for (int j = k + 1; j < rank; ++j) inner *= shape[j];
       const int64_t in_len = shape[k], out_len = out_shape[k];
+      // An intermediate (some axes resized, the others not yet) can exceed input and output.
+      absl::StatusOr<MemoryReservation> charge = ctx.ReserveScratch(
+          outer * out_len * inner * static_cast<int64_t>(sizeof(double)), "intermediate");
+      if (!charge.ok()) return charge.status();
+      next_charge = *std::move(charge);
       next.assign(outer * out_len * inner, 0.0);
       const AxisTaps& tk = taps[k];
       const double extra = p.extrapolation;
@@ -496,6 +505,7 @@ absl::Status ResizeInto(KernelContext& ctx, const Tensor& x, const std::vector<d
                         }
                       });
       cur.swap(next);
+      std::swap(cur_charge, next_charge);
       shape[k] = out_len;
     }
     T* dst = out.data<T>();

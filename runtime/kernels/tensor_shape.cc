@@ -574,21 +574,27 @@ absl::Status shape_internal::BroadcastCopy(const KernelContext& ctx, const Tenso
     const bool step = idx.inner_step(0) != 0;
     const T* in = TypedData<T>(x);
     T* po = TypedData<T>(out);
+    // Long runs (a scalar expanded to a long vector is one run) in blocks, so that no unit of
+    // work is the whole output.
+    const int64_t block = std::max<int64_t>(1, std::min<int64_t>(len, 32768));
+    const int64_t blocks = (len + block - 1) / block;
     auto body = [&](int64_t begin, int64_t end) {
       int64_t off = 0;
-      for (int64_t r = begin; r < end; ++r) {
+      for (int64_t u = begin; u < end; ++u) {
+        const int64_t r = u / blocks;
+        const int64_t lo = (u % blocks) * block, hi = std::min(len, lo + block);
         idx.RunOffsets(r, &off);
         T* o = po + r * len;
         const T* s = in + off;
         if (step) {
-          std::copy(s, s + len, o);
+          std::copy(s + lo, s + hi, o + lo);
         } else {
-          std::fill(o, o + len, *s);
+          std::fill(o + lo, o + hi, *s);
         }
       }
     };
-    const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(len, 1));
-    ctx.ParallelFor(idx.num_runs(), grain, body);
+    const int64_t grain = std::max<int64_t>(1, 32768 / block);
+    ctx.ParallelFor(idx.num_runs() * blocks, grain, body);
     return absl::OkStatus();
   });
 }

@@ -80,14 +80,21 @@ absl::Status RangeKernel(KernelContext& ctx) {
     absl::StatusOr<Tensor*> out = ctx.AllocateOutput(0, dtype, {*n});
     if (!out.ok()) return out.status();
     T* o = (*out)->data<T>();
+    // Element i depends on i alone: in parallel pieces (the stop token is polled between them).
     if constexpr (std::is_integral_v<T>) {
       // Wrapping 64-bit arithmetic: every element fits in T, intermediate products may not.
       const uint64_t a = static_cast<uint64_t>(start), s = static_cast<uint64_t>(delta);
-      for (int64_t i = 0; i < *n; ++i) o[i] = static_cast<T>(a + static_cast<uint64_t>(i) * s);
+      ctx.ParallelFor(*n, 32768, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+          o[i] = static_cast<T>(a + static_cast<uint64_t>(i) * s);
+        }
+      });
     } else {
       using C = ComputeType<T>;
       const C a = ToCompute(start), s = ToCompute(delta);
-      for (int64_t i = 0; i < *n; ++i) o[i] = FromCompute<T>(a + static_cast<C>(i) * s);
+      ctx.ParallelFor(*n, 32768, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) o[i] = FromCompute<T>(a + static_cast<C>(i) * s);
+      });
     }
     return absl::OkStatus();
   }));
@@ -126,7 +133,8 @@ absl::Status EyeLikeKernel(KernelContext& ctx) {
     absl::StatusOr<Tensor*> out = ctx.AllocateOutput(0, dtype, x.shape());
     if (!out.ok()) return out.status();
     T* o = (*out)->data<T>();
-    std::fill_n(o, rows * cols, T{});
+    ctx.ParallelFor(rows * cols, 65536,
+                    [&](int64_t begin, int64_t end) { std::fill(o + begin, o + end, T{}); });
     const T one = FromCompute<T>(1);
     for (int64_t i = 0; i < rows; ++i) {
       const int64_t j = i + k;
@@ -182,8 +190,14 @@ absl::Status TileKernel(KernelContext& ctx) {
     const int64_t out_len = out_shape[rank - 1];
     const int64_t rows = out.num_elements() / out_len;
     const std::vector<int64_t> in_strides = Strides(x.shape());
+    // Long rows (a vector tiled many times) in blocks of whole input rows, so that no unit of
+    // work is the whole output.
+    const int64_t block = std::max<int64_t>(1, 16384 / in_len) * in_len;
+    const int64_t blocks = (out_len + block - 1) / block;
     auto body = [&](int64_t begin, int64_t end) {
-      for (int64_t r = begin; r < end; ++r) {
+      for (int64_t u = begin; u < end; ++u) {
+        const int64_t r = u / blocks;
+        const int64_t lo = (u % blocks) * block, hi = std::min(out_len, lo + block);
         int64_t rem = r, src = 0;
         for (int d = rank - 2; d >= 0; --d) {
           const int64_t c = rem % out_shape[d];
@@ -192,10 +206,10 @@ absl::Status TileKernel(KernelContext& ctx) {
         }
         const T* s = in + src;
         T* o = po + r * out_len;
-        for (int64_t j = 0; j < out_len; j += in_len) std::copy(s, s + in_len, o + j);
+        for (int64_t j = lo; j < hi; j += in_len) std::copy(s, s + in_len, o + j);
       }
     };
-    ctx.ParallelFor(rows, std::max<int64_t>(1, 16384 / out_len), body);
+    ctx.ParallelFor(rows * blocks, std::max<int64_t>(1, 16384 / std::min(out_len, block)), body);
     return absl::OkStatus();
   }));
 }
@@ -288,6 +302,8 @@ absl::Status CumSumKernel(KernelContext& ctx) {
       for (int64_t b = begin; b < end; ++b) {
         std::fill(acc.begin(), acc.end(), C{});
         for (int64_t step = 0; step < len; ++step) {
+          // A long axis runs serially: stop between steps.
+          if ((step & 4095) == 0 && ctx.ShouldStop()) return;
           const int64_t t = reverse ? len - 1 - step : step;
           const T* s = in + (b * len + t) * inner;
           T* o = po + (b * len + t) * inner;

@@ -512,7 +512,11 @@ absl::StatusOr<RunResult> Executor::RunSlots(
     for (size_t i = 0; i < step.outputs.size(); ++i) {
       if (step.outputs[i] < 0) continue;
       if (!out[i].defined()) {
-        return absl::InternalError(absl::StrCat(step.info->label(), ": kernel produced no output ", i));
+        // The kernels set every output their op has; a graph from the wire may name more
+        // outputs than the op produces (the worker holds kernels, not op descriptors).
+        return absl::InvalidArgumentError(absl::StrCat(
+            step.info->label(), ": output ", i, " is not produced: the node names ",
+            step.outputs.size(), " outputs, more than the op's kernel produces"));
       }
       slots[step.outputs[i]] = std::move(out[i]);
     }

@@ -73,6 +73,24 @@ TEST(ExecutorTest, WrongInputTypeAndMissingInputAreInvalid) {
   EXPECT_FALSE((*ex)->Run({{"nope", bad_shape}}).ok());
 }
 
+TEST(ExecutorTest, MoreOutputsThanTheKernelProducesAreInvalid) {
+  // A plan from the wire, checked by no op descriptor on the worker: Relu has one output.
+  Graph g = ParseGraph(R"pb(
+    nodes { name: "r" op_type: "Relu" inputs: "x" outputs: "y" outputs: "extra" }
+    inputs { name: "x" type { dtype: DT_FLOAT32 shape { dims { size: 2 } } } }
+    outputs { name: "y" }
+    outputs { name: "extra" }
+  )pb");
+  absl::StatusOr<std::unique_ptr<Executor>> ex = Executor::Create(std::move(g), Registry(), {});
+  ASSERT_TRUE(ex.ok()) << ex.status();
+  Tensor x = Tensor::FromVector<float>(v1::DT_FLOAT32, {1.5f, -2}, {2});
+  absl::StatusOr<RunResult> r = (*ex)->Run({{"x", x}});
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+  EXPECT_NE(r.status().message().find("node 'r' (Relu): output 1 is not produced"),
+            absl::string_view::npos)
+      << r.status();
+}
+
 TEST(ExecutorTest, InitializerFeedsAndCanBeOverridden) {
   Graph g = ParseGraph(R"pb(
     nodes { op_type: "Identity" inputs: "w" outputs: "y" }

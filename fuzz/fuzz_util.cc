@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/stubs/logging.h"
 #include "graph/builtin_ops.h"
 
 namespace graphopt {
@@ -130,6 +131,8 @@ void FillAttribute(const v1::AttributeSpec& spec, int scenario, v1::Attribute* a
 }
 
 }  // namespace
+
+void QuietProtobuf() { google::protobuf::SetLogHandler(nullptr); }
 
 const OpRegistry& BuiltinOps() {
   static const OpRegistry* const kOps = [] {

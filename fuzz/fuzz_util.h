@@ -15,6 +15,10 @@
 namespace graphopt {
 namespace fuzz {
 
+// Silences protobuf's error log (every mutated input that is not valid UTF-8 in a string field
+// logs one line); call from LLVMFuzzerInitialize.
+void QuietProtobuf();
+
 // The builtin ops, registered once per process and never changed afterwards (libFuzzer's entry
 // point has no context to carry them). Aborts when registration fails: a programmer bug.
 const OpRegistry& BuiltinOps();

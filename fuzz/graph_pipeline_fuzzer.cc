@@ -6,11 +6,17 @@
 //
 // Besides the sanitizers' findings it checks what must hold for every graph the pipeline
 // accepts: the optimized graph verifies, and writing it out and reading it back succeeds.
+//
+// Two mutations in three are structural (graph_mutator.h: ops, attributes, edges, dims) on
+// inputs that parse; the rest are libFuzzer's byte mutations.
 
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -18,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "fuzz/fuzz_passes.h"
 #include "fuzz/fuzz_util.h"
+#include "fuzz/graph_mutator.h"
 #include "graph/proto_convert.h"
 #include "graph/verifier.h"
 #include "passes/pipeline.h"
@@ -75,7 +82,36 @@ void RunOne(const uint8_t* data, size_t size) {
 }  // namespace fuzz
 }  // namespace graphopt
 
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  graphopt::fuzz::QuietProtobuf();
+  return 0;
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   graphopt::fuzz::RunOne(data, size);
   return 0;
+}
+
+extern "C" size_t LLVMFuzzerMutate(uint8_t* data, size_t size, size_t max_size);
+
+extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max_size,
+                                          unsigned int seed) {
+  using graphopt::fuzz::kGraphHeaderBytes;
+  std::minstd_rand rng(seed);
+  if (size > kGraphHeaderBytes && rng() % 3 != 0) {
+    graphopt::v1::Graph graph;
+    if (graph.ParseFromArray(data + kGraphHeaderBytes, static_cast<int>(size - kGraphHeaderBytes))) {
+      const int steps = 1 + static_cast<int>(rng() % 3);
+      for (int i = 0; i < steps; ++i) {
+        graphopt::fuzz::MutateGraph(graphopt::fuzz::BuiltinOps(), rng, &graph);
+      }
+      if (rng() % 8 == 0) data[0] ^= static_cast<uint8_t>(1u << (rng() % 3));
+      std::string out;
+      if (graph.SerializeToString(&out) && out.size() + kGraphHeaderBytes <= max_size) {
+        std::memcpy(data + kGraphHeaderBytes, out.data(), out.size());
+        return out.size() + kGraphHeaderBytes;
+      }
+    }
+  }
+  return LLVMFuzzerMutate(data, size, max_size);
 }

@@ -10,12 +10,14 @@
 # --replay names an input that once crashed the target (fuzz/regressions/TARGET/): each is run
 # alone first and must pass.
 # Longer runs (fuzz/run_long.sh) add, after the test's own arguments:
-#   --runs=-1 --max_total_time=SECONDS --corpus=DIR [--artifacts=DIR]
+#   --runs=-1 --max_total_time=SECONDS --corpus=DIR [--artifacts=DIR] [--keep_going]
+# --keep_going runs libFuzzer in fork mode (-fork=1) and goes on after a crash, timeout or
+# out-of-memory input (each saved in the artifacts folder); the run still fails if there was one.
 # --corpus keeps the inputs found (and reads those of earlier runs); without it they go to a
 # temporary folder. Flags may come in any order; a later one overrides an earlier one.
 set -uo pipefail
 
-fuzzer="" seed_tool="" seed_mode="" dict="" corpus="" artifacts=""
+fuzzer="" seed_tool="" seed_mode="" dict="" corpus="" artifacts="" keep_going=0
 max_len=65536 timeout=10 runs=2000 max_total_time=60 rss_limit_mb=2048
 inputs=()
 replays=()
@@ -33,6 +35,7 @@ for arg in "$@"; do
     --corpus=*) corpus=${arg#*=} ;;
     --artifacts=*) artifacts=${arg#*=} ;;
     --replay=*) replays+=("${arg#*=}") ;;
+    --keep_going) keep_going=1 ;;
     --*) echo "smoke.sh: unknown flag $arg" >&2; exit 2 ;;
     *) inputs+=("$arg") ;;
   esac
@@ -61,6 +64,9 @@ flags=(
   "-artifact_prefix=$artifacts/" "-print_final_stats=1" "-print_pcs=0"
 )
 if [[ -n "$dict" ]]; then flags+=("-dict=$dict"); fi
+if (( keep_going )); then
+  flags+=("-fork=1" "-ignore_crashes=1" "-ignore_timeouts=1" "-ignore_ooms=1")
+fi
 # A fixed seed under the test makes a smoke run repeatable; longer runs take a random one.
 if [[ "$runs" != "-1" ]]; then flags+=("-seed=1"); fi
 
@@ -85,18 +91,24 @@ start=$(date +%s)
 rc=$?
 elapsed=$(( $(date +%s) - start ))
 
-# The last status line ("#N DONE cov: C ft: F corp: ...") and the final stats.
+# The last status line ("#N DONE cov: C ft: F corp: ...", in fork mode "#N: cov: C ft: F ...")
+# and the final stats (fork mode prints none: the count and rate come from the status line).
 status=$(grep -E '^#[0-9]+' "$log" | tail -n 1)
 cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$status")
 ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$status")
 execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
 speed=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
 rss=$(sed -n 's/^stat::peak_rss_mb: *//p' "$log")
+if [[ -z "$execs" ]]; then
+  execs=$(sed -n 's/^#\([0-9]*\).*/\1/p' <<<"$status")
+  if [[ -n "$execs" ]] && (( elapsed > 0 )); then speed=$(( execs / elapsed )); fi
+fi
 crashes=$(find "$artifacts" -maxdepth 1 -type f \( -name 'crash-*' -o -name 'timeout-*' \
   -o -name 'oom-*' -o -name 'leak-*' \) | wc -l)
 seed_count=$(find "$seeds" -type f | wc -l)
 corpus_count=$(find "$corpus" -type f | wc -l)
 
+if (( rc == 0 && crashes > 0 )); then rc=1; fi
 if (( rc != 0 )); then
   echo "---- $name: fuzzer exited $rc; its log:"
   tail -n 80 "$log"

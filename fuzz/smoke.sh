@@ -87,6 +87,7 @@ if (( ${#replays[@]} > 0 )); then
 fi
 
 start=$(date +%s)
+touch "$work/started"  # crashes counted are those written by this run
 "$fuzzer" "${flags[@]}" "$corpus" "$seeds" >"$log" 2>&1
 rc=$?
 elapsed=$(( $(date +%s) - start ))
@@ -103,8 +104,8 @@ if [[ -z "$execs" ]]; then
   execs=$(sed -n 's/^#\([0-9]*\).*/\1/p' <<<"$status")
   if [[ -n "$execs" ]] && (( elapsed > 0 )); then speed=$(( execs / elapsed )); fi
 fi
-crashes=$(find "$artifacts" -maxdepth 1 -type f \( -name 'crash-*' -o -name 'timeout-*' \
-  -o -name 'oom-*' -o -name 'leak-*' \) | wc -l)
+crashes=$(find "$artifacts" -maxdepth 1 -type f -newer "$work/started" \( -name 'crash-*' \
+  -o -name 'timeout-*' -o -name 'oom-*' -o -name 'leak-*' \) | wc -l)
 seed_count=$(find "$seeds" -type f | wc -l)
 corpus_count=$(find "$corpus" -type f | wc -l)
 

@@ -25,8 +25,10 @@ NodeId SoleUser(const Graph& graph, ValueId value) {
   return v.uses[0].node;
 }
 
-// A node with exactly `inputs` present inputs and one output.
+// A node with exactly `inputs` present inputs and one output; false for an invalid id (the
+// producer of a graph input or initializer).
 bool Shape(const Graph& graph, NodeId id, size_t inputs) {
+  if (!id.valid()) return false;
   const Node& n = graph.node(id);
   if (n.inputs.size() != inputs || n.outputs.size() != 1 || !n.outputs[0].valid()) return false;
   for (ValueId v : n.inputs) {

@@ -212,6 +212,23 @@ TEST_F(FuseOpsPassTest, GeluWithOtherConstantsIsOnlyElementwise) {
   EXPECT_THAT(message, ::testing::Not(HasSubstr("gelu")));
 }
 
+// Erf reading a graph input has no node in front of it: the GELU matcher must not look for
+// one (it read the node slot before the first, found by graph_pipeline_fuzzer on ONNX's
+// test_erf at -O3; only sanitizers see that read).
+TEST_F(FuseOpsPassTest, ErfOfAGraphInputIsNotGelu) {
+  const std::string tail = Scalar("one", 1) + Scalar("half", 0.5f) +
+                           NodeText("Add", {"e", "one"}, "a") + NodeText("Mul", {"x", "a"}, "m") +
+                           NodeText("Mul", {"m", "half"}, "y") + OutputText("y");
+  std::string message;
+  v1::Graph out = Fuse(InputText("x", {2, 8}) + NodeText("Erf", {"x"}, "e") + tail, &message);
+  ASSERT_THAT(OpTypes(out), ElementsAre(kFusedGroupOp));
+  EXPECT_EQ(PatternOf(out.nodes(0)), kFusedPatternElementwise);
+  EXPECT_THAT(message, ::testing::Not(HasSubstr("gelu")));
+
+  out = Fuse(InputText("x", {2, 8}) + NodeText("Erf", {"x"}, "y") + OutputText("y"));
+  EXPECT_THAT(OpTypes(out), ElementsAre("Erf"));
+}
+
 TEST_F(FuseOpsPassTest, GemmThenGeluIsOneGroup) {
   std::string message;
   v1::Graph out = Fuse(InputText("x", {4, 16}) + InputText("w", {8, 16}) + InputText("b", {8}) +

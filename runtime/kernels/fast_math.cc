@@ -432,6 +432,7 @@ GRAPHOPT_V4 void Interleave3V4(const uint32_t* p0, const uint32_t* p1, const uin
     std::memcpy(&c[k], kInterleave3Masks.c[k], sizeof(V));
   }
   int64_t i = 0;
+#if !defined(__clang__)  // clang has no __builtin_shuffle: its builds (fuzz, tsan) copy lanes
   for (; i + 16 <= n; i += 16) {
     V a, b, z;
     std::memcpy(&a, p0 + i, sizeof(V));
@@ -442,6 +443,7 @@ GRAPHOPT_V4 void Interleave3V4(const uint32_t* p0, const uint32_t* p1, const uin
       std::memcpy(out + 3 * i + 16 * k, &v, sizeof(V));
     }
   }
+#endif
   Interleave3Base(p0 + i, p1 + i, p2 + i, n - i, out + 3 * i);
 }
 
@@ -524,9 +526,21 @@ void PointwiseRowsBase(GRAPHOPT_POINTWISE_ARGS) {
 }  // namespace
 
 FastMathIsa DetectedFastMathIsa() {
+#if defined(__clang__)
+  // clang 14's __builtin_cpu_supports knows features, not the x86-64-vN levels.
+  const bool v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                  __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2");
+  const bool v4 = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                  __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
+                  __builtin_cpu_supports("avx512vl");
+  static const FastMathIsa isa = v4   ? FastMathIsa::kX86_64_V4
+                                 : v3 ? FastMathIsa::kX86_64_V3
+                                      : FastMathIsa::kX86_64;
+#else
   static const FastMathIsa isa = __builtin_cpu_supports("x86-64-v4")   ? FastMathIsa::kX86_64_V4
                                  : __builtin_cpu_supports("x86-64-v3") ? FastMathIsa::kX86_64_V3
                                                                        : FastMathIsa::kX86_64;
+#endif
   return isa;
 }
 

@@ -4,6 +4,7 @@
 // Helpers shared by the CPU kernel families: dtype dispatch, broadcasting, axes.
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -103,6 +104,16 @@ template <typename T, typename C>
 inline T FromCompute(C v) {
   if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) {
     return T(static_cast<float>(v));
+  } else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool> &&
+                       std::is_floating_point_v<C>) {
+    // A float outside T's range (log(0) = -inf of an integer ReduceLogSum, an overflowing
+    // L2) has no defined conversion in C++: saturate, and NaN becomes 0.
+    if (!(v == v)) return T(0);
+    if (v <= static_cast<C>(std::numeric_limits<T>::lowest())) {
+      return std::numeric_limits<T>::lowest();
+    }
+    if (v >= static_cast<C>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+    return static_cast<T>(v);
   } else {
     return static_cast<T>(v);
   }

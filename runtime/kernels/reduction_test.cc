@@ -1,4 +1,5 @@
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <vector>
 
@@ -31,6 +32,15 @@ TEST(ReduceTest, SumAxesInputKeepdims) {
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_THAT((*out)[0].shape(), ElementsAre(2, 1));
   EXPECT_THAT(ToFloats((*out)[0]), ElementsAre(3, 12));
+}
+
+TEST(ReduceTest, IntegerResultsOutOfRangeSaturate) {
+  // ReduceLogSum of an empty int64 tensor is log(0) = -inf: the lowest int64, not undefined
+  // behaviour (found by graph_pipeline_fuzzer through constant folding).
+  absl::StatusOr<std::vector<Tensor>> out =
+      RunNode("ReduceLogSum", {"name: \"keepdims\" i: 0"}, {I64({}, {0})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].data<int64_t>()[0], std::numeric_limits<int64_t>::lowest());
 }
 
 TEST(ReduceTest, SumEmptyAxesReducesAllOrNothing) {

@@ -31,13 +31,13 @@ def wait_port(path, proc, what):
 
 
 class Cluster:
-    def __init__(self, workers, tmp, worker_args=()):
+    def __init__(self, workers, tmp, worker_args=(), server_args=()):
         self.procs = []
         port_file = os.path.join(tmp, "server.port")
         self.server = self.start([f"{BIN}/server/graphopt-server", "--insecure",
                                   "--listen=127.0.0.1:0", f"--port_file={port_file}",
-                                  "--op_store_dir=", "--log_level=warn", "--threads=16"],
-                                 tmp, "server")
+                                  "--op_store_dir=", "--log_level=warn", "--threads=16"]
+                                 + list(server_args), tmp, "server")
         self.addr = f"127.0.0.1:{wait_port(port_file, self.server, 'server')}"
         for i in range(workers):
             wp = os.path.join(tmp, f"worker{i}.port")

@@ -25,6 +25,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "bench/corpus_model.h"
@@ -199,6 +200,14 @@ int Main(const std::string& dir) {
       grpc::Status s = stubs[t]->Run(&context, request, &response);
       if (!s.ok()) {
         if (shed_ok && s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
+          // A well-behaved client waits as long as the server's retry hint says (at most 1 s).
+          auto hint = context.GetServerTrailingMetadata().find("grpc-retry-pushback-ms");
+          int ms = 0;
+          if (hint != context.GetServerTrailingMetadata().end() &&
+              absl::SimpleAtoi(absl::string_view(hint->second.data(), hint->second.size()),
+                               &ms)) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(std::min(ms, 1000)));
+          }
           return Outcome::kShed;
         }
         std::fprintf(stderr, "run_load: Run: %s\n", s.error_message().c_str());

@@ -41,7 +41,7 @@ void RunOne(const uint8_t* data, size_t size) {
   context.visible = &BuiltinOps();
   context.existing = &existing;
   context.compiler = kCompiler;
-  context.limits = &kLimits;
+  context.limits = kLimits;
   std::vector<const v1::OpDescriptor*> call;
   for (const v1::OpDescriptor& d : list.ops()) call.push_back(&d);
   OpCheckResult checked = CheckOps(call, context);

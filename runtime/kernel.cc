@@ -255,10 +255,13 @@ absl::StatusOr<MemoryReservation> KernelContext::ReserveScratch(int64_t bytes,
 }
 
 absl::Status KernelContext::SettleStringOutputs() {
-  for (const auto& [i, buffer] : unsettled_strings_) {
+  for (const auto& [index, buffer] : unsettled_strings_) {
+    // A copy: C++17 lambdas cannot capture structured bindings (clang refuses it).
+    const auto i = index;
     Tensor& t = outputs_[i];
     if (t.buffer() != buffer) continue;  // replaced by the kernel; that buffer is not ours
-    if (absl::Status s = t.SettleStrings([&] { return absl::StrCat(info_.label(), " output ", i); });
+    if (absl::Status s =
+            t.SettleStrings([&] { return absl::StrCat(info_.label(), " output ", i); });
         !s.ok()) {
       return s;
     }

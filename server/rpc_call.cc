@@ -1,7 +1,7 @@
 #include "server/rpc_call.h"
 
+#include <algorithm>
 #include <exception>
-#include <optional>
 #include <iterator>
 #include <new>
 #include <stdexcept>

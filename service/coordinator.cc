@@ -94,8 +94,9 @@ class Coordinator::CallScope {
   // caller's cancellation cancels the call.
   CallScope(Coordinator* coordinator, const std::string& address, const StopToken& stop)
       : c_(coordinator), address_(address), stop_(stop) {
-    context_.set_deadline(absl::ToChronoTime(
-        std::min(absl::Now() + c_->options_.call_timeout, stop.deadline())));
+    const absl::Time timeout = absl::Now() + c_->options_.call_timeout;
+    callers_deadline_ = stop.deadline() <= timeout;
+    context_.set_deadline(absl::ToChronoTime(std::min(timeout, stop.deadline())));
     callback_ = const_cast<StopToken&>(stop_).AddCallback([this] { context_.TryCancel(); });
     absl::MutexLock lock(&c_->mu_);
     auto it = c_->workers_.find(address_);
@@ -115,11 +116,15 @@ class Coordinator::CallScope {
   CallScope& operator=(const CallScope&) = delete;
 
   grpc::ClientContext* context() { return &context_; }
+  // Whether the call's deadline is the caller's (not the worker call timeout): a
+  // DEADLINE_EXCEEDED of the call is then the caller's, not a stalled worker.
+  bool callers_deadline() const { return callers_deadline_; }
 
  private:
   Coordinator* const c_;
   const std::string address_;
   const StopToken& stop_;
+  bool callers_deadline_ = false;
   int64_t callback_ = -1;
   grpc::ClientContext context_;
 };
@@ -282,7 +287,12 @@ void Coordinator::ResolveDns() {
     }
     freeaddrinfo(result);
     absl::MutexLock lock(&mu_);
-    for (const std::string& address : addresses) AddWorkerLocked(address, "dns");
+    for (const std::string& address : addresses) {
+      if (absl::Status s = AddWorkerLocked(address, "dns"); !s.ok()) {
+        logger_->error("coordinator: {}: {}", name, std::string(s.message()));
+        break;
+      }
+    }
   }
 }
 
@@ -540,8 +550,13 @@ absl::StatusOr<Coordinator::Target> Coordinator::PickWorker(
     const absl::Time now = absl::Now();
     if (now >= wait_end) {
       leave();
-      if (stop.ShouldStop()) {
+      if (stop.cancelled()) {
         return stop.Check(absl::StrCat("waiting for a worker for plan ", plan_id));
+      }
+      if (now >= stop.deadline()) {
+        return absl::DeadlineExceededError(absl::StrCat(
+            "the request's deadline passed (stopped in waiting for a worker for plan ", plan_id,
+            ")"));
       }
       absl::Status busy = absl::ResourceExhaustedError(absl::StrCat(
           "plan ", plan_id, ": every worker that can run it stayed busy for ",
@@ -606,14 +621,22 @@ Coordinator::Attempt Coordinator::TryWorker(const Target& target, const v1::Grap
                                             v1::RunResponse* response) {
   const std::string& address = target.address;
   // How a failed call ends the attempt; see coordinator.proto for the policy.
-  auto judge = [&](const std::string& rpc, const grpc::ClientContext& context,
-                   const grpc::Status& s) {
+  auto judge = [&](const std::string& rpc, CallScope& call, const grpc::Status& s) {
+    const grpc::ClientContext& context = *call.context();
     Attempt a;
     const std::string what = absl::StrCat("worker ", address, ": ", rpc, ": ", GrpcError(s));
-    if (stop.ShouldStop()) {
-      // The caller's deadline or cancellation: not the worker's fault, not worth a retry.
-      absl::Status why = stop.Check(absl::StrCat(rpc, " of plan ", plan_id, " on worker ", address));
-      a.status = why;
+    const std::string where = absl::StrCat(rpc, " of plan ", plan_id, " on worker ", address);
+    if (stop.cancelled()) {
+      // The caller's cancellation: not the worker's fault, not worth a retry.
+      a.status = stop.Check(where);
+      return a;
+    }
+    // The caller's deadline, read off the call itself: the stop token's clock is coarse, and a
+    // call that ran into the caller's deadline must never count against the worker.
+    if ((s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED && call.callers_deadline()) ||
+        absl::Now() >= stop.deadline()) {
+      a.status = absl::DeadlineExceededError(
+          absl::StrCat("the request's deadline passed (stopped in ", where, ")"));
       return a;
     }
     const bool answered = HasTrailer(context, kOriginKey);
@@ -698,7 +721,7 @@ Coordinator::Attempt Coordinator::TryWorker(const Target& target, const v1::Grap
           a.error = absl::StrCat("worker ", address, ": LoadPlan: ", GrpcError(s));
           return a;
         }
-        return judge("LoadPlan", *call.context(), s);
+        return judge("LoadPlan", call, s);
       }
       worker_plan_id = loaded.plan_id();
       remember(worker_plan_id);
@@ -725,7 +748,7 @@ Coordinator::Attempt Coordinator::TryWorker(const Target& target, const v1::Grap
       a.error = absl::StrCat("worker ", address, ": Execute: ", GrpcError(s));
       return a;
     }
-    if (!s.ok()) return judge("Execute", *call.context(), s);
+    if (!s.ok()) return judge("Execute", call, s);
     response->set_execute_micros(MicrosSince(start));
     *response->mutable_outputs() = std::move(*executed.mutable_outputs());
     *response->mutable_timings() = std::move(*executed.mutable_timings());

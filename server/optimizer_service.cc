@@ -158,8 +158,13 @@ class OptimizerService::BlobUpload final : public grpc::ServerReadReactor<grpc::
  public:
   BlobUpload(OptimizerService* service, grpc::CallbackServerContext* context,
              grpc::ByteBuffer* out)
-      : service_(service), context_(context), out_(out), response_(&answer_), start_(absl::Now()) {
-    tracked_ = service_->env_->Track(&state_.stop());
+      : service_(service),
+        live_calls_(service->env_->live_calls()),
+        context_(context),
+        out_(out),
+        response_(&answer_),
+        start_(absl::Now()) {
+    tracked_ = live_calls_->Track(&state_.stop());
   }
 
   void Start() {
@@ -207,8 +212,9 @@ class OptimizerService::BlobUpload final : public grpc::ServerReadReactor<grpc::
 
   void OnCancel() override { state_.stop().Cancel("the client cancelled the upload"); }
 
+  // May run after the service is gone (see UnaryCall::OnDone).
   void OnDone() override {
-    service_->env_->Untrack(&state_.stop());
+    live_calls_->Untrack(&state_.stop());
     delete this;
   }
 
@@ -255,6 +261,7 @@ class OptimizerService::BlobUpload final : public grpc::ServerReadReactor<grpc::
   }
 
   OptimizerService* const service_;
+  const std::shared_ptr<RpcEnvironment::LiveCalls> live_calls_;
   grpc::CallbackServerContext* const context_;
   grpc::ByteBuffer* const out_;
   v1::PutBlobsResponse answer_;

@@ -58,13 +58,15 @@ RpcEnvironment::RpcEnvironment(CallAuthenticator authenticate, TenantLimiter* li
       logger_(std::move(logger)),
       max_call_time_(max_call_time) {}
 
-void RpcEnvironment::CancelAll(const std::string& reason) {
+void RpcEnvironment::CancelAll(const std::string& reason) { live_->CancelAll(reason); }
+
+void RpcEnvironment::LiveCalls::CancelAll(const std::string& reason) {
   absl::MutexLock lock(&mu_);
   if (cancel_reason_.empty()) cancel_reason_ = reason;
   for (StopToken* token : live_) token->Cancel(reason);
 }
 
-bool RpcEnvironment::Track(StopToken* token) {
+bool RpcEnvironment::LiveCalls::Track(StopToken* token) {
   absl::MutexLock lock(&mu_);
   if (!cancel_reason_.empty()) {
     token->Cancel(cancel_reason_);
@@ -74,7 +76,7 @@ bool RpcEnvironment::Track(StopToken* token) {
   return true;
 }
 
-void RpcEnvironment::Untrack(StopToken* token) {
+void RpcEnvironment::LiveCalls::Untrack(StopToken* token) {
   absl::MutexLock lock(&mu_);
   live_.erase(token);
 }
@@ -156,9 +158,13 @@ class UnaryCall final : public grpc::ServerUnaryReactor {
  public:
   UnaryCall(RpcEnvironment& env, grpc::CallbackServerContext* context, const MethodPolicy& policy,
             UnaryBody body)
-      : env_(env), policy_(policy), body_(std::move(body)), start_(absl::Now()) {
+      : env_(env),
+        live_calls_(env.live_calls()),
+        policy_(policy),
+        body_(std::move(body)),
+        start_(absl::Now()) {
     state_.context_ = context;
-    tracked_ = env_.Track(&state_.stop_);
+    tracked_ = live_calls_->Track(&state_.stop_);
   }
 
   void Start() {
@@ -194,8 +200,10 @@ class UnaryCall final : public grpc::ServerUnaryReactor {
 
   void OnCancel() override { state_.stop_.Cancel("the client cancelled the call"); }
 
+  // May run after the service and its environment are gone (gRPC's own threads finish calls
+  // after the server stopped): touches nothing but the shared registry.
   void OnDone() override {
-    env_.Untrack(&state_.stop_);
+    live_calls_->Untrack(&state_.stop_);
     delete this;
   }
 
@@ -232,6 +240,7 @@ class UnaryCall final : public grpc::ServerUnaryReactor {
   }
 
   RpcEnvironment& env_;
+  const std::shared_ptr<RpcEnvironment::LiveCalls> live_calls_;
   const MethodPolicy& policy_;
   UnaryBody body_;
   const absl::Time start_;

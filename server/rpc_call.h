@@ -117,10 +117,22 @@ class RpcEnvironment {
   spdlog::logger& logger() const { return *logger_; }
   absl::Duration max_call_time() const { return max_call_time_; }
 
-  // Registers a live call's token so that CancelAll reaches it; false after CancelAll (the
-  // token is then cancelled already).
-  bool Track(StopToken* token);
-  void Untrack(StopToken* token);
+  // The calls in progress, for CancelAll. Shared with the calls themselves: gRPC may finish
+  // with a call (its OnDone) after the services and this environment are gone.
+  class LiveCalls {
+   public:
+    // Registers a live call's token so that CancelAll reaches it; false after CancelAll (the
+    // token is then cancelled already).
+    bool Track(StopToken* token);
+    void Untrack(StopToken* token);
+    void CancelAll(const std::string& reason);
+
+   private:
+    absl::Mutex mu_;
+    absl::flat_hash_set<StopToken*> live_ ABSL_GUARDED_BY(mu_);
+    std::string cancel_reason_ ABSL_GUARDED_BY(mu_);
+  };
+  const std::shared_ptr<LiveCalls>& live_calls() const { return live_; }
 
  private:
   const CallAuthenticator authenticate_;
@@ -128,9 +140,7 @@ class RpcEnvironment {
   const std::shared_ptr<spdlog::logger> logger_;
   const absl::Duration max_call_time_;
   std::vector<std::pair<std::string, std::string>> answer_trailers_;
-  absl::Mutex mu_;
-  absl::flat_hash_set<StopToken*> live_ ABSL_GUARDED_BY(mu_);
-  std::string cancel_reason_ ABSL_GUARDED_BY(mu_);
+  const std::shared_ptr<LiveCalls> live_ = std::make_shared<LiveCalls>();
 };
 
 // One call's state, as the work sees it.

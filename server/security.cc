@@ -34,6 +34,47 @@ std::string TokenCounts(const TokenReload& counts) {
 
 }  // namespace
 
+namespace {
+
+// A cluster process's TLS from its one certificate, key and CA: its listener and its channel
+// to the other kind of process (whose certificate must name `peer_name`).
+struct ProcessTls {
+  ServerTls listener;
+  ChannelSecurity channel;
+};
+
+absl::StatusOr<ProcessTls> MakeProcessTls(const std::string& cert, const std::string& key,
+                                          const std::string& ca, const char* identity,
+                                          const std::string& peer_name,
+                                          absl::Duration refresh_interval) {
+  ServerTlsOptions listener;
+  listener.cert = {cert, kTlsCertFlag};
+  listener.key = {key, kTlsKeyFlag};
+  listener.ca = {ca, kTlsCaFlag};
+  // Verified when offered, not required: on a server, end clients come with a token and no
+  // certificate; on a worker, a caller without one still connects and is refused by every
+  // handler with UNAUTHENTICATED (ClusterPeer), which says what is missing, and plain TLS
+  // health probes (a kubelet's) complete the handshake. A certificate that is offered must
+  // chain to the cluster CA or the handshake fails.
+  listener.client_certs = ClientCertMode::kVerifyIfOffered;
+  listener.expected_identity = identity;
+  listener.refresh_interval = refresh_interval;
+  absl::StatusOr<ServerTls> server_tls = MakeServerCredentials(listener);
+  if (!server_tls.ok()) return server_tls.status();
+
+  ChannelTlsOptions to_peer;
+  to_peer.ca = listener.ca;
+  to_peer.cert = listener.cert;
+  to_peer.key = listener.key;
+  to_peer.server_name = peer_name;
+  to_peer.refresh_interval = refresh_interval;
+  absl::StatusOr<ChannelSecurity> channel = MakeChannelCredentials(to_peer);
+  if (!channel.ok()) return channel.status();
+  return ProcessTls{*std::move(server_tls), *std::move(channel)};
+}
+
+}  // namespace
+
 absl::StatusOr<ServerSecurity> MakeServerSecurity(
     const ServerSecurityFlags& flags, std::function<void(const TokenReload&)> on_tokens_reload) {
   const std::vector<std::string> given = TlsFlagsGiven(flags.tls_cert, flags.tls_key, flags.tls_ca);
@@ -87,30 +128,15 @@ absl::StatusOr<ServerSecurity> MakeServerSecurity(
     return security;
   }
 
-  ServerTlsOptions listener;
-  listener.cert = {flags.tls_cert, kTlsCertFlag};
-  listener.key = {flags.tls_key, kTlsKeyFlag};
-  listener.ca = {flags.tls_ca, kTlsCaFlag};
-  listener.client_certs = ClientCertMode::kVerifyIfOffered;
-  listener.expected_identity = kServerIdentity;
-  listener.refresh_interval = flags.tls_refresh_interval;
-  absl::StatusOr<ServerTls> server_tls = MakeServerCredentials(listener);
-  if (!server_tls.ok()) return server_tls.status();
-
-  ChannelTlsOptions to_workers;
-  to_workers.ca = listener.ca;
-  to_workers.cert = listener.cert;
-  to_workers.key = listener.key;
-  to_workers.server_name = flags.worker_tls_name;
-  to_workers.refresh_interval = flags.tls_refresh_interval;
-  absl::StatusOr<ChannelSecurity> channel = MakeChannelCredentials(to_workers);
-  if (!channel.ok()) return channel.status();
-
-  security.listener = std::move(server_tls->credentials);
+  absl::StatusOr<ProcessTls> tls =
+      MakeProcessTls(flags.tls_cert, flags.tls_key, flags.tls_ca, kServerIdentity,
+                     flags.worker_tls_name, flags.tls_refresh_interval);
+  if (!tls.ok()) return tls.status();
+  security.listener = std::move(tls->listener.credentials);
   security.auth = std::make_shared<Authenticator>(TransportSecurity::kTls, std::move(tokens));
-  security.to_workers = *std::move(channel);
+  security.to_workers = std::move(tls->channel);
   security.description = absl::StrCat(
-      "TLS, certificate ", server_tls->certificate.Describe(),
+      "TLS, certificate ", tls->listener.certificate.Describe(),
       "; client certificates verified against ", kTlsCaFlag, " when offered (workers: ",
       kWorkerIdentity, "); workers checked as '", flags.worker_tls_name, "'; ",
       tokens_description);
@@ -150,34 +176,15 @@ absl::StatusOr<WorkerSecurity> MakeWorkerSecurity(const WorkerSecurityFlags& fla
     return absl::InvalidArgumentError(absl::StrCat(kServerTlsNameFlag, " must not be empty"));
   }
 
-  ServerTlsOptions listener;
-  listener.cert = {flags.tls_cert, kTlsCertFlag};
-  listener.key = {flags.tls_key, kTlsKeyFlag};
-  listener.ca = {flags.tls_ca, kTlsCaFlag};
-  // Verified when offered, not required: a caller without a certificate still connects and is
-  // refused by every handler with UNAUTHENTICATED (ClusterPeer), which says what is missing,
-  // and plain TLS health probes (a kubelet's) can complete the handshake. A certificate that
-  // is offered must chain to the cluster CA or the handshake fails.
-  listener.client_certs = ClientCertMode::kVerifyIfOffered;
-  listener.expected_identity = kWorkerIdentity;
-  listener.refresh_interval = flags.tls_refresh_interval;
-  absl::StatusOr<ServerTls> server_tls = MakeServerCredentials(listener);
-  if (!server_tls.ok()) return server_tls.status();
-
-  ChannelTlsOptions to_server;
-  to_server.ca = listener.ca;
-  to_server.cert = listener.cert;
-  to_server.key = listener.key;
-  to_server.server_name = flags.server_tls_name;
-  to_server.refresh_interval = flags.tls_refresh_interval;
-  absl::StatusOr<ChannelSecurity> channel = MakeChannelCredentials(to_server);
-  if (!channel.ok()) return channel.status();
-
-  security.listener = std::move(server_tls->credentials);
+  absl::StatusOr<ProcessTls> tls =
+      MakeProcessTls(flags.tls_cert, flags.tls_key, flags.tls_ca, kWorkerIdentity,
+                     flags.server_tls_name, flags.tls_refresh_interval);
+  if (!tls.ok()) return tls.status();
+  security.listener = std::move(tls->listener.credentials);
   security.auth = std::make_shared<Authenticator>(TransportSecurity::kTls, nullptr);
-  security.to_server = *std::move(channel);
+  security.to_server = std::move(tls->channel);
   security.description = absl::StrCat(
-      "mTLS, certificate ", server_tls->certificate.Describe(),
+      "mTLS, certificate ", tls->listener.certificate.Describe(),
       "; callers need a certificate from ", kTlsCaFlag, " naming one of ",
       absl::StrJoin(flags.allowed_peers, ", "), "; the server is checked as '",
       flags.server_tls_name, "'");

@@ -330,6 +330,29 @@ class PoisonTest(unittest.TestCase):
         self.assert_fleet_alive()
 
 
+    def test_a_cancelled_run_stops_within_100_ms(self):
+        graph, inputs = models.endless_loop()
+        start = [cpu_seconds(pid) for pid in self.pids]
+        call = self.c.coordinator().Run.future(run_request(graph, inputs),
+                                               metadata=self.c.md("acme"), timeout=60)
+        time.sleep(1.0)
+        busy_before = [cpu_seconds(pid) for pid in self.pids]
+        # It was running on a worker (one of them was busy) when cancelled.
+        self.assertGreater(max(b - s for b, s in zip(busy_before, start)), 0.3)
+        call.cancel()
+        time.sleep(0.1)
+        mid = [cpu_seconds(pid) for pid in self.pids]
+        time.sleep(0.5)
+        after = [cpu_seconds(pid) for pid in self.pids]
+        log(f"cancelled endless loop: worker CPU s in the 0.1 s after cancel "
+            f"{[m - b for m, b in zip(mid, busy_before)]}, in the 0.5 s after that "
+            f"{[a - m for a, m in zip(after, mid)]}")
+        self.assertTrue(call.cancelled())
+        for a, m in zip(after, mid):
+            self.assertLess(a - m, 0.05)
+        self.assert_fleet_alive()
+
+
 class OverloadTest(unittest.TestCase):
     """A closed-loop Run load at 4x the workers' total threads: shed or served, never down."""
 

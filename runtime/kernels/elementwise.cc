@@ -79,41 +79,23 @@ namespace {
 template <typename T>
 constexpr bool kIsHalf = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
 
-// Integer arithmetic wraps (two's complement) instead of overflowing.
-template <typename T>
-using WrapType = std::make_unsigned_t<T>;
-
+// Integer arithmetic wraps (two's complement) instead of overflowing (kernel_util.h).
 struct AddOp {
   template <typename C>
   C operator()(C x, C y) const {
-    if constexpr (std::is_integral_v<C>) {
-      return static_cast<C>(static_cast<WrapType<C>>(x) + static_cast<WrapType<C>>(y));
-    } else {
-      return x + y;
-    }
+    return WrapAdd(x, y);
   }
 };
 struct SubOp {
   template <typename C>
   C operator()(C x, C y) const {
-    if constexpr (std::is_integral_v<C>) {
-      return static_cast<C>(static_cast<WrapType<C>>(x) - static_cast<WrapType<C>>(y));
-    } else {
-      return x - y;
-    }
+    return WrapSub(x, y);
   }
 };
 struct MulOp {
   template <typename C>
   C operator()(C x, C y) const {
-    if constexpr (std::is_integral_v<C>) {
-      // Promote narrow types so the product is computed in (at least) unsigned int.
-      using U = std::conditional_t<(sizeof(C) < sizeof(unsigned)), unsigned, WrapType<C>>;
-      return static_cast<C>(static_cast<U>(static_cast<WrapType<C>>(x)) *
-                            static_cast<U>(static_cast<WrapType<C>>(y)));
-    } else {
-      return x * y;
-    }
+    return WrapMul(x, y);
   }
 };
 // Integer division truncates; division by zero gives 0 rather than trapping.
@@ -123,7 +105,7 @@ struct DivOp {
     if constexpr (std::is_integral_v<C>) {
       if (y == 0) return 0;
       if constexpr (std::is_signed_v<C>) {
-        if (y == -1) return static_cast<C>(WrapType<C>(0) - static_cast<WrapType<C>>(x));
+        if (y == -1) return WrapNeg(x);
       }
       return static_cast<C>(x / y);
     } else {
@@ -224,7 +206,7 @@ inline B PowElement(B x, E y) {
       if (x == -1) return (y % 2 == 0) ? 1 : static_cast<B>(-1);
       return 0;
     }
-    using U = WrapType<B>;
+    using U = WrapUnsigned<B>;
     U base = static_cast<U>(x), result = 1;
     uint64_t e = static_cast<uint64_t>(y);
     while (e != 0) {

@@ -119,6 +119,49 @@ inline T FromCompute(C v) {
   }
 }
 
+// Integer additions, subtractions, products and negations wrap around (two's complement), as
+// numpy's and ONNX Runtime's do: signed overflow is undefined in C++, so they are computed
+// unsigned, at least as wide as unsigned int (narrower types would promote to a signed int).
+// Floating-point values are computed as they are.
+template <typename T>
+using WrapUnsigned = std::common_type_t<unsigned, std::make_unsigned_t<T>>;
+
+template <typename T>
+inline T WrapAdd(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    return static_cast<T>(static_cast<WrapUnsigned<T>>(a) + static_cast<WrapUnsigned<T>>(b));
+  } else {
+    return a + b;
+  }
+}
+
+template <typename T>
+inline T WrapSub(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    return static_cast<T>(static_cast<WrapUnsigned<T>>(a) - static_cast<WrapUnsigned<T>>(b));
+  } else {
+    return a - b;
+  }
+}
+
+template <typename T>
+inline T WrapMul(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    return static_cast<T>(static_cast<WrapUnsigned<T>>(a) * static_cast<WrapUnsigned<T>>(b));
+  } else {
+    return a * b;
+  }
+}
+
+template <typename T>
+inline T WrapNeg(T a) {
+  if constexpr (std::is_integral_v<T>) {
+    return static_cast<T>(WrapUnsigned<T>(0) - static_cast<WrapUnsigned<T>>(a));
+  } else {
+    return -a;
+  }
+}
+
 // The dtype of a C++ element type.
 template <typename T>
 constexpr v1::DataType DataTypeOf() {

@@ -99,9 +99,9 @@ inline Acc Identity() {
 template <Combine C, typename Acc>
 inline Acc Apply(Acc a, Acc v) {
   if constexpr (C == Combine::kSum) {
-    return a + v;
+    return WrapAdd(a, v);
   } else if constexpr (C == Combine::kProd) {
-    return a * v;
+    return WrapMul(a, v);
   } else if constexpr (C == Combine::kMax) {
     return (v > a || IsNan(v)) ? v : a;
   } else {
@@ -113,10 +113,10 @@ template <Pre P, typename Acc, typename In>
 inline Acc Load(In x) {
   const Acc v = static_cast<Acc>(ToCompute(x));
   if constexpr (P == Pre::kAbs) {
-    if constexpr (std::is_signed_v<Acc>) return v < 0 ? -v : v;
+    if constexpr (std::is_signed_v<Acc>) return v < 0 ? WrapNeg(v) : v;
     return v;
   } else if constexpr (P == Pre::kSquare) {
-    return v * v;
+    return WrapMul(v, v);
   } else {
     return v;
   }

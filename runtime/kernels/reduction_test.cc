@@ -43,6 +43,23 @@ TEST(ReduceTest, IntegerResultsOutOfRangeSaturate) {
   EXPECT_EQ((*out)[0].data<int64_t>()[0], std::numeric_limits<int64_t>::lowest());
 }
 
+TEST(ReduceTest, IntegerSumsAndProductsWrapAround) {
+  // Two's complement wrap-around, as numpy and ONNX Runtime give, not signed overflow
+  // (undefined behaviour: found by graph_pipeline_fuzzer through constant folding).
+  const int64_t big = int64_t{1} << 62;
+  absl::StatusOr<std::vector<Tensor>> out =
+      RunNode("ReduceSum", {"name: \"keepdims\" i: 0"}, {I64({big, big, big}, {3})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].data<int64_t>()[0], -big);  // 3 * 2^62 mod 2^64
+  out = RunNode("ReduceProd", {"name: \"keepdims\" i: 0"}, {I64({big, 4}, {2})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].data<int64_t>()[0], 0);
+  out = RunNode("ReduceL1", {"name: \"keepdims\" i: 0"},
+                {I64({std::numeric_limits<int64_t>::lowest()}, {1})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].data<int64_t>()[0], std::numeric_limits<int64_t>::lowest());
+}
+
 TEST(ReduceTest, SumEmptyAxesReducesAllOrNothing) {
   absl::StatusOr<std::vector<Tensor>> all =
       RunNode("ReduceSum", {"name: \"keepdims\" i: 0"}, {F32(Iota(6), {2, 3})});

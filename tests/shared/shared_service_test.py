@@ -353,6 +353,43 @@ class PoisonTest(unittest.TestCase):
         self.assert_fleet_alive()
 
 
+class QuarantineTest(unittest.TestCase):
+    """A plan whose workers die under it (killed as the OOM killer would) is quarantined."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.c = Cluster("quarantine", workers=2, secure=False)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.stop()
+
+    def test_a_plan_that_killed_two_workers_is_refused(self):
+        graph, inputs = models.endless_loop()
+        call = self.c.coordinator().Run.future(run_request(graph, inputs), timeout=60)
+        killed = []
+        deadline = time.time() + 30
+        while len(killed) < 2 and time.time() < deadline:
+            before = {w.name: cpu_seconds(w.pid) for w in self.c.workers if w.alive()}
+            time.sleep(0.2)
+            for w in self.c.workers:
+                if w.alive() and w.name in before and cpu_seconds(w.pid) - before[w.name] > 0.1:
+                    w.proc.send_signal(signal.SIGKILL)
+                    w.proc.wait()
+                    killed.append(w.name)
+        self.assertEqual(len(killed), 2, "the plan did not run on both workers in turn")
+        code, details = code_of(call.result)
+        self.assertEqual(code, Code.UNAVAILABLE, details)
+        self.assertIn("2 attempt(s)", details)
+        code, details = code_of(lambda: self.c.coordinator().Run(run_request(graph, inputs),
+                                                                 timeout=30))
+        self.assertEqual(code, Code.FAILED_PRECONDITION, details)
+        self.assertIn("is quarantined", details)
+        self.assertIn("w0", details)
+        self.assertIn("w1", details)
+        self.assertEqual(self.c.health(), "SERVING")
+
+
 class OverloadTest(unittest.TestCase):
     """A closed-loop Run load at 4x the workers' total threads: shed or served, never down."""
 

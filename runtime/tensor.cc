@@ -49,6 +49,21 @@ int64_t StringHeapBytes(size_t length) {
   return length <= kInlineStringCapacity ? 0 : static_cast<int64_t>(length) + 1;
 }
 
+absl::StatusOr<std::shared_ptr<Buffer>> Buffer::NewCharged(
+    const std::shared_ptr<MemoryBudget>& budget, int64_t charge, AllocationName what) {
+  if (budget != nullptr && !budget->TryCharge(charge)) return budget->ExhaustedError(charge, what());
+  std::shared_ptr<Buffer> buffer(new (std::nothrow) Buffer());
+  if (buffer == nullptr) {
+    if (budget != nullptr) budget->Release(charge);
+    return absl::ResourceExhaustedError(absl::StrCat(what(), ": out of memory"));
+  }
+  if (budget != nullptr) {
+    buffer->budget_ = budget;
+    buffer->charged_ = charge;
+  }
+  return buffer;
+}
+
 absl::StatusOr<std::shared_ptr<Buffer>> Buffer::AllocateCpu(size_t bytes, Pages pages) {
   return AllocateCpu(bytes, pages, nullptr, UnnamedTensor);
 }
@@ -65,16 +80,9 @@ absl::StatusOr<std::shared_ptr<Buffer>> Buffer::AllocateCpu(
         absl::StrCat(what(), ": ", bytes, " bytes cannot be allocated (size overflows)"));
   }
   const int64_t charge = static_cast<int64_t>(rounded) + kBufferOverheadBytes;
-  if (budget != nullptr && !budget->TryCharge(charge)) return budget->ExhaustedError(charge, what());
-  std::shared_ptr<Buffer> buffer(new (std::nothrow) Buffer());
-  if (buffer == nullptr) {
-    if (budget != nullptr) budget->Release(charge);
-    return absl::ResourceExhaustedError(absl::StrCat(what(), ": out of memory"));
-  }
-  if (budget != nullptr) {
-    buffer->budget_ = budget;
-    buffer->charged_ = charge;
-  }
+  absl::StatusOr<std::shared_ptr<Buffer>> charged = NewCharged(budget, charge, what);
+  if (!charged.ok()) return charged.status();
+  std::shared_ptr<Buffer> buffer = *std::move(charged);
   if (rounded > 0) {
     buffer->data_ = std::aligned_alloc(alignment, rounded);
     if (buffer->data_ == nullptr) {
@@ -105,16 +113,9 @@ absl::StatusOr<std::shared_ptr<Buffer>> Buffer::AllocateStrings(
       SaturatingAdd(SaturatingAdd(static_cast<int64_t>(count * sizeof(std::string)),
                                   std::max<int64_t>(heap_bytes, 0)),
                     kBufferOverheadBytes);
-  if (budget != nullptr && !budget->TryCharge(charge)) return budget->ExhaustedError(charge, what());
-  std::shared_ptr<Buffer> buffer(new (std::nothrow) Buffer());
-  if (buffer == nullptr) {
-    if (budget != nullptr) budget->Release(charge);
-    return absl::ResourceExhaustedError(absl::StrCat(what(), ": out of memory"));
-  }
-  if (budget != nullptr) {
-    buffer->budget_ = budget;
-    buffer->charged_ = charge;
-  }
+  absl::StatusOr<std::shared_ptr<Buffer>> charged = NewCharged(budget, charge, what);
+  if (!charged.ok()) return charged.status();
+  std::shared_ptr<Buffer> buffer = *std::move(charged);
   try {
     buffer->strings_.resize(count);
   } catch (const std::exception&) {  // bad_alloc, length_error

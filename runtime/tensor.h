@@ -99,6 +99,10 @@ class Buffer {
 
  private:
   Buffer() = default;
+  // An empty buffer holding `charge` bytes of `budget` (when given): RESOURCE_EXHAUSTED naming
+  // `what` when they do not fit.
+  static absl::StatusOr<std::shared_ptr<Buffer>> NewCharged(
+      const std::shared_ptr<MemoryBudget>& budget, int64_t charge, AllocationName what);
   void* data_ = nullptr;
   size_t bytes_ = 0;
   DeviceKind device_ = DeviceKind::kCpu;

@@ -1,7 +1,5 @@
 #include "runtime/kernel.h"
 
-#include <time.h>
-
 #include <algorithm>
 #include <atomic>
 #include <exception>
@@ -156,21 +154,13 @@ KernelContext::KernelContext(const KernelInfo& info, absl::Span<const Tensor* co
       outer_lookup_(std::move(outer_lookup)),
       num_threads_(num_threads) {}
 
-bool StopRequested(const StopToken* token) {
-  if (token == nullptr) return false;
-  if (token->cancelled()) return true;
-  const absl::Time deadline = token->deadline();
-  if (deadline == absl::InfiniteFuture()) return false;
-  timespec now;
-  clock_gettime(CLOCK_REALTIME_COARSE, &now);
-  return absl::TimeFromTimespec(now) >= deadline;
-}
+bool StopRequested(const StopToken* token) { return token != nullptr && token->ShouldStop(); }
 
 absl::Status KernelContext::StopStatus(absl::string_view where) const {
   stop_seen_.store(true, std::memory_order_relaxed);
   absl::Status s = stop_ != nullptr ? stop_->Check(where) : absl::OkStatus();
-  // The coarse clock said the deadline passed; should the token's own clock (stepped back)
-  // disagree, the run stops all the same.
+  // A kernel saw the token fire; should a later check disagree (the clock stepped back), the
+  // run stops all the same.
   if (s.ok()) {
     return absl::DeadlineExceededError(
         absl::StrCat("the request's deadline passed (stopped in ", where, ")"));

@@ -97,11 +97,10 @@ class KernelInfo {
   DeviceKind device_;
 };
 
-// Whether `token` (may be null) has fired: cancelled, or past its deadline by the kernel's
-// coarse real-time clock (CLOCK_REALTIME_COARSE: ~5 ns to read where StopToken::ShouldStop's
-// clock takes ~50 ns here; it lags real time by at most a tick, a few milliseconds, so a
-// deadline is seen at most that late). What the executor and kernels poll: one atomic load
-// without a deadline, two atomic loads and the coarse clock with one.
+// Whether `token` (may be null) has fired: cancelled, or past its deadline by the coarse
+// real-time clock (StopToken::ShouldStop: a deadline is seen at most a clock tick, a few
+// milliseconds, late). What the executor and kernels poll: one atomic load without a
+// deadline, two atomic loads and the coarse clock with one.
 bool StopRequested(const StopToken* token);
 
 // Where an executor's memory plan puts one output of a node.

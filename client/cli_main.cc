@@ -115,6 +115,8 @@ struct RunArgs {
   std::string request_id;
   int opt_level = 1;
   bool has_opt_level = false;  // -O given
+  // The memory budget of each run, in MiB (0: none here; with --server, the worker's).
+  int64_t memory_limit_mb = 0;
 };
 
 struct OpsArgs {
@@ -425,9 +427,12 @@ absl::StatusOr<RunOutcome> RunInProcess(const RunArgs& args, Graph model,
   std::vector<double> run_ms;
   ProfileMedian profile;
   for (int i = 0; i < args.repeat; ++i) {
+    runtime::RunOptions run_options{.profile = args.profile};
+    if (args.memory_limit_mb > 0) {
+      run_options.memory = std::make_shared<runtime::MemoryBudget>(args.memory_limit_mb << 20);
+    }
     const absl::Time start = absl::Now();
-    absl::StatusOr<runtime::RunResult> result =
-        (*executor)->Run(inputs, {.profile = args.profile});
+    absl::StatusOr<runtime::RunResult> result = (*executor)->Run(inputs, run_options);
     if (!result.ok()) return result.status();
     run_ms.push_back(absl::ToDoubleMilliseconds(absl::Now() - start));
     outcome.outputs = std::move(result->outputs);
@@ -464,6 +469,7 @@ absl::StatusOr<RunOutcome> RunOnServer(const RunArgs& args, v1::Graph model,
     tensor.ToProto(in->mutable_tensor());
   }
   request.set_profile(args.profile);
+  request.set_memory_limit_bytes(args.memory_limit_mb << 20);
   if (args.has_opt_level) request.mutable_optimize()->set_opt_level(args.opt_level);
   std::vector<double> run_ms;
   absl::StatusOr<v1::RunResponse> response;
@@ -823,6 +829,13 @@ int Main(int argc, char** argv) {
   run->add_option("--tenant", run_args.backend.tenant,
                   "With --server: the tenant the run is for (its registered ops, with -O)");
   AddCredentialOptions(run, &run_args.backend);
+  run->add_option("--memory-limit-mb", run_args.memory_limit_mb,
+                  "Memory budget of each run in MiB: going over it fails the run with "
+                  "RESOURCE_EXHAUSTED naming the node, before the allocation (0: none in this "
+                  "process; with --server, the worker's --execution_memory_mb, which also caps "
+                  "it)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
   run->add_option("--request-id", run_args.request_id,
                   "With --server: the request's id; sent again with the same id, it runs at "
                   "most once and gets the first answer (--repeat appends #2, #3, ...)");

@@ -34,9 +34,11 @@ absl::string_view Domain(absl::string_view domain) {
 
 // Trailing metadata of a worker's answers (worker/worker_service.h): present when the worker
 // itself sent the status, absent when the call failed on the way (connection lost, our own
-// deadline); and present when its queue was full.
+// deadline); present when its queue was full; present when an execution went over the memory
+// cap of the request itself.
 constexpr char kOriginKey[] = "graphopt-origin";
 constexpr char kBusyKey[] = "graphopt-busy";
+constexpr char kCallersLimitKey[] = "graphopt-callers-limit";
 
 bool HasTrailer(const grpc::ClientContext& context, const char* key) {
   return context.GetServerTrailingMetadata().count(key) > 0;
@@ -654,9 +656,11 @@ Coordinator::Attempt Coordinator::TryWorker(const Target& target, const v1::Grap
       return a;
     }
     if (answered && (code == grpc::StatusCode::RESOURCE_EXHAUSTED ||
-                     code == grpc::StatusCode::DEADLINE_EXCEEDED)) {
+                     code == grpc::StatusCode::DEADLINE_EXCEEDED) &&
+        !HasTrailer(context, kCallersLimitKey)) {
       // The worker stopped the execution itself (its memory budget or time limit) and lives
-      // on; another worker may have more room.
+      // on; another worker may have more room. Not so when the budget was the request's own
+      // memory_limit_bytes: that fails alike everywhere, so it is the answer.
       a.outcome = Attempt::Outcome::kRetry;
       a.code = static_cast<absl::StatusCode>(code);
       a.error = what;

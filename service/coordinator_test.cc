@@ -169,7 +169,14 @@ class FakeWorker final : public v1::Worker::Service {
       ++cancelled_executions_;
       return Cancelled();
     }
-    if (execute_error_ != grpc::StatusCode::OK) return grpc::Status(execute_error_, "told to fail");
+    if (execute_error_ != grpc::StatusCode::OK) {
+      // As a real worker marks a failure of the request's own memory cap.
+      if (execute_error_ == grpc::StatusCode::RESOURCE_EXHAUSTED &&
+          request->memory_limit_bytes() > 0) {
+        context->AddTrailingMetadata("graphopt-callers-limit", "memory_limit_bytes");
+      }
+      return grpc::Status(execute_error_, "told to fail");
+    }
     for (const v1::NamedTensor& in : request->inputs()) {
       if (in.name() != "x") continue;
       v1::NamedTensor* out = response->add_outputs();
@@ -796,6 +803,18 @@ TEST_F(CoordinatorTest, AWorkersOwnResourceFailureIsRetriedOnceThenAnswered) {
   for (FakeWorker* w : {&a, &b, &d}) {
     EXPECT_EQ(Find(c->ListWorkers(), w->address())->health(), "up");
   }
+}
+
+TEST_F(CoordinatorTest, GoingOverTheRequestsOwnMemoryCapIsNotRetried) {
+  FakeWorker a("a"), b("b");
+  for (FakeWorker* w : {&a, &b}) w->set_execute_error(grpc::StatusCode::RESOURCE_EXHAUSTED);
+  auto c = Make({&a, &b});
+  v1::RunRequest request = Request(1);
+  request.set_memory_limit_bytes(1 << 20);
+  absl::StatusOr<v1::RunResponse> r = c->Run(request);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(r.status().message(), HasSubstr("told to fail"));
+  EXPECT_EQ(a.executions() + b.executions(), 1);
 }
 
 TEST_F(CoordinatorTest, APlanThatKillsTwoWorkersIsQuarantined) {

@@ -49,6 +49,12 @@ msg=$("${CLI}" run "${CORPUS}/mlp/model.onnx" --input nope=/dev/null 2>&1); rc=$
 [[ ${rc} -eq 2 || ${rc} -eq 1 ]] && grep -q "nope" <<<"${msg}" || fail "unknown input: rc=${rc} ${msg}"
 msg=$("${CLI}" run "${CORPUS}/mlp/model.onnx" --input x 2>&1); rc=$?
 [[ ${rc} -eq 2 ]] && grep -q "NAME=FILE.npy" <<<"${msg}" || fail "malformed --input: rc=${rc} ${msg}"
+# A memory budget below the run's needs fails before the allocation, naming the node.
+msg=$("${CLI}" run "${CORPUS}/mlp/model.onnx" --bind batch=100000 --memory-limit-mb 1 2>&1); rc=$?
+[[ ${rc} -eq 1 ]] && grep -q "RESOURCE_EXHAUSTED: node '.*over the execution's memory budget" \
+  <<<"${msg}" || fail "--memory-limit-mb 1: rc=${rc} ${msg}"
+"${CLI}" run "${CORPUS}/mlp/model.onnx" --bind batch=3 --memory-limit-mb 64 >/dev/null 2>&1 ||
+  fail "--memory-limit-mb 64 failed a small run"
 msg=$("${CLI}" run "${TMP}/missing.onnx" 2>&1); rc=$?
 [[ ${rc} -eq 1 ]] && grep -q "missing.onnx" <<<"${msg}" || fail "missing model: rc=${rc} ${msg}"
 echo "PASS"

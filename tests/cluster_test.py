@@ -1,7 +1,9 @@
 """One graphopt-server and three graphopt-worker processes on loopback, driven by the CLI.
 
 Checks, in order:
-  1. the three workers register and `graphopt workers` lists them as up;
+  1. the three workers register and `graphopt workers` lists them as up; a run with a
+     per-request memory cap (--memory-limit-mb) below its needs fails with RESOURCE_EXHAUSTED
+     naming the node, and every worker stays up;
   2. every model given runs through the coordinator (`graphopt run --server`) from several
      clients at once, with outputs byte-identical to in-process execution (`graphopt run`);
   3. meanwhile a worker caught executing a request is stopped (SIGSTOP, so that the request is
@@ -186,6 +188,20 @@ def main():
     for port in ports:
         wait_health(addr, port, "up", 15, "registration")
     log(f"server on {server_port}, workers on {ports}: all up")
+
+    # A per-request memory cap far below the run's needs: RESOURCE_EXHAUSTED naming the node,
+    # and every worker stays up (the cap is enforced before the allocation).
+    mlp = next(m for m in MODELS if os.path.basename(os.path.dirname(m)) == "mlp")
+    r = cli("run", mlp, "--bind", "batch=100000", "--memory-limit-mb", "1", "--server", addr,
+            check=False)
+    if (r.returncode != 1 or "RESOURCE_EXHAUSTED" not in r.stderr or "node '" not in r.stderr
+            or "attempt" in r.stderr):
+        fail(f"--memory-limit-mb 1: exit {r.returncode}, want 1 with RESOURCE_EXHAUSTED naming "
+             f"a node, from the first worker (the cap fails alike everywhere, so no retry):"
+             f"\n{r.stdout}{r.stderr}")
+    for port in ports:
+        wait_health(addr, port, "up", 5, "after the over-budget run")
+    log(f"--memory-limit-mb 1 on the server: {r.stderr.strip().splitlines()[-1][:160]}")
 
     # In-process references (same seed, so the same random inputs).
     ref = {}

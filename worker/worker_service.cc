@@ -234,7 +234,14 @@ grpc::ServerUnaryReactor* WorkerService::Execute(grpc::CallbackServerContext* co
             "plan=", request.plan_id().substr(0, 80), " request_id='",
             absl::CHexEscape(request.request_id().substr(0, 80)), "' peak_mib=",
             absl::StrFormat("%.1f", static_cast<double>(peak) / (1 << 20)));
-        if (!r.ok()) return r.status();
+        if (!r.ok()) {
+          if (r.status().code() == absl::StatusCode::kResourceExhausted &&
+              request.memory_limit_bytes() > 0 &&
+              request.memory_limit_bytes() <= c->options().execution_memory_bytes) {
+            call.AddTrailer(kCallersLimitKey, "memory_limit_bytes");
+          }
+          return r.status();
+        }
         response = *std::move(r);
         return absl::OkStatus();
       });

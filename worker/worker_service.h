@@ -115,6 +115,9 @@ class WorkerService final : public WorkerServiceBase {
 // Trailing metadata on every worker answer (see worker.proto).
 inline constexpr char kOriginKey[] = "graphopt-origin";
 inline constexpr char kOriginWorker[] = "worker";
+// Trailing metadata of an Execute that went over the memory cap its request set
+// (memory_limit_bytes, at or below the worker's own budget): every worker would fail it alike.
+inline constexpr char kCallersLimitKey[] = "graphopt-callers-limit";
 
 }  // namespace graphopt
 

@@ -87,7 +87,8 @@ absl::StatusOr<MatMulPlan> PlanMatMul(const KernelContext& ctx, const Shape& a_i
   return p;
 }
 
-// c[M, N] (= or +=) a[M, K] x b[K, N] (row-major, leading dims lda, ldb, ldc) in C.
+// c[M, N] (= or +=) a[M, K] x b[K, N] (row-major, leading dims lda, ldb, ldc) in C; integer
+// sums wrap around as the elementwise ops do.
 template <typename A, typename B, typename C, typename Fa, typename Fb>
 void GemmLoop(int64_t m, int64_t n, int64_t k, const A* a, int64_t lda, bool trans_a,
               const B* b, int64_t ldb, bool trans_b, C* c, Fa fa, Fb fb) {
@@ -98,10 +99,10 @@ void GemmLoop(int64_t m, int64_t n, int64_t k, const A* a, int64_t lda, bool tra
     for (int64_t p = 0; p < k; ++p) {
       const C av = fa(trans_a ? a[p * lda + i] : a[i * lda + p], i);
       if (trans_b) {
-        for (int64_t j = 0; j < n; ++j) ci[j] += av * fb(b[j * ldb + p], j);
+        for (int64_t j = 0; j < n; ++j) ci[j] = WrapAdd(ci[j], WrapMul(av, fb(b[j * ldb + p], j)));
       } else {
         const B* bp = b + p * ldb;
-        for (int64_t j = 0; j < n; ++j) ci[j] += av * fb(bp[j], j);
+        for (int64_t j = 0; j < n; ++j) ci[j] = WrapAdd(ci[j], WrapMul(av, fb(bp[j], j)));
       }
     }
   }
@@ -306,8 +307,8 @@ absl::Status GemmCompute(KernelContext& ctx, const PackedMatMul* packed) {
       const Cm al = static_cast<Cm>(alpha), be = static_cast<Cm>(beta);
       for (int64_t i = 0; i < m; ++i) {
         for (int64_t j = 0; j < n; ++j) {
-          Cm v = al * acc[i * n + j];
-          if (pc) v += be * ToCompute(pc[i * c_rs + j * c_cs]);
+          Cm v = WrapMul(al, acc[i * n + j]);
+          if (pc) v = WrapAdd(v, WrapMul(be, ToCompute(pc[i * c_rs + j * c_cs])));
           py[i * n + j] = FromCompute<T>(v);
         }
       }

@@ -1,6 +1,7 @@
 #include <cmath>
 #include <cstdint>
 #include <thread>
+#include <limits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -337,6 +338,20 @@ TEST(MatMulTest, VectorOperandsAndInt) {
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_THAT((*out)[0].shape(), ElementsAre(2));
   EXPECT_THAT(ToInts((*out)[0]), ElementsAre(3, 7));
+}
+
+TEST(MatMulTest, IntegerProductsWrapAround) {
+  // Two's complement, as numpy gives, not signed overflow (undefined behaviour: found by
+  // graph_pipeline_fuzzer through constant folding). (2^59 + 1)^2 = 2^118 + 2^60 + 1.
+  const int64_t v = (int64_t{1} << 59) + 1;
+  absl::StatusOr<std::vector<Tensor>> out =
+      RunNode("MatMul", {}, {I64({v, v}, {1, 2}), I64({v, v}, {2, 1})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].data<int64_t>()[0], (int64_t{1} << 61) + 2);  // 2 * (2^60 + 1) mod 2^64
+  out = RunNode("Gemm", {"name: \"alpha\" f: 1", "name: \"beta\" f: 1"},
+                {I64({v}, {1, 1}), I64({v}, {1, 1}), I64({std::numeric_limits<int64_t>::max()}, {1})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].data<int64_t>()[0], std::numeric_limits<int64_t>::lowest() + (int64_t{1} << 60));
 }
 
 TEST(MatMulTest, BadInnerDims) {

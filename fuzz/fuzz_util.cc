@@ -247,3 +247,10 @@ v1::Graph OneNodeGraph(const v1::OpDescriptor& op, int scenario, int64_t opset_v
 
 }  // namespace fuzz
 }  // namespace graphopt
+
+// libFuzzer calls it once before the first input, in every target binary (they all link this
+// library).
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  graphopt::fuzz::QuietProtobuf();
+  return 0;
+}

@@ -16,7 +16,8 @@ namespace graphopt {
 namespace fuzz {
 
 // Silences protobuf's error log (every mutated input that is not valid UTF-8 in a string field
-// logs one line); call from LLVMFuzzerInitialize.
+// logs one line). Every target linking this library does so at start: fuzz_util.cc defines
+// libFuzzer's LLVMFuzzerInitialize.
 void QuietProtobuf();
 
 // The builtin ops, registered once per process and never changed afterwards (libFuzzer's entry

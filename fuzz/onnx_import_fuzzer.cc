@@ -35,11 +35,6 @@ void RunOne(const uint8_t* data, size_t size) {
 }  // namespace fuzz
 }  // namespace graphopt
 
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  graphopt::fuzz::QuietProtobuf();
-  return 0;
-}
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   graphopt::fuzz::RunOne(data, size);
   return 0;

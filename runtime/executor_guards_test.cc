@@ -303,6 +303,13 @@ TEST(CancellationTest, LongKernelsOnSmallInputsStopWithin100Ms) {
     nodes { name: "k" op_type: "DFT" inputs: "x" outputs: "y" attributes { name: "axis" i: 1 } }
     inputs { name: "x" } outputs { name: "y" })pb",
                    {{"x", Filled(65536, 1).Reshaped({1, 65536, 1}).value()}}});
+  // 2^36 multiply-adds: seconds on one core; one oneDNN sgemm call cannot be interrupted, so
+  // Sgemm runs it in blocks with the token polled between them.
+  const Tensor square = Filled(4096 * 4096, 1).Reshaped({4096, 4096}).value();
+  cases.push_back({"MatMul of 4096 x 4096 matrices", R"pb(
+    nodes { name: "k" op_type: "MatMul" inputs: "a" inputs: "b" outputs: "y" }
+    inputs { name: "a" } inputs { name: "b" } outputs { name: "y" })pb",
+                   {{"a", square}, {"b", square}}});
   cases.push_back({"Einsum i,j-> of 10^5 each", R"pb(
     nodes { name: "k" op_type: "Einsum" inputs: "a" inputs: "b" outputs: "y"
             attributes { name: "equation" s: "i,j->" } }
@@ -323,6 +330,64 @@ TEST(CancellationTest, LongKernelsOnSmallInputsStopWithin100Ms) {
       std::printf("%s, %d thread(s): stopped %.2f ms after the cancel\n", c.name, threads, best);
       EXPECT_LT(best, 100);
     }
+  }
+}
+
+// Values in [-1, 1) that differ from element to element (a block at the wrong offset would show).
+Tensor Varied(Shape shape, uint32_t seed) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  Tensor t = Tensor::Allocate(v1::DT_FLOAT32, shape).value();
+  uint32_t x = seed;
+  for (int64_t i = 0; i < n; ++i) {
+    x = x * 1664525u + 1013904223u;
+    t.data<float>()[i] = static_cast<float>(x >> 8) / static_cast<float>(1 << 23) - 1.0f;
+  }
+  return t;
+}
+
+TEST(CancellationTest, BlockedMatMulGivesTheProductOfOneCall) {
+  // With a stop token, Sgemm splits products over 2^28 multiply-adds: by rows (600 x 800 by
+  // 800 x 700), and by the inner dimension (256 x 8192 by 8192 x 256; its partial sums add up
+  // in another order, hence the tolerance); plain MatMul and Gemm with transposes and beta.
+  struct Case {
+    const char* name;
+    std::string graph;
+    std::vector<std::pair<std::string, Tensor>> inputs;
+  };
+  const std::string matmul = R"pb(
+    nodes { name: "k" op_type: "MatMul" inputs: "a" inputs: "b" outputs: "y" }
+    inputs { name: "a" } inputs { name: "b" } outputs { name: "y" })pb";
+  const std::string gemm = R"pb(
+    nodes { name: "k" op_type: "Gemm" inputs: "a" inputs: "b" inputs: "c" outputs: "y"
+            attributes { name: "transA" i: 1 } attributes { name: "transB" i: 1 }
+            attributes { name: "alpha" f: 0.5 } attributes { name: "beta" f: 2 } }
+    inputs { name: "a" } inputs { name: "b" } inputs { name: "c" } outputs { name: "y" })pb";
+  const std::vector<Case> cases = {
+      {"rows", matmul, {{"a", Varied({600, 800}, 1)}, {"b", Varied({800, 700}, 2)}}},
+      {"inner", matmul, {{"a", Varied({256, 8192}, 3)}, {"b", Varied({8192, 256}, 4)}}},
+      {"gemm", gemm,
+       {{"a", Varied({8192, 300}, 5)}, {"b", Varied({280, 8192}, 6)}, {"c", Varied({300, 280}, 7)}}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::unique_ptr<Executor> ex = Build(c.graph);
+    ASSERT_NE(ex, nullptr);
+    absl::StatusOr<RunResult> whole = ex->Run(c.inputs);
+    ASSERT_TRUE(whole.ok()) << whole.status();
+    StopToken token;
+    RunOptions run;
+    run.stop = &token;
+    absl::StatusOr<RunResult> blocked = ex->Run(c.inputs, run);
+    ASSERT_TRUE(blocked.ok()) << blocked.status();
+    const Tensor& x = whole->outputs[0];
+    const Tensor& y = blocked->outputs[0];
+    ASSERT_EQ(x.num_elements(), y.num_elements());
+    int64_t off = 0;
+    for (int64_t i = 0; i < x.num_elements(); ++i) {
+      off += std::abs(x.data<float>()[i] - y.data<float>()[i]) > 1e-3f;
+    }
+    EXPECT_EQ(off, 0) << "elements differ between one sgemm call and blocks";
   }
 }
 

@@ -467,14 +467,55 @@ absl::Status QLinearMatMulKernel(KernelContext& ctx) {
 
 }  // namespace
 
-absl::Status Sgemm(const KernelContext& ctx, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
-                   float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
-                   float beta, float* c, int64_t ldc) {
+namespace {
+
+absl::Status SgemmCall(const KernelContext& ctx, bool ta, bool tb, int64_t m, int64_t n,
+                       int64_t k, float alpha, const float* a, int64_t lda, const float* b,
+                       int64_t ldb, float beta, float* c, int64_t ldc) {
   const dnnl_status_t st =
       dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   if (st != dnnl_success) {
     return absl::InternalError(absl::StrCat(ctx.info().label(), ": oneDNN sgemm failed (status ",
                                             static_cast<int>(st), ")"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status Sgemm(const KernelContext& ctx, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                   float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
+                   float beta, float* c, int64_t ldc) {
+  // One sgemm call cannot be interrupted. With a stop token, a product of more than
+  // kBlockMacs multiply-adds runs as blocks of at most that many (about 10 to 20 ms on one
+  // core), the token polled before each, so that a cancelled run stops within a block. Blocks
+  // keep at least 256 rows and columns where the product has them, so that repacking A and B
+  // per block costs under 1%.
+  constexpr int64_t kBlockMacs = int64_t{1} << 28;
+  constexpr int64_t kMinSide = 256;
+  if (ctx.stop() == nullptr || m == 0 || n == 0 || k == 0 ||
+      static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) <=
+          static_cast<double>(kBlockMacs)) {
+    return SgemmCall(ctx, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  }
+  const int64_t min_m = std::min(m, kMinSide), min_n = std::min(n, kMinSide);
+  const int64_t kb = std::min(k, std::max<int64_t>(1, kBlockMacs / (min_m * min_n)));
+  const int64_t mb = std::min(m, std::max(min_m, kBlockMacs / std::max<int64_t>(1, n * kb)));
+  const int64_t nb = std::min(n, std::max<int64_t>(1, kBlockMacs / (mb * kb)));
+  for (int64_t i0 = 0; i0 < m; i0 += mb) {
+    const int64_t rows = std::min(mb, m - i0);
+    for (int64_t j0 = 0; j0 < n; j0 += nb) {
+      const int64_t cols = std::min(nb, n - j0);
+      for (int64_t p0 = 0; p0 < k; p0 += kb) {
+        if (ctx.ShouldStop()) return ctx.StopStatus(ctx.info().label());
+        // op(A) is m x k: A itself is k x m when transposed; op(B) is k x n likewise.
+        const float* ab = ta ? a + p0 * lda + i0 : a + i0 * lda + p0;
+        const float* bb = tb ? b + j0 * ldb + p0 : b + p0 * ldb + j0;
+        absl::Status s = SgemmCall(ctx, ta, tb, rows, cols, std::min(kb, k - p0), alpha, ab, lda,
+                                   bb, ldb, p0 == 0 ? beta : 1.0f, c + i0 * ldc + j0, ldc);
+        if (!s.ok()) return s;
+      }
+    }
   }
   return absl::OkStatus();
 }

@@ -89,7 +89,8 @@ absl::Status GuardDnnl(const KernelInfo& info, const char* what,
                        absl::FunctionRef<absl::Status()> fn);
 
 // C = alpha * op(A) * op(B) + beta * C, row-major, on oneDNN's sgemm; INTERNAL naming the node
-// when oneDNN fails. Defined in nn_matmul.cc.
+// when oneDNN fails. With the run's stop token, large products run in blocks with the token
+// polled between them (the token's status once it fires). Defined in nn_matmul.cc.
 absl::Status Sgemm(const KernelContext& ctx, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                    float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
                    float beta, float* c, int64_t ldc);

@@ -426,6 +426,13 @@ TEST(QuantizeTest, DynamicQuantizeLinear) {
   EXPECT_NEAR(ToFloats((*r)[1])[0], 0.0196078438f, 1e-7);
   EXPECT_THAT(ToInts((*r)[2]), ElementsAre(153));
   EXPECT_THAT(ToInts((*r)[0]), ElementsAre(153, 255, 0, 26, 221, 179));
+  // -inf makes the scale inf and the zero point -(-inf) / inf = NaN, whose conversion to uint8
+  // was undefined: it is 0 (SaturateQuantized), as is every element.
+  const float inf = std::numeric_limits<float>::infinity();
+  auto wide = RunNode("DynamicQuantizeLinear", {}, {F32({-inf, 1}, {2})}, 3);
+  ASSERT_TRUE(wide.ok()) << wide.status();
+  EXPECT_THAT(ToInts((*wide)[2]), ElementsAre(0));
+  EXPECT_THAT(ToInts((*wide)[0]), ElementsAre(0, 0));
   auto bad = RunNode("DynamicQuantizeLinear", {}, {I64({1}, {1})}, 3);
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kUnimplemented);
 }

@@ -1,4 +1,5 @@
 #include <cmath>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -198,6 +199,23 @@ TEST(NonMaxSuppressionTest, RejectsBadBoxes) {
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(out.status().message(), HasSubstr("boxes"));
+}
+
+TEST(MelWeightMatrixTest, HugeOrNaNEdges) {
+  // A 1e38 Hz upper edge put a bin past int64 (its conversion was undefined): bins past the
+  // spectrum clamp to its last bin. NaN and infinite edges are rejected.
+  auto run = [](float lower, float upper) {
+    return RunNode("MelWeightMatrix", {},
+                   {I64({4}, {}), I64({16}, {}), I64({8000}, {}), F32({lower}, {}),
+                    F32({upper}, {})});
+  };
+  absl::StatusOr<std::vector<Tensor>> out = run(0, 1e38f);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), Shape({9, 4}));
+  EXPECT_EQ(run(0, std::nanf("")).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(run(std::nanf(""), 100).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(run(0, std::numeric_limits<float>::infinity()).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 // --- GridSample / RoiAlign ------------------------------------------------------------------

@@ -1,6 +1,8 @@
 #include "runtime/tensor.h"
 
 #include <cmath>
+#include <cstdint>
+#include <limits>
 
 #include "gtest/gtest.h"
 
@@ -14,6 +16,19 @@ TEST(TensorTest, AllocateIsAlignedAndSized) {
   EXPECT_EQ(t->byte_size(), 24u);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(t->raw_data()) % kTensorAlignment, 0u);
   EXPECT_EQ(t->DebugString(), "float32[2,3]");
+}
+
+TEST(TensorTest, FloatElementAsInt64Saturates) {
+  // static_cast<int64_t> of NaN, inf or 1e30 is undefined behaviour (NonMaxSuppression reads
+  // max_output_boxes_per_class, QLinearMatMul its y_zero_point, this way before checking types).
+  const float inf = std::numeric_limits<float>::infinity();
+  Tensor t = Tensor::FromVector<float>(v1::DT_FLOAT32, {std::nanf(""), inf, -inf, 1e30f, -2.75f},
+                                       {5});
+  EXPECT_EQ(t.ElementAsInt64(0), 0);
+  EXPECT_EQ(t.ElementAsInt64(1), std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(t.ElementAsInt64(2), std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(t.ElementAsInt64(3), std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(t.ElementAsInt64(4), -2);
 }
 
 TEST(TensorTest, NegativeDimIsInvalid) {

@@ -374,6 +374,8 @@ absl::Status DynamicQuantizeLinearKernel(KernelContext& ctx) {
   }
   const float scale = (hi - lo) / 255.0f;
   float zero = 0;
+  // An infinite input makes the scale infinite and -lo / scale NaN (-inf / inf), which has no
+  // defined conversion to uint8: SaturateQuantized makes it 0.
   if (scale != 0) zero = std::nearbyint(std::clamp((0.0f - lo) / scale, 0.0f, 255.0f));
   absl::StatusOr<Tensor*> y = ctx.AllocateOutput(0, v1::DT_UINT8, x.shape());
   if (!y.ok()) return y.status();
@@ -382,7 +384,7 @@ absl::Status DynamicQuantizeLinearKernel(KernelContext& ctx) {
   absl::StatusOr<Tensor*> yz = ctx.AllocateOutput(2, v1::DT_UINT8, {});
   if (!yz.ok()) return yz.status();
   (*ys)->data<float>()[0] = scale;
-  (*yz)->data<uint8_t>()[0] = static_cast<uint8_t>(zero);
+  (*yz)->data<uint8_t>()[0] = SaturateQuantized<uint8_t>(zero);
   uint8_t* py = (*y)->data<uint8_t>();
   const float inv = scale != 0 ? scale : 1.0f;
   MapElements(ctx, px, py, n, [inv, zero](float v) {

@@ -324,6 +324,25 @@ TEST(UnaryTest, PReluBroadcastsTheSlope) {
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(UnaryTest, IntegerPReluWrapsAndShrinkSaturates) {
+  // PRelu: x * slope wraps around (two's complement) as numpy's product does; it overflowed
+  // (undefined behaviour) before. -2^62 * 4 = -2^64 = 0 and -3 * (2^63 - 1) = INT64_MIN + 3.
+  const int64_t kMax = std::numeric_limits<int64_t>::max();
+  const int64_t kMin = std::numeric_limits<int64_t>::min();
+  auto prelu = RunNode("PRelu", {}, {I64({-(int64_t{1} << 62), -3, 5}, {3}), I64({4, kMax, 7}, {3})});
+  ASSERT_TRUE(prelu.ok()) << prelu.status();
+  EXPECT_THAT(ToInts((*prelu)[0]), ElementsAre(0, kMin + 3, 5));
+  // Shrink computes in double: int64's largest value is 2^63 there, whose conversion back was
+  // undefined; it saturates as FromCompute does (the exact answer here), as does a huge bias.
+  auto shrink = RunNode("Shrink", {}, {I64({kMax, kMin, 0}, {3})});
+  ASSERT_TRUE(shrink.ok()) << shrink.status();
+  EXPECT_THAT(ToInts((*shrink)[0]), ElementsAre(kMax, kMin, 0));
+  auto biased = RunNode("Shrink", {"name: \"bias\" f: 1e10"},
+                        {Make<int32_t>(v1::DT_INT32, {5, -5}, {2})});
+  ASSERT_TRUE(biased.ok()) << biased.status();
+  EXPECT_THAT(ToInts((*biased)[0]), ElementsAre(INT32_MIN, INT32_MAX));
+}
+
 TEST(UnaryTest, IsNaNAndIsInf) {
   const float inf = std::numeric_limits<float>::infinity();
   const Tensor x = F32({1, std::nanf(""), inf, -inf}, {4});
@@ -426,6 +445,13 @@ TEST(QuantizeTest, DynamicQuantizeLinear) {
   EXPECT_NEAR(ToFloats((*r)[1])[0], 0.0196078438f, 1e-7);
   EXPECT_THAT(ToInts((*r)[2]), ElementsAre(153));
   EXPECT_THAT(ToInts((*r)[0]), ElementsAre(153, 255, 0, 26, 221, 179));
+  // -inf makes the scale inf and the zero point -(-inf) / inf = NaN, whose conversion to uint8
+  // was undefined: it is 0 (SaturateQuantized), as is every element.
+  const float inf = std::numeric_limits<float>::infinity();
+  auto wide = RunNode("DynamicQuantizeLinear", {}, {F32({-inf, 1}, {2})}, 3);
+  ASSERT_TRUE(wide.ok()) << wide.status();
+  EXPECT_THAT(ToInts((*wide)[2]), ElementsAre(0));
+  EXPECT_THAT(ToInts((*wide)[0]), ElementsAre(0, 0));
   auto bad = RunNode("DynamicQuantizeLinear", {}, {I64({1}, {1})}, 3);
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kUnimplemented);
 }

@@ -157,9 +157,11 @@ absl::Status ShrinkKernel(KernelContext& ctx) {
   return Unary<Types::kNumeric>(ctx, [bias, lambd](auto v) {
     using C = GRAPHOPT_C(v);
     // Compare and shift in double so integer inputs follow the float thresholds.
+    // An integer result outside C's range (int64's largest value is 2^63 in double, a large
+    // bias) saturates as FromCompute does; the cast was undefined.
     const double d = static_cast<double>(v);
-    if (d < -lambd) return static_cast<C>(d + bias);
-    if (d > lambd) return static_cast<C>(d - bias);
+    if (d < -lambd) return FromCompute<C>(d + bias);
+    if (d > lambd) return FromCompute<C>(d - bias);
     return C(0);
   });
 }
@@ -258,7 +260,8 @@ absl::Status PReluKernel(KernelContext& ctx) {
         x, slope, **out,
         [](T a, T s) {
           const C v = ToCompute(a);
-          return v < C(0) ? FromCompute<T>(v * ToCompute(s)) : a;
+          // Integer products wrap around (two's complement), as numpy's do.
+          return v < C(0) ? FromCompute<T>(WrapMul(v, ToCompute(s))) : a;
         },
         &ctx);
     return absl::OkStatus();

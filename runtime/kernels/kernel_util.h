@@ -162,6 +162,17 @@ inline T WrapNeg(T a) {
   }
 }
 
+// A rounded float requantized into the 8- or 16-bit integer type Q: saturated to Q's range,
+// and NaN (from a NaN or infinite scale) to Q's lowest value, as QuantizeLinear gives (and
+// ONNX Runtime's x86 quantizer). A float outside Q's range has no defined conversion in C++.
+template <typename Q>
+inline Q SaturateQuantized(float v) {
+  static_assert(std::is_integral_v<Q> && sizeof(Q) <= 2, "Q's range must be exact in float");
+  constexpr float kLo = static_cast<float>(std::numeric_limits<Q>::lowest());
+  constexpr float kHi = static_cast<float>(std::numeric_limits<Q>::max());
+  return static_cast<Q>(!(v >= kLo) ? kLo : (v > kHi ? kHi : v));
+}
+
 // The dtype of a C++ element type.
 template <typename T>
 constexpr v1::DataType DataTypeOf() {

@@ -27,8 +27,10 @@ double Reflect(double x, double low2, double high2) {
   const double span = (high2 - low2) / 2;
   x = std::fabs(x - min);
   const double extra = std::fmod(x, span);
-  const int64_t flips = static_cast<int64_t>(std::floor(x / span));
-  return flips % 2 == 0 ? extra + min : span - extra + min;
+  // The parity of the flips in double: their count (from any grid value, NaN included) need
+  // not fit an int64, whose conversion would be undefined.
+  const double flips = std::floor(x / span);
+  return std::fmod(flips, 2.0) == 0 ? extra + min : span - extra + min;
 }
 
 // A coordinate with the padding mode applied (border and reflection keep it inside).
@@ -41,6 +43,13 @@ double PadCoordinate(double x, int64_t size, Padding pad, bool align_corners) {
     return std::min(static_cast<double>(size - 1), std::max(0.0, x));
   }
   return x;
+}
+
+// A floored or rounded pixel coordinate as an index. The grid holds any values: a NaN or
+// far-off coordinate (zeros padding keeps it) has no defined conversion to int64, so it becomes
+// -2, outside every image (its taps, up to +2, too); what it samples is 0 either way.
+int64_t PixelIndex(double v) {
+  return (v >= -2.0 && v <= 4.0e15) ? static_cast<int64_t>(v) : int64_t{-2};
 }
 
 double CubicNear(double x, double a) { return ((a + 2) * x - (a + 3)) * x * x + 1; }
@@ -125,7 +134,7 @@ absl::Status GridSampleKernel(KernelContext& ctx) {
                   xx = PadCoordinate(xx, W, pad, align);
                   yy = PadCoordinate(yy, H, pad, align);
                 }
-                row += wx[c] * at(static_cast<int64_t>(yy), static_cast<int64_t>(xx));
+                row += wx[c] * at(PixelIndex(yy), PixelIndex(xx));
               }
               v += wy[r] * row;
             }
@@ -133,11 +142,11 @@ absl::Status GridSampleKernel(KernelContext& ctx) {
             fx = PadCoordinate(fx, W, pad, align);
             fy = PadCoordinate(fy, H, pad, align);
             if (m == 1) {
-              v = at(static_cast<int64_t>(std::nearbyint(fy)), static_cast<int64_t>(std::nearbyint(fx)));
+              v = at(PixelIndex(std::nearbyint(fy)), PixelIndex(std::nearbyint(fx)));
             } else {
               const double x0 = std::floor(fx), y0 = std::floor(fy);
               const double lx = fx - x0, ly = fy - y0;
-              const int64_t ix = static_cast<int64_t>(x0), iy = static_cast<int64_t>(y0);
+              const int64_t ix = PixelIndex(x0), iy = PixelIndex(y0);
               v = (1 - ly) * ((1 - lx) * at(iy, ix) + lx * at(iy, ix + 1)) +
                   ly * ((1 - lx) * at(iy + 1, ix) + lx * at(iy + 1, ix + 1));
             }
@@ -201,6 +210,23 @@ absl::Status RoiAlignKernel(KernelContext& ctx) {
     return ctx.Invalid("output_height/output_width must be positive, sampling_ratio >= 0");
   }
   const int64_t C = x.dim(1), H = x.dim(2), W = x.dim(3), R = rois.dim(0);
+  if (!std::isfinite(scale)) {
+    return ctx.Invalid(absl::StrCat("attribute 'spatial_scale' (", scale, ") is not finite"));
+  }
+  if (sampling == 0) {
+    // The adaptive grid is ceil(roi side / output side) samples per bin side: bounded, so that
+    // its conversion to int64 is defined (a huge roi or scale) and its work is finite.
+    constexpr double kMaxGrid = 1 << 20;
+    for (int64_t r = 0; r < R; ++r) {
+      const double x1 = rois.ElementAsDouble(r * 4), y1 = rois.ElementAsDouble(r * 4 + 1);
+      const double rw = (rois.ElementAsDouble(r * 4 + 2) - x1) * scale;
+      const double rh = (rois.ElementAsDouble(r * 4 + 3) - y1) * scale;
+      if (!(std::ceil(rh / oh) <= kMaxGrid && std::ceil(rw / ow) <= kMaxGrid)) {
+        return ctx.Invalid(absl::StrCat("roi ", r, " needs more than ", kMaxGrid,
+                                        " samples per bin side (set sampling_ratio)"));
+      }
+    }
+  }
   return DispatchFloat(x.dtype(), [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;
     absl::StatusOr<Tensor*> out = ctx.AllocateOutput(0, x.dtype(), {R, C, oh, ow});

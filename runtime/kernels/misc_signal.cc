@@ -255,7 +255,9 @@ absl::Status MelWeightMatrixKernel(KernelContext& ctx) {
   }
   const double lower = ctx.input(3)->ElementAsDouble(0);
   const double upper = ctx.input(4)->ElementAsDouble(0);
-  if (*mel_bins < 1 || *dft_length < 1 || *rate < 1 || lower < 0 || upper < lower) {
+  // Written so that NaN edges fail too, and an infinite upper edge.
+  if (*mel_bins < 1 || *dft_length < 1 || *rate < 1 || !(lower >= 0) || !(upper >= lower) ||
+      !std::isfinite(upper)) {
     return ctx.Invalid("num_mel_bins, dft_length and sample_rate must be positive and "
                        "0 <= lower_edge_hertz <= upper_edge_hertz");
   }
@@ -272,10 +274,11 @@ absl::Status MelWeightMatrixKernel(KernelContext& ctx) {
   std::vector<int64_t> bins(nb + 2);
   for (int64_t i = 0; i < nb + 2; ++i) {
     const double hz = 700 * (std::pow(10.0, (i * step + low_mel) / 2595) - 1);
-    bins[i] = static_cast<int64_t>(std::floor((*dft_length + 1) * hz / *rate));
-    if (bins[i] < 0 || bins[i] >= spec_bins) {
-      bins[i] = std::max<int64_t>(0, std::min<int64_t>(bins[i], spec_bins - 1));
-    }
+    // Clamped in double: a large upper edge gives a bin past int64, whose conversion is undefined.
+    const double bin = std::floor((*dft_length + 1) * hz / *rate);
+    bins[i] = !(bin >= 0) ? 0
+              : bin >= static_cast<double>(spec_bins - 1) ? spec_bins - 1
+                                                          : static_cast<int64_t>(bin);
   }
   absl::StatusOr<MemoryReservation> table =
       ctx.ReserveScratch(spec_bins * nb * static_cast<int64_t>(sizeof(double)), "weights");

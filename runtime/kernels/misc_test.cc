@@ -1,4 +1,5 @@
 #include <cmath>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -200,6 +201,23 @@ TEST(NonMaxSuppressionTest, RejectsBadBoxes) {
   EXPECT_THAT(out.status().message(), HasSubstr("boxes"));
 }
 
+TEST(MelWeightMatrixTest, HugeOrNaNEdges) {
+  // A 1e38 Hz upper edge put a bin past int64 (its conversion was undefined): bins past the
+  // spectrum clamp to its last bin. NaN and infinite edges are rejected.
+  auto run = [](float lower, float upper) {
+    return RunNode("MelWeightMatrix", {},
+                   {I64({4}, {}), I64({16}, {}), I64({8000}, {}), F32({lower}, {}),
+                    F32({upper}, {})});
+  };
+  absl::StatusOr<std::vector<Tensor>> out = run(0, 1e38f);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), Shape({9, 4}));
+  EXPECT_EQ(run(0, std::nanf("")).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(run(std::nanf(""), 100).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(run(0, std::numeric_limits<float>::infinity()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 // --- GridSample / RoiAlign ------------------------------------------------------------------
 
 TEST(GridSampleTest, CornersAndCentre) {
@@ -222,6 +240,29 @@ TEST(GridSampleTest, ZerosPaddingOutside) {
   EXPECT_THAT(ToFloats((*out)[0]), ElementsAre(4));
 }
 
+TEST(GridSampleTest, NaNAndFarOffGridValues) {
+  // NaN and 1e30 coordinates were converted to int64 (undefined behaviour); with zeros padding
+  // they sample nothing (0), and reflection folds them back into the image.
+  Tensor x = F32({1, 2, 3, 4}, {1, 1, 2, 2});
+  const float nan = std::nanf("");
+  for (const char* mode : {"bilinear", "nearest", "bicubic"}) {
+    absl::StatusOr<std::vector<Tensor>> out =
+        RunNode("GridSample", {absl::StrCat("name: \"mode\" s: \"", mode, "\"")},
+                {x, F32({1e30f, -1e30f}, {1, 1, 1, 2})});
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_THAT(ToFloats((*out)[0]), ElementsAre(0)) << mode;
+    out = RunNode("GridSample",
+                  {absl::StrCat("name: \"mode\" s: \"", mode, "\""),
+                   "name: \"padding_mode\" s: \"reflection\""},
+                  {x, F32({1e30f, nan}, {1, 1, 1, 2})});
+    ASSERT_TRUE(out.ok()) << out.status();
+  }
+  absl::StatusOr<std::vector<Tensor>> out =
+      RunNode("GridSample", {"name: \"mode\" s: \"nearest\""}, {x, F32({nan, nan}, {1, 1, 1, 2})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(ToFloats((*out)[0]), ElementsAre(0));
+}
+
 TEST(GridSampleTest, RejectsBadGrid) {
   absl::StatusOr<std::vector<Tensor>> out =
       RunNode("GridSample", {}, {F32({1, 2, 3, 4}, {1, 1, 2, 2}), F32({0, 0, 0}, {1, 1, 1, 3})});
@@ -237,6 +278,21 @@ TEST(RoiAlignTest, ConstantImage) {
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ((*out)[0].shape(), Shape({1, 1, 2, 2}));
   EXPECT_THAT(ToFloats((*out)[0]), Pointwise(Near(), std::vector<float>{5, 5, 5, 5}));
+}
+
+TEST(RoiAlignTest, RejectsHugeAdaptiveGridAndScale) {
+  // ceil(roi height / output height) = 1e30 was converted to int64 (undefined behaviour).
+  Tensor x = F32(std::vector<float>(16, 5.0f), {1, 1, 4, 4});
+  absl::StatusOr<std::vector<Tensor>> out =
+      RunNode("RoiAlign", {}, {x, F32({0, 0, 3, 1e30f}, {1, 4}), I64({0}, {1})});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  out = RunNode("RoiAlign", {"name: \"spatial_scale\" f: inf"},
+                {x, F32({0, 0, 3, 3}, {1, 4}), I64({0}, {1})});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  // A fixed sampling ratio does not depend on the roi's size.
+  out = RunNode("RoiAlign", {"name: \"sampling_ratio\" i: 2"},
+                {x, F32({0, 0, 3, 1e30f}, {1, 4}), I64({0}, {1})});
+  ASSERT_TRUE(out.ok()) << out.status();
 }
 
 TEST(RoiAlignTest, RejectsBadBatchIndex) {

@@ -123,11 +123,21 @@ absl::Status DirectConv(const ConvShape& s, const X* x, Acc x_zero, const W* w,
         const W* wp = w + (m * cg + c) * k_size;
         for (int64_t o = 0; o < out_size; ++o) {
           Acc acc = 0;
-          for (int64_t t = taps.begin[o]; t < taps.begin[o + 1]; ++t) {
-            acc += (static_cast<Acc>(xp[taps.input_offset[t]]) - x_zero) *
-                   (static_cast<Acc>(wp[taps.kernel_index[t]]) - wz);
+          if constexpr (std::is_integral_v<Acc>) {
+            // int32 sums (a large bias, a long kernel) wrap around as ONNX Runtime's do.
+            for (int64_t t = taps.begin[o]; t < taps.begin[o + 1]; ++t) {
+              const Acc xv = WrapSub(static_cast<Acc>(xp[taps.input_offset[t]]), x_zero);
+              const Acc wv = WrapSub(static_cast<Acc>(wp[taps.kernel_index[t]]), wz);
+              acc = WrapAdd(acc, WrapMul(xv, wv));
+            }
+            yp[o] = WrapAdd(yp[o], acc);
+          } else {
+            for (int64_t t = taps.begin[o]; t < taps.begin[o + 1]; ++t) {
+              acc += (static_cast<Acc>(xp[taps.input_offset[t]]) - x_zero) *
+                     (static_cast<Acc>(wp[taps.kernel_index[t]]) - wz);
+            }
+            yp[o] += acc;
           }
-          yp[o] += acc;
         }
       }
     }
@@ -604,10 +614,7 @@ class QLinearConvKernel : public OpKernel {
         const int64_t m = (i / plane) % s.m;
         const float scale = xs.data<float>()[0] *
                             ws.data<float>()[ws.num_elements() == 1 ? 0 : m] / ys.data<float>()[0];
-        float v = std::nearbyint(static_cast<float>(a[i]) * scale) + y_zero;
-        v = std::min<float>(std::max<float>(v, std::numeric_limits<Q>::min()),
-                            std::numeric_limits<Q>::max());
-        out[i] = static_cast<Q>(v);
+        out[i] = SaturateQuantized<Q>(std::nearbyint(static_cast<float>(a[i]) * scale) + y_zero);
       }
       return absl::OkStatus();
     });

@@ -456,10 +456,7 @@ absl::Status QLinearMatMulKernel(KernelContext& ctx) {
       const int64_t row = (i / n) % m, col = i % n;
       const float scale = as.data<float>()[as.num_elements() == 1 ? 0 : row] *
                           bs.data<float>()[bs.num_elements() == 1 ? 0 : col] / ys.data<float>()[0];
-      float v = std::nearbyint(static_cast<float>(pa[i]) * scale) + y_zero;
-      v = std::min<float>(std::max<float>(v, std::numeric_limits<Q>::min()),
-                          std::numeric_limits<Q>::max());
-      out[i] = static_cast<Q>(v);
+      out[i] = SaturateQuantized<Q>(std::nearbyint(static_cast<float>(pa[i]) * scale) + y_zero);
     }
     return absl::OkStatus();
   });

@@ -302,6 +302,55 @@ TEST(ConvIntegerTest, ZeroPointsAndPadding) {
   EXPECT_THAT((*out)[0].span<int32_t>(), ElementsAre(0, 0, 0, 2, 4, 6));
 }
 
+TEST(ConvIntegerTest, Int32SumsWrapAround) {
+  // 33100 taps of 255 * 255 = 2152327500 > 2^31 - 1: the int32 sum wraps (two's complement,
+  // as ONNX Runtime gives) instead of overflowing (undefined behaviour before).
+  const int64_t k = 33100;
+  absl::StatusOr<std::vector<Tensor>> out =
+      RunNode("ConvInteger", {}, {U8(std::vector<uint8_t>(k, 255), {1, 1, 1, k}),
+                                  U8(std::vector<uint8_t>(k, 255), {1, 1, 1, k})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT((*out)[0].span<int32_t>(), ElementsAre(static_cast<int32_t>(2152327500LL - (1LL << 32))));
+}
+
+TEST(QLinearConvTest, BiasWrapsAndNaNScaleSaturates) {
+  // x = w = 1 with zero points 0, bias INT32_MAX: the int32 accumulator wraps to INT32_MIN, which
+  // requantizes (scale 1) to uint8's 0. A zero y_scale makes 0 * inf = NaN: uint8's lowest (as
+  // QuantizeLinear gives) rather than an undefined float-to-int conversion.
+  auto run = [](float y_scale, int32_t bias) {
+    return RunNode("QLinearConv", {},
+                   {U8({1}, {1, 1, 1, 1}), F32({1}, {}), U8({0}, {}), U8({1}, {1, 1, 1, 1}),
+                    F32({1}, {}), U8({0}, {}), F32({y_scale}, {}), U8({0}, {}),
+                    Tensor::FromVector<int32_t>(v1::DT_INT32, {bias}, {1})});
+  };
+  absl::StatusOr<std::vector<Tensor>> out = run(1, std::numeric_limits<int32_t>::max());
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT((*out)[0].span<uint8_t>(), ElementsAre(0));
+  out = run(1, 5);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT((*out)[0].span<uint8_t>(), ElementsAre(6));
+  out = run(0, -1);  // accumulator 0, scale inf
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT((*out)[0].span<uint8_t>(), ElementsAre(0));
+}
+
+TEST(QLinearMatMulTest, NaNScaleSaturates) {
+  // A zero y_scale makes the scale inf and 0 * inf = NaN: int8's lowest (as QuantizeLinear
+  // gives) rather than an undefined float-to-int conversion; 2 * inf saturates to the highest.
+  auto run = [](uint8_t a) {
+    return RunNode("QLinearMatMul", {},
+                   {U8({a}, {1, 1}), F32({1}, {}), U8({0}, {}), U8({1}, {1, 1}), F32({1}, {}),
+                    U8({0}, {}), F32({0}, {}),
+                    Tensor::FromVector<int8_t>(v1::DT_INT8, {0}, {})});
+  };
+  absl::StatusOr<std::vector<Tensor>> out = run(0);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT((*out)[0].span<int8_t>(), ElementsAre(-128));
+  out = run(2);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT((*out)[0].span<int8_t>(), ElementsAre(127));
+}
+
 // --- MatMul / Gemm --------------------------------------------------------------------------
 
 TEST(MatMulTest, BroadcastBatchesMatchNaive) {

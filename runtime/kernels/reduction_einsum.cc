@@ -250,7 +250,15 @@ bool EinsumAsMatmul(const EinsumPlan& plan, const std::vector<const Tensor*>& in
                       for (int64_t p = 0; p < nk; ++p) {
                         const Acc av = arow[p];
                         const Acc* brow = b.data() + (bi * nk + p) * nn;
-                        for (int64_t j = 0; j < nn; ++j) crow[j] += av * brow[j];
+                        if constexpr (std::is_integral_v<Acc>) {
+                          // Integer sums of products wrap around (two's complement), as
+                          // numpy's einsum does.
+                          for (int64_t j = 0; j < nn; ++j) {
+                            crow[j] = WrapAdd(crow[j], WrapMul(av, brow[j]));
+                          }
+                        } else {
+                          for (int64_t j = 0; j < nn; ++j) crow[j] += av * brow[j];
+                        }
                       }
                     }
                   });
@@ -350,24 +358,29 @@ absl::Status EinsumTyped(const EinsumPlan& plan, const std::vector<const Tensor*
           r /= plan.sizes[l];
           for (int k = 0; k < K; ++k) off[k] += c * stride[k][l];
         }
+        // Integer sums and products wrap around (WrapAdd and WrapMul are + and * for floats).
         if (K == 1) {
           const T* p = data[0] + off[0];
           const int64_t s0 = inner_stride[0];
-          for (int64_t s = 0; s < inner_len; ++s) acc += static_cast<Acc>(ToCompute(p[s * s0]));
+          for (int64_t s = 0; s < inner_len; ++s) {
+            acc = WrapAdd(acc, static_cast<Acc>(ToCompute(p[s * s0])));
+          }
         } else if (K == 2) {
           const T* p = data[0] + off[0];
           const T* q = data[1] + off[1];
           const int64_t s0 = inner_stride[0], s1 = inner_stride[1];
           for (int64_t s = 0; s < inner_len; ++s) {
-            acc += static_cast<Acc>(ToCompute(p[s * s0])) * static_cast<Acc>(ToCompute(q[s * s1]));
+            acc = WrapAdd(acc, WrapMul(static_cast<Acc>(ToCompute(p[s * s0])),
+                                       static_cast<Acc>(ToCompute(q[s * s1]))));
           }
         } else {
           for (int64_t s = 0; s < inner_len; ++s) {
             Acc prod = 1;
             for (int k = 0; k < K; ++k) {
-              prod *= static_cast<Acc>(ToCompute(data[k][off[k] + s * inner_stride[k]]));
+              const T v = data[k][off[k] + s * inner_stride[k]];
+              prod = WrapMul(prod, static_cast<Acc>(ToCompute(v)));
             }
-            acc += prod;
+            acc = WrapAdd(acc, prod);
           }
         }
       }

@@ -359,6 +359,30 @@ TEST(EinsumTest, MatmulTraceAndImplicitOutput) {
   EXPECT_THAT(ToFloats(t->at(0)), ElementsAre(0, 3, 1, 4, 2, 5));
 }
 
+TEST(EinsumTest, IntegerSumsAndProductsWrapAround) {
+  // Two's complement, as numpy's einsum gives; the int64 accumulators overflowed (undefined
+  // behaviour) before, on the packed matmul path ("ij,jk"), the general two-operand path
+  // ("ii,i->", a diagonal), the one-operand sum ("i->") and three operands ("i,i,i->").
+  const int64_t big = int64_t{1} << 62;
+  absl::StatusOr<std::vector<Tensor>> out =
+      RunNode("Einsum", {"name: \"equation\" s: \"ij,jk\""},
+              {I64({big, big}, {1, 2}), I64({2, 2}, {2, 1})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(ToInts((*out)[0]), ElementsAre(0));  // 4 * 2^62 mod 2^64
+  out = RunNode("Einsum", {"name: \"equation\" s: \"ii,i->\""},
+                {I64({big, 0, 0, 0, big, 0, 0, 0, big}, {3, 3}), I64({1, 1, 1}, {3})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(ToInts((*out)[0]), ElementsAre(-big));  // 3 * 2^62 mod 2^64
+  out = RunNode("Einsum", {"name: \"equation\" s: \"i->\""}, {I64({big, big, big}, {3})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(ToInts((*out)[0]), ElementsAre(-big));
+  out = RunNode("Einsum", {"name: \"equation\" s: \"i,i,i->\""},
+                {I64({big}, {1}), I64({2}, {1}), I64({3}, {1})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  // 6 * 2^62 mod 2^64 = -2^63
+  EXPECT_THAT(ToInts((*out)[0]), ElementsAre(std::numeric_limits<int64_t>::min()));
+}
+
 TEST(EinsumTest, EllipsisBroadcasts) {
   const Tensor a = F32(Iota(12), {2, 2, 3});  // batch 2
   const Tensor b = F32({1, 0, 0, 1, 1, 1}, {1, 3, 2});  // batch 1, broadcast

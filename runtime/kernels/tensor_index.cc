@@ -259,8 +259,9 @@ void Apply(Reduction r, T& dst, const T& v) {
     const auto b = ToCompute(v);
     switch (r) {
       case Reduction::kNone: dst = v; break;
-      case Reduction::kAdd: dst = FromCompute<T>(a + b); break;
-      case Reduction::kMul: dst = FromCompute<T>(a * b); break;
+      // Integer sums and products wrap around (two's complement), as numpy's add.at does.
+      case Reduction::kAdd: dst = FromCompute<T>(WrapAdd(a, b)); break;
+      case Reduction::kMul: dst = FromCompute<T>(WrapMul(a, b)); break;
       case Reduction::kMax: dst = FromCompute<T>(std::max(a, b)); break;
       case Reduction::kMin: dst = FromCompute<T>(std::min(a, b)); break;
     }

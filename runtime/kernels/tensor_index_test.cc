@@ -1,4 +1,5 @@
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -126,6 +127,21 @@ TEST(ScatterElementsTest, NoneOverwritesAndLeavesInputAlone) {
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_THAT(ToFloats((*out)[0]), ElementsAre(0, 6, 5, 0));
   EXPECT_THAT(ToFloats(data), ElementsAre(0, 0, 0, 0));
+}
+
+TEST(ScatterElementsTest, IntegerReductionsWrapAround) {
+  // Two's complement, as numpy's add.at and multiply.at give; the int64 sum and product
+  // overflowed (undefined behaviour) before.
+  const int64_t kMax = std::numeric_limits<int64_t>::max();
+  const int64_t kMin = std::numeric_limits<int64_t>::min();
+  auto add = RunNode("ScatterElements", {"name: \"reduction\" s: \"add\""},
+                     {I64({kMax, 0}, {2}), I64({0, 0}, {2}), I64({1, 1}, {2})});
+  ASSERT_TRUE(add.ok()) << add.status();
+  EXPECT_THAT(ToInts((*add)[0]), ElementsAre(kMin + 1, 0));
+  auto mul = RunNode("ScatterND", {"name: \"reduction\" s: \"mul\""},
+                     {I64({int64_t{1} << 62, 3}, {2}), I64({0}, {1, 1}), I64({4}, {1})});
+  ASSERT_TRUE(mul.ok()) << mul.status();
+  EXPECT_THAT(ToInts((*mul)[0]), ElementsAre(0, 3));
 }
 
 TEST(ScatterElementsTest, UnknownReductionIsRejected) {

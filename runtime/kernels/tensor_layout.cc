@@ -479,13 +479,18 @@ absl::Status SliceKernel(KernelContext& ctx) {
       s = std::clamp<int64_t>(s, 0, d);
       e = std::clamp<int64_t>(e, 0, d);
       count = e > s ? (e - s - 1) / st + 1 : 0;
+    } else if (d == 0) {
+      count = 0;  // [0, d - 1] is empty: nothing to clamp into
     } else {
       s = std::clamp<int64_t>(s, 0, d - 1);
       e = std::clamp<int64_t>(e, -1, d - 1);
-      count = s > e ? (s - e - 1) / (-st) + 1 : 0;
+      // -st overflows for the lowest int64; any step beyond the dim takes one element.
+      const int64_t back = st < -d ? d : -st;
+      count = s > e ? (s - e - 1) / back + 1 : 0;
     }
     first[a] = count > 0 ? s : 0;
-    step[a] = st;
+    // A step that takes at most one element is not used (and times the stride could overflow).
+    step[a] = count > 1 ? st : 1;
     out_shape[a] = count;
   }
   absl::StatusOr<Tensor*> out_or = ctx.AllocateOutput(0, x.dtype(), out_shape);

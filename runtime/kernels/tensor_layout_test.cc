@@ -177,6 +177,23 @@ TEST(SliceTest, StepsClampingAndNegativeSteps) {
   EXPECT_THAT(ToFloats((*out)[0]), ElementsAre(1, 2, 5, 6, 9, 10));
 }
 
+TEST(SliceTest, ExtremeNegativeStepAndEmptyAxis) {
+  // numpy: np.arange(4)[3::-2**63] is [3]; -step overflowed (undefined behaviour) before.
+  Tensor x = Iota({3, 4});
+  const int64_t kMin = std::numeric_limits<int64_t>::min();
+  absl::StatusOr<std::vector<Tensor>> out =
+      RunNode("Slice", {}, {x, I64({-1}, {1}), I64({kMin}, {1}), I64({1}, {1}), I64({kMin}, {1})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT((*out)[0].shape(), ElementsAre(3, 1));
+  EXPECT_THAT(ToFloats((*out)[0]), ElementsAre(3, 7, 11));
+  // A negative step over an empty axis takes nothing (np.zeros(0)[-5:-10:-1] is empty); it
+  // took one element out of the empty input before.
+  out = RunNode("Slice", {}, {F32({}, {0}), I64({-5}, {1}), I64({-10}, {1}), I64({0}, {1}),
+                              I64({-1}, {1})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT((*out)[0].shape(), ElementsAre(0));
+}
+
 TEST(SliceTest, RejectsBadAxesAndSteps) {
   Tensor x = Iota({3, 4});
   absl::StatusOr<std::vector<Tensor>> out =

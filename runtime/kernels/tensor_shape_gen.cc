@@ -126,8 +126,9 @@ absl::Status EyeLikeKernel(KernelContext& ctx) {
     }
     dtype = static_cast<v1::DataType>(d);
   }
-  const int64_t k = ctx.info().GetInt("k", 0);
   const int64_t rows = x.dim(0), cols = x.dim(1);
+  // Beyond [-rows, cols] every k is off the matrix; clamped, i + k cannot overflow.
+  const int64_t k = std::clamp<int64_t>(ctx.info().GetInt("k", 0), -rows, cols);
   return LabelStatus(ctx.info(), DispatchNumericOrBool(dtype, [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;
     absl::StatusOr<Tensor*> out = ctx.AllocateOutput(0, dtype, x.shape());
@@ -234,11 +235,13 @@ absl::Status TriluKernel(KernelContext& ctx) {
     k = (*kv)[0];
   }
   const bool upper = ctx.info().GetInt("upper", 1) != 0;
+  const int64_t n = x.dim(x.rank() - 2), m = x.dim(x.rank() - 1);
+  // Beyond [-n - 1, m + 1] every k keeps the same columns; clamped, i + k cannot overflow.
+  k = std::clamp<int64_t>(k, -n - 1, m + 1);
   absl::StatusOr<Tensor*> outp = ctx.AllocateOutput(0, x.dtype(), x.shape());
   if (!outp.ok()) return outp.status();
   Tensor& out = **outp;
   if (out.num_elements() == 0) return absl::OkStatus();
-  const int64_t n = x.dim(x.rank() - 2), m = x.dim(x.rank() - 1);
   const int64_t rows = x.num_elements() / m;
   return LabelStatus(ctx.info(), DispatchAll(x.dtype(), [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;
@@ -308,7 +311,20 @@ absl::Status CumSumKernel(KernelContext& ctx) {
           const T* s = in + (b * len + t) * inner;
           T* o = po + (b * len + t) * inner;
           C* a = acc.data();
-          if (exclusive) {
+          if constexpr (std::is_integral_v<C>) {
+            // Integer running sums wrap around (two's complement), as numpy's cumsum does.
+            if (exclusive) {
+              for (int64_t i = 0; i < inner; ++i) {
+                o[i] = a[i];
+                a[i] = WrapAdd(a[i], s[i]);
+              }
+            } else {
+              for (int64_t i = 0; i < inner; ++i) {
+                a[i] = WrapAdd(a[i], s[i]);
+                o[i] = a[i];
+              }
+            }
+          } else if (exclusive) {
             for (int64_t i = 0; i < inner; ++i) {
               o[i] = FromCompute<T>(a[i]);
               a[i] += ToCompute(s[i]);

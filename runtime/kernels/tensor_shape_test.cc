@@ -1,4 +1,5 @@
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -286,6 +287,17 @@ TEST(EyeLikeTest, OffDiagonalAndDtype) {
   EXPECT_FALSE(RunNode("EyeLike", {}, {F32({1, 2}, {2})}).ok());
 }
 
+TEST(EyeLikeTest, ExtremeKIsOffTheMatrix) {
+  // i + k overflowed (undefined behaviour) for k near the int64 limits.
+  Tensor x = F32(std::vector<float>(6, 0), {2, 3});
+  for (const char* k : {R"(name: "k" i: 9223372036854775807)",
+                        R"(name: "k" i: -9223372036854775808)"}) {
+    absl::StatusOr<std::vector<Tensor>> out = RunNode("EyeLike", {k}, {x});
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_THAT(ToFloats((*out)[0]), ElementsAre(0, 0, 0, 0, 0, 0)) << k;
+  }
+}
+
 TEST(TileTest, RepeatsEachDim) {
   Tensor x = F32({1, 2, 3, 4}, {2, 2});
   absl::StatusOr<std::vector<Tensor>> out = RunNode("Tile", {}, {x, I64({2, 2}, {2})});
@@ -312,6 +324,26 @@ TEST(TriluTest, UpperLowerAndK) {
   EXPECT_FALSE(RunNode("Trilu", {}, {F32({1, 2}, {2})}).ok());
 }
 
+TEST(TriluTest, ExtremeK) {
+  // i + k overflowed (undefined behaviour) for k near the int64 limits; numpy's triu/tril with
+  // such k keep everything or nothing.
+  Tensor x = F32({1, 2, 3, 4}, {2, 2});
+  const int64_t kMax = std::numeric_limits<int64_t>::max();
+  const int64_t kMin = std::numeric_limits<int64_t>::min();
+  absl::StatusOr<std::vector<Tensor>> out = RunNode("Trilu", {}, {x, I64({kMax}, {})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(ToFloats((*out)[0]), ElementsAre(0, 0, 0, 0));
+  out = RunNode("Trilu", {}, {x, I64({kMin}, {})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(ToFloats((*out)[0]), ElementsAre(1, 2, 3, 4));
+  out = RunNode("Trilu", {R"(name: "upper" i: 0)"}, {x, I64({kMax}, {})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(ToFloats((*out)[0]), ElementsAre(1, 2, 3, 4));
+  out = RunNode("Trilu", {R"(name: "upper" i: 0)"}, {x, I64({kMin}, {})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(ToFloats((*out)[0]), ElementsAre(0, 0, 0, 0));
+}
+
 TEST(CumSumTest, ExclusiveReverseAxis) {
   Tensor x = F32({1, 2, 3, 4, 5, 6}, {2, 3});
   absl::StatusOr<std::vector<Tensor>> a1 = RunNode("CumSum", {}, {x, I32({1}, {})});
@@ -323,6 +355,20 @@ TEST(CumSumTest, ExclusiveReverseAxis) {
   EXPECT_THAT(ToFloats((*a0)[0]), ElementsAre(4, 5, 6, 0, 0, 0));
   EXPECT_FALSE(RunNode("CumSum", {}, {x, I64({2}, {})}).ok());
   EXPECT_FALSE(RunNode("CumSum", {}, {x}).ok());
+}
+
+TEST(CumSumTest, IntegerSumsWrapAround) {
+  // Two's complement, as numpy's cumsum gives; signed overflow (undefined behaviour) before.
+  const int64_t kMax = std::numeric_limits<int64_t>::max();
+  const int64_t kMin = std::numeric_limits<int64_t>::min();
+  absl::StatusOr<std::vector<Tensor>> out =
+      RunNode("CumSum", {}, {I64({kMax, 1, kMin}, {3}), I64({0}, {})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(ToInts((*out)[0]), ElementsAre(kMax, kMin, 0));
+  out = RunNode("CumSum", {R"(name: "exclusive" i: 1)", R"(name: "reverse" i: 1)"},
+                {I32({1, INT32_MAX, INT32_MAX}, {3}), I64({0}, {})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(ToInts((*out)[0]), ElementsAre(-2, INT32_MAX, 0));
 }
 
 TEST(OneHotTest, AxisAndNegativeIndices) {

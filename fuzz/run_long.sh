@@ -29,5 +29,15 @@ corpus=$(realpath -m "$3")
 artifacts=$(realpath -m "${4:-$3-artifacts}")
 mkdir -p "$corpus" "$artifacts"
 
-bazel run --config=fuzz "//fuzz:${target}_smoke" -- \
-  --runs=-1 "--max_total_time=$seconds" "--corpus=$corpus" "--artifacts=$artifacts" "${extra[@]}"
+# Bazel empties its execroot's _tmp at the start of every command, where `bazel run` would put
+# the run's scratch (seeds, the fuzzer's log): a second run_long.sh, or any bazel command in
+# this workspace, would delete them under a running fuzzer. So the run is written out as a
+# script and started outside Bazel, its scratch in a folder of its own.
+script=$(mktemp "${TMPDIR:-/tmp}/fuzz-run.XXXXXX")
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/fuzz-long.XXXXXX")
+trap 'rm -rf "$script" "$scratch"' EXIT
+bazel run --config=fuzz --script_path="$script" "//fuzz:${target}_smoke" -- \
+  --runs=-1 "--max_total_time=$seconds" "--corpus=$corpus" "--artifacts=$artifacts" \
+  "${extra[@]}" || exit $?
+sed -i "s|TEST_TMPDIR=[^ ]*|TEST_TMPDIR=$scratch|" "$script"
+bash "$script"

@@ -134,6 +134,31 @@ Tensor Filled(int64_t n, float v) {
   return t;
 }
 
+TEST(MemoryBudgetRunTest, AntialiasedResizeChargesItsTapTables) {
+  // 2^20 floats (4 MiB, the caller's: not charged) antialiased down to one value: a filter of
+  // 2^21 taps, 32 MiB of index and weight tables for a 4-byte output.
+  const std::string graph = R"pb(
+    opset_imports { version: 18 }
+    nodes { name: "shrink" op_type: "Resize" inputs: "x" inputs: "" inputs: "" inputs: "sizes"
+            outputs: "y" attributes { name: "mode" s: "linear" }
+            attributes { name: "antialias" i: 1 } }
+    initializers { name: "sizes" dtype: DT_INT64 dims: 1 raw_data: "\x01\0\0\0\0\0\0\0" }
+    inputs { name: "x" } outputs { name: "y" })pb";
+  std::unique_ptr<Executor> ex = Build(graph);
+  ASSERT_NE(ex, nullptr);
+  const Tensor x = Filled(int64_t{1} << 20, 2);
+  RunOptions run;
+  run.memory = std::make_shared<MemoryBudget>(16 << 20);
+  absl::StatusOr<RunResult> r = ex->Run({{"x", x}}, run);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(r.status().message(), AllOf(HasSubstr("node 'shrink'"), HasSubstr("tap tables")));
+  run.memory = std::make_shared<MemoryBudget>(64 << 20);
+  r = ex->Run({{"x", x}}, run);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FLOAT_EQ(r->outputs[0].data<float>()[0], 2);
+  EXPECT_GT(run.memory->peak(), 32 << 20);
+}
+
 TEST(MemoryBudgetRunTest, DoublingLoopStopsAtTheBudgetNamingTheBodyNode) {
   std::unique_ptr<Executor> ex = Build(LoopGraph(
       100, 1024,

@@ -278,15 +278,21 @@ double CubicKernel(double x, double a) {
   return 0;
 }
 
+// Half-width m of the filter along an axis of `scale` (> 0): taps at offsets 1-m..m from the
+// left neighbour. Antialiasing stretches linear and cubic filters by 1/scale when downsampling,
+// so m can be as large as the input axis: a double, for the caller to bound before use.
+double FilterHalfWidth(double scale, const ResizeParams& p) {
+  const double s = p.antialias ? std::min(scale, 1.0) : 1.0;
+  if (p.mode == Interp::kLinear) return -std::floor(-1 / s);
+  if (p.mode == Interp::kCubic) return -std::floor(-2 / s);
+  return 1;
+}
+
 AxisTaps ComputeTaps(int64_t in_len, int64_t out_len, double out_len_f, double scale,
                      double roi_start, double roi_end, const ResizeParams& p) {
   AxisTaps t;
-  // Half-width m of the filter: taps at offsets 1-m..m from the left neighbour. Antialiasing
-  // stretches linear and cubic filters by 1/scale when downsampling.
   const double s = p.antialias ? std::min(scale, 1.0) : 1.0;
-  int64_t m = 1;
-  if (p.mode == Interp::kLinear) m = 1 - static_cast<int64_t>(std::floor(-1 / s) + 1);
-  if (p.mode == Interp::kCubic) m = 1 - static_cast<int64_t>(std::floor(-2 / s) + 1);
+  const int64_t m = static_cast<int64_t>(FilterHalfWidth(scale, p));
   t.count = p.mode == Interp::kNearest ? 1 : static_cast<int>(2 * m);
   t.index.assign(out_len * t.count, 0);
   t.weight.assign(out_len * t.count, 0.0);
@@ -378,6 +384,22 @@ absl::Status ResizeInto(KernelContext& ctx, const Tensor& x, const std::vector<d
     return ctx.Invalid(absl::StrCat("cannot resize empty input ", x.DebugString(), " to ",
                                     ShapeString(out_shape)));
   }
+  // The tap tables: an index and a weight per tap and output position, and a flag per position.
+  // Antialiased downsampling has taps in proportion to the input axis, so a small output of a
+  // long axis can need far more table than either tensor: charged to the run's budget first.
+  double table_bytes = 0;
+  for (int k = 0; k < rank; ++k) {
+    const double count = p.mode == Interp::kNearest ? 1 : 2 * FilterHalfWidth(scales[k], p);
+    table_bytes += static_cast<double>(out_shape[k]) * (count * 16 + 1);
+    if (count > 0x1p30 || !(table_bytes < 0x1p62)) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat(ctx.info().label(), ": axis ", k, " would need ", count,
+                       " filter taps per output value (scale ", scales[k], ")"));
+    }
+  }
+  absl::StatusOr<MemoryReservation> tables =
+      ctx.ReserveScratch(static_cast<int64_t>(table_bytes), "tap tables");
+  if (!tables.ok()) return tables.status();
   std::vector<AxisTaps> taps(rank);
   std::vector<bool> identity(rank);
   for (int k = 0; k < rank; ++k) {

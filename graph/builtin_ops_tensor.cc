@@ -359,7 +359,7 @@ absl::Status GatherShape(InferenceContext& ctx) {
   if (!axis.ok()) return NodeError(ctx, axis.status());
   const Dim& d = (*data)[*axis];
   const std::optional<std::vector<int64_t>> idx = InputInts(ctx, 1);
-  if (idx && d.is_known()) {
+  if (idx && d.is_known() && d.size() >= 0) {
     for (int64_t i : *idx) {
       if (i < -d.size() || i >= d.size()) {
         return ctx.Error("indices value ", i, " is out of range for axis ", *axis, " of size ",

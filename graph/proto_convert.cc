@@ -22,6 +22,20 @@ std::string TakeString(const std::string& current, MutableField mutable_field) {
   return current.empty() ? std::string() : std::move(*mutable_field());
 }
 
+// A declared type with a negative dim size: every shape rule and kernel takes sizes to be
+// non-negative (INT64_MIN negated overflows), so it is refused where it enters.
+absl::Status CheckDeclaredDims(const v1::TensorType& type, absl::string_view what,
+                               const std::string& name) {
+  for (int i = 0; i < type.shape().dims_size(); ++i) {
+    const v1::Dim& d = type.shape().dims(i);
+    if (d.value_case() == v1::Dim::kSize && d.size() < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(what, " '", name, "': dim ", i,
+                                                     " has a negative size ", d.size()));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<Graph> GraphFromProto(v1::Graph proto) {
@@ -53,6 +67,7 @@ absl::StatusOr<Graph> GraphFromProto(v1::Graph proto) {
       return absl::InvalidArgumentError(
           absl::StrCat("graph input '", in.name(), "' is listed twice"));
     }
+    if (absl::Status s = CheckDeclaredDims(in.type(), "graph input", in.name()); !s.ok()) return s;
     ValueId id = g.FindOrAddValue(in.name());
     Value& v = g.mutable_value(id);
     v.type = TensorTypeFromProto(in.type());
@@ -185,6 +200,9 @@ absl::StatusOr<Graph> GraphFromProto(v1::Graph proto) {
     if (out.name().empty()) {
       return absl::InvalidArgumentError(absl::StrCat("graph output ", i, " has an empty name"));
     }
+    if (absl::Status s = CheckDeclaredDims(out.type(), "graph output", out.name()); !s.ok()) {
+      return s;
+    }
     ValueId id = g.FindOrAddValue(out.name());
     Value& v = g.mutable_value(id);
     // Declared output types are the client's expectation; keep them until inference runs.
@@ -201,6 +219,7 @@ absl::StatusOr<Graph> GraphFromProto(v1::Graph proto) {
     if (!id.valid()) continue;  // Annotation of a value the graph does not have: dropped.
     Value& v = g.mutable_value(id);
     if (v.is_graph_input || v.initializer >= 0) continue;
+    if (absl::Status s = CheckDeclaredDims(vi.type(), "value_info", vi.name()); !s.ok()) return s;
     v.type = TensorTypeFromProto(vi.type());
     if (v.doc_string.empty()) {
       v.doc_string = TakeString(vi.doc_string(), [&] { return vi.mutable_doc_string(); });

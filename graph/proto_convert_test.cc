@@ -197,6 +197,30 @@ TEST(ProtoConvertTest, RejectsNegativeInitializerDim) {
   EXPECT_THAT(g.status().message(), HasSubstr("initializer 'w' has a negative dim -2"));
 }
 
+TEST(ProtoConvertTest, RejectsNegativeDeclaredDims) {
+  // INT64_MIN as a declared size reached Gather's shape rule, which negates sizes (found by
+  // graph_pipeline_fuzzer; UBSan).
+  auto g = GraphFromProto(Parse(R"pb(
+    inputs { name: "x" type { dtype: DT_FLOAT32 shape { dims { size: -9223372036854775808 } } } }
+  )pb"));
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(g.status().message(),
+              HasSubstr("graph input 'x': dim 0 has a negative size -9223372036854775808"));
+  g = GraphFromProto(Parse(R"pb(
+    inputs { name: "x" }
+    outputs { name: "x" }
+    outputs { name: "y" type { shape { dims { size: 2 } dims { size: -1 } } } }
+  )pb"));
+  EXPECT_THAT(g.status().message(), HasSubstr("graph output 'y': dim 1 has a negative size -1"));
+  g = GraphFromProto(Parse(R"pb(
+    inputs { name: "x" }
+    nodes { op_type: "Relu" inputs: "x" outputs: "y" }
+    outputs { name: "y" }
+    value_info { name: "y" type { shape { dims { size: -3 } } } }
+  )pb"));
+  EXPECT_THAT(g.status().message(), HasSubstr("value_info 'y': dim 0 has a negative size -3"));
+}
+
 TEST(ProtoConvertTest, InitializerThatIsAlsoAnInput) {
   auto g = GraphFromProto(Parse(R"pb(
     inputs { name: "w" type { dtype: DT_FLOAT32 } }

@@ -711,7 +711,13 @@ absl::Status ResizeKernel(KernelContext& ctx) {
       for (size_t i = 0; i < na; ++i) {
         const int64_t a = axes[i];
         scales[a] = scale;
-        out_shape[a] = static_cast<int64_t>(std::floor(scale * x.dim(a) + 0.5));
+        // One axis's large size scales the others by as much: bound it before converting.
+        const double d = std::floor(scale * x.dim(a) + 0.5);
+        if (!(d <= 1e15)) {
+          return ctx.Invalid(absl::StrCat("sizes with keep_aspect_ratio_policy '", policy,
+                                          "' make axis ", a, " ", d, " long"));
+        }
+        out_shape[a] = static_cast<int64_t>(d);
       }
     } else {
       return ctx.Invalid(absl::StrCat("attribute 'keep_aspect_ratio_policy' is '", policy, "'"));

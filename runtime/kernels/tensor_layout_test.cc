@@ -310,6 +310,17 @@ TEST(ResizeTest, AntialiasAxesAndAspectRatio) {
   EXPECT_THAT(ToFloats((*out)[0]), ElementsAre(1.5, 2, 9));
 }
 
+TEST(ResizeTest, AspectRatioPolicyBoundsTheOtherAxes) {
+  // not_smaller scales every axis by the largest ratio: 2^62 on a 1-long axis makes the
+  // 16-long one 2^66, past int64 (undefined to convert): INVALID_ARGUMENT naming the axis.
+  absl::StatusOr<std::vector<Tensor>> out =
+      RunNode("Resize", {IntsAttr("axes", {2, 3}),
+                         "name: \"keep_aspect_ratio_policy\" s: \"not_smaller\""},
+              {Iota({1, 1, 16, 1}), Tensor(), Tensor(), I64({1, int64_t{1} << 62}, {2})}, 1, 18);
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(out.status().message(), HasSubstr("make axis 2"));
+}
+
 TEST(ResizeTest, UpsampleAndErrors) {
   Tensor x = F32({1, 2}, {1, 2});
   absl::StatusOr<std::vector<Tensor>> out =

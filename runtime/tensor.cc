@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "graph/types.h"
+#include "util/saturating_cast.h"
 
 namespace graphopt::runtime {
 
@@ -386,16 +387,9 @@ int64_t Tensor::ElementAsInt64(int64_t i) const {
     case v1::DT_UINT32: return data<uint32_t>()[i];
     case v1::DT_UINT64: return static_cast<int64_t>(data<uint64_t>()[i]);
     case v1::DT_BOOL: return data<uint8_t>()[i] != 0;
-    default: {
-      // A float out of int64's range has no defined conversion: saturate, NaN gives 0 (as
-      // FromCompute in the kernels). A kernel may read a float where it wants an integer (a
-      // count, a zero point) before it checks the type.
-      const double v = ElementAsDouble(i);
-      if (!(v == v)) return 0;
-      if (v >= 9223372036854775808.0) return std::numeric_limits<int64_t>::max();
-      if (v <= -9223372036854775808.0) return std::numeric_limits<int64_t>::min();
-      return static_cast<int64_t>(v);
-    }
+    // Saturated: a kernel may read a float where it wants an integer (a count, a zero point)
+    // before it checks the type.
+    default: return SaturatingCast<int64_t>(ElementAsDouble(i));
   }
 }
 

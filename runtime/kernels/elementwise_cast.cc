@@ -32,16 +32,12 @@ absl::Status DispatchNumericOrBool(v1::DataType dtype, F&& f) {
 // out of int64's range saturate; narrower types then wrap as numpy's astype does on x86.
 template <typename I, typename F>
 inline I FloatToInt(F v) {
-  if (!(v == v)) return 0;
   if constexpr (std::is_same_v<I, uint64_t>) {
     if (v >= F(18446744073709551616.0)) return std::numeric_limits<uint64_t>::max();
     if (v >= F(0)) return static_cast<uint64_t>(v);
-    if (v <= F(-9223372036854775808.0)) return uint64_t{1} << 63;
-    return static_cast<uint64_t>(static_cast<int64_t>(v));
+    return static_cast<uint64_t>(SaturatingCast<int64_t>(v));
   } else {
-    if (v >= F(9223372036854775808.0)) return static_cast<I>(std::numeric_limits<int64_t>::max());
-    if (v <= F(-9223372036854775808.0)) return static_cast<I>(std::numeric_limits<int64_t>::min());
-    return static_cast<I>(static_cast<int64_t>(v));
+    return static_cast<I>(SaturatingCast<int64_t>(v));
   }
 }
 

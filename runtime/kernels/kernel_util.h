@@ -17,6 +17,7 @@
 #include "runtime/float16.h"
 #include "runtime/kernel.h"
 #include "runtime/tensor.h"
+#include "util/saturating_cast.h"
 
 namespace graphopt::runtime {
 
@@ -107,13 +108,8 @@ inline T FromCompute(C v) {
   } else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool> &&
                        std::is_floating_point_v<C>) {
     // A float outside T's range (log(0) = -inf of an integer ReduceLogSum, an overflowing
-    // L2) has no defined conversion in C++: saturate, and NaN becomes 0.
-    if (!(v == v)) return T(0);
-    if (v <= static_cast<C>(std::numeric_limits<T>::lowest())) {
-      return std::numeric_limits<T>::lowest();
-    }
-    if (v >= static_cast<C>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
-    return static_cast<T>(v);
+    // L2) saturates.
+    return SaturatingCast<T>(v);
   } else {
     return static_cast<T>(v);
   }

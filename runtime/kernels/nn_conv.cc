@@ -123,21 +123,13 @@ absl::Status DirectConv(const ConvShape& s, const X* x, Acc x_zero, const W* w,
         const W* wp = w + (m * cg + c) * k_size;
         for (int64_t o = 0; o < out_size; ++o) {
           Acc acc = 0;
-          if constexpr (std::is_integral_v<Acc>) {
-            // int32 sums (a large bias, a long kernel) wrap around as ONNX Runtime's do.
-            for (int64_t t = taps.begin[o]; t < taps.begin[o + 1]; ++t) {
-              const Acc xv = WrapSub(static_cast<Acc>(xp[taps.input_offset[t]]), x_zero);
-              const Acc wv = WrapSub(static_cast<Acc>(wp[taps.kernel_index[t]]), wz);
-              acc = WrapAdd(acc, WrapMul(xv, wv));
-            }
-            yp[o] = WrapAdd(yp[o], acc);
-          } else {
-            for (int64_t t = taps.begin[o]; t < taps.begin[o + 1]; ++t) {
-              acc += (static_cast<Acc>(xp[taps.input_offset[t]]) - x_zero) *
-                     (static_cast<Acc>(wp[taps.kernel_index[t]]) - wz);
-            }
-            yp[o] += acc;
+          // int32 sums (a large bias, a long kernel) wrap around as ONNX Runtime's do.
+          for (int64_t t = taps.begin[o]; t < taps.begin[o + 1]; ++t) {
+            const Acc xv = WrapSub(static_cast<Acc>(xp[taps.input_offset[t]]), x_zero);
+            const Acc wv = WrapSub(static_cast<Acc>(wp[taps.kernel_index[t]]), wz);
+            acc = WrapAdd(acc, WrapMul(xv, wv));
           }
+          yp[o] = WrapAdd(yp[o], acc);
         }
       }
     }

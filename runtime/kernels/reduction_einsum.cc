@@ -250,14 +250,10 @@ bool EinsumAsMatmul(const EinsumPlan& plan, const std::vector<const Tensor*>& in
                       for (int64_t p = 0; p < nk; ++p) {
                         const Acc av = arow[p];
                         const Acc* brow = b.data() + (bi * nk + p) * nn;
-                        if constexpr (std::is_integral_v<Acc>) {
-                          // Integer sums of products wrap around (two's complement), as
-                          // numpy's einsum does.
-                          for (int64_t j = 0; j < nn; ++j) {
-                            crow[j] = WrapAdd(crow[j], WrapMul(av, brow[j]));
-                          }
-                        } else {
-                          for (int64_t j = 0; j < nn; ++j) crow[j] += av * brow[j];
+                        // Integer sums of products wrap around (two's complement), as
+                        // numpy's einsum does.
+                        for (int64_t j = 0; j < nn; ++j) {
+                          crow[j] = WrapAdd(crow[j], WrapMul(av, brow[j]));
                         }
                       }
                     }

@@ -311,27 +311,15 @@ absl::Status CumSumKernel(KernelContext& ctx) {
           const T* s = in + (b * len + t) * inner;
           T* o = po + (b * len + t) * inner;
           C* a = acc.data();
-          if constexpr (std::is_integral_v<C>) {
-            // Integer running sums wrap around (two's complement), as numpy's cumsum does.
-            if (exclusive) {
-              for (int64_t i = 0; i < inner; ++i) {
-                o[i] = a[i];
-                a[i] = WrapAdd(a[i], s[i]);
-              }
-            } else {
-              for (int64_t i = 0; i < inner; ++i) {
-                a[i] = WrapAdd(a[i], s[i]);
-                o[i] = a[i];
-              }
-            }
-          } else if (exclusive) {
+          // Integer running sums wrap around (two's complement), as numpy's cumsum does.
+          if (exclusive) {
             for (int64_t i = 0; i < inner; ++i) {
               o[i] = FromCompute<T>(a[i]);
-              a[i] += ToCompute(s[i]);
+              a[i] = WrapAdd(a[i], ToCompute(s[i]));
             }
           } else {
             for (int64_t i = 0; i < inner; ++i) {
-              a[i] += ToCompute(s[i]);
+              a[i] = WrapAdd(a[i], ToCompute(s[i]));
               o[i] = FromCompute<T>(a[i]);
             }
           }

@@ -1,8 +1,8 @@
-// The linear code PrepareProgram compiles (rules::Bytecode) against evaluating the same program
-// node by node: the same outputs, dims values and errors, and for every step budget up to what
-// the rule needs, the same budget error at the same position. Over the dogfood rules of
-// onnx_ops.pbtxt on nodes like real models' (known, symbolic and unknown dims, errors), and over
-// expressions exercising each construct the linear code handles.
+// The VM (evaluator.h, running the bytecode PrepareProgram compiles) against the reference
+// interpreter (interpreter.h, evaluating the same program node by node): the same outputs, dims
+// values and errors, and for every step budget up to what the rule needs, the same budget error
+// at the same position. Over the dogfood rules of onnx_ops.pbtxt on nodes like real models'
+// (known, symbolic and unknown dims, errors), and over expressions exercising each construct.
 
 #include <cstdint>
 #include <memory>
@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "rules/dogfood/onnx_ops.h"
 #include "rules/evaluator.h"
+#include "rules/interpreter.h"
 #include "rules/rule.h"
 #include "rules/test_util.h"
 
@@ -32,7 +33,7 @@ struct Case {
   int64_t opset = 0;
 };
 
-class LinearCodeTest : public ::testing::Test {
+class VmDifferentialTest : public ::testing::Test {
  protected:
   // Registers `d` (domain test.rules) with shape rule `rule`, evaluated as the fixture says.
   void Define(v1::OpDescriptor d, const std::string& rule) {
@@ -41,14 +42,12 @@ class LinearCodeTest : public ::testing::Test {
         CompileRule(rule, RuleKind::kShape, d, "shape_rule");
     ASSERT_TRUE(compiled.ok()) << compiled.status();
     ASSERT_NE((*compiled)->program().bytecode, nullptr);
-    // The same program without its linear code: evaluated node by node.
-    auto by_node = std::make_shared<rules::Program>((*compiled)->program());
-    by_node->bytecode.reset();
     OpDef def;
     def.descriptor = d;
     def.descriptor.mutable_shape_rule()->set_expr(rule);
-    def.shape_fn = [this, linear = *compiled, by_node](InferenceContext& ctx) {
-      return rules::EvaluateShape(linear_ ? linear->program() : *by_node, limits_, ctx);
+    def.shape_fn = [this, compiled = *compiled](InferenceContext& ctx) {
+      return vm_ ? rules::EvaluateShape(compiled->program(), limits_, ctx)
+                 : rules::InterpretShape(compiled->program(), limits_, ctx);
     };
     ASSERT_TRUE(registry_.Register(std::move(def)).ok());
   }
@@ -71,31 +70,31 @@ class LinearCodeTest : public ::testing::Test {
   // Both ways agree with the default limits and with every smaller budget; returns the result.
   std::string ExpectAgree(const std::string& op, const Case& c, int num_outputs = 1) {
     limits_ = RuleLimits();
-    linear_ = true;
-    const std::string linear = Run(op, c, num_outputs);
-    linear_ = false;
-    const std::string by_node = Run(op, c, num_outputs);
-    EXPECT_EQ(linear, by_node) << op;
+    vm_ = true;
+    const std::string vm = Run(op, c, num_outputs);
+    vm_ = false;
+    const std::string interpreted = Run(op, c, num_outputs);
+    EXPECT_EQ(vm, interpreted) << op;
     for (int64_t budget = 0; budget < 100000; ++budget) {
       limits_.max_steps = budget;
-      linear_ = true;
+      vm_ = true;
       const std::string a = Run(op, c, num_outputs);
-      linear_ = false;
+      vm_ = false;
       const std::string b = Run(op, c, num_outputs);
       EXPECT_EQ(a, b) << op << " with a budget of " << budget << " steps";
       if (a != b || a.find("exceeded the budget") == std::string::npos) break;
       ++budget_errors_;
     }
-    return linear;
+    return vm;
   }
 
   OpRegistry registry_;
   RuleLimits limits_;
-  bool linear_ = true;
+  bool vm_ = true;
   int64_t budget_errors_ = 0;
 };
 
-TEST_F(LinearCodeTest, DogfoodRules) {
+TEST_F(VmDifferentialTest, DogfoodRules) {
   absl::StatusOr<v1::OpDescriptorList> list =
       dogfood::ReadOpDescriptorList("rules/dogfood/onnx_ops.pbtxt");
   ASSERT_TRUE(list.ok()) << list.status();
@@ -153,7 +152,7 @@ TEST_F(LinearCodeTest, DogfoodRules) {
 }
 
 // output[0] = EXPR on X.
-TEST_F(LinearCodeTest, Expressions) {
+TEST_F(VmDifferentialTest, Expressions) {
   v1::OpDescriptor d = Descriptor("E", {"X"}, {"Y"});
   const std::vector<std::string> exprs = {
       "shape(X)",
@@ -205,7 +204,7 @@ TEST_F(LinearCodeTest, Expressions) {
 }
 
 // Statements: lets feeding later ones, asserts (with and without a message), several outputs.
-TEST_F(LinearCodeTest, Statements) {
+TEST_F(VmDifferentialTest, Statements) {
   v1::OpDescriptor d = Descriptor("S", {"X", "B?"}, {"Y", "Z"});
   Define(d,
          "let s = shape(X);\n"

@@ -10,10 +10,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "graph/builtin_ops.h"
 #include "graph/op_registry.h"
 #include "gtest/gtest.h"
 #include "rules/dogfood/onnx_ops.h"
 #include "rules/evaluator.h"
+#include "rules/example_rules.h"
 #include "rules/interpreter.h"
 #include "rules/rule.h"
 #include "rules/test_util.h"
@@ -151,6 +153,48 @@ TEST_F(VmDifferentialTest, DogfoodRules) {
   EXPECT_GT(budget_errors_, 1000);
 }
 
+// The example rules (example_rules.h) on the builtin ops' descriptors.
+TEST_F(VmDifferentialTest, ExampleRules) {
+  OpRegistry builtins;
+  ASSERT_TRUE(RegisterBuiltinOps(&builtins).ok());
+  for (const auto& [name, rule] : std::vector<std::pair<std::string, std::string>>{
+           {"Conv", example_rules::kConvRule},
+           {"Concat", example_rules::kConcatRule},
+           {"Reshape", example_rules::kReshapeRule},
+           {"Gemm", example_rules::kGemmRule},
+           {"Softmax", example_rules::kSoftmaxRule},
+           {"Add", example_rules::kAddRule}}) {
+    Define(builtins.Find("", name)->descriptor, rule);
+  }
+  const std::vector<std::pair<std::string, Case>> cases = {
+      {"Conv", {{"float32[1,3,224,224]", "float32[8,3,7,7]"},
+                {{"strides", AInts({2, 2})}, {"pads", AInts({3, 3, 3, 3})}}}},
+      {"Conv", {{"float32[batch,64,h,w]", "float32[64,64,3,3]", "float32[64]"},
+                {{"auto_pad", AString("SAME_UPPER")}}}},
+      {"Conv", {{"float32[1,4,8,8]", "float32[8,3,3,3]"}, {{"group", AInt(2)}}}},
+      {"Conv", {{"float32[?..]", "float32[8,4,3,3]"}, {{"auto_pad", AString("BAD")}}}},
+      {"Concat", {{"float32[batch,16,64]", "float32[batch,16,1]"}, {{"axis", AInt(-1)}}}},
+      {"Concat", {{"float32[2,3]", "float32[3,3,1]"}, {{"axis", AInt(0)}}}},
+      {"Reshape", {{"float32[batch,16,64]", "const:0,16,4,16"}}},
+      {"Reshape", {{"float32[6,4]", "const:-1,5"}}},
+      {"Reshape", {{"float32[2,seq,8]", "const:2,-1,4"}}},
+      {"Gemm", {{"float32[batch,1024]", "float32[64,1024]", "float32[64]"},
+                {{"transB", AInt(1)}}}},
+      {"Gemm", {{"float32[4,5]", "float32[6,7]"}}},
+      {"Softmax", {{"float32[batch,4,16,16]"}, {{"axis", AInt(-1)}}}},
+      {"Softmax", {{"float32[2,3]"}, {{"axis", AInt(3)}}}},
+      {"Add", {{"float32[batch,16,64]", "float32[64]"}}},
+      {"Add", {{"const:2,3", "const:0,1"}}},
+      {"Add", {{"float32[2,3]", "float32[4]"}}},
+  };
+  for (const auto& [op, c] : cases) {
+    const std::string r = ExpectAgree(op, c);
+    if (op == "Conv" && c.inputs[0] == "float32[1,3,224,224]") {
+      EXPECT_EQ(r, "float32[1,8,112,112] value=none ");
+    }
+  }
+}
+
 // output[0] = EXPR on X.
 TEST_F(VmDifferentialTest, Expressions) {
   v1::OpDescriptor d = Descriptor("E", {"X"}, {"Y"});
@@ -221,6 +265,31 @@ TEST_F(VmDifferentialTest, Statements) {
                                          {{"float32[7]", ""}},
                                          {{"float32[?..]", "float32[1,?]"}}}) {
     ExpectAgree("S", c, 2);
+  }
+}
+
+// Variadic inputs (an unknown item index makes the call unknown), attributes with and without
+// fallbacks, and dims read after their shape.
+TEST_F(VmDifferentialTest, VariadicInputsAndAttributes) {
+  v1::OpDescriptor d = Descriptor("V", {"Xs*"}, {"Y"},
+                                  {rules_testing::AttrSpec("k", v1::ATTR_INT),
+                                   rules_testing::AttrSpec("axes", v1::ATTR_INTS)});
+  Define(d,
+         "let n = count(Xs);\n"
+         "let r = [rank(Xs[i]) for i in range(n)];\n"
+         "let last = [dim(Xs[i], -1) for i in range(n)];\n"
+         "let present = [if has(Xs[i]) then 1 else 0 for i in range(n + 1)];\n"
+         "let pick = dim(Xs[dim(Xs[0], 0) % n], 0);\n"
+         "assert len(attr(\"axes\", [])) < 3, \"axes \", attr.axes, \" for \", shapes(Xs);\n"
+         "output[0] = shapes(Xs)[0] ++ r ++ last ++ present ++\n"
+         "            [attr(\"k\", 2 + n), pick, len(value(Xs[n - 1]) | [])];\n");
+  for (const Case& c : std::vector<Case>{
+           {{"float32[2,3]", "float32[4]"}},
+           {{"float32[batch,3]", "float32[?..]", "float32[2]"}, {{"k", AInt(7)}}},
+           {{"float32[3,3]"}, {{"axes", AInts({0, 1, 2})}}},
+           {{"float32[5,2]", "float32[1]"}, {{"axes", AInts({1})}}},
+           {{"float32[?..]"}}}) {
+    ExpectAgree("V", c);
   }
 }
 

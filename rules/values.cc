@@ -130,7 +130,8 @@ Val Machine::IntOpSlow(Arith op, int32_t pos, const Val& a, const Val& b) {
     return Val::Int(r);
   }
   // Zero times anything is zero.
-  if (op == Arith::kMul && ((a.tag() == Tag::kInt && a.i == 0) || (b.tag() == Tag::kInt && b.i == 0))) {
+  if (op == Arith::kMul &&
+      ((a.tag() == Tag::kInt && a.i == 0) || (b.tag() == Tag::kInt && b.i == 0))) {
     return Val::Int(0);
   }
   if (a.unknown() || b.unknown()) return Val();

@@ -4,6 +4,8 @@
 // The rule engine: runs a prepared program's bytecode (bytecode.h) against one node. Internal
 // to //rules; the public entry is evaluator.h.
 
+#include <cstdint>
+
 #include "absl/base/attributes.h"
 #include "graph/inference.h"
 #include "rules/bytecode.h"

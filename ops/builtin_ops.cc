@@ -37,6 +37,8 @@ DTypes Join(DTypes a, const DTypes& b) {
 
 DTypes HalfSingleDouble() { return {v1::DT_FLOAT16, v1::DT_FLOAT32, v1::DT_FLOAT64}; }
 
+DTypes NumericNoBfloat16() { return Join(IntTypes(), HalfSingleDouble()); }
+
 // --- OpBuilder --------------------------------------------------------------------------------
 
 OpBuilder::OpBuilder(absl::string_view name, absl::string_view doc) {
@@ -363,20 +365,21 @@ std::optional<Dims> UnionShapes(const std::optional<Dims>& a, const std::optiona
 
 absl::Status RegisterBuiltinOps(OpRegistry* registry) {
   std::vector<OpDef> ops;
-  builtin_internal::AddElementwiseOps(&ops);
-  builtin_internal::AddNnOps(&ops);
-  builtin_internal::AddTensorOps(&ops);
-  builtin_internal::AddShapeOps(&ops);
-  builtin_internal::AddRecurrentOps(&ops);
-  builtin_internal::AddMathOps(&ops);
-  builtin_internal::AddNnExtraOps(&ops);
-  builtin_internal::AddIndexOps(&ops);
-  builtin_internal::AddControlFlowOps(&ops);
-  builtin_internal::AddQuantizationOps(&ops);
-  builtin_internal::AddSignalOps(&ops);
-  builtin_internal::AddMiscOps(&ops);
-  builtin_internal::AddFusedOps(&ops);
-  builtin_internal::AddLayoutOps(&ops);
+  // Layered as the kernel families of runtime/kernels/cpu_kernels.cc: elementwise, nn, reduction,
+  // tensor, rnn, control flow, misc, fused.
+  for (auto add : {builtin_internal::AddElementwiseOps, builtin_internal::AddElementwiseCastOps,
+                   builtin_internal::AddElementwiseLogicOps,
+                   builtin_internal::AddElementwiseUnaryOps, builtin_internal::AddNnConvOps,
+                   builtin_internal::AddNnMatMulOps, builtin_internal::AddNnNormOps,
+                   builtin_internal::AddNnPoolOps, builtin_internal::AddLayoutOps,
+                   builtin_internal::AddReductionOps, builtin_internal::AddReductionEinsumOps,
+                   builtin_internal::AddReductionSoftmaxOps, builtin_internal::AddTensorOps,
+                   builtin_internal::AddIndexOps, builtin_internal::AddShapeOps,
+                   builtin_internal::AddRecurrentOps, builtin_internal::AddControlFlowOps,
+                   builtin_internal::AddMiscOps, builtin_internal::AddMiscImageOps,
+                   builtin_internal::AddSignalOps, builtin_internal::AddFusedOps}) {
+    add(&ops);
+  }
   for (OpDef& op : ops) {
     if (absl::Status s = registry->Register(std::move(op)); !s.ok()) return s;
   }

@@ -2,7 +2,7 @@
 #define GRAPHOPT_OPS_BUILTIN_OPS_INTERNAL_H_
 
 // Private to the builtin_ops target: the descriptor builder, dtype sets and InferenceContext
-// helpers shared by the builtin_ops_*.cc files.
+// helpers shared by the op files of ops/ (one per runtime/kernels/ file).
 
 #include <cstdint>
 #include <optional>
@@ -30,6 +30,7 @@ DTypes NumericTypes();    // IntTypes + FloatTypes
 DTypes AllTypes();        // NumericTypes + bool, string, complex64, complex128
 DTypes Join(DTypes a, const DTypes& b);
 DTypes HalfSingleDouble();  // float16, float32, float64 (most ONNX math ops: no bfloat16)
+DTypes NumericNoBfloat16();  // IntTypes + HalfSingleDouble (ONNX's all_numeric_types)
 
 // Builds an OpDef for the default domain. Attributes declared without a default are optional
 // unless added with RequiredAttr.
@@ -161,7 +162,7 @@ std::optional<int64_t> ScalarInputInt(const InferenceContext& ctx, int i);
 // when either rank is unknown or the ranks differ.
 std::optional<Dims> UnionShapes(const std::optional<Dims>& a, const std::optional<Dims>& b);
 
-// --- Shared by the builtin_ops_*.cc files ------------------------------------------------------
+// --- Shared by the op files of ops/ ------------------------------------------------------
 
 // A unary elementwise op: X -> Y of one type constraint.
 struct UnaryOp {
@@ -247,21 +248,29 @@ absl::Status ReduceShapeFn(InferenceContext& ctx);
 // keepdims and noop_with_empty_axes, reduction fusion, ReduceShapeFn.
 OpDef ReduceOpDef(absl::string_view name, absl::string_view doc, const DTypes& types);
 
-// Per-family descriptor lists, concatenated by RegisterBuiltinOps.
+// Per-file descriptor lists (ops/<file>.cc, named after runtime/kernels/<file>.cc), concatenated
+// by RegisterBuiltinOps.
 void AddElementwiseOps(std::vector<OpDef>* ops);
-void AddNnOps(std::vector<OpDef>* ops);
+void AddElementwiseCastOps(std::vector<OpDef>* ops);
+void AddElementwiseLogicOps(std::vector<OpDef>* ops);
+void AddElementwiseUnaryOps(std::vector<OpDef>* ops);
+void AddNnConvOps(std::vector<OpDef>* ops);
+void AddNnMatMulOps(std::vector<OpDef>* ops);
+void AddNnNormOps(std::vector<OpDef>* ops);
+void AddNnPoolOps(std::vector<OpDef>* ops);
+void AddLayoutOps(std::vector<OpDef>* ops);  // NhwcConv and the NHWC pools, domain graphopt (nn.cc)
+void AddReductionOps(std::vector<OpDef>* ops);
+void AddReductionEinsumOps(std::vector<OpDef>* ops);
+void AddReductionSoftmaxOps(std::vector<OpDef>* ops);
 void AddTensorOps(std::vector<OpDef>* ops);
-void AddShapeOps(std::vector<OpDef>* ops);
-void AddRecurrentOps(std::vector<OpDef>* ops);
-void AddFusedOps(std::vector<OpDef>* ops);  // FusedGroup, domain graphopt
-void AddLayoutOps(std::vector<OpDef>* ops);  // NhwcConv and the NHWC pools, domain graphopt
-void AddMathOps(std::vector<OpDef>* ops);
-void AddNnExtraOps(std::vector<OpDef>* ops);
-void AddIndexOps(std::vector<OpDef>* ops);
+void AddIndexOps(std::vector<OpDef>* ops);  // tensor_index.cc
+void AddShapeOps(std::vector<OpDef>* ops);  // tensor_shape.cc
+void AddRecurrentOps(std::vector<OpDef>* ops);  // rnn.cc
 void AddControlFlowOps(std::vector<OpDef>* ops);
-void AddQuantizationOps(std::vector<OpDef>* ops);
-void AddSignalOps(std::vector<OpDef>* ops);
 void AddMiscOps(std::vector<OpDef>* ops);
+void AddMiscImageOps(std::vector<OpDef>* ops);
+void AddSignalOps(std::vector<OpDef>* ops);  // misc_signal.cc
+void AddFusedOps(std::vector<OpDef>* ops);  // FusedGroup, domain graphopt
 
 }  // namespace builtin_internal
 }  // namespace graphopt

@@ -1,3 +1,6 @@
+// The builtin set as a whole: registration, descriptor conventions, robustness against unknown
+// and random inputs.
+
 #include "ops/builtin_ops.h"
 
 #include <cstdint>
@@ -14,6 +17,7 @@
 #include "graph/op_registry.h"
 #include "gtest/gtest.h"
 #include "ops/builtin_ops_test_util.h"
+#include "ops/layout_ops.h"
 
 namespace graphopt {
 namespace {
@@ -36,8 +40,8 @@ TEST_F(BuiltinOpsTest, RegistersAllRequiredOps) {
                           "Reciprocal", "GlobalMaxPool", "ArgMax", "ArgMin", "TopK",
                           "RNN", "GRU", "LSTM"};
   for (const char* name : kExtra) EXPECT_NE(registry_.Find("", name), nullptr) << name;
-  // Default-domain ops: the required ones, the extra ones above and those of
-  // builtin_ops_{math,nn_extra,index,control,quant,signal,misc}.cc (see their tests).
+  // Default-domain ops: the required ones, the extra ones above and the rest of the family files
+  // of ops/ (see their tests).
   size_t onnx_ops = 0;
   for (const OpDef* op : registry_.List()) onnx_ops += op->descriptor.domain().empty();
   EXPECT_EQ(onnx_ops, 47u + 21u + 97u);
@@ -340,6 +344,74 @@ TEST(BuiltinOpsFuzzTest, RandomNodesNeverCrash) {
   }
   // A good share of the random nodes are valid, so the shape functions themselves ran.
   EXPECT_GT(ok, 65 * 300 / 5);
+}
+
+TEST_F(BuiltinOpsTest, MathOpsAreRegisteredWithTheirPatterns) {
+  for (const char* name :
+       {"Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh",
+        "Softsign", "Round", "HardSwish", "Elu", "Selu", "Celu", "ThresholdedRelu", "Shrink"}) {
+    const OpDef* op = registry_.Find("", name);
+    ASSERT_NE(op, nullptr) << name;
+    EXPECT_EQ(op->descriptor.fusion_pattern(), v1::FUSION_ELEMWISE) << name;
+    ASSERT_EQ(op->descriptor.inplace_size(), 1) << name;
+  }
+  for (const char* name : {"And", "Or", "Xor", "GreaterOrEqual", "LessOrEqual", "BitShift",
+                           "Mod", "PRelu", "Sum", "Mean"}) {
+    const OpDef* op = registry_.Find("", name);
+    ASSERT_NE(op, nullptr) << name;
+    EXPECT_EQ(op->descriptor.fusion_pattern(), v1::FUSION_BROADCAST) << name;
+  }
+  for (const char* name : {"IsNaN", "IsInf", "CastLike", "CumSum", "Det", "Einsum"}) {
+    EXPECT_NE(registry_.Find("", name), nullptr) << name;
+  }
+  EXPECT_EQ(registry_.Find("", "IsNaN")->descriptor.inplace_size(), 0);
+  EXPECT_EQ(registry_.Find("", "Einsum")->descriptor.inputs(0).arity(), v1::ARITY_VARIADIC);
+}
+
+TEST_F(BuiltinOpsTest, NnExtraOpsAreRegisteredWithTheirPatterns) {
+  auto pattern = [&](const char* name) {
+    const OpDef* op = registry_.Find("", name);
+    EXPECT_NE(op, nullptr) << name;
+    return op == nullptr ? v1::FUSION_OPAQUE : op->descriptor.fusion_pattern();
+  };
+  for (const char* name : {"ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp",
+                           "ReduceProd", "ReduceSumSquare", "GlobalLpPool"}) {
+    EXPECT_EQ(pattern(name), v1::FUSION_REDUCTION) << name;
+  }
+  EXPECT_EQ(pattern("ConvTranspose"), v1::FUSION_OUT_ELEMWISE_FUSABLE);
+  EXPECT_EQ(pattern("LpPool"), v1::FUSION_OUT_ELEMWISE_FUSABLE);
+  for (const char* name : {"MaxUnpool", "InstanceNormalization", "LRN",
+                           "MeanVarianceNormalization", "LpNormalization", "LogSoftmax",
+                           "Hardmax", "NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss",
+                           "GridSample", "RoiAlign", "NonMaxSuppression"}) {
+    EXPECT_EQ(pattern(name), v1::FUSION_OPAQUE) << name;
+  }
+  const v1::OpDescriptor& mvn = registry_.Find("", "MeanVarianceNormalization")->descriptor;
+  EXPECT_EQ(mvn.attributes(0).default_value().ints().values_size(), 3);
+}
+
+TEST_F(BuiltinOpsTest, QuantizationOpsAreRegistered) {
+  for (const char* name : {"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear",
+                           "ConvInteger", "QLinearConv", "MatMulInteger", "QLinearMatMul"}) {
+    EXPECT_NE(registry_.Find("", name), nullptr) << name;
+  }
+  // The scale and zero point broadcast along 'axis'.
+  EXPECT_EQ(registry_.Find("", "QuantizeLinear")->descriptor.fusion_pattern(),
+            v1::FUSION_BROADCAST);
+}
+
+TEST_F(BuiltinOpsTest, LayoutOpsAreRegisteredInTheGraphoptDomain) {
+  for (const char* name : {kNhwcConvOp, kNhwcMaxPoolOp, kNhwcAveragePoolOp}) {
+    const OpDef* op = registry_.Find(kLayoutDomain, name);
+    ASSERT_NE(op, nullptr) << name;
+    EXPECT_EQ(op->descriptor.fusion_pattern(), v1::FUSION_OUT_ELEMWISE_FUSABLE) << name;
+    EXPECT_EQ(registry_.Find("", name), nullptr) << name;
+  }
+  for (const char* name : {kNhwcGlobalAveragePoolOp, kNhwcGlobalMaxPoolOp}) {
+    const OpDef* op = registry_.Find(kLayoutDomain, name);
+    ASSERT_NE(op, nullptr) << name;
+    EXPECT_EQ(op->descriptor.fusion_pattern(), v1::FUSION_REDUCTION) << name;
+  }
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
-// Elementwise and broadcasting builtin operators: unary math, binary arithmetic and
-// comparisons, Clip, Where, Cast, Identity and Dropout.
+// Elementwise and broadcasting builtin operators: the basic unary ops, binary arithmetic (Add,
+// Sub, Mul, Div, Pow, Mod, BitShift), Min/Max, comparisons, Clip, Where, Cast, Identity and
+// Dropout, and the unary and broadcasting helpers the elementwise_*.cc files share.
 
 #include <cstdint>
 #include <optional>
@@ -221,6 +222,26 @@ absl::Status ClipShape(InferenceContext& ctx) {
   return SameShapeAsInput0(ctx);
 }
 
+absl::Status BitShiftShape(InferenceContext& ctx) {
+  absl::StatusOr<std::string> direction = ctx.GetString("direction");
+  if (!direction.ok()) return direction.status();
+  if (*direction != "LEFT" && *direction != "RIGHT") {
+    return ctx.Error("attribute 'direction' must be LEFT or RIGHT, got '", *direction, "'");
+  }
+  return BroadcastAllInputs(ctx);
+}
+
+absl::Status ModShape(InferenceContext& ctx) {
+  absl::StatusOr<int64_t> fmod = ctx.GetInt("fmod");
+  if (!fmod.ok()) return fmod.status();
+  if (*fmod != 0 && *fmod != 1) return ctx.Error("attribute 'fmod' must be 0 or 1, got ", *fmod);
+  if (*fmod == 0 && IsFloatingPoint(ctx.input_type(0).dtype)) {
+    return ctx.Error("attribute 'fmod' must be 1 for floating-point inputs (",
+                     DataTypeName(ctx.input_type(0).dtype), ")");
+  }
+  return BroadcastAllInputs(ctx);
+}
+
 }  // namespace
 
 void AddElementwiseOps(std::vector<OpDef>* ops) {
@@ -371,6 +392,27 @@ void AddElementwiseOps(std::vector<OpDef>* ops) {
                      .Extension(kNondeterministicExtension, nondeterministic)
                      .ShapeFn(SameShapeAsInput0)
                      .TypeFn(DropoutType)
+                     .Build());
+  ops->push_back(OpBuilder("BitShift", "Shifts X's bits by Y (LEFT or RIGHT), with "
+                                       "broadcasting.")
+                     .Input("X", "T")
+                     .Input("Y", "T")
+                     .Output("Z", "T")
+                     .RequiredAttr("direction", v1::ATTR_STRING, "LEFT or RIGHT.")
+                     .Constraint("T", {v1::DT_UINT8, v1::DT_UINT16, v1::DT_UINT32,
+                                       v1::DT_UINT64})
+                     .Fusion(v1::FUSION_BROADCAST)
+                     .ShapeFn(BitShiftShape)
+                     .Build());
+  ops->push_back(OpBuilder("Mod", "Remainder with broadcasting; the divisor's sign (fmod=0, "
+                                  "integers) or the dividend's (fmod=1).")
+                     .Input("A", "T")
+                     .Input("B", "T")
+                     .Output("C", "T")
+                     .IntAttr("fmod", 0)
+                     .Constraint("T", NumericTypes())
+                     .Fusion(v1::FUSION_BROADCAST)
+                     .ShapeFn(ModShape)
                      .Build());
 }
 

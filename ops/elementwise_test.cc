@@ -1,3 +1,6 @@
+// Shape and type rules of elementwise.cc, elementwise_cast.cc, elementwise_logic.cc and
+// elementwise_unary.cc.
+
 #include "ops/builtin_ops.h"
 
 #include <cstdint>
@@ -268,6 +271,152 @@ TEST_F(BuiltinOpsTest, DropoutMaskTypeFollowsOpset) {
   SetOpset(graph_, 10);
   RUN_OK();
   EXPECT_EQ(T("mask"), "bool[2,3]");
+}
+
+TEST_F(BuiltinOpsTest, TrigAndActivationsKeepSymbolicShapes) {
+  In("x", "float32[batch,3,?]");
+  Node("Cos", {"x"}, {"a"});
+  Node("Atanh", {"a"}, {"b"});
+  Node("Selu", {"b"}, {"c"}, {{"alpha", AFloat(1.5f)}});
+  Node("Shrink", {"c"}, {"d"}, {{"lambd", AFloat(0.25f)}});
+  Node("IsNaN", {"d"}, {"nan"});
+  RUN_OK();
+  EXPECT_EQ(T("c"), "float32[batch,3,?]");
+  EXPECT_EQ(T("nan"), "bool[batch,3,?]");
+}
+
+TEST_F(BuiltinOpsTest, CeluTakesOnlyFloat32) {
+  In("x", "float64[2]");
+  Node("Celu", {"x"}, {"y"});
+  ExpectError({"n0_Celu", "float64"});
+}
+
+TEST_F(BuiltinOpsTest, LogicalOpsBroadcastLegacyStyleBeforeOpset7) {
+  Opset(6);
+  In("a", "bool[2,3,4]");
+  In("b", "bool[3]");
+  Node("And", {"a", "b"}, {"c"}, {{"broadcast", AInt(1)}, {"axis", AInt(1)}});
+  RUN_OK();
+  EXPECT_EQ(T("c"), "bool[2,3,4]");
+}
+
+TEST_F(BuiltinOpsTest, ComparisonsAndXorBroadcastNumpyStyle) {
+  In("a", "int32[batch,1]");
+  In("b", "int32[4]");
+  In("p", "bool[batch,1]");
+  In("q", "bool[1,4]");
+  Node("GreaterOrEqual", {"a", "b"}, {"ge"});
+  Node("Xor", {"p", "q"}, {"x"});
+  RUN_OK();
+  EXPECT_EQ(T("ge"), "bool[batch,4]");
+  EXPECT_EQ(T("x"), "bool[batch,4]");
+}
+
+TEST_F(BuiltinOpsTest, BitShiftNeedsADirection) {
+  In("a", "uint8[4]");
+  In("b", "uint8[1]");
+  Node("BitShift", {"a", "b"}, {"c"}, {{"direction", AString("UP")}});
+  ExpectError({"n0_BitShift", "'direction'", "UP"});
+}
+
+TEST_F(BuiltinOpsTest, ModOfFloatsNeedsFmod) {
+  In("a", "float32[4]");
+  In("b", "float32[4]");
+  Node("Mod", {"a", "b"}, {"c"});
+  ExpectError({"n0_Mod", "'fmod'", "float32"});
+}
+
+TEST_F(BuiltinOpsTest, ModBroadcasts) {
+  In("a", "int64[n,1]");
+  In("b", "int64[5]");
+  Node("Mod", {"a", "b"}, {"c"});
+  RUN_OK();
+  EXPECT_EQ(T("c"), "int64[n,5]");
+}
+
+TEST_F(BuiltinOpsTest, PReluHasXsShapeAndChecksTheSlope) {
+  In("x", "float32[batch,3,8,8]");
+  In("slope", "float32[3,1,1]");
+  Node("PRelu", {"x", "slope"}, {"y"});
+  RUN_OK();
+  EXPECT_EQ(T("y"), "float32[batch,3,8,8]");
+}
+
+TEST_F(BuiltinOpsTest, PReluSlopeMustBroadcastToX) {
+  In("x", "float32[2,3]");
+  In("slope", "float32[4]");
+  Node("PRelu", {"x", "slope"}, {"y"});
+  ExpectError({"n0_PRelu", "slope"});
+}
+
+TEST_F(BuiltinOpsTest, SumAndMeanBroadcastFromOpset8) {
+  In("a", "float32[batch,1]");
+  In("b", "float32[3]");
+  In("c", "float32[1,3]");
+  Node("Sum", {"a", "b", "c"}, {"s"});
+  Node("Mean", {"a"}, {"m"});
+  RUN_OK();
+  EXPECT_EQ(T("s"), "float32[batch,3]");
+  EXPECT_EQ(T("m"), "float32[batch,1]");
+}
+
+TEST_F(BuiltinOpsTest, SumBeforeOpset8NeedsEqualShapes) {
+  Opset(6);
+  In("a", "float32[2,3]");
+  In("b", "float32[3]");
+  Node("Sum", {"a", "b"}, {"s"});
+  ExpectError({"n0_Sum", "opsets < 8"});
+}
+
+TEST_F(BuiltinOpsTest, CastLikeTakesTheTargetsTypeAndKeepsShapeContents) {
+  In("x", "float32[batch,4]");
+  In("like", "int32[]");
+  Node("Shape", {"x"}, {"shape"});
+  In("i32", "int32[1]");
+  Node("CastLike", {"shape", "i32"}, {"c"});
+  Node("CastLike", {"x", "like"}, {"y"});
+  RUN_OK();
+  EXPECT_EQ(T("y"), "int32[batch,4]");
+  EXPECT_EQ(T("c"), "int32[2]");
+  EXPECT_EQ(DimsValue("c"), "[batch,4]");
+}
+
+TEST_F(BuiltinOpsTest, QuantizeLinearTypeComesFromTheZeroPoint) {
+  In("x", "float32[batch,3]");
+  In("scale", "float32[]");
+  In("zp", "int8[]");
+  Node("QuantizeLinear", {"x", "scale"}, {"u8"});
+  Node("QuantizeLinear", {"x", "scale", "zp"}, {"i8"});
+  Node("DequantizeLinear", {"i8", "scale", "zp"}, {"back"});
+  RUN_OK();
+  EXPECT_EQ(T("u8"), "uint8[batch,3]");
+  EXPECT_EQ(T("i8"), "int8[batch,3]");
+  EXPECT_EQ(T("back"), "float32[batch,3]");
+}
+
+TEST_F(BuiltinOpsTest, QuantizeLinearPerAxisScaleMustMatchTheAxis) {
+  In("x", "float32[2,3]");
+  In("scale", "float32[2]");
+  Node("QuantizeLinear", {"x", "scale"}, {"y"});
+  ExpectError({"n0_QuantizeLinear", "scale", "[2]"});
+}
+
+TEST_F(BuiltinOpsTest, QuantizeLinearPerAxisScale) {
+  In("x", "float32[2,3]");
+  In("scale", "float32[2]");
+  In("zp", "uint8[2]");
+  Node("QuantizeLinear", {"x", "scale", "zp"}, {"y"}, {{"axis", AInt(0)}});
+  RUN_OK();
+  EXPECT_EQ(T("y"), "uint8[2,3]");
+}
+
+TEST_F(BuiltinOpsTest, DynamicQuantizeLinearGivesScalarParameters) {
+  In("x", "float32[n,4]");
+  Node("DynamicQuantizeLinear", {"x"}, {"y", "scale", "zp"});
+  RUN_OK();
+  EXPECT_EQ(T("y"), "uint8[n,4]");
+  EXPECT_EQ(T("scale"), "float32[]");
+  EXPECT_EQ(T("zp"), "uint8[]");
 }
 
 }  // namespace

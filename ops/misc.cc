@@ -1,6 +1,7 @@
 // Random generators (RandomNormal, RandomUniform, their *Like forms, Bernoulli, Multinomial),
 // the text operators (StringNormalizer, TfIdfVectorizer) and the optimizers of the
-// ai.onnx.preview.training domain (Adagrad, Adam, Momentum), with ONNX semantics.
+// ai.onnx.preview.training domain (Adagrad, Adam, Momentum), Det and NonMaxSuppression, with
+// ONNX semantics.
 //
 // Random generators carry the nondeterministic extension: CSE never merges two of them and
 // constant folding never evaluates one, even with a 'seed'.
@@ -213,6 +214,42 @@ OpDef Optimizer(OptimizerLayout layout, OpBuilder b) {
   return def;
 }
 
+// [*, M, M] -> [*].
+absl::Status DetShape(InferenceContext& ctx) {
+  const std::optional<Dims> x = InputShape(ctx, 0);
+  if (!x) {
+    ctx.set_output_shape(0, std::nullopt);
+    return absl::OkStatus();
+  }
+  if (x->size() < 2) return ctx.Error("input X must have rank >= 2, got ", ShapeToString(x));
+  if (!MergeEqualDims(x->back(), (*x)[x->size() - 2]).ok()) {
+    return ctx.Error("input X ", ShapeToString(x), " does not hold square matrices");
+  }
+  ctx.set_output_shape(0, Dims(x->begin(), x->end() - 2));
+  return absl::OkStatus();
+}
+
+// [selected, 3]: how many boxes are selected depends on the data.
+absl::Status NonMaxSuppressionShape(InferenceContext& ctx) {
+  const std::optional<Dims> boxes = InputShape(ctx, 0);
+  const std::optional<Dims> scores = InputShape(ctx, 1);
+  if (boxes && boxes->size() != 3) {
+    return ctx.Error("input boxes must be [batch, boxes, 4], got ", ShapeToString(boxes));
+  }
+  if (scores && scores->size() != 3) {
+    return ctx.Error("input scores must be [batch, classes, boxes], got ",
+                     ShapeToString(scores));
+  }
+  if (boxes && scores &&
+      (!MergeEqualDims((*boxes)[0], (*scores)[0]).ok() ||
+       !MergeEqualDims((*boxes)[1], (*scores)[2]).ok())) {
+    return ctx.Error("inputs boxes ", ShapeToString(boxes), " and scores ", ShapeToString(scores),
+                     " differ in batch size or box count");
+  }
+  ctx.set_output_shape(0, Dims{Dim::Unknown(), Dim::Known(3)});
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 void AddMiscOps(std::vector<OpDef>* ops) {
@@ -338,6 +375,28 @@ void AddMiscOps(std::vector<OpDef>* ops) {
                                          .RequiredAttr("mode", v1::ATTR_STRING,
                                                        "standard or nesterov.")
                                          .RequiredAttr("norm_coefficient", v1::ATTR_FLOAT))));
+  ops->push_back(OpBuilder("Det", "Determinants of the square matrices in the last two dims.")
+                     .Input("X", "T")
+                     .Output("Y", "T")
+                     .Constraint("T", hsd)
+                     .Fusion(v1::FUSION_OPAQUE)
+                     .ShapeFn(DetShape)
+                     .Build());
+  ops->push_back(OpBuilder("NonMaxSuppression",
+                           "Indices [batch, class, box] of the boxes kept; how many is known "
+                           "only at run time.")
+                     .Input("boxes", "T")
+                     .Input("scores", "T")
+                     .OptionalInput("max_output_boxes_per_class", "I")
+                     .OptionalInput("iou_threshold", "T")
+                     .OptionalInput("score_threshold", "T")
+                     .Output("selected_indices", "I")
+                     .IntAttr("center_point_box", 0)
+                     .Constraint("T", {v1::DT_FLOAT32})
+                     .Constraint("I", {v1::DT_INT64})
+                     .Fusion(v1::FUSION_OPAQUE)
+                     .ShapeFn(NonMaxSuppressionShape)
+                     .Build());
 }
 
 }  // namespace builtin_internal

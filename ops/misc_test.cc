@@ -1,5 +1,5 @@
-// Shape and type rules of misc.cc (random generators, text ops, training
-// optimizers).
+// Shape and type rules of misc.cc (random generators, text ops, training optimizers, Det,
+// NonMaxSuppression) and misc_image.cc (GridSample, RoiAlign).
 
 #include <string>
 #include <vector>
@@ -121,6 +121,45 @@ TEST_F(BuiltinOpsTest, AdagradInputsComeInGroupsOfThree) {
   In("g", "float32[3]");
   DomainNode(kTraining, "Adagrad", {"r", "t", "w", "g"}, {"w2"});
   ExpectError({"n0_Adagrad", "3 tensors per optimized tensor"});
+}
+
+TEST_F(BuiltinOpsTest, DetDropsTheMatrixDims) {
+  In("x", "float32[batch,3,3]");
+  In("m", "float64[n,n]");
+  Node("Det", {"x"}, {"d"});
+  Node("Det", {"m"}, {"e"});
+  RUN_OK();
+  EXPECT_EQ(T("d"), "float32[batch]");
+  EXPECT_EQ(T("e"), "float64[]");
+}
+
+TEST_F(BuiltinOpsTest, DetNeedsSquareMatrices) {
+  In("x", "float32[2,3]");
+  Node("Det", {"x"}, {"d"});
+  ExpectError({"n0_Det", "square"});
+}
+
+TEST_F(BuiltinOpsTest, GridSampleRoiAlignAndNonMaxSuppression) {
+  In("x", "float32[n,3,h,w]");
+  In("grid", "float32[n,7,9,2]");
+  In("rois", "float32[r,4]");
+  In("idx", "int64[r]");
+  In("boxes", "float32[1,6,4]");
+  In("scores", "float32[1,2,6]");
+  Node("GridSample", {"x", "grid"}, {"g"});
+  Node("RoiAlign", {"x", "rois", "idx"}, {"roi"}, {{"output_height", AInt(5)}});
+  Node("NonMaxSuppression", {"boxes", "scores"}, {"sel"});
+  RUN_OK();
+  EXPECT_EQ(T("g"), "float32[n,3,7,9]");
+  EXPECT_EQ(T("roi"), "float32[r,3,5,1]");
+  EXPECT_EQ(T("sel"), "int64[?,3]");
+}
+
+TEST_F(BuiltinOpsTest, GridSampleGridMustEndInCoordinates) {
+  In("x", "float32[1,3,4,4]");
+  In("grid", "float32[1,7,9,3]");
+  Node("GridSample", {"x", "grid"}, {"g"});
+  ExpectError({"n0_GridSample", "grid", "2 coordinates"});
 }
 
 }  // namespace

@@ -1,3 +1,6 @@
+// Shape and type rules of nn.cc (the channels-last ops), nn_conv.cc, nn_matmul.cc, nn_norm.cc and
+// nn_pool.cc.
+
 #include "ops/builtin_ops.h"
 
 #include <cstdint>
@@ -14,6 +17,7 @@
 #include "graph/op_registry.h"
 #include "gtest/gtest.h"
 #include "ops/builtin_ops_test_util.h"
+#include "ops/layout_ops.h"
 
 namespace graphopt {
 namespace {
@@ -174,15 +178,6 @@ TEST_F(BuiltinOpsTest, BatchNormalizationChannelMismatch) {
   ExpectError({"n0_BatchNormalization", "B", "[8]"});
 }
 
-TEST_F(BuiltinOpsTest, SoftmaxAxisRange) {
-  In("x", "float32[batch,10]");
-  Node("Softmax", {"x"}, {"y"});
-  RUN_OK();
-  EXPECT_EQ(T("y"), "float32[batch,10]");
-  Node("Softmax", {"x"}, {"z"}, {{"axis", AInt(2)}});
-  ExpectError({"n1_Softmax", "attribute 'axis' value 2", "rank 2"});
-}
-
 TEST_F(BuiltinOpsTest, LayerNormalization) {
   In("x", "float16[batch,seq,768]");
   In("g", "float16[768]");
@@ -204,63 +199,11 @@ TEST_F(BuiltinOpsTest, LayerNormalizationAxisAndBadScale) {
   ExpectError({"n1_LayerNormalization", "Scale"});
 }
 
-TEST_F(BuiltinOpsTest, ReduceMeanAttributeAxesKeepdims) {
-  In("x", "float32[batch,seq,64]");
-  Node("ReduceMean", {"x"}, {"k"}, {{"axes", AInts({-1})}});
-  Node("ReduceMean", {"x"}, {"d"}, {{"axes", AInts({1, 2})}, {"keepdims", AInt(0)}});
-  RUN_OK();
-  EXPECT_EQ(T("k"), "float32[batch,seq,1]");
-  EXPECT_EQ(T("d"), "float32[batch]");
-}
-
-TEST_F(BuiltinOpsTest, ReduceSumAxesInputAndEmptyAxes) {
-  In("x", "float32[2,3,4]");
-  Ints("axes", {0, 2});
-  Ints("none", {});
-  In("dyn", "int64[1]");
-  Node("ReduceSum", {"x", "axes"}, {"a"}, {{"keepdims", AInt(0)}});
-  Node("ReduceSum", {"x"}, {"all"});
-  Node("ReduceSum", {"x", "none"}, {"noop"}, {{"noop_with_empty_axes", AInt(1)}});
-  Node("ReduceSum", {"x", "dyn"}, {"unknown"});
-  Node("ReduceSum", {"x"}, {"scalar"}, {{"keepdims", AInt(0)}});
-  RUN_OK();
-  EXPECT_EQ(T("a"), "float32[3]");
-  EXPECT_EQ(T("all"), "float32[1,1,1]");
-  EXPECT_EQ(T("noop"), "float32[2,3,4]");
-  EXPECT_EQ(T("unknown"), "float32[?,?,?]");
-  EXPECT_EQ(T("scalar"), "float32[]");
-}
-
-TEST_F(BuiltinOpsTest, ReduceAxisOutOfRange) {
-  In("x", "float32[2,3]");
-  Node("ReduceMean", {"x"}, {"y"}, {{"axes", AInts({2})}});
-  ExpectError({"n0_ReduceMean", "attribute 'axes' value 2"});
-}
-
-TEST_F(BuiltinOpsTest, ArgMaxAndTopK) {
-  In("x", "float32[batch,10]");
-  Scalar("k0", 0);
-  Ints("k", {3});
-  Node("ArgMax", {"x"}, {"am"}, {{"axis", AInt(1)}, {"keepdims", AInt(0)}});
-  Node("TopK", {"x", "k"}, {"v", "i"});
-  RUN_OK();
-  EXPECT_EQ(T("am"), "int64[batch]");
-  EXPECT_EQ(T("v"), "float32[batch,3]");
-  EXPECT_EQ(T("i"), "int64[batch,3]");
-}
-
 TEST_F(BuiltinOpsTest, GemmRejectsNon2D) {
   In("a", "float32[2,3,4]");
   In("b", "float32[4,5]");
   Node("Gemm", {"a", "b"}, {"y"});
   ExpectError({"n0_Gemm", "input A", "2-D"});
-}
-
-TEST_F(BuiltinOpsTest, ReduceAxesBothAttributeAndInput) {
-  In("x", "float32[2,3]");
-  Ints("axes", {0});
-  Node("ReduceSum", {"x", "axes"}, {"y"}, {{"axes", AInts({0})}});
-  ExpectError({"n0_ReduceSum", "axes", "both"});
 }
 
 TEST_F(BuiltinOpsTest, ConvKernelShapeAttributeWithUnknownWeight) {
@@ -292,23 +235,176 @@ TEST_F(BuiltinOpsTest, BatchNormPerActivationBeforeOpset9) {
   ExpectError({"input 1 (scale) must be 1-D, got [3,4]"});
 }
 
-TEST_F(BuiltinOpsTest, SoftmaxDefaultAxisFollowsOpset) {
-  In("x", "float32[5]");
-  Node("Softmax", {"x"}, {"y"});
-  SetOpset(graph_, 13);  // default -1
+TEST_F(BuiltinOpsTest, ConvTransposeUpsamples) {
+  In("x", "float32[batch,4,5,5]");
+  In("w", "float32[4,2,3,3]");
+  In("b", "float32[4]");
+  Node("ConvTranspose", {"x", "w", "b"}, {"y"},
+       {{"strides", AInts({2, 2})}, {"group", AInt(2)}, {"pads", AInts({1, 1, 1, 1})},
+        {"output_padding", AInts({1, 0})}});
+  Node("ConvTranspose", {"x", "w"}, {"same"},
+       {{"strides", AInts({2, 3})}, {"auto_pad", AString("SAME_UPPER")}, {"group", AInt(2)}});
+  Node("ConvTranspose", {"x", "w"}, {"fixed"},
+       {{"strides", AInts({2, 2})}, {"output_shape", AInts({10, 12})}, {"group", AInt(2)}});
   RUN_OK();
-  EXPECT_EQ(T("y"), "float32[5]");
-  SetOpset(graph_, 11);  // default 1, out of range for rank 1
-  ExpectError({"n0_Softmax", "'axis' value 1 is out of range for rank 1"});
-  SetOpset(graph_, 1);  // before opset 11 the coercion to 2-D accepts axis == rank
-  RUN_OK();
+  // 2 * (5 - 1) + 1 + 3 - 2 = 10 and 2 * (5 - 1) + 0 + 3 - 2 = 9.
+  EXPECT_EQ(T("y"), "float32[batch,4,10,9]");
+  EXPECT_EQ(T("same"), "float32[batch,4,10,15]");
+  EXPECT_EQ(T("fixed"), "float32[batch,4,10,12]");
 }
 
-TEST_F(BuiltinOpsTest, ArgMaxTakes16BitIntegers) {
-  In("x", "int16[2,3]");
-  Node("ArgMax", {"x"}, {"i"}, {{"axis", AInt(1)}});
+TEST_F(BuiltinOpsTest, ConvTransposeKeepsSymbolsWhereTheSizeIsUnchanged) {
+  In("x", "float32[n,3,h,w]");
+  In("w", "float32[3,8,3,1]");
+  Node("ConvTranspose", {"x", "w"}, {"y"}, {{"pads", AInts({1, 0, 1, 0})}});
   RUN_OK();
-  EXPECT_EQ(T("i"), "int64[2,1]");
+  EXPECT_EQ(T("y"), "float32[n,8,h,w]");
+}
+
+TEST_F(BuiltinOpsTest, ConvTransposeChannelsMustMatch) {
+  In("x", "float32[1,3,5,5]");
+  In("w", "float32[4,2,3,3]");
+  Node("ConvTranspose", {"x", "w"}, {"y"});
+  ExpectError({"n0_ConvTranspose", "channels"});
+}
+
+TEST_F(BuiltinOpsTest, LpPoolAndGlobalLpPool) {
+  In("x", "float32[batch,3,32,32]");
+  Node("LpPool", {"x"}, {"y"}, {{"kernel_shape", AInts({2, 2})}, {"strides", AInts({2, 2})}});
+  Node("GlobalLpPool", {"x"}, {"g"}, {{"p", AInt(1)}});
+  RUN_OK();
+  EXPECT_EQ(T("y"), "float32[batch,3,16,16]");
+  EXPECT_EQ(T("g"), "float32[batch,3,1,1]");
+}
+
+TEST_F(BuiltinOpsTest, MaxUnpoolInvertsThePooling) {
+  In("x", "float32[1,2,2,3]");
+  In("i", "int64[1,2,2,3]");
+  Ints("shape", {1, 2, 5, 6});
+  Node("MaxUnpool", {"x", "i"}, {"y"}, {{"kernel_shape", AInts({2, 2})},
+                                        {"strides", AInts({2, 2})}});
+  Node("MaxUnpool", {"x", "i", "shape"}, {"z"}, {{"kernel_shape", AInts({2, 2})},
+                                                 {"strides", AInts({2, 2})}});
+  RUN_OK();
+  EXPECT_EQ(T("y"), "float32[1,2,4,6]");
+  EXPECT_EQ(T("z"), "float32[1,2,5,6]");
+}
+
+TEST_F(BuiltinOpsTest, NormalisationsKeepTheShape) {
+  In("x", "float32[batch,3,h,w]");
+  In("scale", "float32[3]");
+  In("b", "float32[3]");
+  Node("InstanceNormalization", {"x", "scale", "b"}, {"i"});
+  Node("LRN", {"i"}, {"l"}, {{"size", AInt(3)}});
+  Node("MeanVarianceNormalization", {"l"}, {"m"});
+  Node("LpNormalization", {"m"}, {"p"}, {{"axis", AInt(1)}});
+  RUN_OK();
+  EXPECT_EQ(T("p"), "float32[batch,3,h,w]");
+}
+
+TEST_F(BuiltinOpsTest, InstanceNormalizationScaleMustMatchChannels) {
+  In("x", "float32[1,3,4]");
+  In("scale", "float32[4]");
+  In("b", "float32[3]");
+  Node("InstanceNormalization", {"x", "scale", "b"}, {"y"});
+  ExpectError({"n0_InstanceNormalization", "scale", "[4]"});
+}
+
+TEST_F(BuiltinOpsTest, LrnSizeMustBePositive) {
+  In("x", "float32[1,3,4,4]");
+  Node("LRN", {"x"}, {"y"}, {{"size", AInt(0)}});
+  ExpectError({"n0_LRN", "'size'"});
+}
+
+TEST_F(BuiltinOpsTest, IntegerConvolutions) {
+  In("x", "uint8[n,2,5,5]");
+  In("w", "int8[4,2,3,3]");
+  In("s", "float32[]");
+  In("xzp", "uint8[]");
+  In("wzp", "int8[]");
+  In("yzp", "int8[]");
+  In("b", "int32[4]");
+  Node("ConvInteger", {"x", "w", "xzp"}, {"ci"}, {{"pads", AInts({1, 1, 1, 1})}});
+  Node("QLinearConv", {"x", "s", "xzp", "w", "s", "wzp", "s", "yzp", "b"}, {"qc"},
+       {{"strides", AInts({2, 2})}});
+  RUN_OK();
+  EXPECT_EQ(T("ci"), "int32[n,4,5,5]");
+  EXPECT_EQ(T("qc"), "int8[n,4,2,2]");
+}
+
+TEST_F(BuiltinOpsTest, QLinearConvBiasMustMatchOutputChannels) {
+  In("x", "uint8[1,2,5,5]");
+  In("w", "uint8[4,2,3,3]");
+  In("s", "float32[]");
+  In("zp", "uint8[]");
+  In("b", "int32[3]");
+  Node("QLinearConv", {"x", "s", "zp", "w", "s", "zp", "s", "zp", "b"}, {"y"});
+  ExpectError({"n0_QLinearConv", "input B", "[3]"});
+}
+
+TEST_F(BuiltinOpsTest, IntegerMatMuls) {
+  In("a", "uint8[batch,m,4]");
+  In("b", "int8[4,n]");
+  In("s", "float32[]");
+  In("azp", "uint8[]");
+  In("bzp", "int8[]");
+  In("yzp", "uint8[]");
+  Node("MatMulInteger", {"a", "b"}, {"mi"});
+  Node("QLinearMatMul", {"a", "s", "azp", "b", "s", "bzp", "s", "yzp"}, {"qm"});
+  RUN_OK();
+  EXPECT_EQ(T("mi"), "int32[batch,m,n]");
+  EXPECT_EQ(T("qm"), "uint8[batch,m,n]");
+}
+
+TEST_F(BuiltinOpsTest, NhwcConvIsConvTransposed) {
+  In("x", "float32[batch,224,224,3]");
+  In("w", "float32[64,3,7,7]");
+  In("b", "float32[64]");
+  In("s", "float32[n,h,w,16]");
+  In("dw", "float32[16,1,3,3]");
+  DomainNode(kLayoutDomain, kNhwcConvOp, {"x", "w", "b"}, {"y"},
+             {{"pads", AInts({3, 3, 3, 3})}, {"strides", AInts({2, 2})}});
+  DomainNode(kLayoutDomain, kNhwcConvOp, {"s", "dw"}, {"same"},
+             {{"auto_pad", AString("SAME_UPPER")}, {"group", AInt(16)}});
+  RUN_OK();
+  EXPECT_EQ(T("y"), "float32[batch,112,112,64]");
+  EXPECT_EQ(T("same"), "float32[n,h,w,16]");
+}
+
+TEST_F(BuiltinOpsTest, NhwcConvChecksChannelsOnTheLastAxis) {
+  In("x", "float32[1,8,8,32]");
+  In("w", "float32[8,16,3,3]");
+  DomainNode(kLayoutDomain, kNhwcConvOp, {"x", "w"}, {"y"});
+  ExpectError({"NhwcConv", "32 channels", "16"});
+}
+
+TEST_F(BuiltinOpsTest, NhwcConvTakesFloat32Only) {
+  In("x", "float64[1,8,8,4]");
+  In("w", "float64[8,4,3,3]");
+  DomainNode(kLayoutDomain, kNhwcConvOp, {"x", "w"}, {"y"});
+  ExpectError({"NhwcConv", "float64"});
+}
+
+TEST_F(BuiltinOpsTest, NhwcPoolsAreThePoolsTransposed) {
+  In("x", "float32[1,112,112,64]");
+  DomainNode(kLayoutDomain, kNhwcMaxPoolOp, {"x"}, {"max"},
+             {{"kernel_shape", AInts({3, 3})}, {"strides", AInts({2, 2})},
+              {"pads", AInts({1, 1, 1, 1})}});
+  DomainNode(kLayoutDomain, kNhwcAveragePoolOp, {"x"}, {"avg"},
+             {{"kernel_shape", AInts({2, 2})}, {"strides", AInts({2, 2})}, {"ceil_mode", AInt(1)}});
+  DomainNode(kLayoutDomain, kNhwcGlobalAveragePoolOp, {"max"}, {"gap"});
+  DomainNode(kLayoutDomain, kNhwcGlobalMaxPoolOp, {"avg"}, {"gmp"});
+  RUN_OK();
+  EXPECT_EQ(T("max"), "float32[1,56,56,64]");
+  EXPECT_EQ(T("avg"), "float32[1,56,56,64]");
+  EXPECT_EQ(T("gap"), "float32[1,1,1,64]");
+  EXPECT_EQ(T("gmp"), "float32[1,1,1,64]");
+}
+
+TEST_F(BuiltinOpsTest, NhwcPoolNeedsItsKernelShape) {
+  In("x", "float32[1,8,8,4]");
+  DomainNode(kLayoutDomain, kNhwcMaxPoolOp, {"x"}, {"y"});
+  ExpectError({"NhwcMaxPool", "kernel_shape"});
 }
 
 }  // namespace

@@ -1,3 +1,5 @@
+// Shape and type rules of rnn.cc.
+
 #include "ops/builtin_ops.h"
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 // Indexing and layout builtin operators with ONNX semantics: GatherElements, GatherND, Scatter,
 // ScatterElements, ScatterND, Compress, NonZero, Unique, OneHot, Trilu, ReverseSequence,
-// DepthToSpace, SpaceToDepth, Size, EyeLike, Resize and Upsample. Sizes that depend on the data
+// DepthToSpace, SpaceToDepth, Size, EyeLike, Resize, Upsample and TopK. Sizes that depend on the data
 // (NonZero, Unique, Compress without a constant condition) are unknown.
 
 #include <cmath>
@@ -515,6 +515,44 @@ absl::Status UpsampleShape(InferenceContext& ctx) {
   return ScaledShape(ctx, *x, axes, scales);
 }
 
+absl::Status TopKShapeFn(InferenceContext& ctx) {
+  const std::optional<Dims> x = InputShape(ctx, 0);
+  absl::StatusOr<int64_t> axis = CheckedAxis(ctx, x);
+  if (!axis.ok()) return axis.status();
+  std::optional<int64_t> k;
+  if (ctx.has_input(1)) {
+    std::optional<Dims> ks = InputShape(ctx, 1);
+    const bool one_element = ks && (ks->empty() || (ks->size() == 1 && !((*ks)[0].is_known() &&
+                                                                        (*ks)[0].size() != 1)));
+    if (ks && !one_element) {
+      return ctx.Error("input K must hold exactly one element, got shape ", ShapeToString(ks));
+    }
+    std::optional<std::vector<int64_t>> v = InputInts(ctx, 1);
+    if (v && v->size() == 1) k = (*v)[0];
+  } else {
+    absl::StatusOr<int64_t> attr_k = ctx.GetInt("k");
+    if (!attr_k.ok()) return attr_k.status();
+    k = *attr_k;
+  }
+  if (!x) {
+    for (int i = 0; i < ctx.num_outputs(); ++i) ctx.set_output_shape(i, std::nullopt);
+    return absl::OkStatus();
+  }
+  Dims out = *x;
+  if (k) {
+    const Dim& d = (*x)[*axis];
+    if (*k < 0 || (d.is_known() && *k > d.size())) {
+      return ctx.Error("K = ", *k, " is out of range for axis ", *axis, " of size ",
+                       d.ToString());
+    }
+    out[*axis] = Dim::Known(*k);
+  } else {
+    out[*axis] = Dim::Unknown();
+  }
+  for (int i = 0; i < ctx.num_outputs(); ++i) ctx.set_output_shape(i, out);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 void AddIndexOps(std::vector<OpDef>* ops) {
@@ -716,6 +754,21 @@ void AddIndexOps(std::vector<OpDef>* ops) {
                      .Constraint("T1", {v1::DT_FLOAT32})
                      .Fusion(v1::FUSION_OPAQUE)
                      .ShapeFn(UpsampleShape)
+                     .Build());
+  ops->push_back(OpBuilder("TopK", "The K largest (or smallest) elements along 'axis'.")
+                     .Input("X", "T")
+                     .OptionalInput("K", "Tk", "1-D int64 of one element (opset 10+).")
+                     .Output("Values", "T")
+                     .Output("Indices", "I")
+                     .IntAttr("axis", -1)
+                     .IntAttr("largest", 1)
+                     .IntAttr("sorted", 1)
+                     .Attr("k", v1::ATTR_INT, "Opset < 10 only.")
+                     .Constraint("T", NumericTypes())
+                     .Constraint("Tk", {v1::DT_INT64})
+                     .Constraint("I", {v1::DT_INT64})
+                     .Fusion(v1::FUSION_OPAQUE)
+                     .ShapeFn(TopKShapeFn)
                      .Build());
 }
 

@@ -1,5 +1,5 @@
 // Shape-producing and shape-driven builtin operators: Shape, Constant, ConstantOfShape, Range,
-// Expand, Tile and Pad.
+// Expand, Tile, Pad and CumSum.
 
 #include <algorithm>
 #include <cmath>
@@ -369,6 +369,18 @@ absl::Status PadShape(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
+absl::Status CumSumShape(InferenceContext& ctx) {
+  if (absl::Status s = CheckScalarInput(ctx, 1, "axis", true); !s.ok()) return s;
+  const std::optional<Dims> x = InputShape(ctx, 0);
+  if (std::optional<int64_t> axis = ScalarInputInt(ctx, 1); axis && x) {
+    absl::StatusOr<int64_t> n = NormalizeAxis(*axis, static_cast<int64_t>(x->size()),
+                                              "input 'axis'");
+    if (!n.ok()) return NodeError(ctx, n.status());
+  }
+  ctx.set_output_shape(0, x);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 void AddShapeOps(std::vector<OpDef>* ops) {
@@ -456,6 +468,19 @@ void AddShapeOps(std::vector<OpDef>* ops) {
                      .Constraint("Tind", index_types)
                      .Fusion(v1::FUSION_INJECTIVE)
                      .ShapeFn(PadShape)
+                     .Build());
+  ops->push_back(OpBuilder("CumSum", "Cumulative sum along the scalar 'axis' (exclusive, "
+                                     "reverse).")
+                     .Input("x", "T")
+                     .Input("axis", "T2")
+                     .Output("y", "T")
+                     .IntAttr("exclusive", 0)
+                     .IntAttr("reverse", 0)
+                     .Constraint("T", Join(FloatTypes(), {v1::DT_UINT32, v1::DT_UINT64,
+                                                          v1::DT_INT32, v1::DT_INT64}))
+                     .Constraint("T2", {v1::DT_INT32, v1::DT_INT64})
+                     .Fusion(v1::FUSION_OPAQUE)
+                     .ShapeFn(CumSumShape)
                      .Build());
 }
 

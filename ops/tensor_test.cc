@@ -1,3 +1,6 @@
+// Shape and type rules of tensor.cc and tensor_shape.cc (and of the Gather and Concat chains that
+// shape arithmetic builds).
+
 #include "ops/builtin_ops.h"
 
 #include <cstdint>
@@ -520,6 +523,21 @@ TEST_F(BuiltinOpsTest, PadOpset1NamesPadsPaddings) {
   Node("Pad", {"x"}, {"y"}, {{"paddings", AInts({1, 0, 1, 2})}});
   RUN_OK();
   EXPECT_EQ(T("y"), "float32[4,5]");
+}
+
+TEST_F(BuiltinOpsTest, CumSumKeepsShapeAndChecksTheAxis) {
+  In("x", "float32[batch,5]");
+  Scalar("axis", 1);
+  Node("CumSum", {"x", "axis"}, {"y"}, {{"reverse", AInt(1)}});
+  RUN_OK();
+  EXPECT_EQ(T("y"), "float32[batch,5]");
+}
+
+TEST_F(BuiltinOpsTest, CumSumAxisOutOfRange) {
+  In("x", "float32[2,5]");
+  Scalar("axis", 2);
+  Node("CumSum", {"x", "axis"}, {"y"});
+  ExpectError({"n0_CumSum", "input 'axis'", "out of range"});
 }
 
 }  // namespace

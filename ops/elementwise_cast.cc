@@ -1,6 +1,8 @@
-// Quantization builtin operators with ONNX semantics: QuantizeLinear, DequantizeLinear,
-// DynamicQuantizeLinear, ConvInteger, QLinearConv, MatMulInteger and QLinearMatMul.
+// Type conversions with ONNX semantics: CastLike and the linear (de)quantizations
+// (QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear); kernels in
+// runtime/kernels/elementwise_cast.cc.
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -8,13 +10,30 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "graph/shape_util.h"
 #include "ops/builtin_ops_internal.h"
 
 namespace graphopt {
 namespace builtin_internal {
 namespace {
+
+// Every type but complex (Cast's and CastLike's).
+DTypes CastTypes() {
+  return Join(NumericTypes(), {v1::DT_BOOL, v1::DT_STRING});
+}
+
+// Same shape as the input, carrying integer contents across integer types (as Cast).
+absl::Status CastLikeShape(InferenceContext& ctx) {
+  if (absl::Status s = SameShapeAsInput0(ctx); !s.ok()) return s;
+  if (IsInteger(ctx.input_type(0).dtype) && IsInteger(ctx.input_type(1).dtype)) {
+    ForwardDimsValue(ctx);
+  }
+  return absl::OkStatus();
+}
 
 // A scale or zero point: a scalar (per tensor), or from opset 13 a 1-D tensor of the size of
 // X's 'axis' (per axis).
@@ -56,25 +75,20 @@ absl::Status DynamicQuantizeLinearShape(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
-absl::Status ConvIntegerShape(InferenceContext& ctx) { return ConvShapeAt(ctx, 0, 1, -1); }
-
-// QLinearConv: x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B.
-absl::Status QLinearConvShape(InferenceContext& ctx) { return ConvShapeAt(ctx, 0, 3, 8); }
-
-// numpy.matmul's shape of inputs a and b.
-ShapeInferenceFn MatMulOf(int a, int b) {
-  return [a, b](InferenceContext& ctx) -> absl::Status {
-    absl::StatusOr<std::optional<Dims>> out = MatMulShape(InputShape(ctx, a), InputShape(ctx, b));
-    if (!out.ok()) return NodeError(ctx, out.status());
-    ctx.set_output_shape(0, *std::move(out));
-    return absl::OkStatus();
-  };
-}
-
 }  // namespace
 
-void AddQuantizationOps(std::vector<OpDef>* ops) {
+void AddElementwiseCastOps(std::vector<OpDef>* ops) {
   const DTypes int8s = {v1::DT_INT8, v1::DT_UINT8};
+  ops->push_back(OpBuilder("CastLike", "Converts 'input' to the element type of 'target_type'.")
+                     .Input("input", "T1")
+                     .Input("target_type", "T2")
+                     .Output("output", "T2")
+                     .Constraint("T1", CastTypes())
+                     .Constraint("T2", CastTypes())
+                     .IgnoredInput(1)
+                     .Fusion(v1::FUSION_ELEMWISE)
+                     .ShapeFn(CastLikeShape)
+                     .Build());
   ops->push_back(OpBuilder("QuantizeLinear", "saturate(round(x / y_scale) + y_zero_point), per "
                                              "tensor or (opset 13) per 'axis'.")
                      .Input("x", "T1")
@@ -112,74 +126,6 @@ void AddQuantizationOps(std::vector<OpDef>* ops) {
                      .Constraint("T2", {v1::DT_UINT8})
                      .Fusion(v1::FUSION_OPAQUE)
                      .ShapeFn(DynamicQuantizeLinearShape)
-                     .Build());
-  ops->push_back(WindowAttrs(OpBuilder("ConvInteger", "Integer convolution (int32 result) with "
-                                                      "optional zero points."),
-                             false)
-                     .Input("x", "T1")
-                     .Input("w", "T2")
-                     .OptionalInput("x_zero_point", "T1")
-                     .OptionalInput("w_zero_point", "T2")
-                     .Output("y", "T3")
-                     .IntAttr("group", 1)
-                     .Constraint("T1", int8s)
-                     .Constraint("T2", int8s)
-                     .Constraint("T3", {v1::DT_INT32})
-                     .Fusion(v1::FUSION_OPAQUE)
-                     .ShapeFn(ConvIntegerShape)
-                     .Build());
-  ops->push_back(WindowAttrs(OpBuilder("QLinearConv", "Quantized convolution: dequantized x "
-                                                      "and w, requantized y."),
-                             false)
-                     .Input("x", "T1")
-                     .Input("x_scale", "S")
-                     .Input("x_zero_point", "T1")
-                     .Input("w", "T2")
-                     .Input("w_scale", "S")
-                     .Input("w_zero_point", "T2")
-                     .Input("y_scale", "S")
-                     .Input("y_zero_point", "T3")
-                     .OptionalInput("B", "T4")
-                     .Output("y", "T3")
-                     .IntAttr("group", 1)
-                     .Constraint("T1", int8s)
-                     .Constraint("T2", int8s)
-                     .Constraint("T3", int8s)
-                     .Constraint("T4", {v1::DT_INT32})
-                     .Constraint("S", {v1::DT_FLOAT32})
-                     .Fusion(v1::FUSION_OPAQUE)
-                     .ShapeFn(QLinearConvShape)
-                     .Build());
-  ops->push_back(OpBuilder("MatMulInteger", "Integer numpy.matmul (int32 result) with optional "
-                                            "zero points.")
-                     .Input("A", "T1")
-                     .Input("B", "T2")
-                     .OptionalInput("a_zero_point", "T1")
-                     .OptionalInput("b_zero_point", "T2")
-                     .Output("Y", "T3")
-                     .Constraint("T1", int8s)
-                     .Constraint("T2", int8s)
-                     .Constraint("T3", {v1::DT_INT32})
-                     .Fusion(v1::FUSION_OPAQUE)
-                     .ShapeFn(MatMulOf(0, 1))
-                     .Build());
-  ops->push_back(OpBuilder("QLinearMatMul", "Quantized numpy.matmul: dequantized a and b, "
-                                            "requantized y.")
-                     .Input("a", "T1")
-                     .Input("a_scale", "S")
-                     .Input("a_zero_point", "T1")
-                     .Input("b", "T2")
-                     .Input("b_scale", "S")
-                     .Input("b_zero_point", "T2")
-                     .Input("y_scale", "S")
-                     .Input("y_zero_point", "T3")
-                     .Output("y", "T3")
-                     .Constraint("T1", int8s)
-                     .Constraint("T2", int8s)
-                     .Constraint("T3", int8s)
-                     .Constraint("S", {v1::DT_FLOAT32})
-                     .Fusion(v1::FUSION_OPAQUE)
-                     .ShapeFn(MatMulOf(0, 3))
                      .Build());
 }
 

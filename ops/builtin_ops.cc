@@ -371,13 +371,14 @@ absl::Status RegisterBuiltinOps(OpRegistry* registry) {
                    builtin_internal::AddElementwiseLogicOps,
                    builtin_internal::AddElementwiseUnaryOps, builtin_internal::AddNnConvOps,
                    builtin_internal::AddNnMatMulOps, builtin_internal::AddNnNormOps,
-                   builtin_internal::AddNnPoolOps, builtin_internal::AddLayoutOps,
+                   builtin_internal::AddNnPoolOps, builtin_internal::AddNnChannelsLastOps,
                    builtin_internal::AddReductionOps, builtin_internal::AddReductionEinsumOps,
-                   builtin_internal::AddReductionSoftmaxOps, builtin_internal::AddTensorOps,
-                   builtin_internal::AddIndexOps, builtin_internal::AddShapeOps,
-                   builtin_internal::AddRecurrentOps, builtin_internal::AddControlFlowOps,
-                   builtin_internal::AddMiscOps, builtin_internal::AddMiscImageOps,
-                   builtin_internal::AddSignalOps, builtin_internal::AddFusedOps}) {
+                   builtin_internal::AddReductionSoftmaxOps, builtin_internal::AddTensorIndexOps,
+                   builtin_internal::AddTensorLayoutOps, builtin_internal::AddTensorLayoutResizeOps,
+                   builtin_internal::AddTensorShapeOps, builtin_internal::AddRnnOps,
+                   builtin_internal::AddControlFlowOps, builtin_internal::AddMiscOps,
+                   builtin_internal::AddMiscImageOps, builtin_internal::AddMiscTextOps,
+                   builtin_internal::AddMiscSignalOps, builtin_internal::AddFusedOps}) {
     add(&ops);
   }
   for (OpDef& op : ops) {

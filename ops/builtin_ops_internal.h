@@ -258,18 +258,21 @@ void AddNnConvOps(std::vector<OpDef>* ops);
 void AddNnMatMulOps(std::vector<OpDef>* ops);
 void AddNnNormOps(std::vector<OpDef>* ops);
 void AddNnPoolOps(std::vector<OpDef>* ops);
-void AddLayoutOps(std::vector<OpDef>* ops);  // NhwcConv and the NHWC pools, domain graphopt (nn.cc)
+// nn.cc: NhwcConv and the NHWC pools, domain graphopt.
+void AddNnChannelsLastOps(std::vector<OpDef>* ops);
 void AddReductionOps(std::vector<OpDef>* ops);
 void AddReductionEinsumOps(std::vector<OpDef>* ops);
 void AddReductionSoftmaxOps(std::vector<OpDef>* ops);
-void AddTensorOps(std::vector<OpDef>* ops);
-void AddIndexOps(std::vector<OpDef>* ops);  // tensor_index.cc
-void AddShapeOps(std::vector<OpDef>* ops);  // tensor_shape.cc
-void AddRecurrentOps(std::vector<OpDef>* ops);  // rnn.cc
+void AddTensorIndexOps(std::vector<OpDef>* ops);
+void AddTensorLayoutOps(std::vector<OpDef>* ops);
+void AddTensorLayoutResizeOps(std::vector<OpDef>* ops);
+void AddTensorShapeOps(std::vector<OpDef>* ops);
+void AddRnnOps(std::vector<OpDef>* ops);
 void AddControlFlowOps(std::vector<OpDef>* ops);
 void AddMiscOps(std::vector<OpDef>* ops);
 void AddMiscImageOps(std::vector<OpDef>* ops);
-void AddSignalOps(std::vector<OpDef>* ops);  // misc_signal.cc
+void AddMiscTextOps(std::vector<OpDef>* ops);
+void AddMiscSignalOps(std::vector<OpDef>* ops);
 void AddFusedOps(std::vector<OpDef>* ops);  // FusedGroup, domain graphopt
 
 }  // namespace builtin_internal

@@ -143,7 +143,7 @@ absl::Status MelWeightMatrixShape(InferenceContext& ctx) {
 
 }  // namespace
 
-void AddSignalOps(std::vector<OpDef>* ops) {
+void AddMiscSignalOps(std::vector<OpDef>* ops) {
   const DTypes index_types = {v1::DT_INT32, v1::DT_INT64};
   const DTypes numeric = NumericTypes();
   ops->push_back(OpBuilder("DFT", "Discrete Fourier transform along 'axis' of a real ([..., 1]) "

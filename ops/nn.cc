@@ -266,7 +266,7 @@ OpBuilder WindowAttrs(OpBuilder b, bool kernel_required) {
   return b;
 }
 
-void AddLayoutOps(std::vector<OpDef>* ops) {
+void AddNnChannelsLastOps(std::vector<OpDef>* ops) {
   const DTypes f32 = {v1::DT_FLOAT32};
   ops->push_back(InGraphoptDomain(
       WindowAttrs(OpBuilder(kNhwcConvOp,

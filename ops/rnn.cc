@@ -81,7 +81,7 @@ OpBuilder Recurrent(absl::string_view name, absl::string_view doc) {
 
 }  // namespace
 
-void AddRecurrentOps(std::vector<OpDef>* ops) {
+void AddRnnOps(std::vector<OpDef>* ops) {
   ops->push_back(Recurrent("RNN", "Simple recurrent network (one gate, tanh by default).")
                      .OptionalOutput("Y", "T")
                      .OptionalOutput("Y_h", "T")

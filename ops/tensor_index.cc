@@ -1,11 +1,12 @@
-// Indexing and layout builtin operators with ONNX semantics: GatherElements, GatherND, Scatter,
-// ScatterElements, ScatterND, Compress, NonZero, Unique, OneHot, Trilu, ReverseSequence,
-// DepthToSpace, SpaceToDepth, Size, EyeLike, Resize, Upsample and TopK. Sizes that depend on the data
-// (NonZero, Unique, Compress without a constant condition) are unknown.
+// Indexing builtin operators with ONNX semantics: Gather, GatherElements, GatherND, Scatter,
+// ScatterElements, ScatterND, Compress, NonZero, Unique and TopK. Sizes that depend on the data
+// (NonZero, Unique, Compress without a constant condition) are unknown. Kernels in
+// runtime/kernels/tensor_index.cc.
 
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -13,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "graph/shape_util.h"
 #include "ops/builtin_ops_internal.h"
 
@@ -236,285 +238,6 @@ absl::Status UniqueShape(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
-// OneHot: the indices' shape with a 'depth'-sized axis inserted at 'axis'.
-absl::Status OneHotShape(InferenceContext& ctx) {
-  if (absl::Status s = CheckScalarInput(ctx, 1, "depth", true); !s.ok()) return s;
-  if (std::optional<Dims> values = InputShape(ctx, 2)) {
-    if (values->size() != 1 || !MergeEqualDims((*values)[0], Dim::Known(2)).ok()) {
-      return ctx.Error("input values must hold [off_value, on_value], got shape ",
-                       ShapeToString(values));
-    }
-  }
-  const std::optional<Dims> indices = InputShape(ctx, 0);
-  absl::StatusOr<int64_t> axis_attr = ctx.GetInt("axis");
-  if (!axis_attr.ok()) return axis_attr.status();
-  if (!indices) {
-    ctx.set_output_shape(0, std::nullopt);
-    return absl::OkStatus();
-  }
-  const int64_t out_rank = static_cast<int64_t>(indices->size()) + 1;
-  absl::StatusOr<int64_t> axis = NormalizeAxis(*axis_attr, out_rank, "attribute 'axis'");
-  if (!axis.ok()) return NodeError(ctx, axis.status());
-  Dim depth = Dim::Unknown();
-  if (std::optional<int64_t> d = ScalarInputInt(ctx, 1)) {
-    if (*d < 1) return ctx.Error("input depth must be positive, got ", *d);
-    depth = Dim::Known(*d);
-  }
-  Dims out = *indices;
-  out.insert(out.begin() + *axis, depth);
-  ctx.set_output_shape(0, std::move(out));
-  return absl::OkStatus();
-}
-
-absl::Status TriluShape(InferenceContext& ctx) {
-  const std::optional<Dims> x = InputShape(ctx, 0);
-  if (x && x->size() < 2) return ctx.Error("input must have rank >= 2, got ", ShapeToString(x));
-  if (absl::Status s = CheckScalarInput(ctx, 1, "k", false); !s.ok()) return s;
-  ctx.set_output_shape(0, x);
-  return absl::OkStatus();
-}
-
-absl::Status ReverseSequenceShape(InferenceContext& ctx) {
-  absl::StatusOr<int64_t> batch_axis = ctx.GetInt("batch_axis");
-  if (!batch_axis.ok()) return batch_axis.status();
-  absl::StatusOr<int64_t> time_axis = ctx.GetInt("time_axis");
-  if (!time_axis.ok()) return time_axis.status();
-  if ((*batch_axis != 0 && *batch_axis != 1) || (*time_axis != 0 && *time_axis != 1) ||
-      *batch_axis == *time_axis) {
-    return ctx.Error("attributes 'batch_axis' ", *batch_axis, " and 'time_axis' ", *time_axis,
-                     " must be 0 and 1 in some order");
-  }
-  const std::optional<Dims> x = InputShape(ctx, 0);
-  const std::optional<Dims> lens = InputShape(ctx, 1);
-  if (x && x->size() < 2) return ctx.Error("input must have rank >= 2, got ", ShapeToString(x));
-  if (lens && (lens->size() != 1 ||
-               (x && !MergeEqualDims((*lens)[0], (*x)[*batch_axis]).ok()))) {
-    return ctx.Error("input sequence_lens ", ShapeToString(lens),
-                     " must be 1-D of the batch size of ", ShapeToString(x));
-  }
-  ctx.set_output_shape(0, x);
-  return absl::OkStatus();
-}
-
-// `d` times `factor` (or divided by it, which must be exact for a known size).
-absl::StatusOr<Dim> ScaleDim(const InferenceContext& ctx, const Dim& d, int64_t factor,
-                             bool divide, absl::string_view what) {
-  if (factor == 1) return d;
-  if (!d.is_known()) return Dim::Unknown();
-  if (divide) {
-    if (d.size() % factor != 0) {
-      return ctx.Error(what, " ", d.size(), " is not divisible by ", factor);
-    }
-    return Dim::Known(d.size() / factor);
-  }
-  std::optional<int64_t> p = CheckedMul(d.size(), factor);
-  return p ? Dim::Known(*p) : Dim::Unknown();
-}
-
-// DepthToSpace ([N, C, H, W] -> [N, C / b^2, H * b, W * b]) and SpaceToDepth (the inverse).
-ShapeInferenceFn BlockShapeFn(bool depth_to_space) {
-  return [depth_to_space](InferenceContext& ctx) -> absl::Status {
-    absl::StatusOr<int64_t> b = ctx.GetInt("blocksize");
-    if (!b.ok()) return b.status();
-    if (*b <= 0) return ctx.Error("attribute 'blocksize' must be positive, got ", *b);
-    if (depth_to_space) {
-      absl::StatusOr<std::string> mode = ctx.GetString("mode");
-      if (!mode.ok()) return mode.status();
-      if (*mode != "DCR" && *mode != "CRD") {
-        return ctx.Error("attribute 'mode' must be DCR or CRD, got '", *mode, "'");
-      }
-    }
-    const std::optional<Dims> x = InputShape(ctx, 0);
-    if (!x) {
-      ctx.set_output_shape(0, UnknownDims(4));
-      return absl::OkStatus();
-    }
-    if (x->size() != 4) return ctx.Error("input must be 4-D, got ", ShapeToString(x));
-    std::optional<int64_t> b2 = CheckedMul(*b, *b);
-    if (!b2) return ctx.Error("attribute 'blocksize' ", *b, " is too large");
-    Dims out = {(*x)[0]};
-    absl::StatusOr<Dim> c = ScaleDim(ctx, (*x)[1], *b2, depth_to_space, "channel count");
-    if (!c.ok()) return c.status();
-    out.push_back(*c);
-    for (int i = 2; i < 4; ++i) {
-      absl::StatusOr<Dim> d = ScaleDim(ctx, (*x)[i], *b, !depth_to_space,
-                                       absl::StrCat("spatial dim ", i));
-      if (!d.ok()) return d.status();
-      out.push_back(*d);
-    }
-    ctx.set_output_shape(0, std::move(out));
-    return absl::OkStatus();
-  };
-}
-
-// Size: a scalar holding the element count (kept as the output's contents).
-absl::Status SizeShape(InferenceContext& ctx) {
-  ctx.set_output_shape(0, Dims{});
-  if (std::optional<Dims> x = InputShape(ctx, 0)) {
-    SetDimsValue(ctx, 0, Dims{DimProduct(*x, 0, x->size())});
-  }
-  return absl::OkStatus();
-}
-
-absl::Status EyeLikeType(InferenceContext& ctx) {
-  return OutputDTypeFromAttribute(ctx, 0, "dtype", ctx.input_type(0).dtype);
-}
-
-absl::Status EyeLikeShape(InferenceContext& ctx) {
-  const std::optional<Dims> x = InputShape(ctx, 0);
-  if (x && x->size() != 2) return ctx.Error("input must be 2-D, got ", ShapeToString(x));
-  ctx.set_output_shape(0, x);
-  return absl::OkStatus();
-}
-
-// Contents of a constant float32 input of at most 64 elements, or nullopt.
-std::optional<std::vector<float>> InputFloats(const InferenceContext& ctx, int i) {
-  const v1::Tensor* t = ctx.input_constant(i);
-  if (t == nullptr || t->dtype() != v1::DT_FLOAT32) return std::nullopt;
-  std::optional<int64_t> n = NumElements(ShapeFromDimsList(*t));
-  if (!n || *n > kMaxDimsValueElements || t->raw_data().size() != static_cast<size_t>(*n) * 4) {
-    return std::nullopt;
-  }
-  std::vector<float> out(*n);
-  if (*n > 0) std::memcpy(out.data(), t->raw_data().data(), t->raw_data().size());
-  return out;
-}
-
-// What is known of Resize's scales or sizes input i: absent (or an empty tensor, which counts
-// as absent), present with elements, or present of unknown length.
-enum class Operand { kAbsent, kGiven, kUnknown };
-Operand ResizeOperand(const InferenceContext& ctx, int i) {
-  if (!ctx.has_input(i)) return Operand::kAbsent;
-  const std::optional<Dims> s = InputShape(ctx, i);
-  if (!s || s->size() != 1 || !(*s)[0].is_known()) return Operand::kUnknown;
-  return (*s)[0].size() == 0 ? Operand::kAbsent : Operand::kGiven;
-}
-
-// floor(in * scale); a dim scaled by 1 stays as it is.
-absl::StatusOr<Dim> ScaledDim(const InferenceContext& ctx, const Dim& in, float scale) {
-  if (!(scale > 0) || !std::isfinite(scale)) {
-    return ctx.Error("scale ", scale, " must be positive and finite");
-  }
-  if (scale == 1.0f) return in;
-  if (!in.is_known()) return Dim::Unknown();
-  const double d = std::floor(static_cast<double>(scale) * static_cast<double>(in.size()));
-  if (d > 9.0e18) return Dim::Unknown();
-  return Dim::Known(static_cast<int64_t>(d));
-}
-
-// Output of X ([rank] dims) resized along `axes` by constant `scales` (one per axis), or with
-// the sizes of those axes unknown when the scales are not known.
-absl::Status ScaledShape(InferenceContext& ctx, const Dims& x, const std::vector<int64_t>& axes,
-                         const std::optional<std::vector<float>>& scales) {
-  if (scales && scales->size() != axes.size()) {
-    return ctx.Error("'scales' has ", scales->size(), " entries for ", axes.size(), " axes of ",
-                     ShapeToString(x));
-  }
-  Dims out = x;
-  for (size_t i = 0; i < axes.size(); ++i) {
-    if (!scales) {
-      out[axes[i]] = Dim::Unknown();
-      continue;
-    }
-    absl::StatusOr<Dim> d = ScaledDim(ctx, x[axes[i]], (*scales)[i]);
-    if (!d.ok()) return d.status();
-    out[axes[i]] = *std::move(d);
-  }
-  ctx.set_output_shape(0, std::move(out));
-  return absl::OkStatus();
-}
-
-// Resize: opset 10 takes (X, scales); later opsets (X, roi, scales, sizes), exactly one of
-// scales and sizes given (an empty tensor counts as not given); opset 18 may name the axes.
-absl::Status ResizeShape(InferenceContext& ctx) {
-  const std::optional<Dims> x = InputShape(ctx, 0);
-  const bool v10 = OpsetBefore(ctx, 11);
-  const int scales_input = v10 ? 1 : 2;
-  const int sizes_input = v10 ? -1 : 3;
-  const Operand scales = ResizeOperand(ctx, scales_input);
-  const Operand sizes = sizes_input >= 0 ? ResizeOperand(ctx, sizes_input) : Operand::kAbsent;
-  if (scales == Operand::kGiven && sizes == Operand::kGiven) {
-    return ctx.Error("only one of 'scales' and 'sizes' may be given");
-  }
-  if (scales == Operand::kAbsent && sizes == Operand::kAbsent) {
-    return ctx.Error("one of 'scales' and 'sizes' must be given");
-  }
-  absl::StatusOr<std::string> policy = ctx.GetString("keep_aspect_ratio_policy");
-  if (!policy.ok()) return policy.status();
-  if (*policy != "stretch" && *policy != "not_larger" && *policy != "not_smaller") {
-    return ctx.Error("attribute 'keep_aspect_ratio_policy' has unknown value '", *policy, "'");
-  }
-  if (!x) {
-    ctx.set_output_shape(0, std::nullopt);
-    return absl::OkStatus();
-  }
-  std::vector<int64_t> axes;
-  if (ctx.has_attr("axes")) {
-    absl::StatusOr<std::vector<int64_t>> a = ctx.GetInts("axes");
-    if (!a.ok()) return a.status();
-    absl::StatusOr<std::vector<int64_t>> n =
-        NormalizeAxes(*a, static_cast<int64_t>(x->size()), "attribute 'axes'");
-    if (!n.ok()) return NodeError(ctx, n.status());
-    axes = *std::move(n);
-  } else {
-    for (size_t i = 0; i < x->size(); ++i) axes.push_back(static_cast<int64_t>(i));
-  }
-  if (scales == Operand::kAbsent) {
-    std::optional<Dims> target = sizes == Operand::kGiven ? ShapeOperand(ctx, sizes_input)
-                                                          : std::nullopt;
-    if (target && target->size() != axes.size()) {
-      return ctx.Error("'sizes' has ", target->size(), " entries for ", axes.size(),
-                       " axes of ", ShapeToString(x));
-    }
-    Dims out = *x;
-    for (size_t i = 0; i < axes.size(); ++i) {
-      // The other policies scale every axis by one common factor: not worked out here.
-      out[axes[i]] = target && *policy == "stretch" ? (*target)[i] : Dim::Unknown();
-    }
-    ctx.set_output_shape(0, std::move(out));
-    return absl::OkStatus();
-  }
-  return ScaledShape(ctx, *x, axes,
-                     sizes == Operand::kAbsent ? InputFloats(ctx, scales_input) : std::nullopt);
-}
-
-// Upsample: 'height_scale'/'width_scale' of a 4-D input (opset 1), the 'scales' attribute
-// (opset 7) or input (opset 9).
-absl::Status UpsampleShape(InferenceContext& ctx) {
-  const std::optional<Dims> x = InputShape(ctx, 0);
-  absl::StatusOr<std::string> mode = ctx.GetString("mode");
-  if (!mode.ok()) return mode.status();
-  if (*mode != "nearest" && *mode != "linear" && *mode != "bilinear") {
-    return ctx.Error("attribute 'mode' must be nearest, linear or bilinear, got '", *mode, "'");
-  }
-  std::optional<std::vector<float>> scales;
-  if (ctx.has_input(1)) {
-    scales = InputFloats(ctx, 1);
-  } else if (ctx.has_attr("scales")) {
-    const v1::Attribute* a = ctx.attr("scales");
-    if (a->value_case() != v1::Attribute::kFloats) {
-      return ctx.Error("attribute 'scales' must be a list of floats");
-    }
-    scales.emplace(a->floats().values().begin(), a->floats().values().end());
-  } else if (ctx.has_attr("height_scale") && ctx.has_attr("width_scale")) {
-    absl::StatusOr<float> h = ctx.GetFloat("height_scale");
-    if (!h.ok()) return h.status();
-    absl::StatusOr<float> w = ctx.GetFloat("width_scale");
-    if (!w.ok()) return w.status();
-    if (x && x->size() != 4) return ctx.Error("input must be 4-D, got ", ShapeToString(x));
-    scales = std::vector<float>{1.0f, 1.0f, *h, *w};
-  } else {
-    return ctx.Error("'scales' is required (input 1 from opset 9, attribute before)");
-  }
-  if (!x) {
-    ctx.set_output_shape(0, std::nullopt);
-    return absl::OkStatus();
-  }
-  std::vector<int64_t> axes;
-  for (size_t i = 0; i < x->size(); ++i) axes.push_back(static_cast<int64_t>(i));
-  return ScaledShape(ctx, *x, axes, scales);
-}
-
 absl::Status TopKShapeFn(InferenceContext& ctx) {
   const std::optional<Dims> x = InputShape(ctx, 0);
   absl::StatusOr<int64_t> axis = CheckedAxis(ctx, x);
@@ -553,9 +276,54 @@ absl::Status TopKShapeFn(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
+absl::Status GatherShape(InferenceContext& ctx) {
+  const std::optional<Dims> data = InputShape(ctx, 0);
+  const std::optional<Dims> indices = InputShape(ctx, 1);
+  absl::StatusOr<int64_t> axis_attr = ctx.GetInt("axis");
+  if (!axis_attr.ok()) return axis_attr.status();
+  if (!data) {
+    ctx.set_output_shape(0, std::nullopt);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<int64_t> axis =
+      NormalizeAxis(*axis_attr, static_cast<int64_t>(data->size()), "attribute 'axis'");
+  if (!axis.ok()) return NodeError(ctx, axis.status());
+  const Dim& d = (*data)[*axis];
+  const std::optional<std::vector<int64_t>> idx = InputInts(ctx, 1);
+  if (idx && d.is_known() && d.size() >= 0) {
+    for (int64_t i : *idx) {
+      if (i < -d.size() || i >= d.size()) {
+        return ctx.Error("indices value ", i, " is out of range for axis ", *axis, " of size ",
+                         d.size());
+      }
+    }
+  }
+  if (!indices) {
+    ctx.set_output_shape(0, std::nullopt);
+    return absl::OkStatus();
+  }
+  Dims out(data->begin(), data->begin() + *axis);
+  out.insert(out.end(), indices->begin(), indices->end());
+  out.insert(out.end(), data->begin() + *axis + 1, data->end());
+  ctx.set_output_shape(0, std::move(out));
+  if (data->size() != 1 || indices->size() > 1 || !idx) return absl::OkStatus();
+  std::optional<Dims> v = InputDimsValue(ctx, 0);
+  if (!v) return absl::OkStatus();
+  const int64_t n = static_cast<int64_t>(v->size());
+  Dims picked;
+  for (int64_t i : *idx) {
+    if (i < -n || i >= n) {
+      return ctx.Error("indices value ", i, " is out of range for axis 0 of size ", n);
+    }
+    picked.push_back((*v)[i < 0 ? i + n : i]);
+  }
+  SetDimsValue(ctx, 0, std::move(picked));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
-void AddIndexOps(std::vector<OpDef>* ops) {
+void AddTensorIndexOps(std::vector<OpDef>* ops) {
   const DTypes all = AllTypes();
   const DTypes index_types = {v1::DT_INT32, v1::DT_INT64};
   ops->push_back(OpBuilder("GatherElements", "output[i..] = data[i.. with indices[i..] on "
@@ -642,119 +410,6 @@ void AddIndexOps(std::vector<OpDef>* ops) {
                      .Fusion(v1::FUSION_OPAQUE)
                      .ShapeFn(UniqueShape)
                      .Build());
-  const DTypes numeric_no_bf16 = Join(IntTypes(), HalfSingleDouble());
-  ops->push_back(OpBuilder("OneHot", "One-hot encoding of indices with 'depth' classes inserted "
-                                     "at 'axis'; values = [off, on].")
-                     .Input("indices", "T1")
-                     .Input("depth", "T2")
-                     .Input("values", "T3")
-                     .Output("output", "T3")
-                     .IntAttr("axis", -1)
-                     .Constraint("T1", numeric_no_bf16)
-                     .Constraint("T2", numeric_no_bf16)
-                     .Constraint("T3", all)
-                     .Fusion(v1::FUSION_OPAQUE)
-                     .ShapeFn(OneHotShape)
-                     .Build());
-  ops->push_back(OpBuilder("Trilu", "Upper (or lower) triangle of the last two dims from "
-                                    "diagonal k.")
-                     .Input("input", "T")
-                     .OptionalInput("k", "I")
-                     .Output("output", "T")
-                     .IntAttr("upper", 1)
-                     .Constraint("T", all)
-                     .Constraint("I", {v1::DT_INT64})
-                     .Fusion(v1::FUSION_INJECTIVE)
-                     .ShapeFn(TriluShape)
-                     .Build());
-  ops->push_back(OpBuilder("ReverseSequence", "Reverses the first sequence_lens[b] elements "
-                                              "along time_axis of each batch entry.")
-                     .Input("input", "T")
-                     .Input("sequence_lens", "I")
-                     .Output("Y", "T")
-                     .IntAttr("batch_axis", 1)
-                     .IntAttr("time_axis", 0)
-                     .Constraint("T", all)
-                     .Constraint("I", {v1::DT_INT64})
-                     .Fusion(v1::FUSION_OPAQUE)
-                     .ShapeFn(ReverseSequenceShape)
-                     .Build());
-  ops->push_back(OpBuilder("DepthToSpace", "[N, C, H, W] -> [N, C / b^2, H * b, W * b].")
-                     .Input("input", "T")
-                     .Output("output", "T")
-                     .RequiredAttr("blocksize", v1::ATTR_INT)
-                     .StringAttr("mode", "DCR", "DCR or CRD (opset 11+).")
-                     .Constraint("T", all)
-                     .Fusion(v1::FUSION_INJECTIVE)
-                     .ShapeFn(BlockShapeFn(true))
-                     .Build());
-  ops->push_back(OpBuilder("SpaceToDepth", "[N, C, H, W] -> [N, C * b^2, H / b, W / b].")
-                     .Input("input", "T")
-                     .Output("output", "T")
-                     .RequiredAttr("blocksize", v1::ATTR_INT)
-                     .Constraint("T", all)
-                     .Fusion(v1::FUSION_INJECTIVE)
-                     .ShapeFn(BlockShapeFn(false))
-                     .Build());
-  ops->push_back(OpBuilder("Size", "The input's element count as an int64 scalar.")
-                     .Input("data", "T")
-                     .Output("size", "T1")
-                     .Constraint("T", all)
-                     .Constraint("T1", {v1::DT_INT64})
-                     .IgnoredInput(0)
-                     .Fusion(v1::FUSION_OPAQUE)
-                     .ShapeFn(SizeShape)
-                     .Build());
-  const DTypes eye_types = Join(Join(IntTypes(), HalfSingleDouble()), {v1::DT_BOOL});
-  ops->push_back(OpBuilder("EyeLike", "A 2-D tensor of the input's shape with ones on diagonal "
-                                      "k; element type 'dtype' or the input's.")
-                     .Input("input", "T1")
-                     .Output("output", "T2")
-                     .Attr("dtype", v1::ATTR_INT)
-                     .IntAttr("k", 0)
-                     .Constraint("T1", eye_types)
-                     .Constraint("T2", eye_types)
-                     .IgnoredInput(0)
-                     .Fusion(v1::FUSION_OPAQUE)
-                     .ShapeFn(EyeLikeShape)
-                     .TypeFn(EyeLikeType)
-                     .Build());
-  ops->push_back(OpBuilder("Resize", "Resizes X by 'scales' (floor(scale * dim)) or to 'sizes'; "
-                                     "opset 10 takes (X, scales).")
-                     .Input("X", "T1")
-                     .OptionalInput("roi", "T2", "Opset 10: the scales.")
-                     .OptionalInput("scales", "T3")
-                     .OptionalInput("sizes", "T4")
-                     .Output("Y", "T1")
-                     .StringAttr("mode", "nearest", "nearest, linear or cubic.")
-                     .StringAttr("coordinate_transformation_mode", "half_pixel")
-                     .FloatAttr("cubic_coeff_a", -0.75f)
-                     .IntAttr("exclude_outside", 0)
-                     .FloatAttr("extrapolation_value", 0.0f)
-                     .StringAttr("nearest_mode", "round_prefer_floor")
-                     .IntAttr("antialias", 0, "Opset 18+.")
-                     .Attr("axes", v1::ATTR_INTS, "Opset 18+.")
-                     .StringAttr("keep_aspect_ratio_policy", "stretch", "Opset 18+.")
-                     .Constraint("T1", all)
-                     .Constraint("T2", HalfSingleDouble())
-                     .Constraint("T3", {v1::DT_FLOAT32})
-                     .Constraint("T4", {v1::DT_INT64})
-                     .Fusion(v1::FUSION_OPAQUE)
-                     .ShapeFn(ResizeShape)
-                     .Build());
-  ops->push_back(OpBuilder("Upsample", "Deprecated Resize: floor(scale * dim) per axis.")
-                     .Input("X", "T")
-                     .OptionalInput("scales", "T1", "Opset 9+.")
-                     .Output("Y", "T")
-                     .StringAttr("mode", "nearest")
-                     .Attr("scales", v1::ATTR_FLOATS, "Opsets 7 and 8.")
-                     .Attr("height_scale", v1::ATTR_FLOAT, "Opset 1.")
-                     .Attr("width_scale", v1::ATTR_FLOAT, "Opset 1.")
-                     .Constraint("T", all)
-                     .Constraint("T1", {v1::DT_FLOAT32})
-                     .Fusion(v1::FUSION_OPAQUE)
-                     .ShapeFn(UpsampleShape)
-                     .Build());
   ops->push_back(OpBuilder("TopK", "The K largest (or smallest) elements along 'axis'.")
                      .Input("X", "T")
                      .OptionalInput("K", "Tk", "1-D int64 of one element (opset 10+).")
@@ -769,6 +424,16 @@ void AddIndexOps(std::vector<OpDef>* ops) {
                      .Constraint("I", {v1::DT_INT64})
                      .Fusion(v1::FUSION_OPAQUE)
                      .ShapeFn(TopKShapeFn)
+                     .Build());
+  ops->push_back(OpBuilder("Gather", "Takes entries of 'data' along 'axis' at 'indices'.")
+                     .Input("data", "T")
+                     .Input("indices", "Tind")
+                     .Output("output", "T")
+                     .IntAttr("axis", 0)
+                     .Constraint("T", all)
+                     .Constraint("Tind", index_types)
+                     .Fusion(v1::FUSION_INJECTIVE)
+                     .ShapeFn(GatherShape)
                      .Build());
 }
 

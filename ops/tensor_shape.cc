@@ -1,10 +1,12 @@
-// Shape-producing and shape-driven builtin operators: Shape, Constant, ConstantOfShape, Range,
-// Expand, Tile, Pad and CumSum.
+// Shape-producing and shape-changing builtin operators with ONNX semantics: Shape, Size,
+// Constant, ConstantOfShape, Range, Expand, Tile, Flatten, Reshape, Squeeze, Unsqueeze, EyeLike,
+// OneHot, Trilu and CumSum; kernels in runtime/kernels/tensor_shape.cc and tensor_shape_gen.cc.
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -303,72 +305,6 @@ absl::Status TileShape(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
-absl::Status PadShape(InferenceContext& ctx) {
-  const std::optional<Dims> x = InputShape(ctx, 0);
-  absl::StatusOr<std::string> mode = ctx.GetString("mode");
-  if (!mode.ok()) return mode.status();
-  if (*mode != "constant" && *mode != "reflect" && *mode != "edge" && *mode != "wrap") {
-    return ctx.Error("attribute 'mode' has unknown value '", *mode, "'");
-  }
-  // Opset 1 names the attribute 'paddings'.
-  absl::StatusOr<IntsOperand> pads =
-      IntsFromAttrOrInput(ctx, OpsetBefore(ctx, 2) ? "paddings" : "pads", 1);
-  if (!pads.ok()) return pads.status();
-  if (!pads->given) return ctx.Error("'pads' is required (input 1, or attribute before opset 11)");
-  if (!x) {
-    ctx.set_output_shape(0, std::nullopt);
-    return absl::OkStatus();
-  }
-  const int64_t rank = static_cast<int64_t>(x->size());
-  std::vector<int64_t> axes;
-  if (ctx.has_input(3)) {
-    std::optional<std::vector<int64_t>> a = InputInts(ctx, 3);
-    if (!a) {
-      ctx.set_output_shape(0, UnknownDims(x->size()));
-      return absl::OkStatus();
-    }
-    absl::StatusOr<std::vector<int64_t>> n = NormalizeAxes(*a, rank, "input 'axes'");
-    if (!n.ok()) return NodeError(ctx, n.status());
-    axes = *std::move(n);
-  } else {
-    for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
-  }
-  Dims out = *x;
-  if (!pads->values) {
-    for (int64_t a : axes) out[a] = Dim::Unknown();
-    ctx.set_output_shape(0, std::move(out));
-    return absl::OkStatus();
-  }
-  const std::vector<int64_t>& p = *pads->values;
-  if (p.size() != 2 * axes.size()) {
-    return ctx.Error("'pads' ", IntsToString(p), " has ", p.size(), " entries, expected ",
-                     2 * axes.size());
-  }
-  for (size_t i = 0; i < axes.size(); ++i) {
-    const int64_t a = axes[i];
-    const int64_t begin = p[i];
-    const int64_t end = p[i + axes.size()];
-    const Dim& d = (*x)[a];
-    if (begin == 0 && end == 0) continue;
-    if (!d.is_known()) {
-      out[a] = Dim::Unknown();
-      continue;
-    }
-    std::optional<int64_t> s = CheckedAdd(d.size(), begin);
-    if (s) s = CheckedAdd(*s, end);
-    if (!s) {
-      out[a] = Dim::Unknown();
-    } else if (*s < 0) {
-      return ctx.Error("padding axis ", a, " of size ", d.size(), " by ", begin, ", ", end,
-                       " gives a negative size");
-    } else {
-      out[a] = Dim::Known(*s);
-    }
-  }
-  ctx.set_output_shape(0, std::move(out));
-  return absl::OkStatus();
-}
-
 absl::Status CumSumShape(InferenceContext& ctx) {
   if (absl::Status s = CheckScalarInput(ctx, 1, "axis", true); !s.ok()) return s;
   const std::optional<Dims> x = InputShape(ctx, 0);
@@ -381,10 +317,179 @@ absl::Status CumSumShape(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
+absl::Status FlattenShape(InferenceContext& ctx) {
+  const std::optional<Dims> x = InputShape(ctx, 0);
+  absl::StatusOr<int64_t> axis = ctx.GetInt("axis");
+  if (!axis.ok()) return axis.status();
+  if (!x) {
+    ctx.set_output_shape(0, UnknownDims(2));
+    return absl::OkStatus();
+  }
+  const int64_t r = static_cast<int64_t>(x->size());
+  if (*axis < -r || *axis > r) {
+    return ctx.Error("attribute 'axis' value ", *axis, " is out of range for rank ", r,
+                     " (expected [", -r, ", ", r, "])");
+  }
+  const size_t a = static_cast<size_t>(*axis < 0 ? *axis + r : *axis);
+  ctx.set_output_shape(0, Dims{DimProduct(*x, 0, a), DimProduct(*x, a, x->size())});
+  return absl::OkStatus();
+}
+
+absl::Status ReshapeShape(InferenceContext& ctx) {
+  const std::optional<Dims> x = InputShape(ctx, 0);
+  absl::StatusOr<int64_t> allowzero = ctx.GetInt("allowzero");
+  if (!allowzero.ok()) return allowzero.status();
+  std::optional<Dims> target;
+  if (ctx.has_input(1)) {
+    target = ShapeOperand(ctx, 1);
+  } else if (ctx.has_attr("shape")) {  // opset < 5
+    absl::StatusOr<std::vector<int64_t>> v = ctx.GetInts("shape");
+    if (!v.ok()) return v.status();
+    target.emplace();
+    for (int64_t d : *v) target->push_back(Dim::Known(d));
+  } else {
+    return ctx.Error("the target shape is missing (input 'shape')");
+  }
+  if (!target) {
+    ctx.set_output_shape(0, std::nullopt);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<Dims> out = ReshapeOutputDims(x, *target, *allowzero != 0);
+  if (!out.ok()) return NodeError(ctx, out.status());
+  ctx.set_output_shape(0, *std::move(out));
+  ForwardDimsValue(ctx);
+  return absl::OkStatus();
+}
+
+absl::Status SqueezeShape(InferenceContext& ctx) {
+  const std::optional<Dims> x = InputShape(ctx, 0);
+  absl::StatusOr<IntsOperand> axes = IntsFromAttrOrInput(ctx, "axes", 1);
+  if (!axes.ok()) return axes.status();
+  const char* what = ctx.has_input(1) ? "input 'axes'" : "attribute 'axes'";
+  if (!x || (axes->given && !axes->values)) {
+    ctx.set_output_shape(0, std::nullopt);
+    return absl::OkStatus();
+  }
+  Dims out;
+  if (axes->given && !axes->values->empty()) {
+    absl::StatusOr<std::vector<int64_t>> n =
+        NormalizeAxes(*axes->values, static_cast<int64_t>(x->size()), what);
+    if (!n.ok()) return NodeError(ctx, n.status());
+    std::vector<bool> remove(x->size(), false);
+    for (int64_t a : *n) {
+      const Dim& d = (*x)[a];
+      if (d.is_known() && d.size() != 1) {
+        return ctx.Error("cannot squeeze axis ", a, " of size ", d.size(), " in ",
+                         ShapeToString(x));
+      }
+      remove[a] = true;
+    }
+    for (size_t i = 0; i < x->size(); ++i) {
+      if (!remove[i]) out.push_back((*x)[i]);
+    }
+  } else {
+    for (const Dim& d : *x) {
+      if (!d.is_known()) {  // may or may not be 1
+        ctx.set_output_shape(0, std::nullopt);
+        return absl::OkStatus();
+      }
+      if (d.size() != 1) out.push_back(d);
+    }
+  }
+  ctx.set_output_shape(0, std::move(out));
+  ForwardDimsValue(ctx);
+  return absl::OkStatus();
+}
+
+absl::Status UnsqueezeShape(InferenceContext& ctx) {
+  const std::optional<Dims> x = InputShape(ctx, 0);
+  absl::StatusOr<IntsOperand> axes = IntsFromAttrOrInput(ctx, "axes", 1);
+  if (!axes.ok()) return axes.status();
+  if (!axes->given) return ctx.Error("'axes' is required (input 1, or attribute before opset 13)");
+  const char* what = ctx.has_input(1) ? "input 'axes'" : "attribute 'axes'";
+  if (!x || !axes->values) {
+    ctx.set_output_shape(0, std::nullopt);
+    return absl::OkStatus();
+  }
+  const int64_t out_rank = static_cast<int64_t>(x->size() + axes->values->size());
+  absl::StatusOr<std::vector<int64_t>> n = NormalizeAxes(*axes->values, out_rank, what);
+  if (!n.ok()) return NodeError(ctx, n.status());
+  std::vector<bool> inserted(out_rank, false);
+  for (int64_t a : *n) inserted[a] = true;
+  Dims out;
+  size_t next = 0;
+  for (int64_t i = 0; i < out_rank; ++i) {
+    out.push_back(inserted[i] ? Dim::Known(1) : (*x)[next++]);
+  }
+  ctx.set_output_shape(0, std::move(out));
+  ForwardDimsValue(ctx);
+  return absl::OkStatus();
+}
+
+// OneHot: the indices' shape with a 'depth'-sized axis inserted at 'axis'.
+absl::Status OneHotShape(InferenceContext& ctx) {
+  if (absl::Status s = CheckScalarInput(ctx, 1, "depth", true); !s.ok()) return s;
+  if (std::optional<Dims> values = InputShape(ctx, 2)) {
+    if (values->size() != 1 || !MergeEqualDims((*values)[0], Dim::Known(2)).ok()) {
+      return ctx.Error("input values must hold [off_value, on_value], got shape ",
+                       ShapeToString(values));
+    }
+  }
+  const std::optional<Dims> indices = InputShape(ctx, 0);
+  absl::StatusOr<int64_t> axis_attr = ctx.GetInt("axis");
+  if (!axis_attr.ok()) return axis_attr.status();
+  if (!indices) {
+    ctx.set_output_shape(0, std::nullopt);
+    return absl::OkStatus();
+  }
+  const int64_t out_rank = static_cast<int64_t>(indices->size()) + 1;
+  absl::StatusOr<int64_t> axis = NormalizeAxis(*axis_attr, out_rank, "attribute 'axis'");
+  if (!axis.ok()) return NodeError(ctx, axis.status());
+  Dim depth = Dim::Unknown();
+  if (std::optional<int64_t> d = ScalarInputInt(ctx, 1)) {
+    if (*d < 1) return ctx.Error("input depth must be positive, got ", *d);
+    depth = Dim::Known(*d);
+  }
+  Dims out = *indices;
+  out.insert(out.begin() + *axis, depth);
+  ctx.set_output_shape(0, std::move(out));
+  return absl::OkStatus();
+}
+
+absl::Status TriluShape(InferenceContext& ctx) {
+  const std::optional<Dims> x = InputShape(ctx, 0);
+  if (x && x->size() < 2) return ctx.Error("input must have rank >= 2, got ", ShapeToString(x));
+  if (absl::Status s = CheckScalarInput(ctx, 1, "k", false); !s.ok()) return s;
+  ctx.set_output_shape(0, x);
+  return absl::OkStatus();
+}
+
+// Size: a scalar holding the element count (kept as the output's contents).
+absl::Status SizeShape(InferenceContext& ctx) {
+  ctx.set_output_shape(0, Dims{});
+  if (std::optional<Dims> x = InputShape(ctx, 0)) {
+    SetDimsValue(ctx, 0, Dims{DimProduct(*x, 0, x->size())});
+  }
+  return absl::OkStatus();
+}
+
+absl::Status EyeLikeType(InferenceContext& ctx) {
+  return OutputDTypeFromAttribute(ctx, 0, "dtype", ctx.input_type(0).dtype);
+}
+
+absl::Status EyeLikeShape(InferenceContext& ctx) {
+  const std::optional<Dims> x = InputShape(ctx, 0);
+  if (x && x->size() != 2) return ctx.Error("input must be 2-D, got ", ShapeToString(x));
+  ctx.set_output_shape(0, x);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
-void AddShapeOps(std::vector<OpDef>* ops) {
+void AddTensorShapeOps(std::vector<OpDef>* ops) {
   const DTypes all = AllTypes();
+  const DTypes numeric_no_bf16 = Join(IntTypes(), HalfSingleDouble());
+  const DTypes eye_types = Join(Join(IntTypes(), HalfSingleDouble()), {v1::DT_BOOL});
   ops->push_back(OpBuilder("Shape", "The input's shape as a 1-D int64 tensor; opset 15 "
                                     "selects dims [start, end).")
                      .Input("data", "T")
@@ -432,7 +537,6 @@ void AddShapeOps(std::vector<OpDef>* ops) {
                      .Fusion(v1::FUSION_OPAQUE)
                      .ShapeFn(RangeShape)
                      .Build());
-  const DTypes index_types = {v1::DT_INT32, v1::DT_INT64};
   ops->push_back(OpBuilder("Expand", "Broadcasts the input with the given shape.")
                      .Input("input", "T")
                      .Input("shape", "Tshape")
@@ -451,24 +555,6 @@ void AddShapeOps(std::vector<OpDef>* ops) {
                      .Fusion(v1::FUSION_INJECTIVE)
                      .ShapeFn(TileShape)
                      .Build());
-  ops->push_back(OpBuilder("Pad", "Pads each axis by pads[i] before and pads[i + n] after.")
-                     .Input("data", "T")
-                     .OptionalInput("pads", "Tpads", "Required from opset 11.")
-                     .OptionalInput("constant_value", "T")
-                     .OptionalInput("axes", "Tind", "Opset 18+.")
-                     .Output("output", "T")
-                     .StringAttr("mode", "constant", "constant, reflect, edge or wrap.")
-                     .Attr("pads", v1::ATTR_INTS, "Opsets 2 to 10 only.")
-                     .Attr("paddings", v1::ATTR_INTS, "Opset 1's name for 'pads'.")
-                     .Attr("value", v1::ATTR_FLOAT, "Opset < 11 only.")
-                     .Constraint("T", Join(NumericTypes(), {v1::DT_BOOL, v1::DT_STRING,
-                                                            v1::DT_COMPLEX64,
-                                                            v1::DT_COMPLEX128}))
-                     .Constraint("Tpads", {v1::DT_INT64})
-                     .Constraint("Tind", index_types)
-                     .Fusion(v1::FUSION_INJECTIVE)
-                     .ShapeFn(PadShape)
-                     .Build());
   ops->push_back(OpBuilder("CumSum", "Cumulative sum along the scalar 'axis' (exclusive, "
                                      "reverse).")
                      .Input("x", "T")
@@ -481,6 +567,98 @@ void AddShapeOps(std::vector<OpDef>* ops) {
                      .Constraint("T2", {v1::DT_INT32, v1::DT_INT64})
                      .Fusion(v1::FUSION_OPAQUE)
                      .ShapeFn(CumSumShape)
+                     .Build());
+  ops->push_back(OpBuilder("Flatten", "Reshapes to 2-D: [prod(dims[:axis]), prod(dims[axis:])].")
+                     .Input("input", "T")
+                     .Output("output", "T")
+                     .IntAttr("axis", 1)
+                     .Constraint("T", all)
+                     .Fusion(v1::FUSION_INJECTIVE)
+                     .InPlace(0, 0)
+                     .ShapeFn(FlattenShape)
+                     .Build());
+  ops->push_back(OpBuilder("Reshape", "Reshape; 0 copies the input dim (unless allowzero), -1 "
+                                      "is inferred.")
+                     .Input("data", "T")
+                     .OptionalInput("shape", "Tshape", "1-D int64 (required from opset 5).")
+                     .Output("reshaped", "T")
+                     .IntAttr("allowzero", 0)
+                     .Attr("shape", v1::ATTR_INTS, "Opset < 5 only.")
+                     .Attr("consumed_inputs", v1::ATTR_INTS, "Opset 1 only; ignored.")
+                     .Constraint("T", all)
+                     .Constraint("Tshape", {v1::DT_INT64})
+                     .Fusion(v1::FUSION_INJECTIVE)
+                     .InPlace(0, 0)
+                     .ShapeFn(ReshapeShape)
+                     .Build());
+  ops->push_back(OpBuilder("Squeeze", "Removes size-1 axes ('axes': attribute before opset "
+                                      "13, input after; all size-1 axes when absent).")
+                     .Input("data", "T")
+                     .OptionalInput("axes", "Taxes")
+                     .Output("squeezed", "T")
+                     .Attr("axes", v1::ATTR_INTS, "Opset < 13 only.")
+                     .Constraint("T", all)
+                     .Constraint("Taxes", {v1::DT_INT64})
+                     .Fusion(v1::FUSION_INJECTIVE)
+                     .InPlace(0, 0)
+                     .ShapeFn(SqueezeShape)
+                     .Build());
+  ops->push_back(OpBuilder("Unsqueeze", "Inserts size-1 axes at 'axes' (of the output).")
+                     .Input("data", "T")
+                     .OptionalInput("axes", "Taxes", "Required from opset 13.")
+                     .Output("expanded", "T")
+                     .Attr("axes", v1::ATTR_INTS, "Opset < 13 only.")
+                     .Constraint("T", all)
+                     .Constraint("Taxes", {v1::DT_INT64})
+                     .Fusion(v1::FUSION_INJECTIVE)
+                     .InPlace(0, 0)
+                     .ShapeFn(UnsqueezeShape)
+                     .Build());
+  ops->push_back(OpBuilder("OneHot", "One-hot encoding of indices with 'depth' classes inserted "
+                                     "at 'axis'; values = [off, on].")
+                     .Input("indices", "T1")
+                     .Input("depth", "T2")
+                     .Input("values", "T3")
+                     .Output("output", "T3")
+                     .IntAttr("axis", -1)
+                     .Constraint("T1", numeric_no_bf16)
+                     .Constraint("T2", numeric_no_bf16)
+                     .Constraint("T3", all)
+                     .Fusion(v1::FUSION_OPAQUE)
+                     .ShapeFn(OneHotShape)
+                     .Build());
+  ops->push_back(OpBuilder("Trilu", "Upper (or lower) triangle of the last two dims from "
+                                    "diagonal k.")
+                     .Input("input", "T")
+                     .OptionalInput("k", "I")
+                     .Output("output", "T")
+                     .IntAttr("upper", 1)
+                     .Constraint("T", all)
+                     .Constraint("I", {v1::DT_INT64})
+                     .Fusion(v1::FUSION_INJECTIVE)
+                     .ShapeFn(TriluShape)
+                     .Build());
+  ops->push_back(OpBuilder("Size", "The input's element count as an int64 scalar.")
+                     .Input("data", "T")
+                     .Output("size", "T1")
+                     .Constraint("T", all)
+                     .Constraint("T1", {v1::DT_INT64})
+                     .IgnoredInput(0)
+                     .Fusion(v1::FUSION_OPAQUE)
+                     .ShapeFn(SizeShape)
+                     .Build());
+  ops->push_back(OpBuilder("EyeLike", "A 2-D tensor of the input's shape with ones on diagonal "
+                                      "k; element type 'dtype' or the input's.")
+                     .Input("input", "T1")
+                     .Output("output", "T2")
+                     .Attr("dtype", v1::ATTR_INT)
+                     .IntAttr("k", 0)
+                     .Constraint("T1", eye_types)
+                     .Constraint("T2", eye_types)
+                     .IgnoredInput(0)
+                     .Fusion(v1::FUSION_OPAQUE)
+                     .ShapeFn(EyeLikeShape)
+                     .TypeFn(EyeLikeType)
                      .Build());
 }
 

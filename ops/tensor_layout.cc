@@ -1,7 +1,9 @@
-// Data-movement builtin operators: Flatten, Reshape, Transpose, Concat, Split, Slice, Gather,
-// Squeeze, Unsqueeze, Expand, Tile and Pad.
+// Layout builtin operators with ONNX semantics: Transpose, Concat, Split, Slice, ReverseSequence,
+// DepthToSpace and SpaceToDepth; kernels in runtime/kernels/tensor_layout.cc.
 
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <string>
@@ -17,50 +19,6 @@
 namespace graphopt {
 namespace builtin_internal {
 namespace {
-
-absl::Status FlattenShape(InferenceContext& ctx) {
-  const std::optional<Dims> x = InputShape(ctx, 0);
-  absl::StatusOr<int64_t> axis = ctx.GetInt("axis");
-  if (!axis.ok()) return axis.status();
-  if (!x) {
-    ctx.set_output_shape(0, UnknownDims(2));
-    return absl::OkStatus();
-  }
-  const int64_t r = static_cast<int64_t>(x->size());
-  if (*axis < -r || *axis > r) {
-    return ctx.Error("attribute 'axis' value ", *axis, " is out of range for rank ", r,
-                     " (expected [", -r, ", ", r, "])");
-  }
-  const size_t a = static_cast<size_t>(*axis < 0 ? *axis + r : *axis);
-  ctx.set_output_shape(0, Dims{DimProduct(*x, 0, a), DimProduct(*x, a, x->size())});
-  return absl::OkStatus();
-}
-
-absl::Status ReshapeShape(InferenceContext& ctx) {
-  const std::optional<Dims> x = InputShape(ctx, 0);
-  absl::StatusOr<int64_t> allowzero = ctx.GetInt("allowzero");
-  if (!allowzero.ok()) return allowzero.status();
-  std::optional<Dims> target;
-  if (ctx.has_input(1)) {
-    target = ShapeOperand(ctx, 1);
-  } else if (ctx.has_attr("shape")) {  // opset < 5
-    absl::StatusOr<std::vector<int64_t>> v = ctx.GetInts("shape");
-    if (!v.ok()) return v.status();
-    target.emplace();
-    for (int64_t d : *v) target->push_back(Dim::Known(d));
-  } else {
-    return ctx.Error("the target shape is missing (input 'shape')");
-  }
-  if (!target) {
-    ctx.set_output_shape(0, std::nullopt);
-    return absl::OkStatus();
-  }
-  absl::StatusOr<Dims> out = ReshapeOutputDims(x, *target, *allowzero != 0);
-  if (!out.ok()) return NodeError(ctx, out.status());
-  ctx.set_output_shape(0, *std::move(out));
-  ForwardDimsValue(ctx);
-  return absl::OkStatus();
-}
 
 absl::Status TransposeShape(InferenceContext& ctx) {
   const std::optional<Dims> x = InputShape(ctx, 0);
@@ -345,144 +303,84 @@ absl::Status SliceShape(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
-absl::Status GatherShape(InferenceContext& ctx) {
-  const std::optional<Dims> data = InputShape(ctx, 0);
-  const std::optional<Dims> indices = InputShape(ctx, 1);
-  absl::StatusOr<int64_t> axis_attr = ctx.GetInt("axis");
-  if (!axis_attr.ok()) return axis_attr.status();
-  if (!data) {
-    ctx.set_output_shape(0, std::nullopt);
-    return absl::OkStatus();
+absl::Status ReverseSequenceShape(InferenceContext& ctx) {
+  absl::StatusOr<int64_t> batch_axis = ctx.GetInt("batch_axis");
+  if (!batch_axis.ok()) return batch_axis.status();
+  absl::StatusOr<int64_t> time_axis = ctx.GetInt("time_axis");
+  if (!time_axis.ok()) return time_axis.status();
+  if ((*batch_axis != 0 && *batch_axis != 1) || (*time_axis != 0 && *time_axis != 1) ||
+      *batch_axis == *time_axis) {
+    return ctx.Error("attributes 'batch_axis' ", *batch_axis, " and 'time_axis' ", *time_axis,
+                     " must be 0 and 1 in some order");
   }
-  absl::StatusOr<int64_t> axis =
-      NormalizeAxis(*axis_attr, static_cast<int64_t>(data->size()), "attribute 'axis'");
-  if (!axis.ok()) return NodeError(ctx, axis.status());
-  const Dim& d = (*data)[*axis];
-  const std::optional<std::vector<int64_t>> idx = InputInts(ctx, 1);
-  if (idx && d.is_known() && d.size() >= 0) {
-    for (int64_t i : *idx) {
-      if (i < -d.size() || i >= d.size()) {
-        return ctx.Error("indices value ", i, " is out of range for axis ", *axis, " of size ",
-                         d.size());
-      }
-    }
+  const std::optional<Dims> x = InputShape(ctx, 0);
+  const std::optional<Dims> lens = InputShape(ctx, 1);
+  if (x && x->size() < 2) return ctx.Error("input must have rank >= 2, got ", ShapeToString(x));
+  if (lens && (lens->size() != 1 ||
+               (x && !MergeEqualDims((*lens)[0], (*x)[*batch_axis]).ok()))) {
+    return ctx.Error("input sequence_lens ", ShapeToString(lens),
+                     " must be 1-D of the batch size of ", ShapeToString(x));
   }
-  if (!indices) {
-    ctx.set_output_shape(0, std::nullopt);
-    return absl::OkStatus();
-  }
-  Dims out(data->begin(), data->begin() + *axis);
-  out.insert(out.end(), indices->begin(), indices->end());
-  out.insert(out.end(), data->begin() + *axis + 1, data->end());
-  ctx.set_output_shape(0, std::move(out));
-  if (data->size() != 1 || indices->size() > 1 || !idx) return absl::OkStatus();
-  std::optional<Dims> v = InputDimsValue(ctx, 0);
-  if (!v) return absl::OkStatus();
-  const int64_t n = static_cast<int64_t>(v->size());
-  Dims picked;
-  for (int64_t i : *idx) {
-    if (i < -n || i >= n) {
-      return ctx.Error("indices value ", i, " is out of range for axis 0 of size ", n);
-    }
-    picked.push_back((*v)[i < 0 ? i + n : i]);
-  }
-  SetDimsValue(ctx, 0, std::move(picked));
+  ctx.set_output_shape(0, x);
   return absl::OkStatus();
 }
 
-absl::Status SqueezeShape(InferenceContext& ctx) {
-  const std::optional<Dims> x = InputShape(ctx, 0);
-  absl::StatusOr<IntsOperand> axes = IntsFromAttrOrInput(ctx, "axes", 1);
-  if (!axes.ok()) return axes.status();
-  const char* what = ctx.has_input(1) ? "input 'axes'" : "attribute 'axes'";
-  if (!x || (axes->given && !axes->values)) {
-    ctx.set_output_shape(0, std::nullopt);
-    return absl::OkStatus();
+// `d` times `factor` (or divided by it, which must be exact for a known size).
+absl::StatusOr<Dim> ScaleDim(const InferenceContext& ctx, const Dim& d, int64_t factor,
+                             bool divide, absl::string_view what) {
+  if (factor == 1) return d;
+  if (!d.is_known()) return Dim::Unknown();
+  if (divide) {
+    if (d.size() % factor != 0) {
+      return ctx.Error(what, " ", d.size(), " is not divisible by ", factor);
+    }
+    return Dim::Known(d.size() / factor);
   }
-  Dims out;
-  if (axes->given && !axes->values->empty()) {
-    absl::StatusOr<std::vector<int64_t>> n =
-        NormalizeAxes(*axes->values, static_cast<int64_t>(x->size()), what);
-    if (!n.ok()) return NodeError(ctx, n.status());
-    std::vector<bool> remove(x->size(), false);
-    for (int64_t a : *n) {
-      const Dim& d = (*x)[a];
-      if (d.is_known() && d.size() != 1) {
-        return ctx.Error("cannot squeeze axis ", a, " of size ", d.size(), " in ",
-                         ShapeToString(x));
-      }
-      remove[a] = true;
-    }
-    for (size_t i = 0; i < x->size(); ++i) {
-      if (!remove[i]) out.push_back((*x)[i]);
-    }
-  } else {
-    for (const Dim& d : *x) {
-      if (!d.is_known()) {  // may or may not be 1
-        ctx.set_output_shape(0, std::nullopt);
-        return absl::OkStatus();
-      }
-      if (d.size() != 1) out.push_back(d);
-    }
-  }
-  ctx.set_output_shape(0, std::move(out));
-  ForwardDimsValue(ctx);
-  return absl::OkStatus();
+  std::optional<int64_t> p = CheckedMul(d.size(), factor);
+  return p ? Dim::Known(*p) : Dim::Unknown();
 }
 
-absl::Status UnsqueezeShape(InferenceContext& ctx) {
-  const std::optional<Dims> x = InputShape(ctx, 0);
-  absl::StatusOr<IntsOperand> axes = IntsFromAttrOrInput(ctx, "axes", 1);
-  if (!axes.ok()) return axes.status();
-  if (!axes->given) return ctx.Error("'axes' is required (input 1, or attribute before opset 13)");
-  const char* what = ctx.has_input(1) ? "input 'axes'" : "attribute 'axes'";
-  if (!x || !axes->values) {
-    ctx.set_output_shape(0, std::nullopt);
+// DepthToSpace ([N, C, H, W] -> [N, C / b^2, H * b, W * b]) and SpaceToDepth (the inverse).
+ShapeInferenceFn BlockShapeFn(bool depth_to_space) {
+  return [depth_to_space](InferenceContext& ctx) -> absl::Status {
+    absl::StatusOr<int64_t> b = ctx.GetInt("blocksize");
+    if (!b.ok()) return b.status();
+    if (*b <= 0) return ctx.Error("attribute 'blocksize' must be positive, got ", *b);
+    if (depth_to_space) {
+      absl::StatusOr<std::string> mode = ctx.GetString("mode");
+      if (!mode.ok()) return mode.status();
+      if (*mode != "DCR" && *mode != "CRD") {
+        return ctx.Error("attribute 'mode' must be DCR or CRD, got '", *mode, "'");
+      }
+    }
+    const std::optional<Dims> x = InputShape(ctx, 0);
+    if (!x) {
+      ctx.set_output_shape(0, UnknownDims(4));
+      return absl::OkStatus();
+    }
+    if (x->size() != 4) return ctx.Error("input must be 4-D, got ", ShapeToString(x));
+    std::optional<int64_t> b2 = CheckedMul(*b, *b);
+    if (!b2) return ctx.Error("attribute 'blocksize' ", *b, " is too large");
+    Dims out = {(*x)[0]};
+    absl::StatusOr<Dim> c = ScaleDim(ctx, (*x)[1], *b2, depth_to_space, "channel count");
+    if (!c.ok()) return c.status();
+    out.push_back(*c);
+    for (int i = 2; i < 4; ++i) {
+      absl::StatusOr<Dim> d = ScaleDim(ctx, (*x)[i], *b, !depth_to_space,
+                                       absl::StrCat("spatial dim ", i));
+      if (!d.ok()) return d.status();
+      out.push_back(*d);
+    }
+    ctx.set_output_shape(0, std::move(out));
     return absl::OkStatus();
-  }
-  const int64_t out_rank = static_cast<int64_t>(x->size() + axes->values->size());
-  absl::StatusOr<std::vector<int64_t>> n = NormalizeAxes(*axes->values, out_rank, what);
-  if (!n.ok()) return NodeError(ctx, n.status());
-  std::vector<bool> inserted(out_rank, false);
-  for (int64_t a : *n) inserted[a] = true;
-  Dims out;
-  size_t next = 0;
-  for (int64_t i = 0; i < out_rank; ++i) {
-    out.push_back(inserted[i] ? Dim::Known(1) : (*x)[next++]);
-  }
-  ctx.set_output_shape(0, std::move(out));
-  ForwardDimsValue(ctx);
-  return absl::OkStatus();
+  };
 }
 
 }  // namespace
 
-void AddTensorOps(std::vector<OpDef>* ops) {
+void AddTensorLayoutOps(std::vector<OpDef>* ops) {
   const DTypes all = AllTypes();
   const DTypes index_types = {v1::DT_INT32, v1::DT_INT64};
-  ops->push_back(OpBuilder("Flatten", "Reshapes to 2-D: [prod(dims[:axis]), prod(dims[axis:])].")
-                     .Input("input", "T")
-                     .Output("output", "T")
-                     .IntAttr("axis", 1)
-                     .Constraint("T", all)
-                     .Fusion(v1::FUSION_INJECTIVE)
-                     .InPlace(0, 0)
-                     .ShapeFn(FlattenShape)
-                     .Build());
-  ops->push_back(OpBuilder("Reshape", "Reshape; 0 copies the input dim (unless allowzero), -1 "
-                                      "is inferred.")
-                     .Input("data", "T")
-                     .OptionalInput("shape", "Tshape", "1-D int64 (required from opset 5).")
-                     .Output("reshaped", "T")
-                     .IntAttr("allowzero", 0)
-                     .Attr("shape", v1::ATTR_INTS, "Opset < 5 only.")
-                     .Attr("consumed_inputs", v1::ATTR_INTS, "Opset 1 only; ignored.")
-                     .Constraint("T", all)
-                     .Constraint("Tshape", {v1::DT_INT64})
-                     .Fusion(v1::FUSION_INJECTIVE)
-                     .InPlace(0, 0)
-                     .ShapeFn(ReshapeShape)
-                     .Build());
   ops->push_back(OpBuilder("Transpose", "Permutes the axes (default: reversed).")
                      .Input("data", "T")
                      .Output("transposed", "T")
@@ -528,38 +426,34 @@ void AddTensorOps(std::vector<OpDef>* ops) {
                      .Fusion(v1::FUSION_INJECTIVE)
                      .ShapeFn(SliceShape)
                      .Build());
-  ops->push_back(OpBuilder("Gather", "Takes entries of 'data' along 'axis' at 'indices'.")
-                     .Input("data", "T")
-                     .Input("indices", "Tind")
+  ops->push_back(OpBuilder("ReverseSequence", "Reverses the first sequence_lens[b] elements "
+                                              "along time_axis of each batch entry.")
+                     .Input("input", "T")
+                     .Input("sequence_lens", "I")
+                     .Output("Y", "T")
+                     .IntAttr("batch_axis", 1)
+                     .IntAttr("time_axis", 0)
+                     .Constraint("T", all)
+                     .Constraint("I", {v1::DT_INT64})
+                     .Fusion(v1::FUSION_OPAQUE)
+                     .ShapeFn(ReverseSequenceShape)
+                     .Build());
+  ops->push_back(OpBuilder("DepthToSpace", "[N, C, H, W] -> [N, C / b^2, H * b, W * b].")
+                     .Input("input", "T")
                      .Output("output", "T")
-                     .IntAttr("axis", 0)
+                     .RequiredAttr("blocksize", v1::ATTR_INT)
+                     .StringAttr("mode", "DCR", "DCR or CRD (opset 11+).")
                      .Constraint("T", all)
-                     .Constraint("Tind", index_types)
                      .Fusion(v1::FUSION_INJECTIVE)
-                     .ShapeFn(GatherShape)
+                     .ShapeFn(BlockShapeFn(true))
                      .Build());
-  ops->push_back(OpBuilder("Squeeze", "Removes size-1 axes ('axes': attribute before opset "
-                                      "13, input after; all size-1 axes when absent).")
-                     .Input("data", "T")
-                     .OptionalInput("axes", "Taxes")
-                     .Output("squeezed", "T")
-                     .Attr("axes", v1::ATTR_INTS, "Opset < 13 only.")
+  ops->push_back(OpBuilder("SpaceToDepth", "[N, C, H, W] -> [N, C * b^2, H / b, W / b].")
+                     .Input("input", "T")
+                     .Output("output", "T")
+                     .RequiredAttr("blocksize", v1::ATTR_INT)
                      .Constraint("T", all)
-                     .Constraint("Taxes", {v1::DT_INT64})
                      .Fusion(v1::FUSION_INJECTIVE)
-                     .InPlace(0, 0)
-                     .ShapeFn(SqueezeShape)
-                     .Build());
-  ops->push_back(OpBuilder("Unsqueeze", "Inserts size-1 axes at 'axes' (of the output).")
-                     .Input("data", "T")
-                     .OptionalInput("axes", "Taxes", "Required from opset 13.")
-                     .Output("expanded", "T")
-                     .Attr("axes", v1::ATTR_INTS, "Opset < 13 only.")
-                     .Constraint("T", all)
-                     .Constraint("Taxes", {v1::DT_INT64})
-                     .Fusion(v1::FUSION_INJECTIVE)
-                     .InPlace(0, 0)
-                     .ShapeFn(UnsqueezeShape)
+                     .ShapeFn(BlockShapeFn(false))
                      .Build());
 }
 

@@ -263,6 +263,7 @@ void AddNnChannelsLastOps(std::vector<OpDef>* ops);
 void AddReductionOps(std::vector<OpDef>* ops);
 void AddReductionEinsumOps(std::vector<OpDef>* ops);
 void AddReductionSoftmaxOps(std::vector<OpDef>* ops);
+void AddTensorOps(std::vector<OpDef>* ops);
 void AddTensorIndexOps(std::vector<OpDef>* ops);
 void AddTensorLayoutOps(std::vector<OpDef>* ops);
 void AddTensorLayoutResizeOps(std::vector<OpDef>* ops);

@@ -1,6 +1,6 @@
-// Elementwise and broadcasting builtin operators: the basic unary ops, binary arithmetic (Add,
-// Sub, Mul, Div, Pow, Mod, BitShift), Min/Max, comparisons, Clip, Where, Cast, Identity and
-// Dropout, and the unary and broadcasting helpers the elementwise_*.cc files share.
+// Binary arithmetic with broadcasting (Add, Sub, Mul, Div, Pow, Mod, BitShift), with ONNX
+// semantics, and the unary and broadcasting helpers the elementwise_*.cc files share; kernels in
+// runtime/kernels/elementwise.cc.
 
 #include <cstdint>
 #include <optional>
@@ -17,13 +17,6 @@
 namespace graphopt {
 namespace builtin_internal {
 namespace {
-
-// Identity and Cast between integer types: same shape, same contents.
-absl::Status ShapeAndValueOfInput0(InferenceContext& ctx) {
-  if (absl::Status s = SameShapeAsInput0(ctx); !s.ok()) return s;
-  if (std::optional<Dims> v = InputDimsValue(ctx, 0)) SetDimsValue(ctx, 0, *std::move(v));
-  return absl::OkStatus();
-}
 
 enum class Arith { kAdd, kSub, kMul, kDiv };
 
@@ -195,33 +188,6 @@ void AddUnary(std::vector<OpDef>* ops, const UnaryOp& u, OpBuilder b) {
 
 namespace {
 
-absl::Status CastShape(InferenceContext& ctx) {
-  if (absl::Status s = SameShapeAsInput0(ctx); !s.ok()) return s;
-  absl::StatusOr<int64_t> to = ctx.GetInt("to");
-  if (!to.ok()) return to.status();
-  if (IsInteger(static_cast<v1::DataType>(*to)) && IsInteger(ctx.input_type(0).dtype)) {
-    if (std::optional<Dims> v = InputDimsValue(ctx, 0)) SetDimsValue(ctx, 0, *std::move(v));
-  }
-  return absl::OkStatus();
-}
-
-// Opsets < 10 give Dropout's mask the data's element type; later ones make it bool.
-absl::Status DropoutType(InferenceContext& ctx) {
-  if (OpsetBefore(ctx, 10)) ctx.set_output_dtype(1, ctx.input_type(0).dtype);
-  return absl::OkStatus();
-}
-
-absl::Status ClipShape(InferenceContext& ctx) {
-  for (int i = 1; i <= 2; ++i) {
-    std::optional<Dims> s = InputShape(ctx, i);
-    if (s && !s->empty() && !(s->size() == 1 && (*s)[0].is_known() && (*s)[0].size() == 1)) {
-      return ctx.Error("input ", i, " (", i == 1 ? "min" : "max", ") must be a scalar, got ",
-                       ShapeToString(s));
-    }
-  }
-  return SameShapeAsInput0(ctx);
-}
-
 absl::Status BitShiftShape(InferenceContext& ctx) {
   absl::StatusOr<std::string> direction = ctx.GetString("direction");
   if (!direction.ok()) return direction.status();
@@ -245,59 +211,7 @@ absl::Status ModShape(InferenceContext& ctx) {
 }  // namespace
 
 void AddElementwiseOps(std::vector<OpDef>* ops) {
-  const DTypes floats = FloatTypes();
   const DTypes numeric = NumericTypes();
-  const DTypes signed_numeric = Join(SignedIntTypes(), floats);
-  const std::vector<UnaryOp> unary = {
-      {"Sqrt", "Square root, elementwise.", floats, true},
-      {"Exp", "Exponential, elementwise.", floats, true},
-      {"Log", "Natural logarithm, elementwise.", floats, true},
-      {"Neg", "Negation, elementwise.", signed_numeric, true},
-      {"Abs", "Absolute value, elementwise.", numeric, true},
-      {"Relu", "max(x, 0), elementwise.", signed_numeric, true},
-      {"Sigmoid", "1 / (1 + exp(-x)), elementwise.", floats, true},
-      {"Tanh", "Hyperbolic tangent, elementwise.", floats, true},
-      {"Erf", "Gauss error function, elementwise.", numeric},
-      {"Softplus", "log(exp(x) + 1), elementwise.", floats},
-      {"Sign", "Sign of x (-1, 0 or 1), elementwise.", numeric},
-      {"Floor", "Floor, elementwise.", floats, true},
-      {"Ceil", "Ceiling, elementwise.", floats, true},
-      {"Reciprocal", "1 / x, elementwise.", floats, true},
-      {"Not", "Logical not, elementwise.", {v1::DT_BOOL}},
-  };
-  for (const UnaryOp& u : unary) AddUnary(ops, u, OpBuilder(u.name, u.doc));
-  AddUnary(ops, {"LeakyRelu", "", floats, true},
-           std::move(OpBuilder("LeakyRelu", "x if x >= 0 else alpha * x, elementwise.")
-                         .FloatAttr("alpha", 0.01f, "Slope for x < 0.")));
-  AddUnary(ops, {"HardSigmoid", "", floats, true},
-           std::move(OpBuilder("HardSigmoid", "max(0, min(1, alpha * x + beta)), elementwise.")
-                         .FloatAttr("alpha", 0.2f)
-                         .FloatAttr("beta", 0.5f)));
-
-  ops->push_back(OpBuilder("Identity", "Returns its input.")
-                     .Input("input", "T")
-                     .Output("output", "T")
-                     .Constraint("T", AllTypes())
-                     .Fusion(v1::FUSION_ELEMWISE)
-                     .InPlace(0, 0)
-                     .ShapeFn(ShapeAndValueOfInput0)
-                     .Build());
-
-  ops->push_back(OpBuilder("Clip", "Clamps to [min, max]; opsets < 11 give the bounds as "
-                                   "attributes, later ones as optional scalar inputs.")
-                     .Input("input", "T")
-                     .OptionalInput("min", "T", "Lower bound (scalar).")
-                     .OptionalInput("max", "T", "Upper bound (scalar).")
-                     .Output("output", "T")
-                     .Attr("min", v1::ATTR_FLOAT, "Lower bound (opset < 11).")
-                     .Attr("max", v1::ATTR_FLOAT, "Upper bound (opset < 11).")
-                     .Attr("consumed_inputs", v1::ATTR_INTS, "Opset 1 only; ignored.")
-                     .Constraint("T", numeric)
-                     .Fusion(v1::FUSION_ELEMWISE)
-                     .InPlace(0, 0)
-                     .ShapeFn(ClipShape)
-                     .Build());
-
   const std::pair<const char*, Arith> arith[] = {
       {"Add", Arith::kAdd}, {"Sub", Arith::kSub}, {"Mul", Arith::kMul}, {"Div", Arith::kDiv}};
   for (const auto& [name, op] : arith) {
@@ -325,73 +239,6 @@ void AddElementwiseOps(std::vector<OpDef>* ops) {
                      .Constraint("T1", numeric)
                      .Fusion(v1::FUSION_BROADCAST)
                      .ShapeFn(BinaryBroadcastShape)
-                     .Build());
-  for (const char* name : {"Min", "Max"}) {
-    OpBuilder b(name, "Elementwise min/max of all inputs, with broadcasting (opsets < 8: "
-                      "equal shapes).");
-    ops->push_back(ConsumedInputs(b)
-                       .VariadicInput("data_0", "T", 1)
-                       .Output(name == std::string("Min") ? "min" : "max", "T")
-                       .Constraint("T", numeric)
-                       .Fusion(v1::FUSION_BROADCAST)
-                       .ShapeFn(MinMaxShape)
-                       .Build());
-  }
-  const std::pair<const char*, DTypes> compare[] = {
-      {"Equal", Join(numeric, {v1::DT_BOOL, v1::DT_STRING})},
-      {"Less", numeric},
-      {"Greater", numeric}};
-  for (const auto& [name, types] : compare) {
-    OpBuilder b(name, "Elementwise comparison with broadcasting (opsets < 7: B broadcasts to "
-                      "A's shape); bool result.");
-    ops->push_back(LegacyBroadcastAttrs(b)
-                       .Input("A", "T")
-                       .Input("B", "T")
-                       .Output("C", "T1")
-                       .Constraint("T", types)
-                       .Constraint("T1", {v1::DT_BOOL})
-                       .Fusion(v1::FUSION_BROADCAST)
-                       .ShapeFn(BinaryBroadcastShape)
-                       .Build());
-  }
-  ops->push_back(OpBuilder("Where", "X where condition is true, else Y; the three broadcast.")
-                     .Input("condition", "B")
-                     .Input("X", "T")
-                     .Input("Y", "T")
-                     .Output("output", "T")
-                     .Constraint("B", {v1::DT_BOOL})
-                     .Constraint("T", AllTypes())
-                     .Fusion(v1::FUSION_BROADCAST)
-                     .ShapeFn(BroadcastAllInputs)
-                     .Build());
-  ops->push_back(OpBuilder("Cast", "Converts elements to the data type given by 'to'.")
-                     .Input("input", "T1")
-                     .OutputFromAttribute("output", "to")
-                     .RequiredAttr("to", v1::ATTR_INT, "Target DataType number.")
-                     .IntAttr("saturate", 1, "Float8 saturation (opset 19).")
-                     .Constraint("T1", AllTypes())
-                     .Fusion(v1::FUSION_ELEMWISE)
-                     .ShapeFn(CastShape)
-                     .Build());
-  v1::Attribute nondeterministic;
-  nondeterministic.set_i(1);
-  ops->push_back(OpBuilder("Dropout", "Random dropout with training_mode; identity otherwise.")
-                     .Input("data", "T")
-                     .OptionalInput("ratio", "T1", "Drop probability (scalar, opset 12+).")
-                     .OptionalInput("training_mode", "T2", "Bool scalar (opset 12+).")
-                     .Output("output", "T")
-                     .OptionalOutput("mask", "T2", "Of type T before opset 10.")
-                     .Attr("seed", v1::ATTR_INT, "Random seed.")
-                     .Attr("ratio", v1::ATTR_FLOAT, "Drop probability (opset < 12).")
-                     .Attr("is_test", v1::ATTR_INT, "Opsets < 7: 0 drops (training).")
-                     .Attr("consumed_inputs", v1::ATTR_INTS, "Opset 1 only; ignored.")
-                     .Constraint("T", floats)
-                     .Constraint("T1", floats)
-                     .Constraint("T2", {v1::DT_BOOL})
-                     .Fusion(v1::FUSION_OPAQUE)
-                     .Extension(kNondeterministicExtension, nondeterministic)
-                     .ShapeFn(SameShapeAsInput0)
-                     .TypeFn(DropoutType)
                      .Build());
   ops->push_back(OpBuilder("BitShift", "Shifts X's bits by Y (LEFT or RIGHT), with "
                                        "broadcasting.")

@@ -1,4 +1,4 @@
-// Type conversions with ONNX semantics: CastLike and the linear (de)quantizations
+// Type conversions with ONNX semantics: Cast, CastLike and the linear (de)quantizations
 // (QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear); kernels in
 // runtime/kernels/elementwise_cast.cc.
 
@@ -75,6 +75,16 @@ absl::Status DynamicQuantizeLinearShape(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
+absl::Status CastShape(InferenceContext& ctx) {
+  if (absl::Status s = SameShapeAsInput0(ctx); !s.ok()) return s;
+  absl::StatusOr<int64_t> to = ctx.GetInt("to");
+  if (!to.ok()) return to.status();
+  if (IsInteger(static_cast<v1::DataType>(*to)) && IsInteger(ctx.input_type(0).dtype)) {
+    if (std::optional<Dims> v = InputDimsValue(ctx, 0)) SetDimsValue(ctx, 0, *std::move(v));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 void AddElementwiseCastOps(std::vector<OpDef>* ops) {
@@ -126,6 +136,15 @@ void AddElementwiseCastOps(std::vector<OpDef>* ops) {
                      .Constraint("T2", {v1::DT_UINT8})
                      .Fusion(v1::FUSION_OPAQUE)
                      .ShapeFn(DynamicQuantizeLinearShape)
+                     .Build());
+  ops->push_back(OpBuilder("Cast", "Converts elements to the data type given by 'to'.")
+                     .Input("input", "T1")
+                     .OutputFromAttribute("output", "to")
+                     .RequiredAttr("to", v1::ATTR_INT, "Target DataType number.")
+                     .IntAttr("saturate", 1, "Float8 saturation (opset 19).")
+                     .Constraint("T1", AllTypes())
+                     .Fusion(v1::FUSION_ELEMWISE)
+                     .ShapeFn(CastShape)
                      .Build());
 }
 

@@ -1,5 +1,6 @@
-// Logical and comparison binaries (And, Or, Xor, GreaterOrEqual, LessOrEqual) and the variadic
-// Sum/Mean, with ONNX semantics; kernels in runtime/kernels/elementwise_logic.cc.
+// Logical and comparison binaries (And, Or, Xor, Equal, Less, Greater, GreaterOrEqual,
+// LessOrEqual), Where and the variadic Min, Max, Sum and Mean, with ONNX semantics; kernels in
+// runtime/kernels/elementwise_logic.cc.
 
 #include <algorithm>
 #include <cstdint>
@@ -38,6 +39,7 @@ OpDef BoolResultBinary(absl::string_view name, absl::string_view doc, const DTyp
 }  // namespace
 
 void AddElementwiseLogicOps(std::vector<OpDef>* ops) {
+  const DTypes numeric = NumericTypes();
   for (const char* name : {"And", "Or", "Xor"}) {
     ops->push_back(BoolResultBinary(name, "Logical operation, elementwise, with broadcasting "
                                           "(opsets < 7: B broadcasts to A's shape).",
@@ -59,6 +61,44 @@ void AddElementwiseLogicOps(std::vector<OpDef>* ops) {
                        .ShapeFn(MinMaxShape)
                        .Build());
   }
+  for (const char* name : {"Min", "Max"}) {
+    OpBuilder b(name, "Elementwise min/max of all inputs, with broadcasting (opsets < 8: "
+                      "equal shapes).");
+    ops->push_back(ConsumedInputs(b)
+                       .VariadicInput("data_0", "T", 1)
+                       .Output(name == std::string("Min") ? "min" : "max", "T")
+                       .Constraint("T", numeric)
+                       .Fusion(v1::FUSION_BROADCAST)
+                       .ShapeFn(MinMaxShape)
+                       .Build());
+  }
+  const std::pair<const char*, DTypes> compare[] = {
+      {"Equal", Join(numeric, {v1::DT_BOOL, v1::DT_STRING})},
+      {"Less", numeric},
+      {"Greater", numeric}};
+  for (const auto& [name, types] : compare) {
+    OpBuilder b(name, "Elementwise comparison with broadcasting (opsets < 7: B broadcasts to "
+                      "A's shape); bool result.");
+    ops->push_back(LegacyBroadcastAttrs(b)
+                       .Input("A", "T")
+                       .Input("B", "T")
+                       .Output("C", "T1")
+                       .Constraint("T", types)
+                       .Constraint("T1", {v1::DT_BOOL})
+                       .Fusion(v1::FUSION_BROADCAST)
+                       .ShapeFn(BinaryBroadcastShape)
+                       .Build());
+  }
+  ops->push_back(OpBuilder("Where", "X where condition is true, else Y; the three broadcast.")
+                     .Input("condition", "B")
+                     .Input("X", "T")
+                     .Input("Y", "T")
+                     .Output("output", "T")
+                     .Constraint("B", {v1::DT_BOOL})
+                     .Constraint("T", AllTypes())
+                     .Fusion(v1::FUSION_BROADCAST)
+                     .ShapeFn(BroadcastAllInputs)
+                     .Build());
 }
 
 }  // namespace builtin_internal

@@ -1,6 +1,6 @@
-// Unary elementwise builtin operators beyond elementwise.cc's basics (trigonometric and
-// activation functions, IsNaN/IsInf, PRelu), with ONNX semantics; kernels in
-// runtime/kernels/elementwise_unary.cc.
+// Unary elementwise builtin operators (math, trigonometric and activation functions, Clip,
+// IsNaN/IsInf, PRelu), with ONNX semantics; kernels in runtime/kernels/elementwise_unary.cc. Not
+// is listed with the basic unary ops here; its kernel is in elementwise_logic.cc.
 
 #include <algorithm>
 #include <cstdint>
@@ -34,9 +34,23 @@ absl::Status PReluShape(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
+absl::Status ClipShape(InferenceContext& ctx) {
+  for (int i = 1; i <= 2; ++i) {
+    std::optional<Dims> s = InputShape(ctx, i);
+    if (s && !s->empty() && !(s->size() == 1 && (*s)[0].is_known() && (*s)[0].size() == 1)) {
+      return ctx.Error("input ", i, " (", i == 1 ? "min" : "max", ") must be a scalar, got ",
+                       ShapeToString(s));
+    }
+  }
+  return SameShapeAsInput0(ctx);
+}
+
 }  // namespace
 
 void AddElementwiseUnaryOps(std::vector<OpDef>* ops) {
+  const DTypes floats = FloatTypes();
+  const DTypes numeric = NumericTypes();
+  const DTypes signed_numeric = Join(SignedIntTypes(), floats);
   const DTypes hsd = HalfSingleDouble();
   const std::vector<UnaryOp> unary = {
       {"Sin", "Sine, elementwise.", hsd},
@@ -103,6 +117,45 @@ void AddElementwiseUnaryOps(std::vector<OpDef>* ops) {
                                                           v1::DT_INT32, v1::DT_INT64}))
                      .Fusion(v1::FUSION_BROADCAST)
                      .ShapeFn(PReluShape)
+                     .Build());
+  const std::vector<UnaryOp> basic_unary = {
+      {"Sqrt", "Square root, elementwise.", floats, true},
+      {"Exp", "Exponential, elementwise.", floats, true},
+      {"Log", "Natural logarithm, elementwise.", floats, true},
+      {"Neg", "Negation, elementwise.", signed_numeric, true},
+      {"Abs", "Absolute value, elementwise.", numeric, true},
+      {"Relu", "max(x, 0), elementwise.", signed_numeric, true},
+      {"Sigmoid", "1 / (1 + exp(-x)), elementwise.", floats, true},
+      {"Tanh", "Hyperbolic tangent, elementwise.", floats, true},
+      {"Erf", "Gauss error function, elementwise.", numeric},
+      {"Softplus", "log(exp(x) + 1), elementwise.", floats},
+      {"Sign", "Sign of x (-1, 0 or 1), elementwise.", numeric},
+      {"Floor", "Floor, elementwise.", floats, true},
+      {"Ceil", "Ceiling, elementwise.", floats, true},
+      {"Reciprocal", "1 / x, elementwise.", floats, true},
+      {"Not", "Logical not, elementwise.", {v1::DT_BOOL}},
+  };
+  for (const UnaryOp& u : basic_unary) AddUnary(ops, u, OpBuilder(u.name, u.doc));
+  AddUnary(ops, {"LeakyRelu", "", floats, true},
+           std::move(OpBuilder("LeakyRelu", "x if x >= 0 else alpha * x, elementwise.")
+                         .FloatAttr("alpha", 0.01f, "Slope for x < 0.")));
+  AddUnary(ops, {"HardSigmoid", "", floats, true},
+           std::move(OpBuilder("HardSigmoid", "max(0, min(1, alpha * x + beta)), elementwise.")
+                         .FloatAttr("alpha", 0.2f)
+                         .FloatAttr("beta", 0.5f)));
+  ops->push_back(OpBuilder("Clip", "Clamps to [min, max]; opsets < 11 give the bounds as "
+                                   "attributes, later ones as optional scalar inputs.")
+                     .Input("input", "T")
+                     .OptionalInput("min", "T", "Lower bound (scalar).")
+                     .OptionalInput("max", "T", "Upper bound (scalar).")
+                     .Output("output", "T")
+                     .Attr("min", v1::ATTR_FLOAT, "Lower bound (opset < 11).")
+                     .Attr("max", v1::ATTR_FLOAT, "Upper bound (opset < 11).")
+                     .Attr("consumed_inputs", v1::ATTR_INTS, "Opset 1 only; ignored.")
+                     .Constraint("T", numeric)
+                     .Fusion(v1::FUSION_ELEMWISE)
+                     .InPlace(0, 0)
+                     .ShapeFn(ClipShape)
                      .Build());
 }
 

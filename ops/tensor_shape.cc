@@ -1,6 +1,7 @@
 // Shape-producing and shape-changing builtin operators with ONNX semantics: Shape, Size,
 // Constant, ConstantOfShape, Range, Expand, Tile, Flatten, Reshape, Squeeze, Unsqueeze, EyeLike,
-// OneHot, Trilu and CumSum; kernels in runtime/kernels/tensor_shape.cc and tensor_shape_gen.cc.
+// OneHot, Trilu, CumSum and Dropout; kernels in runtime/kernels/tensor_shape.cc and
+// tensor_shape_gen.cc.
 
 #include <algorithm>
 #include <cmath>
@@ -484,9 +485,16 @@ absl::Status EyeLikeShape(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
+// Opsets < 10 give Dropout's mask the data's element type; later ones make it bool.
+absl::Status DropoutType(InferenceContext& ctx) {
+  if (OpsetBefore(ctx, 10)) ctx.set_output_dtype(1, ctx.input_type(0).dtype);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 void AddTensorShapeOps(std::vector<OpDef>* ops) {
+  const DTypes floats = FloatTypes();
   const DTypes all = AllTypes();
   const DTypes numeric_no_bf16 = Join(IntTypes(), HalfSingleDouble());
   const DTypes eye_types = Join(Join(IntTypes(), HalfSingleDouble()), {v1::DT_BOOL});
@@ -659,6 +667,26 @@ void AddTensorShapeOps(std::vector<OpDef>* ops) {
                      .Fusion(v1::FUSION_OPAQUE)
                      .ShapeFn(EyeLikeShape)
                      .TypeFn(EyeLikeType)
+                     .Build());
+  v1::Attribute nondeterministic;
+  nondeterministic.set_i(1);
+  ops->push_back(OpBuilder("Dropout", "Random dropout with training_mode; identity otherwise.")
+                     .Input("data", "T")
+                     .OptionalInput("ratio", "T1", "Drop probability (scalar, opset 12+).")
+                     .OptionalInput("training_mode", "T2", "Bool scalar (opset 12+).")
+                     .Output("output", "T")
+                     .OptionalOutput("mask", "T2", "Of type T before opset 10.")
+                     .Attr("seed", v1::ATTR_INT, "Random seed.")
+                     .Attr("ratio", v1::ATTR_FLOAT, "Drop probability (opset < 12).")
+                     .Attr("is_test", v1::ATTR_INT, "Opsets < 7: 0 drops (training).")
+                     .Attr("consumed_inputs", v1::ATTR_INTS, "Opset 1 only; ignored.")
+                     .Constraint("T", floats)
+                     .Constraint("T1", floats)
+                     .Constraint("T2", {v1::DT_BOOL})
+                     .Fusion(v1::FUSION_OPAQUE)
+                     .Extension(kNondeterministicExtension, nondeterministic)
+                     .ShapeFn(SameShapeAsInput0)
+                     .TypeFn(DropoutType)
                      .Build());
 }
 

@@ -11,10 +11,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "graph/fused_group.h"
-#include "graph/fusion_patterns.h"
+#include "ops/fused_group.h"
+#include "ops/fusion_patterns.h"
 #include "graph/inference.h"
-#include "graph/layout_ops.h"
+#include "ops/layout_ops.h"
 #include "passes/effects.h"
 
 namespace graphopt {

@@ -12,7 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "graph/fused_group.h"
+#include "ops/fused_group.h"
 #include "graph/liveness.h"
 #include "graph/proto_util.h"
 #include "passes/effects.h"

@@ -278,9 +278,7 @@ class SchedulePass : public Pass {
     if (absl::Status s = context.CheckStop(); !s.ok()) return s;
     candidates.push_back({"depth-first", DepthFirstOrder(graph, reads, *base)});
     if (absl::Status s = context.CheckStop(); !s.ok()) return s;
-    const std::vector<int64_t> weights = StepWeights(graph, *context.ops);
     size_t best = 0;
-    bool tie_broken = false;
     std::vector<std::string> peaks;
     for (size_t i = 0; i < candidates.size(); ++i) {
       Candidate& c = candidates[i];
@@ -288,17 +286,36 @@ class SchedulePass : public Pass {
         return absl::InternalError(absl::StrCat("schedule '", c.name, "' has ", c.order.size(),
                                                 " of ", base->size(), " nodes"));
       }
-      c.footprint = FootprintOf(graph, c.order, reads, bytes, &weights);
+      c.footprint = FootprintOf(graph, c.order, reads, bytes, nullptr);
       if (absl::Status s = context.CheckStop(); !s.ok()) return s;
-      const Footprint& b = candidates[best].footprint;
-      if (c.footprint.peak < b.peak) {
-        best = i;
-        tie_broken = false;
-      } else if (c.footprint.peak == b.peak && c.footprint.held < b.held) {
-        best = i;
-        tie_broken = true;
-      }
+      if (c.footprint.peak < candidates[best].footprint.peak) best = i;
       peaks.push_back(absl::StrCat(c.name, " ", c.footprint.peak));
+    }
+    // The cost model is consulted only when another order ties with the best one's peak.
+    std::vector<size_t> tied;
+    for (size_t i = best + 1; i < candidates.size(); ++i) {
+      const Candidate& c = candidates[i];
+      if (c.footprint.peak == candidates[best].footprint.peak &&
+          c.order != candidates[best].order) {
+        tied.push_back(i);
+      }
+    }
+    bool tie_broken = false;
+    if (!tied.empty()) {
+      const std::vector<int64_t> weights = StepWeights(graph, *context.ops);
+      if (absl::Status s = context.CheckStop(); !s.ok()) return s;
+      unsigned __int128 best_held =
+          FootprintOf(graph, candidates[best].order, reads, bytes, &weights).held;
+      for (size_t i : tied) {
+        const unsigned __int128 held =
+            FootprintOf(graph, candidates[i].order, reads, bytes, &weights).held;
+        if (absl::Status s = context.CheckStop(); !s.ok()) return s;
+        if (held < best_held) {
+          best = i;
+          best_held = held;
+          tie_broken = true;
+        }
+      }
     }
     const Candidate& chosen = candidates[best];
     context.Note(absl::StrCat("peak live bytes: ", absl::StrJoin(peaks, ", "), "; kept ",

@@ -43,10 +43,8 @@ std::optional<int64_t> ValueBytes(const Graph& graph, ValueId v) {
   return Mul(NumElements(*shape), element);
 }
 
-// The known dim `axis` (negative counts from the end) of input `i`, or nullopt.
-std::optional<int64_t> InputDim(const Graph& graph, const Node& n, int i, int axis) {
-  if (i >= static_cast<int>(n.inputs.size())) return std::nullopt;
-  const Dims* shape = ConcreteShape(graph, n.inputs[i]);
+// The known dim `axis` (negative counts from the end) of `shape`, or nullopt.
+std::optional<int64_t> DimOf(const Dims* shape, int axis) {
   if (shape == nullptr) return std::nullopt;
   const int rank = static_cast<int>(shape->size());
   if (axis < 0) axis += rank;
@@ -54,17 +52,17 @@ std::optional<int64_t> InputDim(const Graph& graph, const Node& n, int i, int ax
   return (*shape)[axis].size();
 }
 
-std::optional<int64_t> OutputElements(const Graph& graph, const Node& n) {
-  if (n.outputs.empty()) return std::nullopt;
-  const Dims* shape = ConcreteShape(graph, n.outputs[0]);
-  if (shape == nullptr) return std::nullopt;
-  return NumElements(*shape);
+int64_t IntAttribute(const AttributeMap& attributes, const char* name, int64_t fallback) {
+  auto it = attributes.find(name);
+  if (it == attributes.end() || it->second.value_case() != v1::Attribute::kI) return fallback;
+  return it->second.i();
 }
 
-int64_t IntAttribute(const Node& n, const char* name, int64_t fallback) {
-  auto it = n.attributes.find(name);
-  if (it == n.attributes.end() || it->second.value_case() != v1::Attribute::kI) return fallback;
-  return it->second.i();
+int64_t IntAttribute(const v1::Node& node, const char* name, int64_t fallback) {
+  for (const v1::Attribute& a : node.attributes()) {
+    if (a.name() == name) return a.value_case() == v1::Attribute::kI ? a.i() : fallback;
+  }
+  return fallback;
 }
 
 // Which built-in flops estimate an op kind has (see cost_model.h).
@@ -78,29 +76,90 @@ BuiltinFlops BuiltinFlopsOf(absl::string_view domain, absl::string_view op_type)
   return BuiltinFlops::kNone;
 }
 
-std::optional<int64_t> EstimateBuiltinFlops(const Graph& graph, const Node& n,
-                                            BuiltinFlops kind) {
+// The built-in estimate from the concrete shapes (null: not concrete) of inputs 0 and 1 and
+// output 0, and Gemm's transA.
+std::optional<int64_t> EstimateBuiltinFlops(BuiltinFlops kind, const Dims* a, const Dims* b,
+                                            const Dims* y, int64_t trans_a) {
   std::optional<int64_t> inner;
   switch (kind) {
     case BuiltinFlops::kNone:
       return std::nullopt;
     case BuiltinFlops::kMatMul:
-      inner = InputDim(graph, n, 0, -1);
+      inner = DimOf(a, -1);
       break;
     case BuiltinFlops::kGemm:
-      inner = InputDim(graph, n, 0, IntAttribute(n, "transA", 0) != 0 ? 0 : 1);
+      inner = DimOf(a, trans_a != 0 ? 0 : 1);
       break;
     case BuiltinFlops::kConv: {
-      if (n.inputs.size() < 2) return std::nullopt;
-      const Dims* w = ConcreteShape(graph, n.inputs[1]);
-      if (w == nullptr || w->empty() || (*w)[0].size() <= 0) return std::nullopt;
-      const std::optional<int64_t> elements = NumElements(*w);
+      if (b == nullptr || b->empty() || (*b)[0].size() <= 0) return std::nullopt;
+      const std::optional<int64_t> elements = NumElements(*b);
       if (!elements) return std::nullopt;
-      inner = *elements / (*w)[0].size();
+      inner = *elements / (*b)[0].size();
       break;
     }
   }
-  return Mul(Mul(OutputElements(graph, n), inner), 2);
+  return Mul(Mul(y == nullptr ? std::nullopt : NumElements(*y), inner), 2);
+}
+
+std::optional<int64_t> EstimateBuiltinFlops(const Graph& graph, const Node& n,
+                                            BuiltinFlops kind) {
+  if (kind == BuiltinFlops::kNone || n.inputs.size() < 2 || n.outputs.empty()) {
+    return std::nullopt;
+  }
+  return EstimateBuiltinFlops(kind, ConcreteShape(graph, n.inputs[0]),
+                              ConcreteShape(graph, n.inputs[1]),
+                              ConcreteShape(graph, n.outputs[0]),
+                              IntAttribute(n.attributes, "transA", 0));
+}
+
+// The concrete shape of value `name` of a fused group's body (its inputs, outputs, value_info
+// or initializers), kept in `storage`; null when unknown. Bodies are small: a linear search.
+const Dims* BodyShape(const v1::Graph& body, const std::string& name, Dims* storage) {
+  auto concrete = [&](const v1::TensorType& type) -> const Dims* {
+    if (!type.has_shape()) return nullptr;
+    *storage = ShapeFromProto(type.shape());
+    for (const Dim& d : *storage) {
+      if (!d.is_known()) return nullptr;
+    }
+    return storage;
+  };
+  for (const auto* list : {&body.inputs(), &body.value_info(), &body.outputs()}) {
+    for (const v1::ValueInfo& v : *list) {
+      if (v.name() == name) return concrete(v.type());
+    }
+  }
+  for (const v1::Tensor& t : body.initializers()) {
+    if (t.name() == name) {
+      storage->clear();
+      for (int64_t d : t.dims()) storage->push_back(Dim::Known(d));
+      return storage;
+    }
+  }
+  return nullptr;
+}
+
+// A fused group's flops: those of the MatMul, Gemm and Conv nodes of its body (its epilogue of
+// bias and activations is not counted, as for those ops alone); unknown when it has none or
+// one of them is unknown.
+std::optional<int64_t> FusedGroupFlops(const Node& n) {
+  auto it = n.attributes.find(kFusedGroupBody);
+  if (it == n.attributes.end() || it->second.value_case() != v1::Attribute::kG) {
+    return std::nullopt;
+  }
+  const v1::Graph& body = it->second.g();
+  std::optional<int64_t> flops;
+  for (const v1::Node& inner : body.nodes()) {
+    const BuiltinFlops kind = BuiltinFlopsOf(inner.domain(), inner.op_type());
+    if (kind == BuiltinFlops::kNone) continue;
+    if (inner.inputs_size() < 2 || inner.outputs_size() < 1) return std::nullopt;
+    Dims a, b, y;
+    const std::optional<int64_t> f = EstimateBuiltinFlops(
+        kind, BodyShape(body, inner.inputs(0), &a), BodyShape(body, inner.inputs(1), &b),
+        BodyShape(body, inner.outputs(0), &y), IntAttribute(inner, "transA", 0));
+    if (!f) return std::nullopt;
+    flops = Add(flops.value_or(0), f);
+  }
+  return flops;
 }
 
 // A figure from a cost rule: unknown when the rule fails or gives a negative one.
@@ -130,12 +189,17 @@ NodeCost Estimate(const Graph& graph, NodeId id, const OpDef* op, BuiltinFlops b
   NodeCost cost;
   if (op == nullptr) return cost;
   const Node& n = graph.node(id);
-  cost.flops = op->flops_fn ? RuleFigure(graph, id, *op, op->flops_fn)
-                            : EstimateBuiltinFlops(graph, n, builtin);
+  const bool fused = n.has_subgraphs && n.op_type == kFusedGroupOp && n.domain == kFusedGroupDomain;
+  if (op->flops_fn) {
+    cost.flops = RuleFigure(graph, id, *op, op->flops_fn);
+  } else if (fused) {
+    cost.flops = FusedGroupFlops(n);
+  } else {
+    cost.flops = EstimateBuiltinFlops(graph, n, builtin);
+  }
   if (op->bytes_fn) {
     cost.bytes = RuleFigure(graph, id, *op, op->bytes_fn);
-  } else if (!n.has_subgraphs ||
-             (n.op_type == kFusedGroupOp && n.domain == kFusedGroupDomain)) {
+  } else if (!n.has_subgraphs || fused) {
     cost.bytes = InputOutputBytes(graph, n);
   }
   return cost;

@@ -27,7 +27,9 @@ struct NodeCost {
 
 // The estimate of live node `id` of op `op` (null: an op without descriptor, all unknown):
 //  - flops: the descriptor's cost.flops rule (OpDef::flops_fn) when it has one; else the
-//    built-in estimate below for MatMul, Gemm and Conv of the default domain; else unknown.
+//    built-in estimate below for MatMul, Gemm and Conv of the default domain, and for a
+//    FusedGroup the sum of those of its body's MatMul, Gemm and Conv nodes (from the body's
+//    value types; unknown when it has none or one is unknown); else unknown.
 //  - bytes: the descriptor's cost.bytes_moved rule (OpDef::bytes_fn) when it has one; else the
 //    sum of the bytes of its distinct present inputs and of its outputs, each read or written
 //    once (a FusedGroup's intermediates stay in its kernel and are not counted). Unknown for

@@ -89,6 +89,27 @@ TEST(CostModelTest, MatMulGemmAndConvGetTheirFlops) {
   EXPECT_EQ(e.Of("sq"), (NodeCost{std::nullopt, 2 * 576 * 4}));
 }
 
+TEST(CostModelTest, FusedGroupsCountTheirBodiesHeavyOps) {
+  PassTestEnv env;
+  Graph graph = env.Parse(kMatMulConv).value();
+  absl::StatusOr<PipelineResult> run = RunPipeline(
+      graph, {{"infer_type", {}}, {"infer_shape", {}}, {"fuse_ops", {}}}, env.passes(),
+      env.ops());
+  ASSERT_TRUE(run.ok()) << run.status();
+  const std::vector<NodeCost> costs = EstimateCosts(graph, env.ops());
+  int groups = 0;
+  for (int i = 0; i < graph.num_node_slots(); ++i) {
+    const Node& n = graph.node(NodeId(i));
+    if (!n.alive || n.op_type != "FusedGroup") continue;
+    ++groups;
+    EXPECT_TRUE(costs[i].flops.has_value()) << n.name.str();
+    EXPECT_TRUE(costs[i].bytes.has_value()) << n.name.str();
+  }
+  EXPECT_GT(groups, 0);
+  // The epilogues count nothing, so fusion keeps the total.
+  EXPECT_EQ(SumCosts(graph, costs).flops, 2 * 8 * 4 * 16 + 2 * 576 * 27);
+}
+
 TEST(CostModelTest, GemmHonoursTransA) {
   PassTestEnv env;
   Estimated e = Estimate(env, R"pb(

@@ -1,9 +1,9 @@
 #include "passes/cost_model.h"
 
 #include <limits>
+#include <string>
 
 #include "absl/strings/string_view.h"
-
 #include "graph/fused_group.h"
 #include "graph/inference.h"
 #include "graph/types.h"
@@ -25,7 +25,7 @@ std::optional<int64_t> Add(std::optional<int64_t> a, std::optional<int64_t> b) {
   return out;
 }
 
-// The type of `v` when its shape is concrete (every dim known), else null.
+// The shape of `v` when it is concrete (every dim known), else null.
 const Dims* ConcreteShape(const Graph& graph, ValueId v) {
   if (!v.valid()) return nullptr;
   const std::optional<Dims>& shape = graph.value(v).type.shape;

@@ -71,10 +71,10 @@ v1::Attribute PermAttribute(const std::array<int64_t, 4>& perm) {
 
 // Whether Winograd's F(2x2, 3x3) pays for the Conv `node`: 3x3 kernel, stride and dilation 1,
 // one group, at least 64 input and output channels and a known output of at least 28x28.
-// Measured on this project's machines inside ResNets (oneDNN's blocked-layout Winograd kernels,
-// their reorders included, against its direct channels-last ones): 64 channels at 56x56 and 128
-// at 28x28 gain; at 14x14 and below the transformed weights (16 values per 3x3 tap set instead
-// of 9) are read cold from memory on every run and it loses; at 32 channels it loses.
+// The bounds are where, inside ResNets, oneDNN's blocked-layout Winograd kernels (their reorders
+// included) beat its direct channels-last ones: below 28x28 the transformed weights (16 values
+// per 3x3 tap set instead of 9), read cold from memory on every run, cost more than Winograd
+// saves, and below 64 channels it loses as well.
 bool WinogradPays(const Graph& graph, const Node& node) {
   auto ints = [&](const char* name) -> std::vector<int64_t> {
     auto it = node.attributes.find(name);

@@ -62,8 +62,8 @@ absl::Status Executor::Plan(const KernelRegistry& registry) {
     if (value.initializer < 0) required_inputs_.push_back(v);
   }
   // The decoded constants are all the plan needs of the initializers: each wire copy is dropped
-  // as soon as it is decoded, so that the process never holds the weights twice over (resnet50:
-  // the planned executor's RSS 215 -> 152 MiB, the peak after the first runs 288 -> 249).
+  // as soon as it is decoded, so that the process never holds the weights twice over (for a
+  // large CNN the weights are most of its RSS).
   // Each initializer belongs to one value (Graph::SetInitializer), so it is read once here.
   std::vector<v1::Tensor> wire = graph_.TakeInitializers();
   for (int i = 0; i < num_values; ++i) {

@@ -9,9 +9,8 @@ namespace graphopt {
 // per-thread cache or is merged with its free neighbours at once, while they are still in
 // cache. With fastbins, freeing a request's protos leaves hundreds of thousands of blocks
 // unmerged until the next large free, which then walks all of them again (malloc_consolidate),
-// one cache miss each. Measured with bench/request_breakdown (2026-12-06, medians of 11, ns per
-// input node): the whole request 1134 -> 1050 at 10^4 nodes and 1609 -> 1410 at 10^5; the
-// pipeline alone unchanged. Returns false where the allocator refused (not glibc's).
+// one cache miss each: a cost of the whole request (bench/request_breakdown shows it), not of
+// the pipeline. Returns false where the allocator refused (not glibc's).
 bool TuneMallocForGraphs();
 
 }  // namespace graphopt

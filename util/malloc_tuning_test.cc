@@ -11,7 +11,7 @@ namespace {
 
 TEST(MallocTuningTest, GlibcAcceptsTheSettingAndAllocationStillWorks) {
   ASSERT_TRUE(TuneMallocForGraphs());
-  // Many small blocks freed, then a large free (what used to trigger the consolidation), then
+  // Many small blocks freed, then a large free (what triggers a consolidation with fastbins), then
   // the small sizes again: contents intact throughout.
   std::vector<std::unique_ptr<char[]>> blocks;
   for (int i = 0; i < 100000; ++i) {

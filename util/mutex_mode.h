@@ -10,8 +10,7 @@ namespace graphopt {
 // Debian's libabsl is built without NDEBUG, so the detection is on by default: every
 // absl::Mutex acquisition (gRPC's own locks included) goes through one process-wide graph of
 // lock orders under a global lock, and a lock-order inversion it believes it saw aborts the
-// process. Measured (2026-12-06, AMD host, one thread, uncontended): two nested MutexLocks
-// 57 ns with detection, 13 ns without.
+// process. That bookkeeping makes every uncontended lock several times as expensive.
 void DisableMutexDeadlockDetection();
 
 }  // namespace graphopt

@@ -158,7 +158,7 @@ absl::Status ShrinkKernel(KernelContext& ctx) {
     using C = GRAPHOPT_C(v);
     // Compare and shift in double so integer inputs follow the float thresholds.
     // An integer result outside C's range (int64's largest value is 2^63 in double, a large
-    // bias) saturates as FromCompute does; the cast was undefined.
+    // bias) saturates as FromCompute does, where a plain cast would be undefined.
     const double d = static_cast<double>(v);
     if (d < -lambd) return FromCompute<C>(d + bias);
     if (d > lambd) return FromCompute<C>(d - bias);

@@ -82,8 +82,8 @@ void Interleave3x32(FastMathIsa isa, const uint32_t* p0, const uint32_t* p1, con
 // transpose of ONNX's [m, k]). Blocked for the narrow widths PointwiseRowsWidthSupported
 // accepts, m = 8, 16, 24 or 40: at 8, 24 and 40 oneDNN computes the last 8 channels as a masked
 // full AVX-512 vector (a third of the work wasted at 24) while this holds them in a half vector;
-// at 16 this keeps 24 pixels in flight (MobileNet-v2's 32 -> 16 projection at 112x112: 0.117 ms
-// against oneDNN's 0.122 alone, and less of a slowdown within the network).
+// at 16 this keeps 24 pixels in flight, slightly ahead of oneDNN alone and more so within a
+// network.
 // Every pixel's result is the same whichever rows a call covers, so threads may share them out;
 // the AVX-512 and AVX2 versions agree to the bit. Other widths take a plain loop.
 bool PointwiseRowsWidthSupported(int64_t m);

@@ -202,12 +202,10 @@ absl::Status MatMulCompute(KernelContext& ctx, const PackedMatMul* packed) {
 
 // y[j] = alpha * (a . b[j, :]) (+ y[j] when `accumulate`) for the n rows of a row-major [n, k]
 // b: one row of A times a transposed B, as a classifier's Gemm at batch 1 asks. A matrix-vector
-// product reads each weight once and is bound by memory. In the network, whose classifier
-// weights come from beyond the caches (medians, `graphopt run --profile`), oneDNN's matmul with
-// B packed took 0.34 ms on one thread and 0.15-0.18 on two for mobilenet_v2's 1280 x 1000, these
-// row dot products 0.24 and 0.14; resnet50's 2048 x 1000 0.59-0.65 -> 0.40-0.42 and 0.41-0.45 ->
-// 0.33-0.34 ms; resnet18's 512 x 1000 (2 MiB, closer in the caches) 0.02 ms slower on one thread
-// and 0.01 faster on two (bench/classifier_gemv has them alone, hot and swept). Rows are shared
+// product reads each weight once and is bound by memory: in a network, whose classifier weights
+// come from beyond the caches, these row dot products beat oneDNN's matmul with B packed, and
+// for weights small enough to stay closer in the caches the two are about even
+// (bench/classifier_gemv times them alone, hot and swept). Rows are shared
 // out among the threads; each row's sum is the same whichever thread computes it. B is read
 // where the plan holds it: no packed copy.
 void GemvRows(const KernelContext& ctx, int64_t k, int64_t n, const float* a, const float* b,

@@ -19,8 +19,8 @@ namespace graphopt::runtime {
 // Y[M, N] = alpha * A[M, K] x B (+ Y) in float32 for a B that is a constant of the plan ([K, N],
 // or [N, K] transposed), on a oneDNN matmul primitive whose weights are B reordered once into
 // the layout the primitive prefers. oneDNN's sgemm packs B again on every call, which at the
-// small M of batch-1 inference costs more than the product (Gemm 4 x 512 x 512: 27 -> 19 us;
-// MatMul 16 x 256 x 64: 15 -> 5 us). A primitive per M, made on first use; B reordered once
+// small M of batch-1 inference costs more than the product itself. A primitive per M, made on
+// first use; B reordered once
 // per weights layout those primitives ask for (usually one), and shared between them.
 // Thread-safe: each concurrent call takes a scratch of its own (stream, views, scratchpad).
 class PackedMatMul {
@@ -31,7 +31,7 @@ class PackedMatMul {
                                               bool transposed);
   ~PackedMatMul();
 
-  // Columns below which sgemm stays faster (4 x 512 x 10: 0.56 against 0.88 us).
+  // Columns below which sgemm stays faster (a classifier's 10 outputs, say).
   static constexpr int64_t kMinColumns = 32;
 
   // Whether `b` is the tensor this was made from (same buffer and shape).

@@ -123,8 +123,9 @@ void StridedCopy(const T* in, absl::Span<const int64_t> dims, absl::Span<const i
     const int64_t row_stride = l.strides[0];
     if constexpr (std::is_same_v<T, uint32_t>) {
       if (len == 3 && row_stride == 1) {
-        // Three contiguous planes of 32-bit elements (an RGB float image): the vector
-        // interleave (measured, mobilenet_v2's 1x3x224x224 input: 0.088 -> 0.044 ms on 1 thread).
+        // Three contiguous planes of 32-bit elements (an RGB float image, a CNN's input going
+        // channels-last): the vector interleave, which moves whole vectors where the plain loop
+        // moves one element at a time.
         ctx.ParallelFor(rows, grain, [&](int64_t begin, int64_t end) {
           Interleave3x32(in + begin, in + last_stride + begin, in + 2 * last_stride + begin,
                          end - begin, out + 3 * begin);

@@ -64,8 +64,7 @@ struct Value {
 // graph's dense op kinds (Graph::op_kind) rather than the strings. The strings are
 // SharedStrings (8 bytes: every node of a kind shares its op_type's text) and the use-list
 // positions of the inputs are kept by the Graph, beside the slots. Sweeps over node slots that
-// do not fit in the caches pay for their size (measured at 10^5 nodes: 64 bytes of padding
-// per node, +11% for the default pipeline; 192 -> 128 bytes, -4% at 10^4 and 10^5).
+// do not fit in the caches pay for every byte of a slot, so it is kept to two cache lines.
 struct alignas(64) Node {
   bool alive = true;
   // Whether an attribute holds a graph (If/Loop/Scan bodies, fused groups): set by AddNode,
@@ -295,12 +294,11 @@ class Graph {
   // initializer_values_[i] holds initializers_[i]; invalid once removed.
   std::vector<ValueId> initializer_values_;
   // The name table: value ids hashed and compared by their values' names, which are stored
-  // once, in the values, and looked up by string_view. 4 bytes a slot where a map holding a copy
-  // of every name took 40: the table of a 10^5-node graph is 0.6 MiB instead of 5 (a lookup is
-  // one memory round trip per edge while a graph is read, and the table's pages are zeroed
-  // afresh for every graph). The functors reach the names through `NameSource`, on the heap so
-  // that its address survives moves of the Graph; it follows values_'s buffer, which moves only
-  // when values_ grows (FindOrAddValue, Reserve).
+  // once, in the values, and looked up by string_view: 4 bytes a slot, a tenth of a map holding
+  // a copy of every name (a lookup is one memory round trip per edge while a graph is read, and
+  // the table's pages are zeroed afresh for every graph). The functors reach the names through
+  // `NameSource`, on the heap so that its address survives moves of the Graph; it follows
+  // values_'s buffer, which moves only when values_ grows (FindOrAddValue, Reserve).
   struct NameSource {
     const Value* values = nullptr;
     absl::string_view name(ValueId id) const { return values[id.value()].name; }

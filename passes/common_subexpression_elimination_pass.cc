@@ -65,8 +65,7 @@ class CommonSubexpressionEliminationPass : public Pass {
     int64_t merged = 0;
     for (size_t k = 0; k < order->size(); ++k) {
       // A merge unlinks the duplicate from its inputs' use lists, which live on the heap once a
-      // value has more than two readers: start loading those a few nodes ahead (measured at
-      // 10^5 nodes: 6.3 -> 5.5 ms).
+      // value has more than two readers: start loading those a few nodes ahead.
       if (absl::Status s = context.CheckStopEvery(k); !s.ok()) return s;
       PrefetchSweep(graph, *order, k);
       const NodeId id = (*order)[k];

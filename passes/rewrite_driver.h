@@ -4,7 +4,7 @@
 // The rewrite-pattern driver, in the spirit of ONNX Runtime's RewriteRule and MLIR's
 // canonicalization patterns. A rewriting pass is a list of patterns; each declares the op kinds
 // its root may run, an optional cheap match condition and a rewrite. The driver owns what every
-// such pass needs and used to write by hand:
+// such pass needs:
 // - the sweep: only nodes of the patterns' kinds are visited (found through the graph's dense op
 //   kinds: a graph without them is not swept at all), in topological or node-id order, with the
 //   cache prefetching;

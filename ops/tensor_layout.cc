@@ -1,5 +1,6 @@
-// Layout builtin operators with ONNX semantics: Transpose, Concat, Split, Slice, ReverseSequence,
-// DepthToSpace and SpaceToDepth; kernels in runtime/kernels/tensor_layout.cc.
+// Identity and the layout builtin operators with ONNX semantics: Transpose, Concat, Split, Slice,
+// ReverseSequence, DepthToSpace and SpaceToDepth; kernels in runtime/kernels/tensor.cc and
+// tensor_layout.cc.
 
 #include <cmath>
 #include <cstdint>
@@ -19,6 +20,13 @@
 namespace graphopt {
 namespace builtin_internal {
 namespace {
+
+// Identity and Cast between integer types: same shape, same contents.
+absl::Status ShapeAndValueOfInput0(InferenceContext& ctx) {
+  if (absl::Status s = SameShapeAsInput0(ctx); !s.ok()) return s;
+  if (std::optional<Dims> v = InputDimsValue(ctx, 0)) SetDimsValue(ctx, 0, *std::move(v));
+  return absl::OkStatus();
+}
 
 absl::Status TransposeShape(InferenceContext& ctx) {
   const std::optional<Dims> x = InputShape(ctx, 0);
@@ -377,6 +385,17 @@ ShapeInferenceFn BlockShapeFn(bool depth_to_space) {
 }
 
 }  // namespace
+
+void AddTensorOps(std::vector<OpDef>* ops) {
+  ops->push_back(OpBuilder("Identity", "Returns its input.")
+                     .Input("input", "T")
+                     .Output("output", "T")
+                     .Constraint("T", AllTypes())
+                     .Fusion(v1::FUSION_ELEMWISE)
+                     .InPlace(0, 0)
+                     .ShapeFn(ShapeAndValueOfInput0)
+                     .Build());
+}
 
 void AddTensorLayoutOps(std::vector<OpDef>* ops) {
   const DTypes all = AllTypes();

@@ -2,7 +2,7 @@
 #define GRAPHOPT_OPS_BUILTIN_OPS_INTERNAL_H_
 
 // Private to the builtin_ops target: the descriptor builder, dtype sets and InferenceContext
-// helpers shared by the op files of ops/ (one per runtime/kernels/ file).
+// helpers shared by the op files of ops/ (one per runtime/kernels/ file family).
 
 #include <cstdint>
 #include <optional>
@@ -248,32 +248,17 @@ absl::Status ReduceShapeFn(InferenceContext& ctx);
 // keepdims and noop_with_empty_axes, reduction fusion, ReduceShapeFn.
 OpDef ReduceOpDef(absl::string_view name, absl::string_view doc, const DTypes& types);
 
-// Per-file descriptor lists (ops/<file>.cc, named after runtime/kernels/<file>.cc), concatenated
-// by RegisterBuiltinOps.
+// Per-family descriptor lists (ops/<family>.cc, <family> the prefix of the runtime/kernels/
+// files holding the kernels), concatenated by RegisterBuiltinOps.
 void AddElementwiseOps(std::vector<OpDef>* ops);
-void AddElementwiseCastOps(std::vector<OpDef>* ops);
-void AddElementwiseLogicOps(std::vector<OpDef>* ops);
-void AddElementwiseUnaryOps(std::vector<OpDef>* ops);
-void AddNnConvOps(std::vector<OpDef>* ops);
-void AddNnMatMulOps(std::vector<OpDef>* ops);
-void AddNnNormOps(std::vector<OpDef>* ops);
-void AddNnPoolOps(std::vector<OpDef>* ops);
-// nn.cc: NhwcConv and the NHWC pools, domain graphopt.
-void AddNnChannelsLastOps(std::vector<OpDef>* ops);
+void AddNnOps(std::vector<OpDef>* ops);  // with NhwcConv and the NHWC pools, domain graphopt
 void AddReductionOps(std::vector<OpDef>* ops);
-void AddReductionEinsumOps(std::vector<OpDef>* ops);
-void AddReductionSoftmaxOps(std::vector<OpDef>* ops);
-void AddTensorOps(std::vector<OpDef>* ops);
+void AddTensorOps(std::vector<OpDef>* ops);  // Identity and the layout ops
 void AddTensorIndexOps(std::vector<OpDef>* ops);
-void AddTensorLayoutOps(std::vector<OpDef>* ops);
-void AddTensorLayoutResizeOps(std::vector<OpDef>* ops);
 void AddTensorShapeOps(std::vector<OpDef>* ops);
 void AddRnnOps(std::vector<OpDef>* ops);
 void AddControlFlowOps(std::vector<OpDef>* ops);
 void AddMiscOps(std::vector<OpDef>* ops);
-void AddMiscImageOps(std::vector<OpDef>* ops);
-void AddMiscTextOps(std::vector<OpDef>* ops);
-void AddMiscSignalOps(std::vector<OpDef>* ops);
 void AddFusedOps(std::vector<OpDef>* ops);  // FusedGroup, domain graphopt
 
 }  // namespace builtin_internal

@@ -120,6 +120,62 @@ absl::Status LegacyBroadcastShape(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
+// A unary elementwise op: X -> Y of one type constraint.
+struct UnaryOp {
+  const char* name;
+  const char* doc;
+  DTypes types;
+  bool consumed_inputs = false;  // opset 1 declares 'consumed_inputs'
+};
+
+// Output 0 of a binary op with broadcasting: opsets < 7 give the result A's shape, B matching
+// it (broadcast=1: B holds one element or matches a run of A's dims from 'axis'); later opsets
+// broadcast the numpy way.
+absl::Status BinaryBroadcastShape(InferenceContext& ctx) {
+  if (OpsetBefore(ctx, 7)) return LegacyBroadcastShape(ctx);
+  return BroadcastAllInputs(ctx);
+}
+
+// Min, Max, Sum and Mean: opsets < 8 require equal shapes and ONNX gives the result the first
+// input's shape; later ones broadcast.
+absl::Status MinMaxShape(InferenceContext& ctx) {
+  if (!OpsetBefore(ctx, 8)) return BroadcastAllInputs(ctx);
+  const std::optional<Dims> first = InputShape(ctx, 0);
+  for (int i = 1; i < ctx.num_inputs() && first; ++i) {
+    const std::optional<Dims> s = InputShape(ctx, i);
+    if (!s) continue;
+    bool same = s->size() == first->size();
+    for (size_t k = 0; same && k < s->size(); ++k) {
+      same = MergeEqualDims((*first)[k], (*s)[k]).ok();
+    }
+    if (!same) {
+      return ctx.Error("input ", i, " ", ShapeToString(s), " differs from input 0 ",
+                       ShapeToString(first), " (opsets < 8 do not broadcast)");
+    }
+  }
+  ctx.set_output_shape(0, first);
+  return absl::OkStatus();
+}
+
+// The attributes of opsets < 7 broadcasting (see BinaryBroadcastShape).
+OpBuilder& LegacyBroadcastAttrs(OpBuilder& b) {
+  return b.Attr("broadcast", v1::ATTR_INT, "Opsets < 7: 1 lets B broadcast to A's shape.")
+      .Attr("axis", v1::ATTR_INT, "Opsets < 7: the axis of A where B's dims start.");
+}
+
+// Adds `u` built on `b` (which may carry extra attributes): X -> Y of type T (u.types), the
+// output in place of the input, elementwise fusion, Y of X's shape.
+void AddUnary(std::vector<OpDef>* ops, const UnaryOp& u, OpBuilder b) {
+  if (u.consumed_inputs) ConsumedInputs(b);
+  ops->push_back(b.Input("X", "T")
+                     .Output("Y", "T")
+                     .Constraint("T", u.types)
+                     .Fusion(v1::FUSION_ELEMWISE)
+                     .InPlace(0, 0)
+                     .ShapeFn(SameShapeAsInput0)
+                     .Build());
+}
+
 // Broadcast shape, plus folding of small integer dims values (shape arithmetic such as
 // Shape -> Gather -> Mul -> Reshape).
 ShapeInferenceFn ArithShapeFn(Arith op) {
@@ -278,7 +334,7 @@ absl::Status CastShape(InferenceContext& ctx) {
   absl::StatusOr<int64_t> to = ctx.GetInt("to");
   if (!to.ok()) return to.status();
   if (IsInteger(static_cast<v1::DataType>(*to)) && IsInteger(ctx.input_type(0).dtype)) {
-    if (std::optional<Dims> v = InputDimsValue(ctx, 0)) SetDimsValue(ctx, 0, *std::move(v));
+    ForwardDimsValue(ctx);
   }
   return absl::OkStatus();
 }
@@ -564,48 +620,8 @@ void AddUnaryOps(std::vector<OpDef>* ops) {
 
 }  // namespace
 
-absl::Status BinaryBroadcastShape(InferenceContext& ctx) {
-  if (OpsetBefore(ctx, 7)) return LegacyBroadcastShape(ctx);
-  return BroadcastAllInputs(ctx);
-}
-
-absl::Status MinMaxShape(InferenceContext& ctx) {
-  if (!OpsetBefore(ctx, 8)) return BroadcastAllInputs(ctx);
-  const std::optional<Dims> first = InputShape(ctx, 0);
-  for (int i = 1; i < ctx.num_inputs() && first; ++i) {
-    const std::optional<Dims> s = InputShape(ctx, i);
-    if (!s) continue;
-    bool same = s->size() == first->size();
-    for (size_t k = 0; same && k < s->size(); ++k) {
-      same = MergeEqualDims((*first)[k], (*s)[k]).ok();
-    }
-    if (!same) {
-      return ctx.Error("input ", i, " ", ShapeToString(s), " differs from input 0 ",
-                       ShapeToString(first), " (opsets < 8 do not broadcast)");
-    }
-  }
-  ctx.set_output_shape(0, first);
-  return absl::OkStatus();
-}
-
 OpBuilder& ConsumedInputs(OpBuilder& b) {
   return b.Attr("consumed_inputs", v1::ATTR_INTS, "Opset 1 only; ignored.");
-}
-
-OpBuilder& LegacyBroadcastAttrs(OpBuilder& b) {
-  return b.Attr("broadcast", v1::ATTR_INT, "Opsets < 7: 1 lets B broadcast to A's shape.")
-      .Attr("axis", v1::ATTR_INT, "Opsets < 7: the axis of A where B's dims start.");
-}
-
-void AddUnary(std::vector<OpDef>* ops, const UnaryOp& u, OpBuilder b) {
-  if (u.consumed_inputs) ConsumedInputs(b);
-  ops->push_back(b.Input("X", "T")
-                     .Output("Y", "T")
-                     .Constraint("T", u.types)
-                     .Fusion(v1::FUSION_ELEMWISE)
-                     .InPlace(0, 0)
-                     .ShapeFn(SameShapeAsInput0)
-                     .Build());
 }
 
 void AddElementwiseOps(std::vector<OpDef>* ops) {

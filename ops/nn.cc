@@ -24,6 +24,200 @@ namespace graphopt {
 namespace builtin_internal {
 namespace {
 
+// --- Windows and shape rules shared by convolutions and pools --------------------------------
+
+// Window attributes of Conv and the pooling ops for `spatial` spatial axes.
+struct Window {
+  AutoPad auto_pad = AutoPad::kNotSet;
+  std::vector<std::optional<int64_t>> kernel;  // nullopt: not known
+  std::vector<int64_t> strides;
+  std::vector<int64_t> dilations;
+  std::vector<int64_t> pads;  // begin values, then end values
+  bool ceil_mode = false;
+};
+
+// The output channel count `m` merged with the 1-D bias B at input `b_input` (absent: `m`);
+// `whose` names m's origin in the error.
+absl::StatusOr<Dim> MergeBias(const InferenceContext& ctx, int b_input, const Dim& m,
+                              absl::string_view whose) {
+  std::optional<Dims> b = InputShape(ctx, b_input);
+  if (!b) return m;
+  if (b->size() != 1) return ctx.Error("input B must be 1-D, got ", ShapeToString(b));
+  absl::StatusOr<Dim> merged = MergeEqualDims(m, (*b)[0]);
+  if (!merged.ok()) {
+    return ctx.Error("input B ", ShapeToString(b), " does not match ", whose, m.ToString(),
+                     " output channels");
+  }
+  return merged;
+}
+
+// The window attributes (auto_pad, kernel_shape, strides, dilations, pads, ceil_mode); the
+// kernel comes from `weight_shape`'s dims after the first two when kernel_shape is absent.
+absl::StatusOr<Window> ReadWindow(const InferenceContext& ctx, size_t spatial,
+                                  const std::optional<Dims>& weight_shape) {
+  Window w;
+  absl::StatusOr<std::string> auto_pad = ctx.GetString("auto_pad");
+  if (!auto_pad.ok()) return auto_pad.status();
+  absl::StatusOr<AutoPad> parsed = ParseAutoPad(*auto_pad);
+  if (!parsed.ok()) return NodeError(ctx, parsed.status());
+  w.auto_pad = *parsed;
+  if (ctx.has_attr("kernel_shape")) {
+    absl::StatusOr<std::vector<int64_t>> k = ListAttr(ctx, "kernel_shape", spatial, 1);
+    if (!k.ok()) return k.status();
+    for (int64_t x : *k) w.kernel.push_back(x);
+  } else {
+    w.kernel.assign(spatial, std::nullopt);
+    if (weight_shape && weight_shape->size() == spatial + 2) {
+      for (size_t i = 0; i < spatial; ++i) {
+        const Dim& d = (*weight_shape)[i + 2];
+        if (d.is_known()) w.kernel[i] = d.size();
+      }
+    }
+  }
+  absl::StatusOr<std::vector<int64_t>> strides = ListAttr(ctx, "strides", spatial, 1);
+  if (!strides.ok()) return strides.status();
+  w.strides = *std::move(strides);
+  absl::StatusOr<std::vector<int64_t>> dilations = ListAttr(ctx, "dilations", spatial, 1);
+  if (!dilations.ok()) return dilations.status();
+  w.dilations = *std::move(dilations);
+  absl::StatusOr<std::vector<int64_t>> pads = ListAttr(ctx, "pads", 2 * spatial, 0);
+  if (!pads.ok()) return pads.status();
+  w.pads = *std::move(pads);
+  absl::StatusOr<int64_t> ceil_mode = ctx.GetInt("ceil_mode", 0);
+  if (!ceil_mode.ok()) return ceil_mode.status();
+  w.ceil_mode = *ceil_mode != 0;
+  return w;
+}
+
+// Spatial output dims of input `x` (rank 2 + spatial, or unknown) under window `w`.
+absl::StatusOr<Dims> SpatialOutput(const InferenceContext& ctx, const std::optional<Dims>& x,
+                                   size_t spatial, const Window& w) {
+  Dims out;
+  for (size_t i = 0; i < spatial; ++i) {
+    const Dim in = x ? (*x)[i + 2] : Dim::Unknown();
+    if (!w.kernel[i]) {
+      out.push_back(Dim::Unknown());
+      continue;
+    }
+    absl::StatusOr<Dim> d = ConvOutputDim(in, *w.kernel[i], w.strides[i], w.dilations[i],
+                                          w.pads[i], w.pads[i + spatial], w.auto_pad,
+                                          w.ceil_mode);
+    if (!d.ok()) return NodeError(ctx, d.status(), absl::StrCat("spatial axis ", i, ": "));
+    out.push_back(*std::move(d));
+  }
+  return out;
+}
+
+// Checks a convolution's X and W (rank >= 3, one rank) and returns its positive 'group'.
+absl::StatusOr<int64_t> CheckConvOperands(const InferenceContext& ctx,
+                                          const std::optional<Dims>& x,
+                                          const std::optional<Dims>& w) {
+  if (x && x->size() < 3) return ctx.Error("input X must have rank >= 3, got ", ShapeToString(x));
+  if (w && w->size() < 3) return ctx.Error("input W must have rank >= 3, got ", ShapeToString(w));
+  if (x && w && x->size() != w->size()) {
+    return ctx.Error("input X ", ShapeToString(x), " and weight W ", ShapeToString(w),
+                     " differ in rank");
+  }
+  absl::StatusOr<int64_t> group = ctx.GetInt("group");
+  if (!group.ok()) return group.status();
+  if (*group <= 0) return ctx.Error("attribute 'group' must be positive, got ", *group);
+  return group;
+}
+
+// Conv's output shape with X, W and the optional bias at the given inputs (b_input -1: none):
+// [N, M, spatial...], checking channels against group and the bias against M.
+absl::Status ConvShapeAt(InferenceContext& ctx, int x_input, int w_input, int b_input) {
+  const std::optional<Dims> x = InputShape(ctx, x_input);
+  const std::optional<Dims> w = InputShape(ctx, w_input);
+  absl::StatusOr<int64_t> group = CheckConvOperands(ctx, x, w);
+  if (!group.ok()) return group.status();
+  size_t rank = 0;
+  if (x) {
+    rank = x->size();
+  } else if (w) {
+    rank = w->size();
+  } else if (ctx.has_attr("kernel_shape")) {
+    absl::StatusOr<std::vector<int64_t>> k = ctx.GetInts("kernel_shape");
+    if (!k.ok()) return k.status();
+    rank = k->size() + 2;
+  } else {
+    ctx.set_output_shape(0, std::nullopt);
+    return absl::OkStatus();
+  }
+  const size_t spatial = rank - 2;
+  absl::StatusOr<Window> win = ReadWindow(ctx, spatial, w);
+  if (!win.ok()) return win.status();
+  const Dim c = x ? (*x)[1] : Dim::Unknown();
+  const Dim wc = w ? (*w)[1] : Dim::Unknown();
+  if (c.is_known() && wc.is_known()) {
+    std::optional<int64_t> expected = CheckedMul(wc.size(), *group);
+    if (!expected || *expected != c.size()) {
+      return ctx.Error("input X has ", c.size(), " channels but W ", ShapeToString(w),
+                       " with group ", *group, " expects ", wc.size(), " * ", *group);
+    }
+  }
+  Dim m = w ? (*w)[0] : Dim::Unknown();
+  if (m.is_known() && m.size() % *group != 0) {
+    return ctx.Error("W has ", m.size(), " output channels, not divisible by group ", *group);
+  }
+  absl::StatusOr<Dim> merged = MergeBias(ctx, b_input, m, "W's ");
+  if (!merged.ok()) return merged.status();
+  m = *std::move(merged);
+  absl::StatusOr<Dims> sp = SpatialOutput(ctx, x, spatial, *win);
+  if (!sp.ok()) return sp.status();
+  Dims out = {x ? (*x)[0] : Dim::Unknown(), m};
+  out.insert(out.end(), sp->begin(), sp->end());
+  ctx.set_output_shape(0, std::move(out));
+  return absl::OkStatus();
+}
+
+// Pooling with a required kernel_shape: [N, C, spatial...] for every output.
+absl::Status PoolShapeFn(InferenceContext& ctx) {
+  absl::StatusOr<std::vector<int64_t>> kernel = ctx.GetInts("kernel_shape");
+  if (!kernel.ok()) return kernel.status();
+  const size_t spatial = kernel->size();
+  const std::optional<Dims> x = InputShape(ctx, 0);
+  if (x && x->size() != spatial + 2) {
+    return ctx.Error("input X ", ShapeToString(x), " must have rank ", spatial + 2,
+                     " for a kernel_shape of ", spatial, " values");
+  }
+  absl::StatusOr<Window> win = ReadWindow(ctx, spatial, std::nullopt);
+  if (!win.ok()) return win.status();
+  absl::StatusOr<Dims> sp = SpatialOutput(ctx, x, spatial, *win);
+  if (!sp.ok()) return sp.status();
+  Dims out = {x ? (*x)[0] : Dim::Unknown(), x ? (*x)[1] : Dim::Unknown()};
+  out.insert(out.end(), sp->begin(), sp->end());
+  for (int i = 0; i < ctx.num_outputs(); ++i) ctx.set_output_shape(i, out);
+  return absl::OkStatus();
+}
+
+// Global pooling: [N, C, 1, 1, ...].
+absl::Status GlobalPoolShapeFn(InferenceContext& ctx) {
+  std::optional<Dims> x = InputShape(ctx, 0);
+  if (!x) {
+    ctx.set_output_shape(0, std::nullopt);
+    return absl::OkStatus();
+  }
+  if (x->size() < 2) return ctx.Error("input X must have rank >= 2, got ", ShapeToString(x));
+  for (size_t i = 2; i < x->size(); ++i) (*x)[i] = Dim::Known(1);
+  ctx.set_output_shape(0, std::move(x));
+  return absl::OkStatus();
+}
+
+// The window attributes' specs; kernel_shape required or not.
+OpBuilder WindowAttrs(OpBuilder b, bool kernel_required) {
+  if (kernel_required) {
+    b.RequiredAttr("kernel_shape", v1::ATTR_INTS, "Window size per spatial axis.");
+  } else {
+    b.Attr("kernel_shape", v1::ATTR_INTS, "Window size per spatial axis (default: W's).");
+  }
+  b.StringAttr("auto_pad", "NOTSET", "NOTSET, SAME_UPPER, SAME_LOWER or VALID.")
+      .Attr("pads", v1::ATTR_INTS, "Begin values for each spatial axis, then end values.")
+      .Attr("strides", v1::ATTR_INTS)
+      .Attr("dilations", v1::ATTR_INTS);
+  return b;
+}
+
 // --- Convolutions (kernels in nn_conv.cc) ----------------------------------------------------
 
 absl::Status ConvShapeFn(InferenceContext& ctx) { return ConvShapeAt(ctx, 0, 1, 2); }
@@ -117,15 +311,9 @@ absl::Status ConvTransposeShape(InferenceContext& ctx) {
   } else if (w && *group == 1) {
     m = (*w)[1];
   }
-  if (std::optional<Dims> b = InputShape(ctx, 2)) {
-    if (b->size() != 1) return ctx.Error("input B must be 1-D, got ", ShapeToString(b));
-    absl::StatusOr<Dim> merged = MergeEqualDims(m, (*b)[0]);
-    if (!merged.ok()) {
-      return ctx.Error("input B ", ShapeToString(b), " does not match the ", m.ToString(),
-                       " output channels");
-    }
-    m = *std::move(merged);
-  }
+  absl::StatusOr<Dim> merged = MergeBias(ctx, 2, m, "the ");
+  if (!merged.ok()) return merged.status();
+  m = *std::move(merged);
   Dims out = {x ? (*x)[0] : Dim::Unknown(), m};
   for (size_t i = 0; i < spatial; ++i) {
     if (output_shape) {
@@ -738,170 +926,6 @@ absl::StatusOr<std::vector<int64_t>> ListAttr(const InferenceContext& ctx,
     return ctx.Error("attribute '", name, "' has ", v->size(), " values, expected ", expected);
   }
   return v;
-}
-
-absl::StatusOr<Window> ReadWindow(const InferenceContext& ctx, size_t spatial,
-                                  const std::optional<Dims>& weight_shape) {
-  Window w;
-  absl::StatusOr<std::string> auto_pad = ctx.GetString("auto_pad");
-  if (!auto_pad.ok()) return auto_pad.status();
-  absl::StatusOr<AutoPad> parsed = ParseAutoPad(*auto_pad);
-  if (!parsed.ok()) return NodeError(ctx, parsed.status());
-  w.auto_pad = *parsed;
-  if (ctx.has_attr("kernel_shape")) {
-    absl::StatusOr<std::vector<int64_t>> k = ListAttr(ctx, "kernel_shape", spatial, 1);
-    if (!k.ok()) return k.status();
-    for (int64_t x : *k) w.kernel.push_back(x);
-  } else {
-    w.kernel.assign(spatial, std::nullopt);
-    if (weight_shape && weight_shape->size() == spatial + 2) {
-      for (size_t i = 0; i < spatial; ++i) {
-        const Dim& d = (*weight_shape)[i + 2];
-        if (d.is_known()) w.kernel[i] = d.size();
-      }
-    }
-  }
-  absl::StatusOr<std::vector<int64_t>> strides = ListAttr(ctx, "strides", spatial, 1);
-  if (!strides.ok()) return strides.status();
-  w.strides = *std::move(strides);
-  absl::StatusOr<std::vector<int64_t>> dilations = ListAttr(ctx, "dilations", spatial, 1);
-  if (!dilations.ok()) return dilations.status();
-  w.dilations = *std::move(dilations);
-  absl::StatusOr<std::vector<int64_t>> pads = ListAttr(ctx, "pads", 2 * spatial, 0);
-  if (!pads.ok()) return pads.status();
-  w.pads = *std::move(pads);
-  absl::StatusOr<int64_t> ceil_mode = ctx.GetInt("ceil_mode", 0);
-  if (!ceil_mode.ok()) return ceil_mode.status();
-  w.ceil_mode = *ceil_mode != 0;
-  return w;
-}
-
-absl::StatusOr<Dims> SpatialOutput(const InferenceContext& ctx, const std::optional<Dims>& x,
-                                   size_t spatial, const Window& w) {
-  Dims out;
-  for (size_t i = 0; i < spatial; ++i) {
-    const Dim in = x ? (*x)[i + 2] : Dim::Unknown();
-    if (!w.kernel[i]) {
-      out.push_back(Dim::Unknown());
-      continue;
-    }
-    absl::StatusOr<Dim> d = ConvOutputDim(in, *w.kernel[i], w.strides[i], w.dilations[i],
-                                          w.pads[i], w.pads[i + spatial], w.auto_pad,
-                                          w.ceil_mode);
-    if (!d.ok()) return NodeError(ctx, d.status(), absl::StrCat("spatial axis ", i, ": "));
-    out.push_back(*std::move(d));
-  }
-  return out;
-}
-
-absl::StatusOr<int64_t> CheckConvOperands(const InferenceContext& ctx,
-                                          const std::optional<Dims>& x,
-                                          const std::optional<Dims>& w) {
-  if (x && x->size() < 3) return ctx.Error("input X must have rank >= 3, got ", ShapeToString(x));
-  if (w && w->size() < 3) return ctx.Error("input W must have rank >= 3, got ", ShapeToString(w));
-  if (x && w && x->size() != w->size()) {
-    return ctx.Error("input X ", ShapeToString(x), " and weight W ", ShapeToString(w),
-                     " differ in rank");
-  }
-  absl::StatusOr<int64_t> group = ctx.GetInt("group");
-  if (!group.ok()) return group.status();
-  if (*group <= 0) return ctx.Error("attribute 'group' must be positive, got ", *group);
-  return group;
-}
-
-absl::Status ConvShapeAt(InferenceContext& ctx, int x_input, int w_input, int b_input) {
-  const std::optional<Dims> x = InputShape(ctx, x_input);
-  const std::optional<Dims> w = InputShape(ctx, w_input);
-  absl::StatusOr<int64_t> group = CheckConvOperands(ctx, x, w);
-  if (!group.ok()) return group.status();
-  size_t rank = 0;
-  if (x) {
-    rank = x->size();
-  } else if (w) {
-    rank = w->size();
-  } else if (ctx.has_attr("kernel_shape")) {
-    absl::StatusOr<std::vector<int64_t>> k = ctx.GetInts("kernel_shape");
-    if (!k.ok()) return k.status();
-    rank = k->size() + 2;
-  } else {
-    ctx.set_output_shape(0, std::nullopt);
-    return absl::OkStatus();
-  }
-  const size_t spatial = rank - 2;
-  absl::StatusOr<Window> win = ReadWindow(ctx, spatial, w);
-  if (!win.ok()) return win.status();
-  const Dim c = x ? (*x)[1] : Dim::Unknown();
-  const Dim wc = w ? (*w)[1] : Dim::Unknown();
-  if (c.is_known() && wc.is_known()) {
-    std::optional<int64_t> expected = CheckedMul(wc.size(), *group);
-    if (!expected || *expected != c.size()) {
-      return ctx.Error("input X has ", c.size(), " channels but W ", ShapeToString(w),
-                       " with group ", *group, " expects ", wc.size(), " * ", *group);
-    }
-  }
-  Dim m = w ? (*w)[0] : Dim::Unknown();
-  if (m.is_known() && m.size() % *group != 0) {
-    return ctx.Error("W has ", m.size(), " output channels, not divisible by group ", *group);
-  }
-  if (std::optional<Dims> b = InputShape(ctx, b_input)) {
-    if (b->size() != 1) return ctx.Error("input B must be 1-D, got ", ShapeToString(b));
-    absl::StatusOr<Dim> merged = MergeEqualDims(m, (*b)[0]);
-    if (!merged.ok()) {
-      return ctx.Error("input B ", ShapeToString(b), " does not match W's ", m.ToString(),
-                       " output channels");
-    }
-    m = *std::move(merged);
-  }
-  absl::StatusOr<Dims> sp = SpatialOutput(ctx, x, spatial, *win);
-  if (!sp.ok()) return sp.status();
-  Dims out = {x ? (*x)[0] : Dim::Unknown(), m};
-  out.insert(out.end(), sp->begin(), sp->end());
-  ctx.set_output_shape(0, std::move(out));
-  return absl::OkStatus();
-}
-
-absl::Status PoolShapeFn(InferenceContext& ctx) {
-  absl::StatusOr<std::vector<int64_t>> kernel = ctx.GetInts("kernel_shape");
-  if (!kernel.ok()) return kernel.status();
-  const size_t spatial = kernel->size();
-  const std::optional<Dims> x = InputShape(ctx, 0);
-  if (x && x->size() != spatial + 2) {
-    return ctx.Error("input X ", ShapeToString(x), " must have rank ", spatial + 2,
-                     " for a kernel_shape of ", spatial, " values");
-  }
-  absl::StatusOr<Window> win = ReadWindow(ctx, spatial, std::nullopt);
-  if (!win.ok()) return win.status();
-  absl::StatusOr<Dims> sp = SpatialOutput(ctx, x, spatial, *win);
-  if (!sp.ok()) return sp.status();
-  Dims out = {x ? (*x)[0] : Dim::Unknown(), x ? (*x)[1] : Dim::Unknown()};
-  out.insert(out.end(), sp->begin(), sp->end());
-  for (int i = 0; i < ctx.num_outputs(); ++i) ctx.set_output_shape(i, out);
-  return absl::OkStatus();
-}
-
-absl::Status GlobalPoolShapeFn(InferenceContext& ctx) {
-  std::optional<Dims> x = InputShape(ctx, 0);
-  if (!x) {
-    ctx.set_output_shape(0, std::nullopt);
-    return absl::OkStatus();
-  }
-  if (x->size() < 2) return ctx.Error("input X must have rank >= 2, got ", ShapeToString(x));
-  for (size_t i = 2; i < x->size(); ++i) (*x)[i] = Dim::Known(1);
-  ctx.set_output_shape(0, std::move(x));
-  return absl::OkStatus();
-}
-
-OpBuilder WindowAttrs(OpBuilder b, bool kernel_required) {
-  if (kernel_required) {
-    b.RequiredAttr("kernel_shape", v1::ATTR_INTS, "Window size per spatial axis.");
-  } else {
-    b.Attr("kernel_shape", v1::ATTR_INTS, "Window size per spatial axis (default: W's).");
-  }
-  b.StringAttr("auto_pad", "NOTSET", "NOTSET, SAME_UPPER, SAME_LOWER or VALID.")
-      .Attr("pads", v1::ATTR_INTS, "Begin values for each spatial axis, then end values.")
-      .Attr("strides", v1::ATTR_INTS)
-      .Attr("dilations", v1::ATTR_INTS);
-  return b;
 }
 
 void AddNnOps(std::vector<OpDef>* ops) {

@@ -65,6 +65,76 @@ absl::Status AxisCheckedSameShape(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
+// The Reduce* ops: 'axes' (attribute, or input 1) reduced, kept as 1 with keepdims.
+absl::Status ReduceShapeFn(InferenceContext& ctx) {
+  const std::optional<Dims> x = InputShape(ctx, 0);
+  absl::StatusOr<int64_t> keepdims = ctx.GetInt("keepdims");
+  if (!keepdims.ok()) return keepdims.status();
+  absl::StatusOr<int64_t> noop = ctx.GetInt("noop_with_empty_axes");
+  if (!noop.ok()) return noop.status();
+  absl::StatusOr<IntsOperand> axes = IntsFromAttrOrInput(ctx, "axes", 1);
+  if (!axes.ok()) return axes.status();
+  const char* what = ctx.has_input(1) ? "input 'axes'" : "attribute 'axes'";
+  if (axes->given && !axes->values) {
+    // Which axes are reduced is unknown: with keepdims each dim either stays or becomes 1.
+    if (!x || !*keepdims) {
+      ctx.set_output_shape(0, std::nullopt);
+      return absl::OkStatus();
+    }
+    Dims out = *x;
+    for (Dim& d : out) {
+      if (!(d.is_known() && d.size() == 1)) d = Dim::Unknown();
+    }
+    ctx.set_output_shape(0, std::move(out));
+    return absl::OkStatus();
+  }
+  const std::vector<int64_t> list = axes->values ? *axes->values : std::vector<int64_t>();
+  if (list.empty() && *noop) {
+    ctx.set_output_shape(0, x);
+    return absl::OkStatus();
+  }
+  if (!x) {
+    // Reducing everything without keepdims gives a scalar whatever the rank.
+    ctx.set_output_shape(0, list.empty() && !*keepdims ? std::optional<Dims>(Dims{})
+                                                       : std::nullopt);
+    return absl::OkStatus();
+  }
+  const int64_t rank = static_cast<int64_t>(x->size());
+  std::vector<bool> reduced(x->size(), list.empty());
+  for (int64_t a : list) {
+    absl::StatusOr<int64_t> n = NormalizeAxis(a, rank, what);
+    if (!n.ok()) return NodeError(ctx, n.status());
+    reduced[*n] = true;
+  }
+  Dims out;
+  for (size_t i = 0; i < x->size(); ++i) {
+    if (!reduced[i]) {
+      out.push_back((*x)[i]);
+    } else if (*keepdims) {
+      out.push_back(Dim::Known(1));
+    }
+  }
+  ctx.set_output_shape(0, std::move(out));
+  return absl::OkStatus();
+}
+
+// A Reduce* descriptor: data (T of `types`), optional int64 axes input, attributes axes,
+// keepdims and noop_with_empty_axes, reduction fusion, ReduceShapeFn.
+OpDef ReduceOpDef(absl::string_view name, absl::string_view doc, const DTypes& types) {
+  return OpBuilder(name, doc)
+      .Input("data", "T")
+      .OptionalInput("axes", "Taxes")
+      .Output("reduced", "T")
+      .Attr("axes", v1::ATTR_INTS)
+      .IntAttr("keepdims", 1)
+      .IntAttr("noop_with_empty_axes", 0)
+      .Constraint("T", types)
+      .Constraint("Taxes", {v1::DT_INT64})
+      .Fusion(v1::FUSION_REDUCTION)
+      .ShapeFn(ReduceShapeFn)
+      .Build();
+}
+
 void AddReduceOps(std::vector<OpDef>* ops) {
   const DTypes floats = FloatTypes();
   const DTypes hsd = HalfSingleDouble();
@@ -319,6 +389,35 @@ absl::Status LossShape(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
+// Softmax, LogSoftmax and Hardmax: input 0's shape, 'axis' checked (opsets < 13: the input
+// coerced to 2-D at 'axis', default 1).
+absl::Status SoftmaxShapeFn(InferenceContext& ctx) {
+  const std::optional<Dims> x = InputShape(ctx, 0);
+  if (!OpsetBefore(ctx, 13)) {
+    if (absl::StatusOr<int64_t> axis = CheckedAxis(ctx, x); !axis.ok()) return axis.status();
+    ctx.set_output_shape(0, x);
+    return absl::OkStatus();
+  }
+  // Opsets < 13 coerce the input to 2-D at 'axis', which defaults to 1 there (the descriptor's
+  // default is the newer -1); before opset 11 'axis' may also equal the rank, as in Flatten.
+  int64_t axis = 1;
+  if (ctx.node().attributes.contains("axis")) {
+    absl::StatusOr<int64_t> a = ctx.GetInt("axis");
+    if (!a.ok()) return a.status();
+    axis = *a;
+  }
+  if (x) {
+    const int64_t r = static_cast<int64_t>(x->size());
+    const int64_t last = OpsetBefore(ctx, 11) ? r : r - 1;
+    if (axis < -r || axis > last) {
+      return ctx.Error("'axis' value ", axis, " is out of range for rank ", r, " (expected [",
+                       -r, ", ", last, "] at opset ", ctx.opset_version(), ")");
+    }
+  }
+  ctx.set_output_shape(0, x);
+  return absl::OkStatus();
+}
+
 void AddSoftmaxOps(std::vector<OpDef>* ops) {
   const DTypes floats = FloatTypes();
   const DTypes hsd = HalfSingleDouble();
@@ -383,100 +482,6 @@ absl::StatusOr<int64_t> CheckedAxis(const InferenceContext& ctx, const std::opti
                                             "attribute 'axis'");
   if (!n.ok()) return NodeError(ctx, n.status());
   return n;
-}
-
-absl::Status ReduceShapeFn(InferenceContext& ctx) {
-  const std::optional<Dims> x = InputShape(ctx, 0);
-  absl::StatusOr<int64_t> keepdims = ctx.GetInt("keepdims");
-  if (!keepdims.ok()) return keepdims.status();
-  absl::StatusOr<int64_t> noop = ctx.GetInt("noop_with_empty_axes");
-  if (!noop.ok()) return noop.status();
-  absl::StatusOr<IntsOperand> axes = IntsFromAttrOrInput(ctx, "axes", 1);
-  if (!axes.ok()) return axes.status();
-  const char* what = ctx.has_input(1) ? "input 'axes'" : "attribute 'axes'";
-  if (axes->given && !axes->values) {
-    // Which axes are reduced is unknown: with keepdims each dim either stays or becomes 1.
-    if (!x || !*keepdims) {
-      ctx.set_output_shape(0, std::nullopt);
-      return absl::OkStatus();
-    }
-    Dims out = *x;
-    for (Dim& d : out) {
-      if (!(d.is_known() && d.size() == 1)) d = Dim::Unknown();
-    }
-    ctx.set_output_shape(0, std::move(out));
-    return absl::OkStatus();
-  }
-  const std::vector<int64_t> list = axes->values ? *axes->values : std::vector<int64_t>();
-  if (list.empty() && *noop) {
-    ctx.set_output_shape(0, x);
-    return absl::OkStatus();
-  }
-  if (!x) {
-    // Reducing everything without keepdims gives a scalar whatever the rank.
-    ctx.set_output_shape(0, list.empty() && !*keepdims ? std::optional<Dims>(Dims{})
-                                                       : std::nullopt);
-    return absl::OkStatus();
-  }
-  const int64_t rank = static_cast<int64_t>(x->size());
-  std::vector<bool> reduced(x->size(), list.empty());
-  for (int64_t a : list) {
-    absl::StatusOr<int64_t> n = NormalizeAxis(a, rank, what);
-    if (!n.ok()) return NodeError(ctx, n.status());
-    reduced[*n] = true;
-  }
-  Dims out;
-  for (size_t i = 0; i < x->size(); ++i) {
-    if (!reduced[i]) {
-      out.push_back((*x)[i]);
-    } else if (*keepdims) {
-      out.push_back(Dim::Known(1));
-    }
-  }
-  ctx.set_output_shape(0, std::move(out));
-  return absl::OkStatus();
-}
-
-OpDef ReduceOpDef(absl::string_view name, absl::string_view doc, const DTypes& types) {
-  return OpBuilder(name, doc)
-      .Input("data", "T")
-      .OptionalInput("axes", "Taxes")
-      .Output("reduced", "T")
-      .Attr("axes", v1::ATTR_INTS)
-      .IntAttr("keepdims", 1)
-      .IntAttr("noop_with_empty_axes", 0)
-      .Constraint("T", types)
-      .Constraint("Taxes", {v1::DT_INT64})
-      .Fusion(v1::FUSION_REDUCTION)
-      .ShapeFn(ReduceShapeFn)
-      .Build();
-}
-
-absl::Status SoftmaxShapeFn(InferenceContext& ctx) {
-  const std::optional<Dims> x = InputShape(ctx, 0);
-  if (!OpsetBefore(ctx, 13)) {
-    if (absl::StatusOr<int64_t> axis = CheckedAxis(ctx, x); !axis.ok()) return axis.status();
-    ctx.set_output_shape(0, x);
-    return absl::OkStatus();
-  }
-  // Opsets < 13 coerce the input to 2-D at 'axis', which defaults to 1 there (the descriptor's
-  // default is the newer -1); before opset 11 'axis' may also equal the rank, as in Flatten.
-  int64_t axis = 1;
-  if (ctx.node().attributes.contains("axis")) {
-    absl::StatusOr<int64_t> a = ctx.GetInt("axis");
-    if (!a.ok()) return a.status();
-    axis = *a;
-  }
-  if (x) {
-    const int64_t r = static_cast<int64_t>(x->size());
-    const int64_t last = OpsetBefore(ctx, 11) ? r : r - 1;
-    if (axis < -r || axis > last) {
-      return ctx.Error("'axis' value ", axis, " is out of range for rank ", r, " (expected [",
-                       -r, ", ", last, "] at opset ", ctx.opset_version(), ")");
-    }
-  }
-  ctx.set_output_shape(0, x);
-  return absl::OkStatus();
 }
 
 void AddReductionOps(std::vector<OpDef>* ops) {

@@ -29,7 +29,7 @@ namespace {
 // Identity and Cast between integer types: same shape, same contents.
 absl::Status ShapeAndValueOfInput0(InferenceContext& ctx) {
   if (absl::Status s = SameShapeAsInput0(ctx); !s.ok()) return s;
-  if (std::optional<Dims> v = InputDimsValue(ctx, 0)) SetDimsValue(ctx, 0, *std::move(v));
+  ForwardDimsValue(ctx);
   return absl::OkStatus();
 }
 

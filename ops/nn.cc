@@ -218,6 +218,21 @@ OpBuilder WindowAttrs(OpBuilder b, bool kernel_required) {
   return b;
 }
 
+// Conv's and NhwcConv's common arguments: the window attributes, X, W, optional B, Y, 'group'.
+OpBuilder ConvBuilder(absl::string_view name, absl::string_view doc) {
+  return WindowAttrs(OpBuilder(name, doc), false)
+      .Input("X", "T")
+      .Input("W", "T")
+      .OptionalInput("B", "T")
+      .Output("Y", "T")
+      .IntAttr("group", 1);
+}
+
+// A pool's common arguments: the window attributes, X and Y.
+OpBuilder PoolBuilder(absl::string_view name, absl::string_view doc, bool kernel_required) {
+  return WindowAttrs(OpBuilder(name, doc), kernel_required).Input("X", "T").Output("Y", "T");
+}
+
 // --- Convolutions (kernels in nn_conv.cc) ----------------------------------------------------
 
 absl::Status ConvShapeFn(InferenceContext& ctx) { return ConvShapeAt(ctx, 0, 1, 2); }
@@ -335,26 +350,13 @@ void AddConvOps(std::vector<OpDef>* ops) {
   const DTypes floats = FloatTypes();
   const DTypes hsd = HalfSingleDouble();
   const DTypes int8s = {v1::DT_INT8, v1::DT_UINT8};
-  ops->push_back(WindowAttrs(OpBuilder("Conv", "N-d convolution (X: N x C x D1.., W: M x C/group "
-                                               "x k1..)."),
-                             false)
-                     .Input("X", "T")
-                     .Input("W", "T")
-                     .OptionalInput("B", "T")
-                     .Output("Y", "T")
-                     .IntAttr("group", 1)
+  ops->push_back(ConvBuilder("Conv", "N-d convolution (X: N x C x D1.., W: M x C/group x k1..).")
                      .Constraint("T", floats)
                      .Fusion(v1::FUSION_OUT_ELEMWISE_FUSABLE)
                      .ShapeFn(ConvShapeFn)
                      .Build());
-  ops->push_back(WindowAttrs(OpBuilder("ConvTranspose", "N-d transposed convolution (X: N x C "
-                                                        "x D1.., W: C x M/group x k1..)."),
-                             false)
-                     .Input("X", "T")
-                     .Input("W", "T")
-                     .OptionalInput("B", "T")
-                     .Output("Y", "T")
-                     .IntAttr("group", 1)
+  ops->push_back(ConvBuilder("ConvTranspose", "N-d transposed convolution (X: N x C x D1.., W: "
+                                              "C x M/group x k1..).")
                      .Attr("output_padding", v1::ATTR_INTS, "Added at the end of each axis.")
                      .Attr("output_shape", v1::ATTR_INTS, "Spatial output size (pads follow).")
                      .Constraint("T", hsd)
@@ -723,9 +725,7 @@ absl::Status MaxUnpoolShape(InferenceContext& ctx) {
 void AddPoolOps(std::vector<OpDef>* ops) {
   const DTypes floats = FloatTypes();
   const DTypes hsd = HalfSingleDouble();
-  ops->push_back(WindowAttrs(OpBuilder("MaxPool", "Max pooling; optional flat Indices."), true)
-                     .Input("X", "T")
-                     .Output("Y", "T")
+  ops->push_back(PoolBuilder("MaxPool", "Max pooling; optional flat Indices.", true)
                      .OptionalOutput("Indices", "I")
                      .IntAttr("ceil_mode", 0)
                      .IntAttr("storage_order", 0)
@@ -734,9 +734,7 @@ void AddPoolOps(std::vector<OpDef>* ops) {
                      .Fusion(v1::FUSION_OUT_ELEMWISE_FUSABLE)
                      .ShapeFn(PoolShapeFn)
                      .Build());
-  ops->push_back(WindowAttrs(OpBuilder("AveragePool", "Average pooling."), true)
-                     .Input("X", "T")
-                     .Output("Y", "T")
+  ops->push_back(PoolBuilder("AveragePool", "Average pooling.", true)
                      .IntAttr("ceil_mode", 0)
                      .IntAttr("count_include_pad", 0)
                      .Constraint("T", floats)
@@ -752,9 +750,7 @@ void AddPoolOps(std::vector<OpDef>* ops) {
                        .ShapeFn(GlobalPoolShapeFn)
                        .Build());
   }
-  ops->push_back(WindowAttrs(OpBuilder("LpPool", "Lp-norm pooling."), false)
-                     .Input("X", "T")
-                     .Output("Y", "T")
+  ops->push_back(PoolBuilder("LpPool", "Lp-norm pooling.", false)
                      .IntAttr("p", 2, "The norm's order (an int from opset 2).")
                      .IntAttr("ceil_mode", 0, "Opset 18+.")
                      .Constraint("T", hsd)
@@ -860,15 +856,9 @@ OpDef InGraphoptDomain(OpDef def) {
 void AddChannelsLastOps(std::vector<OpDef>* ops) {
   const DTypes f32 = {v1::DT_FLOAT32};
   ops->push_back(InGraphoptDomain(
-      WindowAttrs(OpBuilder(kNhwcConvOp,
-                            "Conv on channels-last activations: X [N, spatial..., C], "
-                            "Y [N, spatial..., M]; W [M, C/group, k...] and B [M] as Conv's."),
-                  false)
-          .Input("X", "T")
-          .Input("W", "T")
-          .OptionalInput("B", "T")
-          .Output("Y", "T")
-          .IntAttr("group", 1)
+      ConvBuilder(kNhwcConvOp,
+                  "Conv on channels-last activations: X [N, spatial..., C], Y [N, spatial..., M]; "
+                  "W [M, C/group, k...] and B [M] as Conv's.")
           .IntAttr("winograd", 0,
                    "1: compute with Winograd's algorithm where the runtime has it for the "
                    "shapes (3x3, stride 1; rounds differently from a direct convolution: "
@@ -878,24 +868,18 @@ void AddChannelsLastOps(std::vector<OpDef>* ops) {
           .ShapeFn(NhwcConvShapeFn)
           .Build()));
   ops->push_back(InGraphoptDomain(
-      WindowAttrs(OpBuilder(kNhwcMaxPoolOp,
-                            "MaxPool on channels-last activations: X and Y [N, spatial..., C]; "
-                            "no Indices output."),
+      PoolBuilder(kNhwcMaxPoolOp,
+                  "MaxPool on channels-last activations: X and Y [N, spatial..., C]; no Indices "
+                  "output.",
                   true)
-          .Input("X", "T")
-          .Output("Y", "T")
           .IntAttr("ceil_mode", 0)
           .Constraint("T", f32)
           .Fusion(v1::FUSION_OUT_ELEMWISE_FUSABLE)
           .ShapeFn(NhwcPoolShapeFn)
           .Build()));
   ops->push_back(InGraphoptDomain(
-      WindowAttrs(OpBuilder(kNhwcAveragePoolOp,
-                            "AveragePool on channels-last activations: X and Y "
-                            "[N, spatial..., C]."),
-                  true)
-          .Input("X", "T")
-          .Output("Y", "T")
+      PoolBuilder(kNhwcAveragePoolOp,
+                  "AveragePool on channels-last activations: X and Y [N, spatial..., C].", true)
           .IntAttr("ceil_mode", 0)
           .IntAttr("count_include_pad", 0)
           .Constraint("T", f32)

@@ -197,16 +197,18 @@ absl::Status NonMaxSuppressionShape(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
+// The distribution's attributes: mean and scale (normal), or low and high (uniform).
+OpBuilder& DistributionAttrs(OpBuilder& b, bool normal) {
+  return normal ? b.FloatAttr("mean", 0.0f).FloatAttr("scale", 1.0f)
+                : b.FloatAttr("low", 0.0f).FloatAttr("high", 1.0f);
+}
+
 void AddGeneralOps(std::vector<OpDef>* ops) {
   const DTypes hsd = HalfSingleDouble();
   for (const char* name : {"RandomNormal", "RandomUniform"}) {
     OpBuilder b(name, "Random values of the 'shape' attribute (normal: mean/scale, uniform: "
                       "[low, high)).");
-    if (name == std::string("RandomNormal")) {
-      b.FloatAttr("mean", 0.0f).FloatAttr("scale", 1.0f);
-    } else {
-      b.FloatAttr("low", 0.0f).FloatAttr("high", 1.0f);
-    }
+    DistributionAttrs(b, name == std::string("RandomNormal"));
     ops->push_back(Nondeterministic(b)
                        .Output("output", "T")
                        .IntAttr("dtype", v1::DT_FLOAT32)
@@ -221,11 +223,7 @@ void AddGeneralOps(std::vector<OpDef>* ops) {
   for (const char* name : {"RandomNormalLike", "RandomUniformLike"}) {
     OpBuilder b(name, "Random values of the input's shape; element type 'dtype' or the "
                       "input's.");
-    if (name == std::string("RandomNormalLike")) {
-      b.FloatAttr("mean", 0.0f).FloatAttr("scale", 1.0f);
-    } else {
-      b.FloatAttr("low", 0.0f).FloatAttr("high", 1.0f);
-    }
+    DistributionAttrs(b, name == std::string("RandomNormalLike"));
     ops->push_back(Nondeterministic(b)
                        .Input("input", "T1")
                        .Output("output", "T2")

@@ -4,9 +4,9 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
-#include "graph/fused_group.h"
 #include "graph/inference.h"
 #include "graph/types.h"
+#include "ops/fused_group.h"
 
 namespace graphopt {
 namespace {

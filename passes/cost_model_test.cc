@@ -4,8 +4,8 @@
 #include <vector>
 
 #include "google/protobuf/text_format.h"
-#include "graph/builtin_ops.h"
 #include "gtest/gtest.h"
+#include "ops/builtin_ops.h"
 #include "passes/pass_test_util.h"
 #include "passes/pipeline.h"
 #include "rules/op_compiler.h"

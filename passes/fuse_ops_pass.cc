@@ -82,7 +82,7 @@ bool IsScalarShaped(const std::optional<Dims>& shape) {
 }
 
 // A multi-node unit fuse_ops recognises before grouping: the op its match starts from and the
-// matcher (graph/fusion_patterns.h). The fused kernel runs the unit as the op it names.
+// matcher (ops/fusion_patterns.h). The fused kernel runs the unit as the op it names.
 struct UnitPattern {
   const char* name;
   const char* root_op;

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "graph/builtin_ops.h"
 #include "graph/op_registry.h"
 #include "gtest/gtest.h"
+#include "ops/builtin_ops.h"
 #include "rules/dogfood/onnx_ops.h"
 #include "rules/evaluator.h"
 #include "rules/example_rules.h"

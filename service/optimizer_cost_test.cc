@@ -4,8 +4,8 @@
 #include <string>
 
 #include "google/protobuf/text_format.h"
-#include "graph/builtin_ops.h"
 #include "gtest/gtest.h"
+#include "ops/builtin_ops.h"
 #include "passes/builtin_passes.h"
 #include "service/optimizer.h"
 

@@ -26,7 +26,7 @@ namespace {
 
 // --- Identity (kernel in tensor.cc) ----------------------------------------------------------
 
-// Identity and Cast between integer types: same shape, same contents.
+// Identity: input 0's shape and contents.
 absl::Status ShapeAndValueOfInput0(InferenceContext& ctx) {
   if (absl::Status s = SameShapeAsInput0(ctx); !s.ok()) return s;
   ForwardDimsValue(ctx);

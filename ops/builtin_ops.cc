@@ -367,19 +367,11 @@ absl::Status RegisterBuiltinOps(OpRegistry* registry) {
   std::vector<OpDef> ops;
   // Layered as the kernel families of runtime/kernels/cpu_kernels.cc: elementwise, nn, reduction,
   // tensor, rnn, control flow, misc, fused.
-  for (auto add : {builtin_internal::AddElementwiseOps, builtin_internal::AddElementwiseCastOps,
-                   builtin_internal::AddElementwiseLogicOps,
-                   builtin_internal::AddElementwiseUnaryOps, builtin_internal::AddNnConvOps,
-                   builtin_internal::AddNnMatMulOps, builtin_internal::AddNnNormOps,
-                   builtin_internal::AddNnPoolOps, builtin_internal::AddNnChannelsLastOps,
-                   builtin_internal::AddReductionOps, builtin_internal::AddReductionEinsumOps,
-                   builtin_internal::AddReductionSoftmaxOps, builtin_internal::AddTensorOps,
-                   builtin_internal::AddTensorIndexOps,
-                   builtin_internal::AddTensorLayoutOps, builtin_internal::AddTensorLayoutResizeOps,
-                   builtin_internal::AddTensorShapeOps, builtin_internal::AddRnnOps,
-                   builtin_internal::AddControlFlowOps, builtin_internal::AddMiscOps,
-                   builtin_internal::AddMiscImageOps, builtin_internal::AddMiscTextOps,
-                   builtin_internal::AddMiscSignalOps, builtin_internal::AddFusedOps}) {
+  for (auto add : {builtin_internal::AddElementwiseOps, builtin_internal::AddNnOps,
+                   builtin_internal::AddReductionOps, builtin_internal::AddTensorOps,
+                   builtin_internal::AddTensorIndexOps, builtin_internal::AddTensorShapeOps,
+                   builtin_internal::AddRnnOps, builtin_internal::AddControlFlowOps,
+                   builtin_internal::AddMiscOps, builtin_internal::AddFusedOps}) {
     add(&ops);
   }
   for (OpDef& op : ops) {

@@ -2,7 +2,7 @@
 #define GRAPHOPT_OPS_BUILTIN_OPS_INTERNAL_H_
 
 // Private to the builtin_ops target: the descriptor builder, dtype sets and InferenceContext
-// helpers shared by the op files of ops/ (one per runtime/kernels/ file).
+// helpers shared by the op files of ops/ (one per runtime/kernels/ file family).
 
 #include <cstdint>
 #include <optional>
@@ -164,42 +164,8 @@ std::optional<Dims> UnionShapes(const std::optional<Dims>& a, const std::optiona
 
 // --- Shared by the op files of ops/ ------------------------------------------------------
 
-// A unary elementwise op: X -> Y of one type constraint.
-struct UnaryOp {
-  const char* name;
-  const char* doc;
-  DTypes types;
-  bool consumed_inputs = false;  // opset 1 declares 'consumed_inputs'
-};
-
-// Adds `u` built on `b` (which may carry extra attributes): X -> Y of type T (u.types), the
-// output in place of the input, elementwise fusion, Y of X's shape.
-void AddUnary(std::vector<OpDef>* ops, const UnaryOp& u, OpBuilder b);
-
 // Opset 1's in-place hint on many ops; accepted and ignored.
 OpBuilder& ConsumedInputs(OpBuilder& b);
-
-// The attributes of opsets < 7 broadcasting (see BinaryBroadcastShape).
-OpBuilder& LegacyBroadcastAttrs(OpBuilder& b);
-
-// Output 0 of a binary op with broadcasting: opsets < 7 give the result A's shape, B matching
-// it (broadcast=1: B holds one element or matches a run of A's dims from 'axis'); later opsets
-// broadcast the numpy way.
-absl::Status BinaryBroadcastShape(InferenceContext& ctx);
-
-// Min, Max, Sum and Mean: opsets < 8 require equal shapes and ONNX gives the result the first
-// input's shape; later ones broadcast.
-absl::Status MinMaxShape(InferenceContext& ctx);
-
-// Window attributes of Conv and the pooling ops for `spatial` spatial axes.
-struct Window {
-  AutoPad auto_pad = AutoPad::kNotSet;
-  std::vector<std::optional<int64_t>> kernel;  // nullopt: not known
-  std::vector<int64_t> strides;
-  std::vector<int64_t> dilations;
-  std::vector<int64_t> pads;  // begin values, then end values
-  bool ceil_mode = false;
-};
 
 // Int-list attribute `name` with `expected` entries (`expected` copies of `fill` when absent);
 // INVALID_ARGUMENT naming the node and the attribute for another count.
@@ -207,73 +173,20 @@ absl::StatusOr<std::vector<int64_t>> ListAttr(const InferenceContext& ctx,
                                               absl::string_view name, size_t expected,
                                               int64_t fill);
 
-// The window attributes (auto_pad, kernel_shape, strides, dilations, pads, ceil_mode); the
-// kernel comes from `weight_shape`'s dims after the first two when kernel_shape is absent.
-absl::StatusOr<Window> ReadWindow(const InferenceContext& ctx, size_t spatial,
-                                  const std::optional<Dims>& weight_shape);
-
-// Spatial output dims of input `x` (rank 2 + spatial, or unknown) under window `w`.
-absl::StatusOr<Dims> SpatialOutput(const InferenceContext& ctx, const std::optional<Dims>& x,
-                                   size_t spatial, const Window& w);
-
-// The window attributes' specs; kernel_shape required or not.
-OpBuilder WindowAttrs(OpBuilder b, bool kernel_required);
-
-// Checks a convolution's X and W (rank >= 3, one rank) and returns its positive 'group'.
-absl::StatusOr<int64_t> CheckConvOperands(const InferenceContext& ctx,
-                                          const std::optional<Dims>& x,
-                                          const std::optional<Dims>& w);
-
-// Conv's output shape with X, W and the optional bias at the given inputs (b_input -1: none):
-// [N, M, spatial...], checking channels against group and the bias against M.
-absl::Status ConvShapeAt(InferenceContext& ctx, int x_input, int w_input, int b_input);
-
-// Pooling with a required kernel_shape: [N, C, spatial...] for every output.
-absl::Status PoolShapeFn(InferenceContext& ctx);
-
-// Global pooling: [N, C, 1, 1, ...].
-absl::Status GlobalPoolShapeFn(InferenceContext& ctx);
-
 // Validates 'axis' against input 0's rank (when known); returns the normalised axis or -1.
 absl::StatusOr<int64_t> CheckedAxis(const InferenceContext& ctx, const std::optional<Dims>& x);
 
-// Softmax, LogSoftmax and Hardmax: input 0's shape, 'axis' checked (opsets < 13: the input
-// coerced to 2-D at 'axis', default 1).
-absl::Status SoftmaxShapeFn(InferenceContext& ctx);
-
-// The Reduce* ops: 'axes' (attribute, or input 1) reduced, kept as 1 with keepdims.
-absl::Status ReduceShapeFn(InferenceContext& ctx);
-
-// A Reduce* descriptor: data (T of `types`), optional int64 axes input, attributes axes,
-// keepdims and noop_with_empty_axes, reduction fusion, ReduceShapeFn.
-OpDef ReduceOpDef(absl::string_view name, absl::string_view doc, const DTypes& types);
-
-// Per-file descriptor lists (ops/<file>.cc, named after runtime/kernels/<file>.cc), concatenated
-// by RegisterBuiltinOps.
+// Per-family descriptor lists (ops/<family>.cc, <family> the prefix of the runtime/kernels/
+// files holding the kernels), concatenated by RegisterBuiltinOps.
 void AddElementwiseOps(std::vector<OpDef>* ops);
-void AddElementwiseCastOps(std::vector<OpDef>* ops);
-void AddElementwiseLogicOps(std::vector<OpDef>* ops);
-void AddElementwiseUnaryOps(std::vector<OpDef>* ops);
-void AddNnConvOps(std::vector<OpDef>* ops);
-void AddNnMatMulOps(std::vector<OpDef>* ops);
-void AddNnNormOps(std::vector<OpDef>* ops);
-void AddNnPoolOps(std::vector<OpDef>* ops);
-// nn.cc: NhwcConv and the NHWC pools, domain graphopt.
-void AddNnChannelsLastOps(std::vector<OpDef>* ops);
+void AddNnOps(std::vector<OpDef>* ops);  // with NhwcConv and the NHWC pools, domain graphopt
 void AddReductionOps(std::vector<OpDef>* ops);
-void AddReductionEinsumOps(std::vector<OpDef>* ops);
-void AddReductionSoftmaxOps(std::vector<OpDef>* ops);
-void AddTensorOps(std::vector<OpDef>* ops);
+void AddTensorOps(std::vector<OpDef>* ops);  // Identity and the layout ops
 void AddTensorIndexOps(std::vector<OpDef>* ops);
-void AddTensorLayoutOps(std::vector<OpDef>* ops);
-void AddTensorLayoutResizeOps(std::vector<OpDef>* ops);
 void AddTensorShapeOps(std::vector<OpDef>* ops);
 void AddRnnOps(std::vector<OpDef>* ops);
 void AddControlFlowOps(std::vector<OpDef>* ops);
 void AddMiscOps(std::vector<OpDef>* ops);
-void AddMiscImageOps(std::vector<OpDef>* ops);
-void AddMiscTextOps(std::vector<OpDef>* ops);
-void AddMiscSignalOps(std::vector<OpDef>* ops);
 void AddFusedOps(std::vector<OpDef>* ops);  // FusedGroup, domain graphopt
 
 }  // namespace builtin_internal

@@ -1,7 +1,11 @@
-// Binary arithmetic with broadcasting (Add, Sub, Mul, Div, Pow, Mod, BitShift), with ONNX
-// semantics, and the unary and broadcasting helpers the elementwise_*.cc files share; kernels in
-// runtime/kernels/elementwise.cc.
+// The elementwise family, with ONNX semantics; kernels in runtime/kernels/elementwise*.cc:
+// binary arithmetic with broadcasting (Add, Sub, Mul, Div, Pow, Mod, BitShift); type conversions
+// (Cast, CastLike and the linear (de)quantizations); logical and comparison binaries, Where and
+// the variadic Min, Max, Sum and Mean; the unary math, trigonometric and activation functions,
+// Clip, IsNaN/IsInf and PRelu (Not is listed with the unary ops; its kernel is in
+// elementwise_logic.cc). Also the unary and broadcasting helpers that other families share.
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -9,7 +13,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "graph/shape_util.h"
 #include "ops/builtin_ops_internal.h"
@@ -17,6 +23,8 @@
 namespace graphopt {
 namespace builtin_internal {
 namespace {
+
+// --- Binary arithmetic (kernels in elementwise.cc) -------------------------------------------
 
 enum class Arith { kAdd, kSub, kMul, kDiv };
 
@@ -112,13 +120,24 @@ absl::Status LegacyBroadcastShape(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
-}  // namespace
+// A unary elementwise op: X -> Y of one type constraint.
+struct UnaryOp {
+  const char* name;
+  const char* doc;
+  DTypes types;
+  bool consumed_inputs = false;  // opset 1 declares 'consumed_inputs'
+};
 
+// Output 0 of a binary op with broadcasting: opsets < 7 give the result A's shape, B matching
+// it (broadcast=1: B holds one element or matches a run of A's dims from 'axis'); later opsets
+// broadcast the numpy way.
 absl::Status BinaryBroadcastShape(InferenceContext& ctx) {
   if (OpsetBefore(ctx, 7)) return LegacyBroadcastShape(ctx);
   return BroadcastAllInputs(ctx);
 }
 
+// Min, Max, Sum and Mean: opsets < 8 require equal shapes and ONNX gives the result the first
+// input's shape; later ones broadcast.
 absl::Status MinMaxShape(InferenceContext& ctx) {
   if (!OpsetBefore(ctx, 8)) return BroadcastAllInputs(ctx);
   const std::optional<Dims> first = InputShape(ctx, 0);
@@ -138,7 +157,24 @@ absl::Status MinMaxShape(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
-namespace {
+// The attributes of opsets < 7 broadcasting (see BinaryBroadcastShape).
+OpBuilder& LegacyBroadcastAttrs(OpBuilder& b) {
+  return b.Attr("broadcast", v1::ATTR_INT, "Opsets < 7: 1 lets B broadcast to A's shape.")
+      .Attr("axis", v1::ATTR_INT, "Opsets < 7: the axis of A where B's dims start.");
+}
+
+// Adds `u` built on `b` (which may carry extra attributes): X -> Y of type T (u.types), the
+// output in place of the input, elementwise fusion, Y of X's shape.
+void AddUnary(std::vector<OpDef>* ops, const UnaryOp& u, OpBuilder b) {
+  if (u.consumed_inputs) ConsumedInputs(b);
+  ops->push_back(b.Input("X", "T")
+                     .Output("Y", "T")
+                     .Constraint("T", u.types)
+                     .Fusion(v1::FUSION_ELEMWISE)
+                     .InPlace(0, 0)
+                     .ShapeFn(SameShapeAsInput0)
+                     .Build());
+}
 
 // Broadcast shape, plus folding of small integer dims values (shape arithmetic such as
 // Shape -> Gather -> Mul -> Reshape).
@@ -164,30 +200,6 @@ ShapeInferenceFn ArithShapeFn(Arith op) {
   };
 }
 
-}  // namespace
-
-OpBuilder& ConsumedInputs(OpBuilder& b) {
-  return b.Attr("consumed_inputs", v1::ATTR_INTS, "Opset 1 only; ignored.");
-}
-
-OpBuilder& LegacyBroadcastAttrs(OpBuilder& b) {
-  return b.Attr("broadcast", v1::ATTR_INT, "Opsets < 7: 1 lets B broadcast to A's shape.")
-      .Attr("axis", v1::ATTR_INT, "Opsets < 7: the axis of A where B's dims start.");
-}
-
-void AddUnary(std::vector<OpDef>* ops, const UnaryOp& u, OpBuilder b) {
-  if (u.consumed_inputs) ConsumedInputs(b);
-  ops->push_back(b.Input("X", "T")
-                     .Output("Y", "T")
-                     .Constraint("T", u.types)
-                     .Fusion(v1::FUSION_ELEMWISE)
-                     .InPlace(0, 0)
-                     .ShapeFn(SameShapeAsInput0)
-                     .Build());
-}
-
-namespace {
-
 absl::Status BitShiftShape(InferenceContext& ctx) {
   absl::StatusOr<std::string> direction = ctx.GetString("direction");
   if (!direction.ok()) return direction.status();
@@ -208,9 +220,7 @@ absl::Status ModShape(InferenceContext& ctx) {
   return BroadcastAllInputs(ctx);
 }
 
-}  // namespace
-
-void AddElementwiseOps(std::vector<OpDef>* ops) {
+void AddArithmeticOps(std::vector<OpDef>* ops) {
   const DTypes numeric = NumericTypes();
   const std::pair<const char*, Arith> arith[] = {
       {"Add", Arith::kAdd}, {"Sub", Arith::kSub}, {"Mul", Arith::kMul}, {"Div", Arith::kDiv}};
@@ -261,6 +271,364 @@ void AddElementwiseOps(std::vector<OpDef>* ops) {
                      .Fusion(v1::FUSION_BROADCAST)
                      .ShapeFn(ModShape)
                      .Build());
+}
+
+// --- Casts and quantization (kernels in elementwise_cast.cc) ---------------------------------
+
+// Every type but complex (Cast's and CastLike's).
+DTypes CastTypes() {
+  return Join(NumericTypes(), {v1::DT_BOOL, v1::DT_STRING});
+}
+
+// Same shape as the input, carrying integer contents across integer types (as Cast).
+absl::Status CastLikeShape(InferenceContext& ctx) {
+  if (absl::Status s = SameShapeAsInput0(ctx); !s.ok()) return s;
+  if (IsInteger(ctx.input_type(0).dtype) && IsInteger(ctx.input_type(1).dtype)) {
+    ForwardDimsValue(ctx);
+  }
+  return absl::OkStatus();
+}
+
+// A scale or zero point: a scalar (per tensor), or from opset 13 a 1-D tensor of the size of
+// X's 'axis' (per axis).
+absl::Status CheckQuantParam(const InferenceContext& ctx, int i, absl::string_view what,
+                             const std::optional<Dims>& x) {
+  const std::optional<Dims> s = InputShape(ctx, i);
+  if (!s || s->empty()) return absl::OkStatus();
+  if (s->size() == 1 && (*s)[0].is_known() && (*s)[0].size() == 1) return absl::OkStatus();
+  if (s->size() == 1 && !OpsetBefore(ctx, 13)) {
+    if (!x) return absl::OkStatus();
+    absl::StatusOr<int64_t> axis = CheckedAxis(ctx, x);
+    if (!axis.ok()) return axis.status();
+    if (MergeEqualDims((*s)[0], (*x)[*axis]).ok()) return absl::OkStatus();
+  }
+  return ctx.Error("input ", i, " (", what, ") ", ShapeToString(s), " must be a scalar",
+                   OpsetBefore(ctx, 13) ? "" : " or 1-D of the size of X's 'axis'",
+                   " for X ", ShapeToString(x));
+}
+
+// Quantize/DequantizeLinear: X's shape; scale (input 1) and zero point (input 2) checked.
+absl::Status LinearQuantShape(InferenceContext& ctx) {
+  const std::optional<Dims> x = InputShape(ctx, 0);
+  if (absl::Status s = CheckQuantParam(ctx, 1, "scale", x); !s.ok()) return s;
+  if (absl::Status s = CheckQuantParam(ctx, 2, "zero point", x); !s.ok()) return s;
+  ctx.set_output_shape(0, x);
+  return absl::OkStatus();
+}
+
+// QuantizeLinear gives the zero point's type, uint8 without one.
+absl::Status QuantizeLinearType(InferenceContext& ctx) {
+  if (!ctx.has_input(2)) ctx.set_output_dtype(0, v1::DT_UINT8);
+  return absl::OkStatus();
+}
+
+absl::Status DynamicQuantizeLinearShape(InferenceContext& ctx) {
+  ctx.set_output_shape(0, InputShape(ctx, 0));
+  ctx.set_output_shape(1, Dims{});
+  ctx.set_output_shape(2, Dims{});
+  return absl::OkStatus();
+}
+
+absl::Status CastShape(InferenceContext& ctx) {
+  if (absl::Status s = SameShapeAsInput0(ctx); !s.ok()) return s;
+  absl::StatusOr<int64_t> to = ctx.GetInt("to");
+  if (!to.ok()) return to.status();
+  if (IsInteger(static_cast<v1::DataType>(*to)) && IsInteger(ctx.input_type(0).dtype)) {
+    ForwardDimsValue(ctx);
+  }
+  return absl::OkStatus();
+}
+
+void AddCastOps(std::vector<OpDef>* ops) {
+  const DTypes int8s = {v1::DT_INT8, v1::DT_UINT8};
+  ops->push_back(OpBuilder("CastLike", "Converts 'input' to the element type of 'target_type'.")
+                     .Input("input", "T1")
+                     .Input("target_type", "T2")
+                     .Output("output", "T2")
+                     .Constraint("T1", CastTypes())
+                     .Constraint("T2", CastTypes())
+                     .IgnoredInput(1)
+                     .Fusion(v1::FUSION_ELEMWISE)
+                     .ShapeFn(CastLikeShape)
+                     .Build());
+  ops->push_back(OpBuilder("QuantizeLinear", "saturate(round(x / y_scale) + y_zero_point), per "
+                                             "tensor or (opset 13) per 'axis'.")
+                     .Input("x", "T1")
+                     .Input("y_scale", "S")
+                     .OptionalInput("y_zero_point", "T2")
+                     .Output("y", "T2")
+                     .IntAttr("axis", 1, "Opset 13+.")
+                     .Constraint("T1", {v1::DT_FLOAT32, v1::DT_INT32})
+                     .Constraint("S", {v1::DT_FLOAT32})
+                     .Constraint("T2", int8s)
+                     .Fusion(v1::FUSION_BROADCAST)
+                     .ShapeFn(LinearQuantShape)
+                     .TypeFn(QuantizeLinearType)
+                     .Build());
+  ops->push_back(OpBuilder("DequantizeLinear", "(x - x_zero_point) * x_scale as float32, per "
+                                               "tensor or (opset 13) per 'axis'.")
+                     .Input("x", "T")
+                     .Input("x_scale", "S")
+                     .OptionalInput("x_zero_point", "T")
+                     .Output("y", "S")
+                     .IntAttr("axis", 1, "Opset 13+.")
+                     .Constraint("T", {v1::DT_INT8, v1::DT_UINT8, v1::DT_INT32})
+                     .Constraint("S", {v1::DT_FLOAT32})
+                     .Fusion(v1::FUSION_BROADCAST)
+                     .ShapeFn(LinearQuantShape)
+                     .Build());
+  ops->push_back(OpBuilder("DynamicQuantizeLinear", "Quantizes x to uint8 with the scale and "
+                                                    "zero point of its range.")
+                     .Input("x", "T1")
+                     .Output("y", "T2")
+                     .Output("y_scale", "S")
+                     .Output("y_zero_point", "T2")
+                     .Constraint("T1", {v1::DT_FLOAT32})
+                     .Constraint("S", {v1::DT_FLOAT32})
+                     .Constraint("T2", {v1::DT_UINT8})
+                     .Fusion(v1::FUSION_OPAQUE)
+                     .ShapeFn(DynamicQuantizeLinearShape)
+                     .Build());
+  ops->push_back(OpBuilder("Cast", "Converts elements to the data type given by 'to'.")
+                     .Input("input", "T1")
+                     .OutputFromAttribute("output", "to")
+                     .RequiredAttr("to", v1::ATTR_INT, "Target DataType number.")
+                     .IntAttr("saturate", 1, "Float8 saturation (opset 19).")
+                     .Constraint("T1", AllTypes())
+                     .Fusion(v1::FUSION_ELEMWISE)
+                     .ShapeFn(CastShape)
+                     .Build());
+}
+
+// --- Logic, comparisons, Where, Min/Max/Sum/Mean (kernels in elementwise_logic.cc) -----------
+
+// A binary op with broadcasting and a bool result.
+OpDef BoolResultBinary(absl::string_view name, absl::string_view doc, const DTypes& types,
+                       bool legacy_broadcast) {
+  OpBuilder b(name, doc);
+  if (legacy_broadcast) LegacyBroadcastAttrs(b);
+  return b.Input("A", "T")
+      .Input("B", "T")
+      .Output("C", "T1")
+      .Constraint("T", types)
+      .Constraint("T1", {v1::DT_BOOL})
+      .Fusion(v1::FUSION_BROADCAST)
+      .ShapeFn(legacy_broadcast ? BinaryBroadcastShape : BroadcastAllInputs)
+      .Build();
+}
+
+void AddLogicOps(std::vector<OpDef>* ops) {
+  const DTypes numeric = NumericTypes();
+  for (const char* name : {"And", "Or", "Xor"}) {
+    ops->push_back(BoolResultBinary(name, "Logical operation, elementwise, with broadcasting "
+                                          "(opsets < 7: B broadcasts to A's shape).",
+                                    {v1::DT_BOOL}, true));
+  }
+  for (const char* name : {"GreaterOrEqual", "LessOrEqual"}) {
+    ops->push_back(BoolResultBinary(name, "Elementwise comparison with broadcasting; bool "
+                                          "result.",
+                                    NumericTypes(), false));
+  }
+  for (const char* name : {"Sum", "Mean"}) {
+    OpBuilder b(name, "Elementwise sum/mean of all inputs, with broadcasting (opsets < 8: "
+                      "equal shapes).");
+    ops->push_back(ConsumedInputs(b)
+                       .VariadicInput("data_0", "T", 1)
+                       .Output(name == std::string("Sum") ? "sum" : "mean", "T")
+                       .Constraint("T", FloatTypes())
+                       .Fusion(v1::FUSION_BROADCAST)
+                       .ShapeFn(MinMaxShape)
+                       .Build());
+  }
+  for (const char* name : {"Min", "Max"}) {
+    OpBuilder b(name, "Elementwise min/max of all inputs, with broadcasting (opsets < 8: "
+                      "equal shapes).");
+    ops->push_back(ConsumedInputs(b)
+                       .VariadicInput("data_0", "T", 1)
+                       .Output(name == std::string("Min") ? "min" : "max", "T")
+                       .Constraint("T", numeric)
+                       .Fusion(v1::FUSION_BROADCAST)
+                       .ShapeFn(MinMaxShape)
+                       .Build());
+  }
+  const std::pair<const char*, DTypes> compare[] = {
+      {"Equal", Join(numeric, {v1::DT_BOOL, v1::DT_STRING})},
+      {"Less", numeric},
+      {"Greater", numeric}};
+  for (const auto& [name, types] : compare) {
+    OpBuilder b(name, "Elementwise comparison with broadcasting (opsets < 7: B broadcasts to "
+                      "A's shape); bool result.");
+    ops->push_back(LegacyBroadcastAttrs(b)
+                       .Input("A", "T")
+                       .Input("B", "T")
+                       .Output("C", "T1")
+                       .Constraint("T", types)
+                       .Constraint("T1", {v1::DT_BOOL})
+                       .Fusion(v1::FUSION_BROADCAST)
+                       .ShapeFn(BinaryBroadcastShape)
+                       .Build());
+  }
+  ops->push_back(OpBuilder("Where", "X where condition is true, else Y; the three broadcast.")
+                     .Input("condition", "B")
+                     .Input("X", "T")
+                     .Input("Y", "T")
+                     .Output("output", "T")
+                     .Constraint("B", {v1::DT_BOOL})
+                     .Constraint("T", AllTypes())
+                     .Fusion(v1::FUSION_BROADCAST)
+                     .ShapeFn(BroadcastAllInputs)
+                     .Build());
+}
+
+// --- Unary ops (kernels in elementwise_unary.cc) ---------------------------------------------
+
+// X's shape; from opset 7 the slope must broadcast to X (unidirectionally).
+absl::Status PReluShape(InferenceContext& ctx) {
+  const std::optional<Dims> x = InputShape(ctx, 0);
+  const std::optional<Dims> slope = InputShape(ctx, 1);
+  if (x && slope && !OpsetBefore(ctx, 7)) {
+    if (absl::Status s = CheckUnidirectionalBroadcast(*slope, *x); !s.ok()) {
+      return NodeError(ctx, s, "input slope: ");
+    }
+  }
+  ctx.set_output_shape(0, x);
+  return absl::OkStatus();
+}
+
+absl::Status ClipShape(InferenceContext& ctx) {
+  for (int i = 1; i <= 2; ++i) {
+    std::optional<Dims> s = InputShape(ctx, i);
+    if (s && !s->empty() && !(s->size() == 1 && (*s)[0].is_known() && (*s)[0].size() == 1)) {
+      return ctx.Error("input ", i, " (", i == 1 ? "min" : "max", ") must be a scalar, got ",
+                       ShapeToString(s));
+    }
+  }
+  return SameShapeAsInput0(ctx);
+}
+
+void AddUnaryOps(std::vector<OpDef>* ops) {
+  const DTypes floats = FloatTypes();
+  const DTypes numeric = NumericTypes();
+  const DTypes signed_numeric = Join(SignedIntTypes(), floats);
+  const DTypes hsd = HalfSingleDouble();
+  const std::vector<UnaryOp> unary = {
+      {"Sin", "Sine, elementwise.", hsd},
+      {"Cos", "Cosine, elementwise.", hsd},
+      {"Tan", "Tangent, elementwise.", hsd},
+      {"Asin", "Arcsine, elementwise.", hsd},
+      {"Acos", "Arccosine, elementwise.", hsd},
+      {"Atan", "Arctangent, elementwise.", hsd},
+      {"Sinh", "Hyperbolic sine, elementwise.", hsd},
+      {"Cosh", "Hyperbolic cosine, elementwise.", hsd},
+      {"Asinh", "Inverse hyperbolic sine, elementwise.", hsd},
+      {"Acosh", "Inverse hyperbolic cosine, elementwise.", hsd},
+      {"Atanh", "Inverse hyperbolic tangent, elementwise.", hsd},
+      {"Softsign", "x / (1 + |x|), elementwise.", hsd},
+      {"Round", "Rounds half to even, elementwise.", hsd},
+      {"HardSwish", "x * max(0, min(1, x / 6 + 1 / 2)), elementwise.", hsd},
+  };
+  for (const UnaryOp& u : unary) AddUnary(ops, u, OpBuilder(u.name, u.doc));
+  AddUnary(ops, {"Elu", "", hsd, true},
+           std::move(OpBuilder("Elu", "x if x >= 0 else alpha * (exp(x) - 1), elementwise.")
+                         .FloatAttr("alpha", 1.0f)));
+  AddUnary(ops, {"Selu", "", hsd, true},
+           std::move(OpBuilder("Selu", "gamma * (x if x > 0 else alpha * (exp(x) - 1)), "
+                                       "elementwise.")
+                         .FloatAttr("alpha", 1.67326319217681884765625f)
+                         .FloatAttr("gamma", 1.05070102214813232421875f)));
+  AddUnary(ops, {"Celu", "", {v1::DT_FLOAT32}},
+           std::move(OpBuilder("Celu", "max(0, x) + min(0, alpha * (exp(x / alpha) - 1)), "
+                                       "elementwise.")
+                         .FloatAttr("alpha", 1.0f)));
+  AddUnary(ops, {"ThresholdedRelu", "", hsd},
+           std::move(OpBuilder("ThresholdedRelu", "x if x > alpha else 0, elementwise.")
+                         .FloatAttr("alpha", 1.0f)));
+  AddUnary(ops, {"Shrink", "", NumericNoBfloat16()},
+           std::move(OpBuilder("Shrink", "x + bias if x < -lambd, x - bias if x > lambd, else "
+                                         "0; elementwise.")
+                         .FloatAttr("bias", 0.0f)
+                         .FloatAttr("lambd", 0.5f)));
+  ops->push_back(OpBuilder("IsNaN", "True where x is NaN, elementwise.")
+                     .Input("X", "T1")
+                     .Output("Y", "T2")
+                     .Constraint("T1", FloatTypes())
+                     .Constraint("T2", {v1::DT_BOOL})
+                     .Fusion(v1::FUSION_ELEMWISE)
+                     .ShapeFn(SameShapeAsInput0)
+                     .Build());
+  ops->push_back(OpBuilder("IsInf", "True where x is an infinity of a detected sign, "
+                                    "elementwise.")
+                     .Input("X", "T1")
+                     .Output("Y", "T2")
+                     .IntAttr("detect_negative", 1)
+                     .IntAttr("detect_positive", 1)
+                     .Constraint("T1", {v1::DT_FLOAT32, v1::DT_FLOAT64})
+                     .Constraint("T2", {v1::DT_BOOL})
+                     .Fusion(v1::FUSION_ELEMWISE)
+                     .ShapeFn(SameShapeAsInput0)
+                     .Build());
+  OpBuilder prelu("PRelu", "x if x >= 0 else slope * x; the slope broadcasts to X.");
+  ops->push_back(ConsumedInputs(prelu)
+                     .Input("X", "T")
+                     .Input("slope", "T")
+                     .Output("Y", "T")
+                     .Constraint("T", Join(FloatTypes(), {v1::DT_UINT32, v1::DT_UINT64,
+                                                          v1::DT_INT32, v1::DT_INT64}))
+                     .Fusion(v1::FUSION_BROADCAST)
+                     .ShapeFn(PReluShape)
+                     .Build());
+  const std::vector<UnaryOp> basic_unary = {
+      {"Sqrt", "Square root, elementwise.", floats, true},
+      {"Exp", "Exponential, elementwise.", floats, true},
+      {"Log", "Natural logarithm, elementwise.", floats, true},
+      {"Neg", "Negation, elementwise.", signed_numeric, true},
+      {"Abs", "Absolute value, elementwise.", numeric, true},
+      {"Relu", "max(x, 0), elementwise.", signed_numeric, true},
+      {"Sigmoid", "1 / (1 + exp(-x)), elementwise.", floats, true},
+      {"Tanh", "Hyperbolic tangent, elementwise.", floats, true},
+      {"Erf", "Gauss error function, elementwise.", numeric},
+      {"Softplus", "log(exp(x) + 1), elementwise.", floats},
+      {"Sign", "Sign of x (-1, 0 or 1), elementwise.", numeric},
+      {"Floor", "Floor, elementwise.", floats, true},
+      {"Ceil", "Ceiling, elementwise.", floats, true},
+      {"Reciprocal", "1 / x, elementwise.", floats, true},
+      {"Not", "Logical not, elementwise.", {v1::DT_BOOL}},
+  };
+  for (const UnaryOp& u : basic_unary) AddUnary(ops, u, OpBuilder(u.name, u.doc));
+  AddUnary(ops, {"LeakyRelu", "", floats, true},
+           std::move(OpBuilder("LeakyRelu", "x if x >= 0 else alpha * x, elementwise.")
+                         .FloatAttr("alpha", 0.01f, "Slope for x < 0.")));
+  AddUnary(ops, {"HardSigmoid", "", floats, true},
+           std::move(OpBuilder("HardSigmoid", "max(0, min(1, alpha * x + beta)), elementwise.")
+                         .FloatAttr("alpha", 0.2f)
+                         .FloatAttr("beta", 0.5f)));
+  ops->push_back(OpBuilder("Clip", "Clamps to [min, max]; opsets < 11 give the bounds as "
+                                   "attributes, later ones as optional scalar inputs.")
+                     .Input("input", "T")
+                     .OptionalInput("min", "T", "Lower bound (scalar).")
+                     .OptionalInput("max", "T", "Upper bound (scalar).")
+                     .Output("output", "T")
+                     .Attr("min", v1::ATTR_FLOAT, "Lower bound (opset < 11).")
+                     .Attr("max", v1::ATTR_FLOAT, "Upper bound (opset < 11).")
+                     .Attr("consumed_inputs", v1::ATTR_INTS, "Opset 1 only; ignored.")
+                     .Constraint("T", numeric)
+                     .Fusion(v1::FUSION_ELEMWISE)
+                     .InPlace(0, 0)
+                     .ShapeFn(ClipShape)
+                     .Build());
+}
+
+}  // namespace
+
+OpBuilder& ConsumedInputs(OpBuilder& b) {
+  return b.Attr("consumed_inputs", v1::ATTR_INTS, "Opset 1 only; ignored.");
+}
+
+void AddElementwiseOps(std::vector<OpDef>* ops) {
+  AddArithmeticOps(ops);
+  AddCastOps(ops);
+  AddLogicOps(ops);
+  AddUnaryOps(ops);
 }
 
 }  // namespace builtin_internal

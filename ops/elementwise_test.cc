@@ -1,5 +1,5 @@
-// Shape and type rules of elementwise.cc, elementwise_cast.cc, elementwise_logic.cc and
-// elementwise_unary.cc.
+// Shape and type rules of elementwise.cc: arithmetic, casts and quantization, logic and
+// comparisons, unary ops.
 
 #include "ops/builtin_ops.h"
 

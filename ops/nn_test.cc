@@ -1,5 +1,5 @@
-// Shape and type rules of nn.cc (the channels-last ops), nn_conv.cc, nn_matmul.cc, nn_norm.cc and
-// nn_pool.cc.
+// Shape and type rules of nn.cc: convolutions, matrix products, normalisations, pooling and the
+// channels-last ops.
 
 #include "ops/builtin_ops.h"
 

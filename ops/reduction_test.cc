@@ -1,4 +1,4 @@
-// Shape and type rules of reduction.cc, reduction_einsum.cc and reduction_softmax.cc.
+// Shape and type rules of reduction.cc: the Reduce* ops, Einsum, Softmax and the losses.
 
 #include <string>
 #include <vector>

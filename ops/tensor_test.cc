@@ -1,5 +1,5 @@
-// Shape and type rules of tensor_index.cc, tensor_layout.cc, tensor_layout_resize.cc and
-// tensor_shape.cc.
+// Shape and type rules of the tensor family: tensor.cc (Identity and the layout ops),
+// tensor_index.cc and tensor_shape.cc.
 
 #include "ops/builtin_ops.h"
 

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "graph/inference.h"
+#include "graph/opset.h"
 #include "passes/rewrite_util.h"
 
 namespace graphopt {

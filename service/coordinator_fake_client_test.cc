@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
@@ -126,6 +127,11 @@ v1::RunRequest Request(const std::string& ops = "Identity") {
   return r;
 }
 
+void AnswerNextExecute(FakeWorker& w, WorkerCallResult r) {
+  absl::MutexLock lock(&w.mu);
+  w.failures.push_back(std::move(r));
+}
+
 class CoordinatorFakeClientTest : public ::testing::Test {
  protected:
   // A coordinator knowing `workers` at addresses "a:1", "b:1", ... in order, each probed once.
@@ -156,10 +162,7 @@ std::string Health(const Coordinator& c, const std::string& address) {
 
 TEST_F(CoordinatorFakeClientTest, ADeadWorkersRequestIsRetriedOnAnother) {
   FakeWorker a{"a"}, b{"b"};
-  {
-    absl::MutexLock lock(&a.mu);
-    a.failures.push_back(ConnectionLost());
-  }
+  AnswerNextExecute(a, ConnectionLost());
   auto c = Make({&a, &b});
   // Equally idle: the tie goes to the first by address.
   absl::StatusOr<v1::RunResponse> r = c->Run(Request());
@@ -174,10 +177,7 @@ TEST_F(CoordinatorFakeClientTest, ADeadWorkersRequestIsRetriedOnAnother) {
 
 TEST_F(CoordinatorFakeClientTest, ABusyWorkerIsPassedOverWithoutUsingAnAttempt) {
   FakeWorker a{"a"}, b{"b"};
-  {
-    absl::MutexLock lock(&a.mu);
-    a.failures.push_back(Busy());
-  }
+  AnswerNextExecute(a, Busy());
   auto c = Make({&a, &b});
   absl::StatusOr<v1::RunResponse> r = c->Run(Request());
   ASSERT_TRUE(r.ok()) << r.status();
@@ -188,10 +188,7 @@ TEST_F(CoordinatorFakeClientTest, ABusyWorkerIsPassedOverWithoutUsingAnAttempt) 
 
 TEST_F(CoordinatorFakeClientTest, AWorkersOwnRefusalIsTheAnswer) {
   FakeWorker a{"a"}, b{"b"};
-  {
-    absl::MutexLock lock(&a.mu);
-    a.failures.push_back(Refused());
-  }
+  AnswerNextExecute(a, Refused());
   auto c = Make({&a, &b});
   absl::StatusOr<v1::RunResponse> r = c->Run(Request());
   ASSERT_FALSE(r.ok());

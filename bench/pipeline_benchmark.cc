@@ -2,10 +2,10 @@
 // Reports time per node; bench/scaling.sh turns the results into the 10x-nodes time ratios.
 #include <cstdlib>
 
-#include "benchmark/benchmark.h"
 #include "bench/synthetic_graph.h"
-#include "graph/builtin_ops.h"
+#include "benchmark/benchmark.h"
 #include "graph/proto_convert.h"
+#include "ops/builtin_ops.h"
 #include "passes/builtin_passes.h"
 #include "passes/pipeline.h"
 #include "service/optimizer.h"

@@ -19,10 +19,10 @@
 #include <string>
 #include <vector>
 
-#include "bench/synthetic_graph.h"
-#include "graph/builtin_ops.h"
 #include "bench/bench_util.h"
+#include "bench/synthetic_graph.h"
 #include "graph/proto_convert.h"
+#include "ops/builtin_ops.h"
 #include "passes/builtin_passes.h"
 #include "passes/pipeline.h"
 #include "util/malloc_tuning.h"

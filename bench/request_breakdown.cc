@@ -12,8 +12,8 @@
 
 #include "bench/bench_util.h"
 #include "bench/synthetic_graph.h"
-#include "graph/builtin_ops.h"
 #include "graph/proto_convert.h"
+#include "ops/builtin_ops.h"
 #include "passes/builtin_passes.h"
 #include "passes/pipeline.h"
 #include "proto/optimizer.pb.h"

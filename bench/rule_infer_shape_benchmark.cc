@@ -23,12 +23,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
-#include "graph/builtin_ops.h"
 #include "graph/graph.h"
 #include "graph/inference.h"
 #include "graph/op_registry.h"
 #include "graph/proto_convert.h"
 #include "onnx/onnx_pb.h"
+#include "ops/builtin_ops.h"
 #include "passes/infer_shape_pass.h"
 #include "passes/pass.h"
 #include "rules/dogfood/onnx_ops.h"

@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
-#include "graph/builtin_ops.h"
 #include "graph/graph.h"
 #include "graph/inference.h"
 #include "graph/op_registry.h"
+#include "ops/builtin_ops.h"
 #include "rules/example_rules.h"
 #include "rules/op_compiler.h"
 

@@ -1,7 +1,7 @@
 #include "bench/synthetic_graph.h"
 
-#include "graph/builtin_ops.h"
 #include "gtest/gtest.h"
+#include "ops/builtin_ops.h"
 #include "passes/builtin_passes.h"
 #include "service/optimizer.h"
 

@@ -6,9 +6,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "graph/builtin_ops.h"
 #include "graph/op_registry.h"
 #include "grpcpp/grpcpp.h"
+#include "ops/builtin_ops.h"
 #include "passes/builtin_passes.h"
 #include "passes/pass.h"
 #include "proto/optimizer.grpc.pb.h"

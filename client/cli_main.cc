@@ -33,6 +33,7 @@
 #include "client/model_summary.h"
 #include "client/op_file.h"
 #include "client/progress.h"
+#include "client/cost_table.h"
 #include "client/report_table.h"
 #include "client/run_model.h"
 #include "graph/proto_convert.h"
@@ -91,6 +92,8 @@ struct OptimizeArgs {
   bool strip_value_info = false;
   std::string report_json;
   bool quiet = false;
+  // How many of the costliest nodes to list after the cost line (0: none).
+  int cost_top = 0;
   std::string upload_weights = "auto";
   std::string ops_file;
 };
@@ -283,6 +286,12 @@ int RunOptimize(const OptimizeArgs& args) {
   for (const auto& [symbol, size] : *bindings) (*request.mutable_dim_bindings())[symbol] = size;
   request.mutable_options()->set_verify_each_pass(args.verify_each_pass);
   request.mutable_options()->set_strip_value_info(args.strip_value_info);
+  // The estimate is computed only when something shows it.
+  if (args.cost_top > 0) {
+    request.mutable_options()->set_cost_estimate(v1::COST_ESTIMATE_PER_NODE);
+  } else if (!args.quiet || !args.report_json.empty()) {
+    request.mutable_options()->set_cost_estimate(v1::COST_ESTIMATE_TOTALS);
+  }
   const bool onnx_out = IsOnnxPath(args.output);
   request.set_result_format(onnx_out ? v1::MODEL_FORMAT_ONNX : v1::MODEL_FORMAT_GRAPH);
 
@@ -376,6 +385,11 @@ int RunOptimize(const OptimizeArgs& args) {
   }
   if (!args.quiet) {
     std::fputs(FormatPassReports(*response).c_str(), stdout);
+    // A server that predates the estimate sends none.
+    if (response->has_cost()) {
+      std::fputs(FormatCostSummary(response->cost()).c_str(), stdout);
+      std::fputs(FormatTopNodeCosts(response->cost(), args.cost_top).c_str(), stdout);
+    }
     std::printf("wrote %s (%d nodes)\n", args.output.c_str(), nodes);
   }
   return kExitOk;
@@ -763,6 +777,12 @@ int Main(int argc, char** argv) {
   optimize->add_option("--report-json", optimize_args.report_json,
                        "Also write the per-pass report as JSON to this file");
   optimize->add_flag("-q,--quiet", optimize_args.quiet, "Do not print the report");
+  optimize
+      ->add_option("--cost-top", optimize_args.cost_top,
+                   "After the report's cost line (the estimated flops and bytes moved of the "
+                   "optimized graph; symbolic dims need --bind), list the N nodes with the "
+                   "most flops")
+      ->check(CLI::NonNegativeNumber);
   optimize
       ->add_option("--upload-weights", optimize_args.upload_weights,
                    "With --server: send initializers of 64 KiB or more ahead of the request "

@@ -210,6 +210,22 @@ std::string FormatReportJson(const v1::OptimizeResponse& response) {
   if (response.reports_size() > 0) {
     document["nodes_before"] = response.reports(0).nodes_before();
   }
+  if (response.has_cost()) {
+    const v1::CostReport& cost = response.cost();
+    nlohmann::json nodes = nlohmann::json::array();
+    for (const v1::NodeCost& n : cost.node_costs()) {
+      nodes.push_back({{"node", n.node()},
+                       {"op", n.op()},
+                       {"flops", n.has_flops() ? nlohmann::json(n.flops()) : nlohmann::json()},
+                       {"bytes", n.has_bytes() ? nlohmann::json(n.bytes()) : nlohmann::json()}});
+    }
+    document["cost"] = {{"flops", cost.flops()},
+                        {"bytes", cost.bytes()},
+                        {"nodes", cost.nodes()},
+                        {"flops_unknown_nodes", cost.flops_unknown_nodes()},
+                        {"bytes_unknown_nodes", cost.bytes_unknown_nodes()},
+                        {"node_costs", std::move(nodes)}};
+  }
   return document.dump(2, ' ', /*ensure_ascii=*/false,
                        nlohmann::json::error_handler_t::replace) +
          "\n";

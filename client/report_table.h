@@ -47,7 +47,10 @@ std::string FormatPassReports(const v1::OptimizeResponse& response);
 // The same report as a JSON document (the graph itself is not included):
 // {"passes": [{"name", "added_for", "changed", "nodes_before", "nodes_after",
 //   "wall_time_us", "verify_time_us", "messages"}...], "total_time_us",
-//  "nodes_before", "nodes_after"}. Invalid UTF-8 in strings is replaced, never an error.
+//  "nodes_before", "nodes_after"}, and when the response has a cost estimate "cost":
+// {"flops", "bytes", "nodes", "flops_unknown_nodes", "bytes_unknown_nodes", "node_costs":
+// [{"node", "op", "flops", "bytes"}...]} (null for an unknown figure). Invalid UTF-8 in strings
+// is replaced, never an error.
 std::string FormatReportJson(const v1::OptimizeResponse& response);
 
 // Table of passes: name, min level, requires, provides, options, description.

@@ -98,6 +98,26 @@ TEST(FormatReportJsonTest, Fields) {
   EXPECT_EQ(json["nodes_after"], 2);
 }
 
+TEST(FormatReportJsonTest, CostOnlyWhenPresent) {
+  EXPECT_FALSE(nlohmann::json::parse(FormatReportJson(v1::OptimizeResponse())).contains("cost"));
+  const nlohmann::json json = nlohmann::json::parse(
+      FormatReportJson(ParseText<v1::OptimizeResponse>(R"pb(
+        cost {
+          flops: 1024 bytes: 1152 nodes: 2 flops_unknown_nodes: 1
+          node_costs { node: "mm" op: "MatMul" flops: 1024 bytes: 896 }
+          node_costs { node: "relu" op: "Relu" bytes: 256 }
+        }
+      )pb")));
+  EXPECT_EQ(json["cost"]["flops"], 1024);
+  EXPECT_EQ(json["cost"]["bytes"], 1152);
+  EXPECT_EQ(json["cost"]["flops_unknown_nodes"], 1);
+  EXPECT_EQ(json["cost"]["bytes_unknown_nodes"], 0);
+  ASSERT_EQ(json["cost"]["node_costs"].size(), 2);
+  EXPECT_EQ(json["cost"]["node_costs"][0]["flops"], 1024);
+  EXPECT_TRUE(json["cost"]["node_costs"][1]["flops"].is_null());
+  EXPECT_EQ(json["cost"]["node_costs"][1]["bytes"], 256);
+}
+
 TEST(FormatReportJsonTest, InvalidUtf8IsReplacedNotThrown) {
   v1::OptimizeResponse response;
   response.add_reports()->add_messages("bad \xff byte");

@@ -10,7 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/stubs/logging.h"
-#include "graph/builtin_ops.h"
+#include "ops/builtin_ops.h"
 
 namespace graphopt {
 namespace fuzz {

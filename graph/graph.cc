@@ -304,7 +304,7 @@ OpKindId Graph::FindOpKind(absl::string_view domain, absl::string_view op_type) 
   return OpKindId();
 }
 
-std::vector<NodeId> Graph::LiveNodesOfKinds(std::initializer_list<OpKindId> kinds) const {
+std::vector<NodeId> Graph::LiveNodesOfKinds(absl::Span<const OpKindId> kinds) const {
   std::vector<NodeId> out;
   int64_t expected = 0;
   for (OpKindId k : kinds) expected += num_live_nodes_of_kind(k);
@@ -662,6 +662,10 @@ std::vector<ValueId> Graph::CapturedInputs(NodeId id) const {
   }
   std::sort(captured.begin(), captured.end());
   return captured;
+}
+
+void PrefetchName(const Graph& graph, absl::string_view name) {
+  graph.value_by_name_.prefetch(name);
 }
 
 }  // namespace graphopt

@@ -167,33 +167,6 @@ class Graph {
   // Live value with this name, or an invalid id.
   ValueId FindValue(absl::string_view name) const;
 
-  // Hints for a pass that visits scattered nodes (a list of candidates rather than a sweep the
-  // hardware sees coming): start loading a node's or value's fields some iterations before
-  // they are read. No effect on results.
-  void PrefetchNode(NodeId id) const { PrefetchLines(&nodes_[id.value()], sizeof(Node)); }
-  void PrefetchValue(ValueId id) const { PrefetchLines(&values_[id.value()], sizeof(Value)); }
-  // For a pass sweeping node ids in `order` (a topological order, say), at position k: starts
-  // loading the node kSweepNodeAhead places ahead and the input values of the one
-  // kSweepValuesAhead ahead, whose node has arrived by then. On a graph larger than the caches
-  // a sweep otherwise waits on the first touch of each node's inputs. Measured at 10^5 nodes
-  // (pipeline 43.2 -> 39.5 ms): input verification 3.9 -> 3.0 ms, infer_type 6.6 -> 5.9,
-  // simplify 3.8 -> 3.0, CSE 3.2 -> 2.8; at 10^4 the pipeline pays 4% for the instructions.
-  // Not in infer_shape, which computes long enough per node to hide the misses.
-  static constexpr int kSweepNodeAhead = 8;
-  static constexpr int kSweepValuesAhead = 4;
-  void PrefetchSweep(absl::Span<const NodeId> order, size_t k) const {
-    if (k + kSweepNodeAhead < order.size()) PrefetchNode(order[k + kSweepNodeAhead]);
-    if (k + kSweepValuesAhead < order.size()) PrefetchInputs(order[k + kSweepValuesAhead]);
-  }
-  // The same for a sweep over every node slot in id order.
-  void PrefetchSweep(NodeId id) const {
-    const int i = id.value();
-    if (i + kSweepNodeAhead < num_node_slots()) PrefetchNode(NodeId(i + kSweepNodeAhead));
-    if (i + kSweepValuesAhead < num_node_slots()) PrefetchInputs(NodeId(i + kSweepValuesAhead));
-  }
-  // The name table's slot for `name` (for reading a graph: a lookup some names ahead).
-  void PrefetchName(absl::string_view name) const { value_by_name_.prefetch(name); }
-
   // --- Op kinds -----------------------------------------------------------------------------
   // Every node's (domain, op_type) is interned when the node is added (the two fields do not
   // change afterwards; VerifyGraph checks), so a pass looking for one op reads 4 dense bytes
@@ -222,7 +195,7 @@ class Graph {
   }
   // The live nodes of any of these kinds (invalid ones ignored), in id order. O(node slots)
   // over the dense kind array; nothing when none of them has a live node.
-  std::vector<NodeId> LiveNodesOfKinds(std::initializer_list<OpKindId> kinds) const;
+  std::vector<NodeId> LiveNodesOfKinds(absl::Span<const OpKindId> kinds) const;
 
   const std::vector<ValueId>& inputs() const { return inputs_; }
   const std::vector<ValueId>& outputs() const { return outputs_; }
@@ -286,6 +259,8 @@ class Graph {
   std::optional<v1::MemoryPlan> memory_plan;
 
  private:
+  // Starts loading the name table's slot for `name` (graph/prefetch.h).
+  friend void PrefetchName(const Graph& graph, absl::string_view name);
   absl::StatusOr<std::vector<NodeId>> ComputeTopologicalOrder() const;
   // Makes `order` (a topological order of the node slots) the cached one.
   void CacheOrder(std::vector<NodeId> order) const;
@@ -298,27 +273,6 @@ class Graph {
   void AddUse(NodeId node, int index);
   void RemoveUse(NodeId node, int index);
   OpKindId InternOpKind(std::string domain, std::string op_type);
-  // The value slots of the node's inputs.
-  void PrefetchInputs(NodeId id) const {
-    for (ValueId v : nodes_[id.value()].inputs) {
-      if (v.valid()) PrefetchValue(v);
-    }
-  }
-  // Prefetches every cache line of `bytes` bytes at `p`.
-  // An asm statement rather than __builtin_prefetch: GCC 12 at -O2 deletes a
-  // __builtin_prefetch in an inlined helper whose loop has no other effect (it did so to the
-  // sweep prefetches above: no prefetch instruction in the binary).
-  static void PrefetchLines(const void* p, size_t bytes) {
-    const char* c = static_cast<const char*>(p);
-    for (size_t offset = 0; offset < bytes; offset += 64) {
-#if defined(__x86_64__)
-      asm volatile("prefetcht0 %0" : : "m"(c[offset]));
-#else
-      __builtin_prefetch(c + offset);
-#endif
-    }
-  }
-
   // The node and value slots live on huge pages once large (HugePageAllocator): passes sweep
   // them and jump between them by id.
   std::vector<Node, HugePageAllocator<Node>> nodes_;

@@ -310,4 +310,11 @@ absl::Status InferNodeShapes(Graph& graph, NodeId id, const OpDef& op,
   return op.shape_fn(ctx);
 }
 
+absl::StatusOr<std::optional<int64_t>> EvaluateNodeCost(const Graph& graph, NodeId id,
+                                                        const OpDef& op, const CostFn& fn) {
+  // NodeContext writes only through its setters, which a const context cannot call.
+  const NodeContext ctx(const_cast<Graph&>(graph), id, op, nullptr);
+  return fn(ctx);
+}
+
 }  // namespace graphopt

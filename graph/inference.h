@@ -135,6 +135,12 @@ absl::Status InferNodeTypes(Graph& graph, NodeId node, const OpDef& op);
 absl::Status InferNodeShapes(Graph& graph, NodeId node, const OpDef& op,
                              DimsValueTable* dims_values);
 
+// Evaluates a cost function of `op` (OpDef::flops_fn or bytes_fn, non-empty) on `node` as the
+// graph's values now type it. The context only reads: it carries no dims values (a rule's
+// input_dims_value sees none).
+absl::StatusOr<std::optional<int64_t>> EvaluateNodeCost(const Graph& graph, NodeId node,
+                                                        const OpDef& op, const CostFn& fn);
+
 }  // namespace graphopt
 
 #endif  // GRAPHOPT_GRAPH_INFERENCE_H_

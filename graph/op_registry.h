@@ -1,9 +1,11 @@
 #ifndef GRAPHOPT_GRAPH_OP_REGISTRY_H_
 #define GRAPHOPT_GRAPH_OP_REGISTRY_H_
 
+#include <cstdint>
 #include <functional>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include "absl/strings/string_view.h"
 #include <vector>
@@ -11,6 +13,7 @@
 #include "absl/container/btree_map.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "proto/op.pb.h"
 
 namespace graphopt {
@@ -24,12 +27,20 @@ using ShapeInferenceFn = std::function<absl::Status(InferenceContext&)>;
 // Optional: computes output element types where the descriptor's type constraints and
 // dtype_from_attribute cannot (for example Constant, whose type is its tensor's).
 using TypeInferenceFn = std::function<absl::Status(InferenceContext&)>;
+// Optional: one figure of a node's cost (flops, or bytes read and written) from its inputs'
+// types and its attributes; nullopt when unknown or symbolic. The context is const: a cost
+// rule only reads the node.
+using CostFn = std::function<absl::StatusOr<std::optional<int64_t>>(const InferenceContext&)>;
 
 // An operator known to the registry: its descriptor plus the compiled rules.
 struct OpDef {
   v1::OpDescriptor descriptor;
   ShapeInferenceFn shape_fn;
   TypeInferenceFn type_fn;
+  // The descriptor's cost rules (cost.flops, cost.bytes_moved), empty when it has none; read by
+  // passes/cost_model.h.
+  CostFn flops_fn;
+  CostFn bytes_fn;
 
   // Derived by OpRegistry::Register from the descriptor.
   int min_inputs = 0;

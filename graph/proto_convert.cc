@@ -4,6 +4,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "graph/prefetch.h"
 
 namespace graphopt {
 namespace {
@@ -111,8 +112,8 @@ absl::StatusOr<Graph> GraphFromProto(v1::Graph proto) {
   for (int i = 0; i < proto.nodes_size(); ++i) {
     if (i + kPrefetchAhead < proto.nodes_size()) {
       const v1::Node& ahead = proto.nodes(i + kPrefetchAhead);
-      for (const std::string& name : ahead.inputs()) g.PrefetchName(name);
-      for (const std::string& name : ahead.outputs()) g.PrefetchName(name);
+      for (const std::string& name : ahead.inputs()) PrefetchName(g, name);
+      for (const std::string& name : ahead.outputs()) PrefetchName(g, name);
     }
     v1::Node& pn = *proto.mutable_nodes(i);
     // Built only for an error message: most graphs have none.

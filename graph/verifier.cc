@@ -1,6 +1,7 @@
 #include "graph/verifier.h"
 
 #include "absl/strings/str_cat.h"
+#include "graph/prefetch.h"
 
 namespace graphopt {
 namespace {
@@ -129,7 +130,7 @@ absl::Status VerifyGraph(const Graph& graph, const OpRegistry& registry) {
   // graph's own check would be a second sweep over every node and value.
   bool ids_sorted = true;
   for (int i = 0; i < graph.num_node_slots(); ++i) {
-    graph.PrefetchSweep(NodeId(i));
+    PrefetchSweep(graph, NodeId(i));
     const Node& n = graph.node(NodeId(i));
     if (!n.alive) continue;
     // Passes find nodes by their interned kind, so op_type and domain must not be edited in

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "graph/layout_ops.h"
+#include "ops/layout_ops.h"
 #include "passes/rewrite_util.h"
 
 namespace graphopt {

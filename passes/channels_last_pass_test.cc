@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
-#include "graph/layout_ops.h"
+#include "ops/layout_ops.h"
 #include "gtest/gtest.h"
 #include "passes/pass_test_util.h"
 

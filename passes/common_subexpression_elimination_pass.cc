@@ -8,6 +8,7 @@
 #include "absl/types/span.h"
 #include "absl/strings/str_cat.h"
 #include "graph/kind_ops.h"
+#include "graph/prefetch.h"
 #include "graph/proto_util.h"
 #include "passes/effects.h"
 
@@ -17,21 +18,6 @@ namespace {
 // Never merged: unknown ops, ops with effects, and nondeterministic ones.
 bool Mergeable(const OpDef* op) {
   return op != nullptr && !HasEffects(*op) && !IsNondeterministic(*op);
-}
-
-// True when the node reads or produces a value some node writes. Merging such a node could move
-// a read across the write (a reader of x before a write to x merged with one after it) or make
-// two values one where only one of them is written, and the graph's edges do not order a write
-// against the other readers. So these nodes are never merged (a simple, conservative rule); nor
-// are nodes touching a value a subgraph reads by name (a capture is not an edge either).
-bool TouchesMutatedValue(const Node& n, const std::vector<char>& mutated) {
-  for (ValueId v : n.inputs) {
-    if (v.valid() && mutated[v.value()]) return true;
-  }
-  for (ValueId v : n.outputs) {
-    if (v.valid() && mutated[v.value()]) return true;
-  }
-  return false;
 }
 
 // Deterministic bytes of a node's attributes ("" when it has none).
@@ -74,7 +60,7 @@ class CommonSubexpressionEliminationPass : public Pass {
     auto add_to_table = [&](uint64_t hash, NodeId node) {
       if (!first.try_emplace(hash, node).second) overflow.emplace_back(hash, node);
     };
-    const std::vector<char> mutated = ValuesWithHiddenAccess(graph, *context.ops);
+    const HiddenAccess hidden(graph, *context.ops);
     const KindOps ops(graph, *context.ops);
     int64_t merged = 0;
     for (size_t k = 0; k < order->size(); ++k) {
@@ -82,11 +68,13 @@ class CommonSubexpressionEliminationPass : public Pass {
       // value has more than two readers: start loading those a few nodes ahead (measured at
       // 10^5 nodes: 6.3 -> 5.5 ms).
       if (absl::Status s = context.CheckStopEvery(k); !s.ok()) return s;
-      graph.PrefetchSweep(*order, k);
+      PrefetchSweep(graph, *order, k);
       const NodeId id = (*order)[k];
       const Node& n = graph.node(id);
-      if (n.outputs.empty() || !Mergeable(ops.Find(id)) ||
-          TouchesMutatedValue(n, mutated)) {
+      // A node touching a hidden access is never merged: merging could move a read across a
+      // write (a reader of x before a write to x merged with one after it) or make two values
+      // one where only one of them is written or captured; the edges order neither.
+      if (n.outputs.empty() || !Mergeable(ops.Find(id)) || hidden.Touches(n)) {
         continue;
       }
       if (!n.attributes.empty()) attr_bytes[id.value()] = AttributeBytes(n);

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "graph/kind_ops.h"
 #include "graph/liveness.h"
+#include "graph/prefetch.h"
 
 namespace graphopt {
 namespace {
@@ -70,14 +71,8 @@ class DeadCodeEliminationPass : public Pass {
       if (!live[it->value()]) dead.push_back(*it);
     }
     for (size_t k = 0; k < dead.size(); ++k) {
-      // Dead nodes are scattered: start loading the nodes and the inputs RemoveNode unlinks
-      // from a few removals ahead (measured at 10^5 nodes: 2.6 -> 2.1 ms).
-      if (k + 6 < dead.size()) graph.PrefetchNode(dead[k + 6]);
-      if (k + 3 < dead.size()) {
-        for (ValueId in : graph.node(dead[k + 3]).inputs) {
-          if (in.valid()) graph.PrefetchValue(in);
-        }
-      }
+      // Dead nodes are scattered: load the slots RemoveNode unlinks a few removals ahead.
+      PrefetchScattered(graph, dead, k);
       graph.RemoveNode(dead[k]);
       ++removed_nodes;
     }

@@ -5,9 +5,11 @@
 #include "graph/liveness.h"
 
 namespace graphopt {
+namespace {
 
+// The values some live node writes; empty when there are none.
 std::vector<char> MutatedValues(const Graph& graph, const OpRegistry& ops) {
-  std::vector<char> mutated(graph.num_value_slots(), 0);
+  std::vector<char> mutated;
   // Most registries (the builtins alone) have no op that writes an input: nothing to look up.
   if (!ops.HasMutatingOps()) return mutated;
   for (int i = 0; i < graph.num_node_slots(); ++i) {
@@ -17,6 +19,7 @@ std::vector<char> MutatedValues(const Graph& graph, const OpRegistry& ops) {
     if (op == nullptr) continue;
     for (int idx : op->descriptor.mutated_inputs()) {
       if (idx >= 0 && idx < static_cast<int>(n.inputs.size()) && n.inputs[idx].valid()) {
+        if (mutated.empty()) mutated.assign(graph.num_value_slots(), 0);
         mutated[n.inputs[idx].value()] = 1;
       }
     }
@@ -24,23 +27,36 @@ std::vector<char> MutatedValues(const Graph& graph, const OpRegistry& ops) {
   return mutated;
 }
 
+// The values subgraphs read by name; empty when there are none.
 std::vector<char> CapturedValues(const Graph& graph) {
-  std::vector<char> captured(graph.num_value_slots(), 0);
+  std::vector<char> captured;
   // Only graph attributes capture; most graphs have none.
   if (graph.num_subgraph_nodes() == 0) return captured;
   for (int i = 0; i < graph.num_node_slots(); ++i) {
     const Node& n = graph.node(NodeId(i));
     if (!n.alive || !n.has_subgraphs) continue;
-    for (ValueId v : graph.CapturedInputs(NodeId(i))) captured[v.value()] = 1;
+    for (ValueId v : graph.CapturedInputs(NodeId(i))) {
+      if (captured.empty()) captured.assign(graph.num_value_slots(), 0);
+      captured[v.value()] = 1;
+    }
   }
   return captured;
 }
 
-std::vector<char> ValuesWithHiddenAccess(const Graph& graph, const OpRegistry& ops) {
-  std::vector<char> hidden = MutatedValues(graph, ops);
-  const std::vector<char> captured = CapturedValues(graph);
-  for (size_t i = 0; i < hidden.size(); ++i) hidden[i] |= captured[i];
-  return hidden;
+}  // namespace
+
+HiddenAccess::HiddenAccess(const Graph& graph, const OpRegistry& ops)
+    : mutated_(MutatedValues(graph, ops)), captured_(CapturedValues(graph)) {}
+
+bool HiddenAccess::Touches(const Node& node) const {
+  if (!has_any()) return false;
+  for (ValueId v : node.inputs) {
+    if (any(v)) return true;
+  }
+  for (ValueId v : node.outputs) {
+    if (any(v)) return true;
+  }
+  return false;
 }
 
 bool IsNondeterministic(const OpDef& op) {

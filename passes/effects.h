@@ -8,21 +8,36 @@
 
 namespace graphopt {
 
-// Values that some live node writes (an input listed in its op's mutated_inputs), indexed by
-// ValueId::value() over graph.num_value_slots(). A pass that moves reads or writes between
-// values (CSE merging two readers, eliminate_identity forwarding a copy) must leave nodes that
-// touch such values alone: the graph's edges do not say when the write happens. Linear.
-std::vector<char> MutatedValues(const Graph& graph, const OpRegistry& ops);
+// What the graph's edges do not show about its values, as of construction (values added later
+// have neither):
+// - mutated: some live node writes the value (an input listed in its op's mutated_inputs). The
+//   edges do not say when the write happens, so a pass must not move reads or writes between
+//   such a value and another (CSE merging two readers, eliminate_identity forwarding a copy).
+// - captured: the subgraph of some live node (If, Loop and Scan bodies) reads the value by
+//   name. That read is no edge either: a pass must not forward, merge, fuse away or rename it.
+// The one check every rewriting pass uses. Linear in nodes and subgraph sizes; free (no
+// allocation, no sweep) for the common graph without mutating ops and subgraphs.
+class HiddenAccess {
+ public:
+  HiddenAccess(const Graph& graph, const OpRegistry& ops);
 
-// Values of `graph` that the subgraphs of some live node read by name (If, Loop and Scan bodies
-// capturing them), indexed like MutatedValues. Such reads are not edges of the graph either: a
-// pass that forwards, merges or renames values must leave the nodes producing them alone. Linear
-// in nodes and subgraph sizes.
-std::vector<char> CapturedValues(const Graph& graph);
+  bool mutated(ValueId v) const { return Get(mutated_, v); }
+  bool captured(ValueId v) const { return Get(captured_, v); }
+  // Mutated or captured.
+  bool any(ValueId v) const { return mutated(v) || captured(v); }
+  // Some input or output of `node` is mutated or captured.
+  bool Touches(const Node& node) const;
+  // Whether the graph has any such value at all.
+  bool has_any() const { return !mutated_.empty() || !captured_.empty(); }
 
-// MutatedValues and CapturedValues together: the values some access to which the graph's edges
-// do not show.
-std::vector<char> ValuesWithHiddenAccess(const Graph& graph, const OpRegistry& ops);
+ private:
+  static bool Get(const std::vector<char>& bits, ValueId v) {
+    return v.valid() && v.value() < static_cast<int>(bits.size()) && bits[v.value()] != 0;
+  }
+  // Indexed by ValueId::value(); empty when no value is mutated (resp. captured).
+  std::vector<char> mutated_;
+  std::vector<char> captured_;
+};
 
 // True when the op carries a non-zero kNondeterministicExtension.
 bool IsNondeterministic(const OpDef& op);

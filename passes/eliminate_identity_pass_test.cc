@@ -122,8 +122,7 @@ TEST(EliminateIdentityPassTest, KeepsCopiesOfMutatedValues) {
   EXPECT_THAT(OpTypes(*out), ElementsAre("Identity", "Accumulate", "Identity", "Accumulate",
                                          "Max"));
   EXPECT_THAT(result.runs[0].messages,
-              ElementsAre("removed 1 Identity and 0 Dropout nodes; kept 2 whose input or "
-                          "output a node mutates or a subgraph reads"));
+              ElementsAre("removed 1: identity 1; refused 2: hidden accesses 2"));
 }
 
 }  // namespace

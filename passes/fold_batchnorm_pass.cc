@@ -6,9 +6,8 @@
 #include <utility>
 #include <vector>
 
-#include "absl/container/btree_map.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
+#include "passes/rewrite_driver.h"
 #include "passes/rewrite_util.h"
 
 namespace graphopt {
@@ -21,69 +20,347 @@ struct Affine {
   std::vector<double> b;
 };
 
-// What the FoldInto* functions return when they folded (otherwise: why not).
-constexpr const char* kFolded = nullptr;
-
 bool IsFoldableDtype(v1::DataType t) { return t == v1::DT_FLOAT32 || t == v1::DT_FLOAT64; }
 
-// `w` with its elements along `axis` scaled by a[c] (w viewed as [outer, C, inner]), computed in
-// double and rounded once to w's dtype.
-absl::StatusOr<runtime::Tensor> ScaleAlong(const runtime::Tensor& w, int axis,
-                                           const std::vector<double>& a) {
+// A float32 or float64 tensor being built: its dtype, dims and elements in double (rounded once
+// to the dtype when stored).
+struct Dense {
+  v1::DataType dtype = v1::DT_FLOAT32;
+  std::vector<int64_t> dims;
+  std::vector<double> elements;
+};
+
+// `w` with its elements along `axis` scaled by a[c] (w viewed as [outer, C, inner]), in double.
+Dense ScaleAlong(const ConstantView& w, int axis, const std::vector<double>& a) {
+  Dense out{w.dtype(), w.dims(), std::vector<double>(w.num_elements())};
   int64_t outer = 1, inner = 1;
   for (int i = 0; i < axis; ++i) outer *= w.dim(i);
   for (int i = axis + 1; i < w.rank(); ++i) inner *= w.dim(i);
   const int64_t c = w.dim(axis);
-  absl::StatusOr<runtime::Tensor> out = runtime::Tensor::Allocate(w.dtype(), w.shape());
-  if (!out.ok()) return out.status();
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t ci = 0; ci < c; ++ci) {
       const int64_t base = (o * c + ci) * inner;
-      for (int64_t i = base; i < base + inner; ++i) {
-        if (w.dtype() == v1::DT_FLOAT32) {
-          out->data<float>()[i] = static_cast<float>(w.data<float>()[i] * a[ci]);
-        } else {
-          out->data<double>()[i] = w.data<double>()[i] * a[ci];
-        }
-      }
+      for (int64_t i = base; i < base + inner; ++i) out.elements[i] = w.AsDouble(i) * a[ci];
     }
   }
   return out;
 }
 
 // Sets `value`'s initializer to `tensor`, and its type to the tensor's.
-void SetTypedInitializer(Graph& graph, ValueId value, const runtime::Tensor& tensor) {
+void SetTypedInitializer(Graph& graph, ValueId value, const Dense& tensor) {
   TensorType& type = graph.mutable_value(value).type;
-  type.dtype = tensor.dtype();
+  type.dtype = tensor.dtype;
   type.shape = Dims();
-  for (int64_t d : tensor.shape()) type.shape->push_back(Dim::Known(d));
-  v1::Tensor proto;
-  tensor.ToProto(&proto);
-  graph.SetInitializer(value, std::move(proto));
+  for (int64_t d : tensor.dims) type.shape->push_back(Dim::Known(d));
+  graph.SetInitializer(value, FloatTensor(tensor.dtype, tensor.dims, tensor.elements));
 }
 
 // A new initializer value named after `base` (made unique) holding `tensor`.
-ValueId AddInitializer(Graph& graph, absl::string_view base, const runtime::Tensor& tensor) {
+ValueId AddInitializer(Graph& graph, absl::string_view base, const Dense& tensor) {
   const ValueId value = graph.AddUniqueValue(base);
   SetTypedInitializer(graph, value, tensor);
   return value;
 }
 
 // The folded bias: a * beta_scale * old + b, where `old` has C elements, one, or is absent.
-runtime::Tensor FoldedBias(v1::DataType dtype, const runtime::Shape& shape, const Affine& f,
-                           const std::optional<runtime::Tensor>& old, double beta_scale) {
+Dense FoldedBias(v1::DataType dtype, std::vector<int64_t> dims, const Affine& f,
+                 const std::optional<ConstantView>& old, double beta_scale) {
   const int64_t c = static_cast<int64_t>(f.a.size());
-  runtime::Tensor out = runtime::Tensor::Allocate(dtype, shape).value();
+  Dense out{dtype, std::move(dims), std::vector<double>(c)};
   for (int64_t i = 0; i < c; ++i) {
     double v = f.b[i];
-    if (old) v += f.a[i] * beta_scale * old->ElementAsDouble(old->num_elements() == 1 ? 0 : i);
-    if (dtype == v1::DT_FLOAT32) {
-      out.data<float>()[i] = static_cast<float>(v);
-    } else {
-      out.data<double>()[i] = v;
-    }
+    if (old) v += f.a[i] * beta_scale * old->AsDouble(old->num_elements() == 1 ? 0 : i);
+    out.elements[i] = v;
   }
   return out;
+}
+
+// The constant affine map of an inference BatchNormalization; nullopt when its parameters are
+// not constants of one length.
+std::optional<Affine> AffineOf(const RewriteContext& c, const Node& bn) {
+  std::optional<ConstantView> p[4];
+  for (int i = 0; i < 4; ++i) {
+    p[i] = ConstantValue(c.graph, bn.inputs[i + 1], c.hidden);
+    if (!p[i] || !IsFloatingPoint(p[i]->dtype())) return std::nullopt;
+  }
+  const int64_t n = p[0]->num_elements();
+  for (int i = 1; i < 4; ++i) {
+    if (p[i]->num_elements() != n) return std::nullopt;
+  }
+  // The runtime reads epsilon as a float attribute, then computes in double.
+  const double eps = FloatAttr(bn, "epsilon").value_or(1e-5f);
+  Affine f;
+  f.a.resize(n);
+  f.b.resize(n);
+  for (int64_t i = 0; i < n; ++i) {
+    f.a[i] = p[0]->AsDouble(i) / std::sqrt(p[3]->AsDouble(i) + eps);
+    f.b[i] = p[1]->AsDouble(i) - p[2]->AsDouble(i) * f.a[i];
+  }
+  return f;
+}
+
+// Stores `tensor` for the present input `index` of `node`: in place when that input is an
+// initializer only this node reads, else as a new initializer (the old definition goes when
+// unused). Returns the value now read.
+ValueId Store(RewriteContext& c, NodeId node, int index, const Dense& tensor) {
+  const ValueId old = c.graph.node(node).inputs[index];
+  const Value& v = c.graph.value(old);
+  if (v.initializer >= 0 && !v.is_graph_input && !c.hidden.any(old) &&
+      v.graph_output_count == 0 && v.uses.size() == 1) {
+    SetTypedInitializer(c.graph, old, tensor);
+    return old;
+  }
+  const ValueId target = AddInitializer(c.graph, v.name, tensor);
+  c.graph.SetInput(node, index, target);
+  RemoveDefinitionIfUnused(c.graph, old, c.ops, c.hidden);
+  return target;
+}
+
+// Input 2 (the bias) of `node` set to `bias`: stored over the old one (Store), or added as a
+// new initializer named after the weights.
+absl::Status SetBias(RewriteContext& c, NodeId node, const Dense& bias,
+                     const std::string& weight_name) {
+  const Node& n = c.graph.node(node);
+  if (n.inputs.size() > 2 && n.inputs[2].valid()) {
+    Store(c, node, 2, bias);
+    return absl::OkStatus();
+  }
+  std::vector<ValueId> inputs(n.inputs.begin(), n.inputs.end());
+  inputs.resize(3);
+  inputs[2] = AddInitializer(c.graph, absl::StrCat(weight_name, "_bias"), bias);
+  return RebuildNodeWithInputs(c.graph, node, std::move(inputs)).status();
+}
+
+// The constant weight input `index` of `node`, of the given rank (0: any >= 3) and `dtype`.
+std::optional<ConstantView> Weights(const RewriteContext& c, const Node& node, int index,
+                                    int rank, v1::DataType dtype) {
+  if (index >= static_cast<int>(node.inputs.size()) || !node.inputs[index].valid()) {
+    return std::nullopt;
+  }
+  std::optional<ConstantView> w = ConstantValue(c.graph, node.inputs[index], c.hidden);
+  if (!w || w->dtype() != dtype || (rank == 0 ? w->rank() < 3 : w->rank() != rank)) {
+    return std::nullopt;
+  }
+  return w;
+}
+
+// An optional bias input: absent (nullopt, true), or constant with `c` or 1 elements.
+std::optional<ConstantView> OptionalBias(const RewriteContext& c, const Node& node, int index,
+                                         int64_t channels, bool* ok) {
+  *ok = true;
+  if (index >= static_cast<int>(node.inputs.size()) || !node.inputs[index].valid()) {
+    return std::nullopt;
+  }
+  std::optional<ConstantView> bias = ConstantValue(c.graph, node.inputs[index], c.hidden);
+  if (!bias || !IsFloatingPoint(bias->dtype()) ||
+      (bias->num_elements() != channels && bias->num_elements() != 1)) {
+    *ok = false;
+    return std::nullopt;
+  }
+  return bias;
+}
+
+// What every fold starts from: the BatchNormalization root and the node producing its input.
+struct Fold {
+  NodeId bn;
+  NodeId producer;
+  Affine affine;
+  int64_t channels = 0;
+};
+
+// The checks all folds share; a refusal says why the root stays.
+absl::StatusOr<RewriteResult> Prepare(const RewriteContext& c, NodeId bn_id, Fold* fold) {
+  const Node& bn = c.graph.node(bn_id);
+  if (IntAttr(bn, "training_mode").value_or(0) != 0) return RewriteResult::Refused("training mode");
+  for (size_t i = 1; i < bn.outputs.size(); ++i) {
+    if (bn.outputs[i].valid() && (!c.graph.value(bn.outputs[i]).uses.empty() ||
+                                  c.graph.value(bn.outputs[i]).graph_output_count > 0)) {
+      return RewriteResult::Refused("statistics outputs used");
+    }
+  }
+  if (bn.inputs.size() != 5 || !bn.inputs[0].valid() || bn.outputs.empty() ||
+      !bn.outputs[0].valid()) {
+    return RewriteResult::Refused("malformed");
+  }
+  const Value& xv = c.graph.value(bn.inputs[0]);
+  if (xv.uses.size() != 1 || xv.graph_output_count > 0) {
+    return RewriteResult::Refused("producer output shared");
+  }
+  if (!IsFoldableDtype(xv.type.dtype)) return RewriteResult::Refused("not float32/float64");
+  std::optional<Affine> affine = AffineOf(c, bn);
+  if (!affine) return RewriteResult::Refused("parameters not constant");
+  fold->bn = bn_id;
+  fold->producer = xv.producer;
+  fold->channels = static_cast<int64_t>(affine->a.size());
+  fold->affine = *std::move(affine);
+  return RewriteResult::Applied();
+}
+
+// Gemm and MatMul fold only where BatchNormalization's channel axis (1) is their last.
+bool RankTwoInput(const RewriteContext& c, NodeId bn) {
+  const std::optional<Dims>& shape = c.graph.value(c.graph.node(bn).inputs[0]).type.shape;
+  return shape && shape->size() == 2;
+}
+
+// Each Into* folds the affine map into the producer and returns Applied, or why it cannot
+// (graph untouched).
+using FoldInto = absl::StatusOr<RewriteResult> (*)(RewriteContext&, const Fold&);
+
+// BN(Conv(x, W, B)) = Conv(x, W * a[c], a * B + b).
+absl::StatusOr<RewriteResult> IntoConv(RewriteContext& c, const Fold& f) {
+  const Node& n = c.graph.node(f.producer);
+  const v1::DataType dtype = c.graph.value(n.outputs[0]).type.dtype;
+  std::optional<ConstantView> w = Weights(c, n, 1, 0, dtype);
+  if (!w || w->dim(0) != f.channels) {
+    return RewriteResult::Refused("weights not constant or not matching");
+  }
+  bool bias_ok = false;
+  std::optional<ConstantView> bias = OptionalBias(c, n, 2, f.channels, &bias_ok);
+  if (!bias_ok || (bias && bias->num_elements() != f.channels)) {
+    return RewriteResult::Refused("bias not constant");
+  }
+  const Dense scaled = ScaleAlong(*w, 0, f.affine.a);
+  const Dense new_bias = FoldedBias(dtype, {f.channels}, f.affine, bias, 1.0);
+  const std::string weight_name = c.graph.value(n.inputs[1]).name;
+  Store(c, f.producer, 1, scaled);
+  if (absl::Status s = SetBias(c, f.producer, new_bias, weight_name); !s.ok()) return s;
+  return RewriteResult::Applied();
+}
+
+// BN(Gemm(x, W, C, beta)) = Gemm(x, W * a[c], a * beta * C + b, beta = 1).
+absl::StatusOr<RewriteResult> IntoGemm(RewriteContext& c, const Fold& f) {
+  if (!RankTwoInput(c, f.bn)) return RewriteResult::Refused("output not of rank 2");
+  const Node& n = c.graph.node(f.producer);
+  const v1::DataType dtype = c.graph.value(n.outputs[0]).type.dtype;
+  std::optional<ConstantView> w = Weights(c, n, 1, 2, dtype);
+  const bool trans_b = IntAttr(n, "transB").value_or(0) != 0;
+  if (!w || w->dim(trans_b ? 0 : 1) != f.channels) {
+    return RewriteResult::Refused("weights not constant or not matching");
+  }
+  bool bias_ok = false;
+  std::optional<ConstantView> bias = OptionalBias(c, n, 2, f.channels, &bias_ok);
+  if (!bias_ok) return RewriteResult::Refused("bias not constant");
+  // C of shape [1, C] keeps it; [C] and single elements become [C]; others do not fold.
+  std::vector<int64_t> bias_dims = {f.channels};
+  if (bias) {
+    const bool row = bias->rank() == 2 && bias->dim(0) == 1 && bias->dim(1) == f.channels;
+    if (row) bias_dims = {1, f.channels};
+    if (!row && !(bias->rank() == 1 && bias->dim(0) == f.channels) &&
+        !(bias->num_elements() == 1 && bias->rank() <= 2)) {
+      return RewriteResult::Refused("bias shape not [C], [1, C] or one element");
+    }
+  }
+  const Dense scaled = ScaleAlong(*w, trans_b ? 0 : 1, f.affine.a);
+  const double beta = FloatAttr(n, "beta").value_or(1.0f);
+  const Dense new_bias = FoldedBias(dtype, bias_dims, f.affine, bias, beta);
+  const std::string weight_name = c.graph.value(n.inputs[1]).name;
+  Store(c, f.producer, 1, scaled);
+  if (beta != 1.0) {
+    v1::Attribute one;
+    one.set_f(1.0f);
+    c.graph.mutable_node(f.producer).attributes["beta"] = std::move(one);
+  }
+  if (absl::Status s = SetBias(c, f.producer, new_bias, weight_name); !s.ok()) return s;
+  return RewriteResult::Applied();
+}
+
+// BN(MatMul(x, W)) = Add(MatMul(x, W * a[c]), b): the Add replaces the BatchNormalization,
+// producing its output value.
+absl::StatusOr<RewriteResult> IntoMatMul(RewriteContext& c, const Fold& f) {
+  if (!RankTwoInput(c, f.bn)) return RewriteResult::Refused("output not of rank 2");
+  const Node& n = c.graph.node(f.producer);
+  const v1::DataType dtype = c.graph.value(n.outputs[0]).type.dtype;
+  std::optional<ConstantView> w = Weights(c, n, 1, 2, dtype);
+  if (!w || w->dim(1) != f.channels) {
+    return RewriteResult::Refused("weights not constant or not matching");
+  }
+  const Dense scaled = ScaleAlong(*w, 1, f.affine.a);
+  const std::string weight_name = c.graph.value(n.inputs[1]).name;
+  Store(c, f.producer, 1, scaled);
+  const ValueId b = AddInitializer(c.graph, absl::StrCat(weight_name, "_bias"),
+                                   FoldedBias(dtype, {f.channels}, f.affine, std::nullopt, 1.0));
+  const std::string name = c.graph.node(f.bn).name;
+  const ValueId x = c.graph.node(f.bn).inputs[0];
+  const ValueId y = c.graph.DetachOutput(f.bn, 0);
+  c.graph.RemoveNode(f.bn);
+  absl::StatusOr<NodeId> add = c.graph.AddNode(name, "Add", "", {x, b}, {y});
+  if (!add.ok()) return add.status();
+  return RewriteResult::Applied();
+}
+
+// BN(Add(MatMul(x, W), B)) = Add(MatMul(x, W * a[c]), a * B + b).
+absl::StatusOr<RewriteResult> IntoMatMulAdd(RewriteContext& c, const Fold& f) {
+  if (!RankTwoInput(c, f.bn)) return RewriteResult::Refused("output not of rank 2");
+  const Node& add = c.graph.node(f.producer);
+  if (add.inputs.size() != 2 || !add.inputs[0].valid() || !add.inputs[1].valid()) {
+    return RewriteResult::NoMatch();
+  }
+  int mm_index = -1;
+  for (int i : {0, 1}) {
+    const ValueId v = add.inputs[i];
+    const Value& value = c.graph.value(v);
+    if (value.producer.valid() && c.graph.node(value.producer).op_type == "MatMul" &&
+        c.graph.node(value.producer).domain.empty() && value.uses.size() == 1 &&
+        value.graph_output_count == 0 && !c.hidden.any(v)) {
+      mm_index = i;
+      break;
+    }
+  }
+  if (mm_index < 0) return RewriteResult::NoMatch();
+  const NodeId matmul = c.graph.value(add.inputs[mm_index]).producer;
+  const int bias_index = 1 - mm_index;
+  const v1::DataType dtype = c.graph.value(add.outputs[0]).type.dtype;
+  std::optional<ConstantView> w = Weights(c, c.graph.node(matmul), 1, 2, dtype);
+  if (!w || w->dim(1) != f.channels) {
+    return RewriteResult::Refused("weights not constant or not matching");
+  }
+  std::optional<ConstantView> bias = ConstantValue(c.graph, add.inputs[bias_index], c.hidden);
+  if (!bias || bias->dtype() != dtype) return RewriteResult::Refused("bias not constant");
+  std::vector<int64_t> bias_dims;
+  if (bias->rank() == 1 && bias->dim(0) == f.channels) {
+    bias_dims = {f.channels};
+  } else if (bias->rank() == 2 && bias->dim(0) == 1 && bias->dim(1) == f.channels) {
+    bias_dims = {1, f.channels};
+  } else if (bias->num_elements() == 1 && bias->rank() <= 1) {
+    bias_dims = {f.channels};
+  } else {
+    return RewriteResult::Refused("bias shape not [C], [1, C] or one element");
+  }
+  const Dense scaled = ScaleAlong(*w, 1, f.affine.a);
+  const Dense new_bias = FoldedBias(dtype, bias_dims, f.affine, bias, 1.0);
+  const NodeId add_id = f.producer;
+  Store(c, matmul, 1, scaled);
+  Store(c, add_id, bias_index, new_bias);
+  return RewriteResult::Applied();
+}
+
+// The shared checks, the fold, and the BatchNormalization's removal (unless the fold replaced
+// it): its output's readers read the producer's output, which takes over its name.
+absl::StatusOr<RewriteResult> FoldBatchNorm(RewriteContext& c, NodeId bn, FoldInto into) {
+  Fold fold;
+  absl::StatusOr<RewriteResult> prepared = Prepare(c, bn, &fold);
+  if (!prepared.ok() || prepared->kind() != RewriteResult::Kind::kApplied) return prepared;
+  const ValueId x = c.graph.node(bn).inputs[0];
+  absl::StatusOr<RewriteResult> folded = into(c, fold);
+  if (!folded.ok() || folded->kind() != RewriteResult::Kind::kApplied) return folded;
+  if (c.graph.node(bn).alive && !ReplaceNodeByValue(c.graph, bn, x, c.hidden)) {
+    return absl::InternalError(absl::StrCat(c.graph.NodeLabel(bn), ": could not be removed"));
+  }
+  return RewriteResult::Applied();
+}
+
+// A pattern folding a BatchNormalization that reads `op`'s output.
+RewritePattern FoldPattern(const char* name, const char* op, FoldInto into) {
+  return RewritePattern{
+      name,
+      {"BatchNormalization"},
+      [op](const RewriteContext& c, NodeId id) {
+        const Node& bn = c.graph.node(id);
+        if (bn.inputs.empty() || !bn.inputs[0].valid()) return false;
+        const NodeId p = c.graph.value(bn.inputs[0]).producer;
+        return p.valid() && c.graph.node(p).domain.empty() && c.graph.node(p).op_type == op;
+      },
+      [into](RewriteContext& c, NodeId id) { return FoldBatchNorm(c, id, into); }};
 }
 
 // Folds inference-mode BatchNormalization into the preceding linear op whose weights are
@@ -97,315 +374,19 @@ runtime::Tensor FoldedBias(v1::DataType dtype, const runtime::Shape& shape, cons
 class FoldBatchNormPass : public Pass {
  public:
   absl::StatusOr<bool> Run(Graph& graph, const PassContext& context) override {
-    absl::StatusOr<std::vector<NodeId>> order = graph.TopologicalOrder();
-    if (!order.ok()) return order.status();
-    ops_ = context.ops;
-    hidden_.emplace(graph, *context.ops);
-    folded_.clear();
-    left_.clear();
-    // Through the graph's dense op kinds: no sweep over the nodes when there is no
-    // BatchNormalization, and 4 bytes read per node when there is.
-    const OpKindId bn_kind = graph.FindOpKind("", "BatchNormalization");
-    if (graph.num_live_nodes_of_kind(bn_kind) > 0) {
-      int64_t visited = 0;
-      for (NodeId id : *order) {
-        if (absl::Status s = context.CheckStopEvery(visited++); !s.ok()) return s;
-        if (graph.op_kind(id) != bn_kind || !graph.node(id).alive) continue;
-        absl::StatusOr<const char*> into = Fold(graph, id);
-        if (!into.ok()) return into.status();
-        if (*into != nullptr) ++folded_[*into];
-      }
-    }
-    int64_t total = 0, left = 0;
-    for (const auto& [op, count] : folded_) total += count;
-    for (const auto& [why, count] : left_) left += count;
-    auto join = [](const absl::btree_map<std::string, int64_t>& m) {
-      return absl::StrJoin(m, ", ", [](std::string* out, const auto& kv) {
-        absl::StrAppend(out, kv.first, " ", kv.second);
-      });
-    };
-    context.Note(absl::StrCat("folded ", total, " BatchNormalization nodes",
-                              total > 0 ? absl::StrCat(" into ", join(folded_)) : "",
-                              left > 0 ? absl::StrCat("; left ", left, ": ", join(left_)) : ""));
-    return total > 0;
+    absl::StatusOr<RewriteStats> stats = ApplyPatterns(graph, context, patterns_);
+    if (!stats.ok()) return stats.status();
+    context.Note(stats->Summary("folded BatchNormalization"));
+    return stats->total_applied > 0;
   }
 
  private:
-  // Returns the op folded into, or null (with the reason counted) when the node stays.
-  absl::StatusOr<const char*> Fold(Graph& graph, NodeId bn_id) {
-    const Node& bn = graph.node(bn_id);
-    if (IntAttr(bn, "training_mode").value_or(0) != 0) return Leave("training mode");
-    for (size_t i = 1; i < bn.outputs.size(); ++i) {
-      if (bn.outputs[i].valid() && (!graph.value(bn.outputs[i]).uses.empty() ||
-                                    graph.value(bn.outputs[i]).graph_output_count > 0)) {
-        return Leave("statistics outputs used");
-      }
-    }
-    if (bn.inputs.size() != 5 || !bn.inputs[0].valid() || bn.outputs.empty() ||
-        !bn.outputs[0].valid()) {
-      return Leave("malformed");
-    }
-    const ValueId x = bn.inputs[0];
-    const Value& xv = graph.value(x);
-    const NodeId producer = xv.producer;
-    if (!producer.valid() || !graph.node(producer).domain.empty()) {
-      return Leave("not after Conv, Gemm or MatMul");
-    }
-    if (xv.uses.size() != 1 || xv.graph_output_count > 0) return Leave("producer output shared");
-    // Their values change or they go: no subgraph may read them by name, no node write them.
-    if (hidden_->any(x) || hidden_->any(bn.outputs[0])) return Leave("hidden accesses");
-    if (!IsFoldableDtype(xv.type.dtype)) return Leave("not float32/float64");
-
-    std::optional<Affine> affine = AffineOf(graph, bn);
-    if (!affine) return Leave("parameters not constant");
-    const int64_t c = static_cast<int64_t>(affine->a.size());
-    const std::string op = graph.node(producer).op_type;
-    if (op != "Conv" && (!xv.type.shape || xv.type.shape->size() != 2)) {
-      // Gemm and MatMul fold only where BatchNormalization's channel axis (1) is their last.
-      return Leave(op == "Gemm" || op == "MatMul" || op == "Add" ? "output not of rank 2"
-                                                                   : "not after Conv, Gemm or MatMul");
-    }
-    const ValueIdList params = bn.inputs;
-    absl::StatusOr<const char*> why;
-    if (op == "Conv") {
-      why = FoldIntoConv(graph, producer, *affine, c);
-    } else if (op == "Gemm") {
-      why = FoldIntoGemm(graph, producer, *affine, c);
-    } else if (op == "MatMul") {
-      why = FoldIntoMatMul(graph, producer, bn_id, *affine, c);
-    } else if (op == "Add") {
-      why = FoldIntoMatMulAdd(graph, producer, *affine, c);
-    } else {
-      return Leave("not after Conv, Gemm or MatMul");
-    }
-    if (!why.ok()) return why.status();
-    if (*why != nullptr) return Leave(*why);
-    // The MatMul case already replaced the BatchNormalization by an Add.
-    if (graph.node(bn_id).alive && !ReplaceNodeByValue(graph, bn_id, x, *hidden_)) {
-      return absl::InternalError(absl::StrCat(graph.NodeLabel(bn_id), ": could not be removed"));
-    }
-    for (size_t i = 1; i < params.size(); ++i) RemoveDefinitionIfUnused(graph, params[i], *ops_, *hidden_);
-    return op == "Conv" ? "Conv" : op == "Gemm" ? "Gemm" : op == "MatMul" ? "MatMul" : "MatMul+Add";
-  }
-
-  const char* Leave(const char* why) {
-    ++left_[why];
-    return nullptr;
-  }
-
-  std::optional<Affine> AffineOf(const Graph& graph, const Node& bn) const {
-    std::optional<runtime::Tensor> p[4];
-    for (int i = 0; i < 4; ++i) {
-      p[i] = ConstantValue(graph, bn.inputs[i + 1], *hidden_);
-      if (!p[i] || !IsFloatingPoint(p[i]->dtype())) return std::nullopt;
-    }
-    const int64_t c = p[0]->num_elements();
-    for (int i = 1; i < 4; ++i) {
-      if (p[i]->num_elements() != c) return std::nullopt;
-    }
-    // The runtime reads epsilon as a float attribute, then computes in double.
-    const double eps = FloatAttr(bn, "epsilon").value_or(1e-5f);
-    Affine f;
-    f.a.resize(c);
-    f.b.resize(c);
-    for (int64_t i = 0; i < c; ++i) {
-      f.a[i] = p[0]->ElementAsDouble(i) / std::sqrt(p[3]->ElementAsDouble(i) + eps);
-      f.b[i] = p[1]->ElementAsDouble(i) - p[2]->ElementAsDouble(i) * f.a[i];
-    }
-    return f;
-  }
-
-  // Input 2 (the bias) of `node` set to `bias`: stored over the old one (Store), or added as a
-  // new initializer named after the weights.
-  absl::StatusOr<const char*> SetBias(Graph& graph, NodeId node, const runtime::Tensor& bias,
-                                      const std::string& weight_name) {
-    const Node& n = graph.node(node);
-    if (n.inputs.size() > 2 && n.inputs[2].valid()) {
-      Store(graph, node, 2, bias);
-      return kFolded;
-    }
-    std::vector<ValueId> inputs(n.inputs.begin(), n.inputs.end());
-    inputs.resize(3);
-    inputs[2] = AddInitializer(graph, absl::StrCat(weight_name, "_bias"), bias);
-    absl::StatusOr<NodeId> rebuilt = RebuildNodeWithInputs(graph, node, std::move(inputs));
-    if (!rebuilt.ok()) return rebuilt.status();
-    return kFolded;
-  }
-
-  // Stores `tensor` for the present input `index` of `node`: in place when that input is an initializer
-  // only this node reads, else as a new initializer (the old definition goes when unused).
-  // Returns the value now read.
-  ValueId Store(Graph& graph, NodeId node, int index, const runtime::Tensor& tensor) {
-    const Node& n = graph.node(node);
-    const ValueId old = n.inputs[index];
-    if (graph.value(old).initializer >= 0 && !graph.value(old).is_graph_input &&
-        !hidden_->any(old) &&
-        graph.value(old).graph_output_count == 0 && graph.value(old).uses.size() == 1) {
-      SetTypedInitializer(graph, old, tensor);
-      return old;
-    }
-    const ValueId target =
-        AddInitializer(graph, graph.value(old).name, tensor);
-    graph.SetInput(node, index, target);
-    RemoveDefinitionIfUnused(graph, old, *ops_, *hidden_);
-    return target;
-  }
-
-  // The constant weight input `index` of `node`, of the given rank (0: any >= 3) and `dtype`.
-  std::optional<runtime::Tensor> Weights(const Graph& graph, const Node& node, int index,
-                                         int rank, v1::DataType dtype) {
-    if (index >= static_cast<int>(node.inputs.size()) || !node.inputs[index].valid()) {
-      return std::nullopt;
-    }
-    std::optional<runtime::Tensor> w = ConstantValue(graph, node.inputs[index], *hidden_);
-    if (!w || w->dtype() != dtype || (rank == 0 ? w->rank() < 3 : w->rank() != rank)) {
-      return std::nullopt;
-    }
-    return w;
-  }
-
-  // An optional bias input: absent (nullopt, true), or constant with `c` or 1 elements.
-  std::optional<runtime::Tensor> OptionalBias(const Graph& graph, const Node& node, int index,
-                                              int64_t c, bool* ok) {
-    *ok = true;
-    if (index >= static_cast<int>(node.inputs.size()) || !node.inputs[index].valid()) {
-      return std::nullopt;
-    }
-    std::optional<runtime::Tensor> bias = ConstantValue(graph, node.inputs[index], *hidden_);
-    if (!bias || !IsFloatingPoint(bias->dtype()) ||
-        (bias->num_elements() != c && bias->num_elements() != 1)) {
-      *ok = false;
-      return std::nullopt;
-    }
-    return bias;
-  }
-
-  // Each FoldInto* returns why the pattern does not match (graph untouched), or null when it
-  // folded.
-  absl::StatusOr<const char*> FoldIntoConv(Graph& graph, NodeId conv, const Affine& f,
-                                           int64_t c) {
-    const Node& n = graph.node(conv);
-    const v1::DataType dtype = graph.value(n.outputs[0]).type.dtype;
-    std::optional<runtime::Tensor> w = Weights(graph, n, 1, 0, dtype);
-    if (!w || w->dim(0) != c) return "weights not constant or not matching";
-    bool bias_ok = false;
-    std::optional<runtime::Tensor> bias = OptionalBias(graph, n, 2, c, &bias_ok);
-    if (!bias_ok || (bias && bias->num_elements() != c)) return "bias not constant";
-    absl::StatusOr<runtime::Tensor> scaled = ScaleAlong(*w, 0, f.a);
-    if (!scaled.ok()) return scaled.status();
-    const std::string weight_name = graph.value(n.inputs[1]).name;
-    Store(graph, conv, 1, *scaled);
-    return SetBias(graph, conv, FoldedBias(dtype, {c}, f, bias, 1.0), weight_name);
-  }
-
-  absl::StatusOr<const char*> FoldIntoGemm(Graph& graph, NodeId gemm, const Affine& f,
-                                           int64_t c) {
-    const Node& n = graph.node(gemm);
-    const v1::DataType dtype = graph.value(n.outputs[0]).type.dtype;
-    std::optional<runtime::Tensor> w = Weights(graph, n, 1, 2, dtype);
-    const bool trans_b = IntAttr(n, "transB").value_or(0) != 0;
-    if (!w || w->dim(trans_b ? 0 : 1) != c) return "weights not constant or not matching";
-    bool bias_ok = false;
-    std::optional<runtime::Tensor> bias = OptionalBias(graph, n, 2, c, &bias_ok);
-    if (!bias_ok) return "bias not constant";
-    // C of shape [1, C] keeps it; [C] and single elements become [C]; others do not fold.
-    runtime::Shape bias_shape = {c};
-    if (bias) {
-      const bool row = bias->rank() == 2 && bias->dim(0) == 1 && bias->dim(1) == c;
-      if (row) bias_shape = {1, c};
-      if (!row && !(bias->rank() == 1 && bias->dim(0) == c) &&
-          !(bias->num_elements() == 1 && bias->rank() <= 2)) {
-        return "bias shape not [C], [1, C] or one element";
-      }
-    }
-    absl::StatusOr<runtime::Tensor> scaled = ScaleAlong(*w, trans_b ? 0 : 1, f.a);
-    if (!scaled.ok()) return scaled.status();
-    const double beta = FloatAttr(n, "beta").value_or(1.0f);
-    const std::string weight_name = graph.value(n.inputs[1]).name;
-    Store(graph, gemm, 1, *scaled);
-    runtime::Tensor new_bias = FoldedBias(dtype, bias_shape, f, bias, beta);
-    if (beta != 1.0) {
-      v1::Attribute one;
-      one.set_f(1.0f);
-      graph.mutable_node(gemm).attributes["beta"] = std::move(one);
-    }
-    return SetBias(graph, gemm, new_bias, weight_name);
-  }
-
-  // MatMul(x, W) -> BN becomes MatMul(x, W * a) -> Add(b): the BatchNormalization node is
-  // replaced by the Add, producing its output value.
-  absl::StatusOr<const char*> FoldIntoMatMul(Graph& graph, NodeId matmul, NodeId bn_id,
-                                             const Affine& f, int64_t c) {
-    const Node& n = graph.node(matmul);
-    const v1::DataType dtype = graph.value(n.outputs[0]).type.dtype;
-    std::optional<runtime::Tensor> w = Weights(graph, n, 1, 2, dtype);
-    if (!w || w->dim(1) != c) return "weights not constant or not matching";
-    absl::StatusOr<runtime::Tensor> scaled = ScaleAlong(*w, 1, f.a);
-    if (!scaled.ok()) return scaled.status();
-    const std::string weight_name = graph.value(n.inputs[1]).name;
-    Store(graph, matmul, 1, *scaled);
-    const ValueId b = AddInitializer(graph, absl::StrCat(weight_name, "_bias"),
-                                     FoldedBias(dtype, {c}, f, std::nullopt, 1.0));
-    const Node& bn = graph.node(bn_id);
-    const std::string name = bn.name;
-    const ValueIdList params = bn.inputs;
-    const ValueId x = params[0];
-    const ValueId y = graph.DetachOutput(bn_id, 0);
-    graph.RemoveNode(bn_id);
-    absl::StatusOr<NodeId> add = graph.AddNode(name, "Add", "", {x, b}, {y});
-    if (!add.ok()) return add.status();
-    for (size_t i = 1; i < params.size(); ++i) RemoveDefinitionIfUnused(graph, params[i], *ops_, *hidden_);
-    return kFolded;
-  }
-
-  // MatMul(x, W) -> Add(bias) -> BN: W and bias folded; the Add's output replaces the BN's.
-  absl::StatusOr<const char*> FoldIntoMatMulAdd(Graph& graph, NodeId add_id, const Affine& f,
-                                                int64_t c) {
-    const Node& add = graph.node(add_id);
-    if (add.inputs.size() != 2 || !add.inputs[0].valid() || !add.inputs[1].valid()) {
-      return "not after Conv, Gemm or MatMul";
-    }
-    int mm_index = -1;
-    for (int i : {0, 1}) {
-      const ValueId v = add.inputs[i];
-      const Value& value = graph.value(v);
-      if (value.producer.valid() && graph.node(value.producer).op_type == "MatMul" &&
-          graph.node(value.producer).domain.empty() && value.uses.size() == 1 &&
-          value.graph_output_count == 0 && !hidden_->any(v)) {
-        mm_index = i;
-        break;
-      }
-    }
-    if (mm_index < 0) return "not after Conv, Gemm or MatMul";
-    const NodeId matmul = graph.value(add.inputs[mm_index]).producer;
-    const int bias_index = 1 - mm_index;
-    const v1::DataType dtype = graph.value(add.outputs[0]).type.dtype;
-    std::optional<runtime::Tensor> w = Weights(graph, graph.node(matmul), 1, 2, dtype);
-    if (!w || w->dim(1) != c) return "weights not constant or not matching";
-    std::optional<runtime::Tensor> bias = ConstantValue(graph, add.inputs[bias_index], *hidden_);
-    if (!bias || bias->dtype() != dtype) return "bias not constant";
-    runtime::Shape bias_shape;
-    if (bias->rank() == 1 && bias->dim(0) == c) {
-      bias_shape = {c};
-    } else if (bias->rank() == 2 && bias->dim(0) == 1 && bias->dim(1) == c) {
-      bias_shape = {1, c};
-    } else if (bias->num_elements() == 1 && bias->rank() <= 1) {
-      bias_shape = {c};
-    } else {
-      return "bias shape not [C], [1, C] or one element";
-    }
-    absl::StatusOr<runtime::Tensor> scaled = ScaleAlong(*w, 1, f.a);
-    if (!scaled.ok()) return scaled.status();
-    const std::string weight_name = graph.value(graph.node(matmul).inputs[1]).name;
-    Store(graph, matmul, 1, *scaled);
-    Store(graph, add_id, bias_index, FoldedBias(dtype, bias_shape, f, bias, 1.0));
-    return kFolded;
-  }
-
-  const OpRegistry* ops_ = nullptr;
-  std::optional<HiddenAccess> hidden_;
-  absl::btree_map<std::string, int64_t> folded_;
-  absl::btree_map<std::string, int64_t> left_;
+  const std::vector<RewritePattern> patterns_ = {
+      FoldPattern("into_conv", "Conv", IntoConv),
+      FoldPattern("into_gemm", "Gemm", IntoGemm),
+      FoldPattern("into_matmul", "MatMul", IntoMatMul),
+      FoldPattern("into_matmul_add", "Add", IntoMatMulAdd),
+  };
 };
 
 }  // namespace

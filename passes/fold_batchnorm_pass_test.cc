@@ -86,7 +86,7 @@ TEST(FoldBatchNormPassTest, FoldsIntoConvWithoutBiasAndKeepsTheOutputName) {
   EXPECT_EQ(out.outputs(0).name(), "y");
   // The statistics are gone with the BatchNormalization.
   EXPECT_EQ(out.initializers_size(), 2);
-  EXPECT_THAT(messages, HasSubstr("folded 1 BatchNormalization nodes into Conv 1"));
+  EXPECT_THAT(messages, HasSubstr("folded BatchNormalization 1: into_conv 1"));
 }
 
 TEST(FoldBatchNormPassTest, CopiesWeightsSharedWithAnotherConv) {
@@ -132,7 +132,7 @@ TEST(FoldBatchNormPassTest, FoldsIntoGemm) {
   v1::Graph out = FoldAndCompare(text, RowsInput(), &messages);
   EXPECT_THAT(OpTypes(out), ElementsAre("Gemm", "Gemm"));
   EXPECT_EQ(out.nodes(1).inputs_size(), 3);
-  EXPECT_THAT(messages, HasSubstr("into Gemm 2"));
+  EXPECT_THAT(messages, HasSubstr("folded BatchNormalization 2: into_gemm 2"));
 }
 
 TEST(FoldBatchNormPassTest, FoldsIntoMatMulWithAndWithoutBias) {
@@ -155,7 +155,7 @@ TEST(FoldBatchNormPassTest, FoldsIntoMatMulWithAndWithoutBias) {
   EXPECT_THAT(OpTypes(out), ElementsAre("MatMul", "Add", "MatMul", "Add"));
   EXPECT_EQ(out.nodes(1).outputs(0), "y");
   EXPECT_EQ(out.nodes(3).outputs(0), "z");
-  EXPECT_THAT(messages, HasSubstr("into MatMul 1, MatMul+Add 1"));
+  EXPECT_THAT(messages, HasSubstr("folded BatchNormalization 2: into_matmul 1, into_matmul_add 1"));
 }
 
 TEST(FoldBatchNormPassTest, LeavesWhatDoesNotMatch) {
@@ -186,9 +186,8 @@ TEST(FoldBatchNormPassTest, LeavesWhatDoesNotMatch) {
   EXPECT_FALSE(result.runs.back().changed);
   EXPECT_EQ(OpTypes(*out).size(), 8u);
   EXPECT_THAT(result.runs.back().messages,
-              ElementsAre("folded 0 BatchNormalization nodes; left 4: not after Conv, Gemm or "
-                          "MatMul 1, parameters not constant 1, producer output shared 1, "
-                          "training mode 1"));
+              ElementsAre("folded BatchNormalization 0; refused 3: parameters not constant 1, "
+                          "producer output shared 1, training mode 1"));
 }
 
 // A subgraph reads the Conv's output by name: folding would change what it reads.
@@ -216,7 +215,7 @@ TEST(FoldBatchNormPassTest, LeavesAConvWhoseOutputASubgraphReads) {
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_THAT(OpTypes(*out), ElementsAre("Conv", "BatchNormalization", "If"));
   EXPECT_THAT(result.runs.back().messages,
-              ElementsAre("folded 0 BatchNormalization nodes; left 1: hidden accesses 1"));
+              ElementsAre("folded BatchNormalization 0; refused 1: hidden accesses 1"));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "passes/fuse_ops_pass.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <optional>
@@ -11,10 +12,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "graph/fused_group.h"
-#include "graph/fusion_patterns.h"
+#include "ops/fused_group.h"
+#include "ops/fusion_patterns.h"
 #include "graph/inference.h"
-#include "graph/layout_ops.h"
+#include "ops/layout_ops.h"
 #include "passes/effects.h"
 
 namespace graphopt {
@@ -80,6 +81,22 @@ bool IsScalarShaped(const std::optional<Dims>& shape) {
   return true;
 }
 
+// A multi-node unit fuse_ops recognises before grouping: the op its match starts from and the
+// matcher (graph/fusion_patterns.h). The fused kernel runs the unit as the op it names.
+struct UnitPattern {
+  const char* name;
+  const char* root_op;
+  std::optional<FusionPatternMatch> (*match)(const Graph&, NodeId);
+  bool layer_norm;
+};
+
+constexpr UnitPattern kUnitPatterns[] = {
+    // y = x * 0.5 * (1 + erf(x / sqrt(2))), in the orders torch exports.
+    {"gelu", "Erf", MatchGelu, false},
+    // y = (x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps) [* scale] [+ bias], last axis.
+    {"layer_norm", "ReduceMean", MatchLayerNorm, true},
+};
+
 class Fuser {
  public:
   Fuser(Graph& graph, const OpRegistry& ops, int max_group_size)
@@ -91,7 +108,7 @@ class Fuser {
     const int n = graph_.num_node_slots();
     pos_.assign(n, -1);
     for (size_t i = 0; i < order->size(); ++i) pos_[(*order)[i].value()] = static_cast<int>(i);
-    mutated_ = MutatedValues(graph_, ops_);
+    hidden_.emplace(graph_, ops_);
     group_of_.assign(n, -1);
     unit_of_.assign(n, -1);
     node_epoch_.assign(n, 0);
@@ -107,8 +124,9 @@ class Fuser {
 
  private:
   // The node's fusion pattern, or OPAQUE when it must stay alone: unknown ops, ops with effects
-  // or subgraphs, nodes touching a mutated value, nodes with other than one output, and nodes
-  // whose output is not floating point (shape arithmetic gains nothing from fusion).
+  // or subgraphs, nodes touching a hidden access (a mutated value, or one a subgraph reads by
+  // name: fusing would make it internal to the group), nodes with other than one output, and
+  // nodes whose output is not floating point (shape arithmetic gains nothing from fusion).
   v1::FusionPattern PatternOf(NodeId id) const {
     const Node& node = graph_.node(id);
     const OpDef* op = ops_.Find(node.domain, node.op_type);
@@ -119,10 +137,7 @@ class Fuser {
         return v1::FUSION_OPAQUE;
       }
     }
-    for (ValueId v : node.inputs) {
-      if (v.valid() && mutated_[v.value()]) return v1::FUSION_OPAQUE;
-    }
-    if (mutated_[node.outputs[0].value()]) return v1::FUSION_OPAQUE;
+    if (hidden_->Touches(node)) return v1::FUSION_OPAQUE;
     if (!IsFloatingPoint(graph_.value(node.outputs[0]).type.dtype)) return v1::FUSION_OPAQUE;
     return op->descriptor.fusion_pattern();
   }
@@ -144,32 +159,40 @@ class Fuser {
     return true;
   }
 
-  // Finds GELU and LayerNormalization units before grouping, so that grouping sees them whole.
+  // Finds the multi-node units (kUnitPatterns) before grouping, so that grouping sees them
+  // whole. Only nodes of the patterns' root kinds are looked at; a graph without them is not
+  // swept.
   void MatchPatterns(const std::vector<NodeId>& order) {
-    for (NodeId id : order) {
-      const Node& node = graph_.node(id);
-      if (!node.domain.empty() || unit_of_[id.value()] >= 0) continue;
-      std::optional<FusionPatternMatch> m;
-      bool layer_norm = false;
-      if (node.op_type == "Erf") {
-        m = MatchGelu(graph_, id);
-        if (m && graph_.value(graph_.node(m->nodes.back()).outputs[0]).type !=
-                     graph_.value(m->x).type) {
-          m.reset();
-        }
-      } else if (node.op_type == "ReduceMean") {
-        m = MatchLayerNorm(graph_, id);
-        layer_norm = m.has_value();
-        if (m && !CheckLayerNorm(*m)) m.reset();
-      }
-      if (!m || !ScalarsHold(*m)) continue;
-      std::sort(m->nodes.begin(), m->nodes.end(),
-                [&](NodeId a, NodeId b) { return pos_[a.value()] < pos_[b.value()]; });
-      if (!Fusable(m->nodes)) continue;
-      const int u = static_cast<int>(units_.size());
-      for (NodeId member : m->nodes) unit_of_[member.value()] = u;
-      units_.push_back(Unit{m->nodes, !layer_norm, layer_norm});
+    OpKindId roots[std::size(kUnitPatterns)];
+    bool any = false;
+    for (size_t p = 0; p < std::size(kUnitPatterns); ++p) {
+      roots[p] = graph_.FindOpKind("", kUnitPatterns[p].root_op);
+      any |= graph_.num_live_nodes_of_kind(roots[p]) > 0;
     }
+    if (!any) return;
+    for (NodeId id : order) {
+      const OpKindId kind = graph_.op_kind(id);
+      for (size_t p = 0; p < std::size(kUnitPatterns); ++p) {
+        if (kind != roots[p] || unit_of_[id.value()] >= 0) continue;
+        const UnitPattern& pattern = kUnitPatterns[p];
+        std::optional<FusionPatternMatch> m = pattern.match(graph_, id);
+        if (!m || !(pattern.layer_norm ? CheckLayerNorm(*m) : KeepsType(*m)) ||
+            !ScalarsHold(*m)) {
+          continue;
+        }
+        std::sort(m->nodes.begin(), m->nodes.end(),
+                  [&](NodeId a, NodeId b) { return pos_[a.value()] < pos_[b.value()]; });
+        if (!Fusable(m->nodes)) continue;
+        const int u = static_cast<int>(units_.size());
+        for (NodeId member : m->nodes) unit_of_[member.value()] = u;
+        units_.push_back(Unit{m->nodes, !pattern.layer_norm, pattern.layer_norm});
+      }
+    }
+  }
+
+  // The unit's output has its input's type (GELU is elementwise).
+  bool KeepsType(const FusionPatternMatch& m) const {
+    return graph_.value(graph_.node(m.nodes.back()).outputs[0]).type == graph_.value(m.x).type;
   }
 
   // Shapes the LayerNormalization loop relies on: a scalar epsilon, a scale and bias along the
@@ -471,7 +494,7 @@ class Fuser {
   const OpRegistry& ops_;
   const int max_group_size_;
   std::vector<int> pos_;
-  std::vector<char> mutated_;
+  std::optional<HiddenAccess> hidden_;
   std::vector<int> group_of_;
   std::vector<int> unit_of_;
   std::vector<Unit> units_;

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "graph/inference.h"
+#include "graph/prefetch.h"
 #include "graph/verifier.h"
 
 namespace graphopt {
@@ -21,7 +22,7 @@ class InferTypePass : public Pass {
     const KindOps ops(graph, *context.ops);
     for (size_t k = 0; k < order->size(); ++k) {
       if (absl::Status s = context.CheckStopEvery(k); !s.ok()) return s;
-      graph.PrefetchSweep(*order, k);
+      PrefetchSweep(graph, *order, k);
       const NodeId id = (*order)[k];
       absl::StatusOr<const OpDef*> op = NodeOp(graph, id, ops);
       if (!op.ok()) return op.status();

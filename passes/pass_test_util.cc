@@ -6,7 +6,7 @@
 #include "absl/strings/str_join.h"
 
 #include "google/protobuf/text_format.h"
-#include "graph/builtin_ops.h"
+#include "ops/builtin_ops.h"
 #include "graph/proto_convert.h"
 #include "graph/types.h"
 #include "passes/builtin_passes.h"

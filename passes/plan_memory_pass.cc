@@ -12,7 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "graph/fused_group.h"
+#include "ops/fused_group.h"
 #include "graph/liveness.h"
 #include "graph/proto_util.h"
 #include "passes/effects.h"
@@ -93,7 +93,7 @@ class PlanMemoryPass : public Pass {
     absl::StatusOr<std::vector<NodeId>> order = graph.TopologicalOrder();
     if (!order.ok()) return order.status();
     const Liveness live = ComputeLiveness(graph, *order);
-    const std::vector<char> mutated = MutatedValues(graph, *context.ops);
+    const HiddenAccess hidden(graph, *context.ops);
     const int num_values = graph.num_value_slots();
 
     v1::MemoryPlan plan;
@@ -170,11 +170,11 @@ class PlanMemoryPass : public Pass {
         const int32_t last = std::max(step, live.last_use[out.value()]);
         auto candidates =
             pairs != nullptr ? pairs->find(static_cast<int>(j)) : PairsByOutput::const_iterator();
-        if (pairs != nullptr && candidates != pairs->end() && !mutated[out.value()]) {
+        if (pairs != nullptr && candidates != pairs->end() && !hidden.mutated(out)) {
           for (int input : candidates->second) {
             if (input < 0 || input >= static_cast<int>(node.inputs.size())) continue;
             const ValueId in = node.inputs[input];
-            if (!in.valid() || storage_of[in.value()] < 0 || mutated[in.value()]) continue;
+            if (!in.valid() || storage_of[in.value()] < 0 || hidden.mutated(in)) continue;
             const int32_t st = storage_of[in.value()];
             Storage& storage = storages[st];
             if (storage.last_step != step || storage.arena != arena ||

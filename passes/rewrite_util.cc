@@ -4,12 +4,8 @@
 #include <utility>
 
 #include "graph/inference.h"
-#include "passes/effects.h"
 
 namespace graphopt {
-
-HiddenAccess::HiddenAccess(const Graph& graph, const OpRegistry& ops)
-    : mutated_(MutatedValues(graph, ops)), captured_(CapturedValues(graph)) {}
 
 bool IsInterfaceValue(const Graph& graph, ValueId value) {
   const Value& v = graph.value(value);
@@ -109,16 +105,10 @@ void ReplaceOutputByInitializer(Graph& graph, NodeId node, int index, v1::Tensor
   graph.SetInitializer(value, std::move(tensor));
 }
 
-std::optional<runtime::Tensor> ConstantValue(const Graph& graph, ValueId value,
-                                             const HiddenAccess& hidden, int64_t max_elements) {
+std::optional<ConstantView> ConstantValue(const Graph& graph, ValueId value,
+                                          const HiddenAccess& hidden, int64_t max_elements) {
   if (hidden.mutated(value)) return std::nullopt;
-  const v1::Tensor* proto = ConstantTensorOf(graph, value);
-  if (proto == nullptr || !proto->blob().empty()) return std::nullopt;
-  std::optional<int64_t> n = NumElements(ShapeFromDimsList(*proto));
-  if (!n || *n > max_elements) return std::nullopt;
-  absl::StatusOr<runtime::Tensor> t = runtime::Tensor::FromProto(*proto);
-  if (!t.ok()) return std::nullopt;
-  return *std::move(t);
+  return ConstantView::Of(graph, value, max_elements);
 }
 
 std::optional<std::vector<int64_t>> ConstantInts(const Graph& graph, ValueId value,

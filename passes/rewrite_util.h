@@ -2,39 +2,21 @@
 #define GRAPHOPT_PASSES_REWRITE_UTIL_H_
 
 // Small graph edits and constant reads shared by the rewriting passes (simplify,
-// fold_batchnorm, constant_fold). Every function is O(size of the nodes and values it touches).
+// fold_batchnorm, constant_fold). The helpers never forward, remove or rename a value with a
+// hidden access (effects.h), and a written value is no constant. Every function is O(size of the nodes and values it touches).
 
 #include <cstdint>
 #include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "graph/constant_view.h"
 #include "graph/graph.h"
 #include "graph/op_registry.h"
 #include "graph/types.h"
-#include "runtime/tensor.h"
+#include "passes/effects.h"
 
 namespace graphopt {
-
-// What the graph's edges do not show about its values (effects.h): values some node writes
-// (mutated inputs) and values subgraphs read by name (captures), as of construction; values
-// added later have neither. The helpers below never forward, remove or rename such values, and
-// a written value is no constant.
-class HiddenAccess {
- public:
-  HiddenAccess(const Graph& graph, const OpRegistry& ops);
-  bool mutated(ValueId v) const { return Get(mutated_, v); }
-  bool captured(ValueId v) const { return Get(captured_, v); }
-  // Mutated or captured.
-  bool any(ValueId v) const { return mutated(v) || captured(v); }
-
- private:
-  static bool Get(const std::vector<char>& bits, ValueId v) {
-    return v.valid() && v.value() < static_cast<int>(bits.size()) && bits[v.value()] != 0;
-  }
-  std::vector<char> mutated_;
-  std::vector<char> captured_;
-};
 
 // True when `value` is part of the graph's interface: a graph input, an initializer or a graph
 // output. Such a value keeps its name.
@@ -71,12 +53,11 @@ absl::StatusOr<NodeId> RebuildNodeWithInputs(Graph& graph, NodeId node,
 // outputs. The value keeps its name, its readers and its graph-output entries.
 void ReplaceOutputByInitializer(Graph& graph, NodeId node, int index, v1::Tensor tensor);
 
-// The elements of the constant defining `value` (ConstantTensorOf: an initializer that is not a
-// graph input, or a Constant node's 'value'), decoded; nullopt when it is not a constant (or some
-// node writes it), its elements are a blob reference, or it has more than `max_elements`.
-std::optional<runtime::Tensor> ConstantValue(const Graph& graph, ValueId value,
-                                             const HiddenAccess& hidden,
-                                             int64_t max_elements = int64_t{1} << 26);
+// A view of the constant defining `value` (ConstantView::Of); nullopt when it is not a viewable
+// constant of at most `max_elements`, or some node writes it.
+std::optional<ConstantView> ConstantValue(const Graph& graph, ValueId value,
+                                          const HiddenAccess& hidden,
+                                          int64_t max_elements = int64_t{1} << 26);
 
 // The integers of a small int32/int64 constant; nullopt when `value` is no such constant.
 std::optional<std::vector<int64_t>> ConstantInts(const Graph& graph, ValueId value,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <queue>
 #include <string>
@@ -10,12 +11,36 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "passes/cost_model.h"
 
 namespace graphopt {
 namespace {
 
-int64_t PeakOf(const Graph& graph, const std::vector<NodeId>& order,
-               const std::vector<std::vector<ValueId>>& reads, const std::vector<int64_t>& bytes);
+// What an order costs in memory: the peak of live bytes and, when step weights are given, the
+// live bytes held over the estimated work (the sum over steps of live bytes times the step's
+// weight), saturating.
+struct Footprint {
+  int64_t peak = 0;
+  unsigned __int128 held = 0;
+};
+
+Footprint FootprintOf(const Graph& graph, const std::vector<NodeId>& order,
+                      const std::vector<std::vector<ValueId>>& reads,
+                      const std::vector<int64_t>& bytes, const std::vector<int64_t>* weights);
+
+// Per node slot, the work a step of it stands for in the tie-break between orders of equal
+// peak: 1 + the larger of its estimated flops and bytes moved (passes/cost_model.h; unknown
+// figures count 0), a roofline at one flop per byte. A long step that holds bytes it does not
+// need keeps them from other work (and other tenants) for longer than a short one.
+std::vector<int64_t> StepWeights(const Graph& graph, const OpRegistry& ops) {
+  const std::vector<NodeCost> costs = EstimateCosts(graph, ops);
+  std::vector<int64_t> weights(costs.size(), 1);
+  for (size_t i = 0; i < costs.size(); ++i) {
+    const int64_t work = std::max(costs[i].flops.value_or(0), costs[i].bytes.value_or(0));
+    weights[i] = work < std::numeric_limits<int64_t>::max() ? work + 1 : work;
+  }
+  return weights;
+}
 
 // Bytes of each value slot for scheduling: node outputs of known (bounded) size; 0 otherwise.
 std::vector<int64_t> ValueBytes(const Graph& graph, const DimBounds& bounds) {
@@ -214,8 +239,9 @@ std::vector<NodeId> DepthFirstOrder(const Graph& graph,
   return order;
 }
 
-// Chooses among a few topological orders the one with the lowest peak of live bytes; the
-// current order wins ties, then the candidates in the order they are tried. Every candidate
+// Chooses among a few topological orders the one with the lowest peak of live bytes. Among
+// orders of equal peak the one that holds its live bytes over the least estimated work wins
+// (StepWeights), then the current order, then the candidates in the order they are tried. Every candidate
 // respects the edges, including values read by subgraphs (If/Loop/Scan bodies). Graphs with
 // nodes that have effects (or ops without descriptors) keep their order: effects are ordered by
 // the node order, not by edges.
@@ -240,7 +266,7 @@ class SchedulePass : public Pass {
     struct Candidate {
       const char* name;
       std::vector<NodeId> order;
-      int64_t peak = 0;
+      Footprint footprint;
     };
     std::vector<Candidate> candidates;
     // Each candidate is O(n log n): the stop token is polled between them.
@@ -260,14 +286,43 @@ class SchedulePass : public Pass {
         return absl::InternalError(absl::StrCat("schedule '", c.name, "' has ", c.order.size(),
                                                 " of ", base->size(), " nodes"));
       }
-      c.peak = PeakOf(graph, c.order, reads, bytes);
+      c.footprint = FootprintOf(graph, c.order, reads, bytes, nullptr);
       if (absl::Status s = context.CheckStop(); !s.ok()) return s;
-      if (c.peak < candidates[best].peak) best = i;
-      peaks.push_back(absl::StrCat(c.name, " ", c.peak));
+      if (c.footprint.peak < candidates[best].footprint.peak) best = i;
+      peaks.push_back(absl::StrCat(c.name, " ", c.footprint.peak));
+    }
+    // The cost model is consulted only when another order ties with the best one's peak.
+    std::vector<size_t> tied;
+    for (size_t i = best + 1; i < candidates.size(); ++i) {
+      const Candidate& c = candidates[i];
+      if (c.footprint.peak == candidates[best].footprint.peak &&
+          c.order != candidates[best].order) {
+        tied.push_back(i);
+      }
+    }
+    bool tie_broken = false;
+    if (!tied.empty()) {
+      const std::vector<int64_t> weights = StepWeights(graph, *context.ops);
+      if (absl::Status s = context.CheckStop(); !s.ok()) return s;
+      unsigned __int128 best_held =
+          FootprintOf(graph, candidates[best].order, reads, bytes, &weights).held;
+      for (size_t i : tied) {
+        const unsigned __int128 held =
+            FootprintOf(graph, candidates[i].order, reads, bytes, &weights).held;
+        if (absl::Status s = context.CheckStop(); !s.ok()) return s;
+        if (held < best_held) {
+          best = i;
+          best_held = held;
+          tie_broken = true;
+        }
+      }
     }
     const Candidate& chosen = candidates[best];
     context.Note(absl::StrCat("peak live bytes: ", absl::StrJoin(peaks, ", "), "; kept ",
-                              chosen.name));
+                              chosen.name,
+                              tie_broken ? " (of equal peaks, it holds its live bytes over the "
+                                           "least estimated work)"
+                                         : ""));
     if (chosen.order == *base) return false;
     if (absl::Status s = graph.SetSchedule(chosen.order); !s.ok()) {
       return absl::InternalError(s.message());
@@ -283,13 +338,14 @@ class SchedulePass : public Pass {
 
 int64_t PeakLiveBytes(const Graph& graph, const std::vector<NodeId>& order,
                       const std::vector<std::vector<ValueId>>& reads, const DimBounds& bounds) {
-  return PeakOf(graph, order, reads, ValueBytes(graph, bounds));
+  return FootprintOf(graph, order, reads, ValueBytes(graph, bounds), nullptr).peak;
 }
 
 namespace {
 
-int64_t PeakOf(const Graph& graph, const std::vector<NodeId>& order,
-               const std::vector<std::vector<ValueId>>& reads, const std::vector<int64_t>& bytes) {
+Footprint FootprintOf(const Graph& graph, const std::vector<NodeId>& order,
+                      const std::vector<std::vector<ValueId>>& reads,
+                      const std::vector<int64_t>& bytes, const std::vector<int64_t>* weights) {
   const int32_t n = static_cast<int32_t>(order.size());
   std::vector<int32_t> end(graph.num_value_slots(), -1);
   for (int32_t s = 0; s < n; ++s) {
@@ -303,15 +359,23 @@ int64_t PeakOf(const Graph& graph, const std::vector<NodeId>& order,
   for (int v = 0; v < graph.num_value_slots(); ++v) {
     if (end[v] >= 0 && graph.value(ValueId(v)).producer.valid()) freed[end[v]] += bytes[v];
   }
-  int64_t live = 0, peak = 0;
+  constexpr unsigned __int128 kMaxHeld = ~static_cast<unsigned __int128>(0);
+  int64_t live = 0;
+  Footprint out;
   for (int32_t s = 0; s < n; ++s) {
     for (ValueId v : graph.node(order[s]).outputs) {
       if (v.valid()) live += bytes[v.value()];
     }
-    peak = std::max(peak, live);
+    out.peak = std::max(out.peak, live);
+    if (weights != nullptr) {
+      // Both factors are below 2^63, so the product fits; only the sum can saturate.
+      const unsigned __int128 step = static_cast<unsigned __int128>(std::max<int64_t>(live, 0)) *
+                                     static_cast<uint64_t>((*weights)[order[s].value()]);
+      out.held = step > kMaxHeld - out.held ? kMaxHeld : out.held + step;
+    }
     live -= freed[s];
   }
-  return peak;
+  return out;
 }
 
 }  // namespace
@@ -323,7 +387,9 @@ PassInfo SchedulePassInfo() {
       "Chooses the node order (a topological order) with the lowest peak of live intermediate "
       "bytes among a few: the current one, a greedy one (the ready node that grows the live "
       "bytes least), one that runs readers of the newest values first, and a depth-first one. "
-      "Records it as the graph's node order.";
+      "Of orders with equal peaks it keeps the one that holds its live bytes over the least "
+      "estimated work (the cost model's flops and bytes per node; symbolic shapes count as "
+      "none). Records it as the graph's node order.";
   info.requires_analyses = {Analysis::kTypes, Analysis::kShapes};
   info.preserves = AnalysisSet::All();
   info.options[kDimBoundsOption] =

@@ -67,6 +67,44 @@ TEST(SchedulePassTest, NarrowsEachBranchBeforeOpeningTheNext) {
   EXPECT_FALSE(again.runs.back().changed);
 }
 
+// A cheap chain (a1, a2) and a heavy MatMul (m), both small in their outputs, then a large final
+// value (big) that sets the peak whatever comes first. Running m first holds less while m runs.
+constexpr char kHeavyBesideCheap[] = R"pb(
+  inputs { name: "x" type { dtype: DT_FLOAT32 shape { dims { size: 256 } } } }
+  inputs { name: "p" type { dtype: DT_FLOAT32 shape { dims { size: 1 } dims { size: 4096 } } } }
+  inputs { name: "q" type { dtype: DT_FLOAT32 shape { dims { size: 4096 } dims { size: 1 } } } }
+  inputs { name: "u" type { dtype: DT_FLOAT32 shape { dims { size: 1024 } dims { size: 1 } } } }
+  nodes { name: "a1" op_type: "Relu" inputs: "x" outputs: "a1" }
+  nodes { name: "a2" op_type: "ReduceSum" inputs: "a1" outputs: "a2" }
+  nodes { name: "m" op_type: "MatMul" inputs: "p" inputs: "q" outputs: "m" }
+  nodes { name: "add" op_type: "Add" inputs: "a2" inputs: "m" outputs: "s" }
+  nodes { name: "big" op_type: "MatMul" inputs: "u" inputs: "s" outputs: "big" }
+  outputs { name: "big" }
+)pb";
+
+TEST(SchedulePassTest, EqualPeaksGoToTheOrderHoldingLessOverTheEstimatedWork) {
+  PassTestEnv env;
+  PipelineResult result;
+  auto out = env.Run(kHeavyBesideCheap, {"schedule"}, &result);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(NodeNames(*out), (std::vector<std::string>{"m", "a1", "a2", "add", "big"}));
+  const std::string& note = result.runs.back().messages[0];
+  EXPECT_THAT(note, HasSubstr("current 4160, greedy 4160"));
+  EXPECT_THAT(note, HasSubstr("kept greedy (of equal peaks"));
+
+  // With the MatMul's size unknown (a symbolic dim) nothing says it is heavy: the current order
+  // stays.
+  std::string symbolic = kHeavyBesideCheap;
+  const std::string p_dims = "dims { size: 1 } dims { size: 4096 }";
+  symbolic.replace(symbolic.find(p_dims), p_dims.size(), "dims { size: 1 } dims { symbol: \"k\" }");
+  const std::string q_dims = "dims { size: 4096 } dims { size: 1 }";
+  symbolic.replace(symbolic.find(q_dims), q_dims.size(), "dims { symbol: \"k\" } dims { size: 1 }");
+  PipelineResult kept;
+  auto unknown = env.Run(symbolic, {"schedule"}, &kept);
+  ASSERT_TRUE(unknown.ok()) << unknown.status();
+  EXPECT_EQ(NodeNames(*unknown), (std::vector<std::string>{"a1", "a2", "m", "add", "big"}));
+}
+
 // Brute force: every node comes after the producers of everything it reads, including what its
 // subgraphs read.
 void ExpectTopological(const v1::Graph& g) {

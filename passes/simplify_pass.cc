@@ -7,12 +7,10 @@
 #include <utility>
 #include <vector>
 
-#include "absl/container/btree_map.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "graph/inference.h"
-#include "graph/opset.h"
+#include "passes/rewrite_driver.h"
 #include "passes/rewrite_util.h"
 
 namespace graphopt {
@@ -31,22 +29,22 @@ struct Options {
 struct ConstantSummary {
   bool known = false;  // a constant of at most kMaxInspectedElements numeric elements
   v1::DataType dtype = v1::DT_UNDEFINED;
-  runtime::Shape dims;
+  std::vector<int64_t> dims;
   bool all_one = false;
   bool all_zero = false;
   bool all_negative_zero = false;
   bool all_positive_zero = false;
 };
 
-ConstantSummary Summarize(const runtime::Tensor& c) {
+ConstantSummary Summarize(const ConstantView& c) {
   ConstantSummary s;
-  if (c.dtype() == v1::DT_STRING || c.num_elements() == 0) return s;
+  if (c.num_elements() == 0) return s;
   s.known = true;
   s.dtype = c.dtype();
-  s.dims = c.shape();
+  s.dims = c.dims();
   s.all_one = s.all_zero = s.all_negative_zero = s.all_positive_zero = true;
   for (int64_t i = 0; i < c.num_elements(); ++i) {
-    const double e = c.ElementAsDouble(i);
+    const double e = c.AsDouble(i);
     s.all_one &= e == 1;
     s.all_zero &= e == 0;
     s.all_negative_zero &= e == 0 && std::signbit(e);
@@ -121,437 +119,443 @@ std::optional<std::vector<int64_t>> NormalizedAxes(std::vector<int64_t> axes, in
   return axes;
 }
 
-// The default-domain ops Simplify has rules for.
-constexpr const char* kRuleOps[] = {"Add",     "Sub",       "Mul",     "Div",    "Pow",
-                                    "Transpose", "Reshape", "Cast",    "Shape",  "Size",
-                                    "Squeeze", "Unsqueeze", "Expand",  "Slice",  "Pad",
-                                    "Concat"};
+// What the patterns share during one run: the options, and the summaries of the constants
+// they inspected (a constant many nodes read is read once).
+struct State {
+  Options options;
+  absl::flat_hash_map<int32_t, ConstantSummary> summaries;
+  const ConstantSummary not_constant;
 
-class SimplifyPass : public Pass {
- public:
-  explicit SimplifyPass(Options options) : options_(options) {}
-
-  absl::StatusOr<bool> Run(Graph& graph, const PassContext& context) override {
-    absl::StatusOr<std::vector<NodeId>> order = graph.TopologicalOrder();
-    if (!order.ok()) return order.status();
-    opset_ = DefaultDomainOpset(graph);
-    ops_ = context.ops;
-    hidden_.emplace(graph, *context.ops);
-    summaries_.clear();
-    counts_.clear();
-    kept_ = 0;
-    // The kinds some rule applies to, found through the dense kind array: the other nodes are
-    // not read at all.
-    std::vector<char> candidate(graph.num_op_kinds(), 0);
-    bool any_candidate = false;
-    for (const char* op : kRuleOps) {
-      const OpKindId kind = graph.FindOpKind("", op);
-      if (graph.num_live_nodes_of_kind(kind) == 0) continue;
-      candidate[kind.value()] = 1;
-      any_candidate = true;
-    }
-    if (!any_candidate) order->clear();
-    for (size_t k = 0; k < order->size(); ++k) {
-      if (absl::Status s = context.CheckStopEvery(k); !s.ok()) return s;
-      graph.PrefetchSweep(*order, k);
-      const NodeId id = (*order)[k];
-      if (!candidate[graph.op_kind(id).value()]) continue;
-      const Node& n = graph.node(id);
-      if (!n.alive || TouchesHiddenValue(n)) continue;
-      // The inputs as they were: whatever the rewrite leaves unread goes too.
-      const ValueIdList inputs = n.inputs;
-      const std::string op = n.op_type;
-      const char* rule = Simplify(graph, id, op);
-      if (rule == nullptr) continue;
-      ++counts_[rule];
-      for (ValueId in : inputs) RemoveDefinitionIfUnused(graph, in, *ops_, *hidden_);
-    }
-    int64_t total = 0;
-    for (const auto& [rule, count] : counts_) total += count;
-    context.Note(absl::StrCat(
-        "simplified ", total, " nodes",
-        counts_.empty() ? "" : ": ",
-        absl::StrJoin(counts_, ", ",
-                      [](std::string* out, const auto& kv) {
-                        absl::StrAppend(out, kv.first, " ", kv.second);
-                      }),
-        kept_ > 0 ? absl::StrCat("; kept ", kept_,
-                                 " no-ops between graph inputs/initializers and outputs")
-                  : ""));
-    return total > 0;
-  }
-
- private:
-  // Applies the first rule that matches node `id`; returns its name, or null when none did.
-  const char* Simplify(Graph& graph, NodeId id, const std::string& op) {
-    if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow") {
-      return NeutralOperand(graph, id, op);
-    }
-    if (op == "Transpose") return Transpose(graph, id);
-    if (op == "Reshape") return Reshape(graph, id);
-    if (op == "Cast") return Cast(graph, id);
-    if (op == "Shape" || op == "Size") return ShapeOfStatic(graph, id, op);
-    if (op == "Squeeze") return SqueezeOfUnsqueeze(graph, id);
-    if (op == "Unsqueeze") return UnsqueezeOfSqueeze(graph, id);
-    if (op == "Expand" || op == "Slice") return SameShapeNoOp(graph, id, op);
-    if (op == "Pad") return ZeroPad(graph, id);
-    if (op == "Concat") return graph.node(id).inputs.size() == 1 && graph.node(id).inputs[0].valid()
-                                   ? Bypass(graph, id, graph.node(id).inputs[0], "concat_single")
-                                   : nullptr;
-    return nullptr;
-  }
-
-  // Nodes reading or producing a value some node writes or a subgraph reads by name are left
-  // alone: the graph's edges do not order those accesses against a rewrite.
-  bool TouchesHiddenValue(const Node& n) const {
-    for (ValueId v : n.inputs) {
-      if (hidden_->any(v)) return true;
-    }
-    for (ValueId v : n.outputs) {
-      if (hidden_->any(v)) return true;
-    }
-    return false;
-  }
-
-  // Replaces the node by `x` (its output's readers read x); null when the interface forbids it.
-  const char* Bypass(Graph& graph, NodeId id, ValueId x, const char* rule) {
-    if (ReplaceNodeByValue(graph, id, x, *hidden_)) return rule;
-    ++kept_;
-    return nullptr;
-  }
-
-  // x + 0, 0 + x, x - 0, x * 1, 1 * x, x / 1, x ** 1, when the constant cannot broadcast x to
-  // another shape and the zero's sign keeps -0.0 intact.
-  const char* NeutralOperand(Graph& graph, NodeId id, const std::string& op) {
-    const Node& n = graph.node(id);
-    if (n.inputs.size() != 2 || !n.inputs[0].valid() || !n.inputs[1].valid() ||
-        n.outputs.empty() || !n.outputs[0].valid()) {
-      return nullptr;
-    }
-    const bool commutative = op == "Add" || op == "Mul";
-    for (int x_index : {0, 1}) {
-      if (x_index == 1 && !commutative) break;
-      const ValueId x = n.inputs[x_index];
-      const ValueId c_value = n.inputs[1 - x_index];
-      const ConstantSummary& c = SummaryOf(graph, c_value);
-      if (!c.known) continue;
-      const TensorType& xt = graph.value(x).type;
-      const TensorType& out = graph.value(n.outputs[0]).type;
-      // Half-precision arithmetic runs in float32 and canonicalises NaNs on the way back, so
-      // even x * 1 is not x bit for bit there.
-      if (xt.dtype == v1::DT_UNDEFINED || out.dtype != xt.dtype ||
-          xt.dtype == v1::DT_FLOAT16 || xt.dtype == v1::DT_BFLOAT16) {
-        continue;
-      }
-      const bool is_float = IsFloatingPoint(xt.dtype);
-      const bool signed_zero = is_float && !options_.ignore_signed_zeros;
-      bool neutral = false;
-      if (op == "Add") {
-        // -0.0 + -0.0 is -0.0 but -0.0 + +0.0 is +0.0: only a negative zero is neutral.
-        neutral = signed_zero ? c.all_negative_zero : c.all_zero;
-      } else if (op == "Sub") {
-        neutral = signed_zero ? c.all_positive_zero : c.all_zero;
-      } else if (op == "Pow") {
-        // Integer bases with a floating exponent go through double: exact only below 2^53.
-        neutral = c.all_one && (is_float || (IsInteger(xt.dtype) && IsInteger(c.dtype)));
-      } else {
-        neutral = c.all_one;
-      }
-      if (!neutral) continue;
-      // The result has x's shape when the constant's dims are all 1 and its rank is not above
-      // x's, or when inference says so.
-      bool keeps_shape = SameStaticShape(xt, out);
-      if (!keeps_shape) {
-        bool ones = true;
-        for (int64_t d : c.dims) ones &= d == 1;
-        keeps_shape = ones && (c.dims.empty() ||
-                               (xt.shape && c.dims.size() <= xt.shape->size()));
-      }
-      if (!keeps_shape) continue;
-      return Bypass(graph, id, x, "neutral_operand");
-    }
-    return nullptr;
-  }
-
-  // The summary of the constant defining `value` (not known when there is none), computed once
-  // per value and run: a constant many nodes read is read once.
-  const ConstantSummary& SummaryOf(const Graph& graph, ValueId value) {
+  const ConstantSummary& SummaryOf(const RewriteContext& c, ValueId value) {
     // Most operands are not constants: those are answered without growing the table.
-    if (ConstantTensorOf(graph, value) == nullptr) return not_constant_;
-    auto [it, inserted] = summaries_.try_emplace(value.value());
+    if (ConstantTensorOf(c.graph, value) == nullptr) return not_constant;
+    auto [it, inserted] = summaries.try_emplace(value.value());
     if (inserted) {
-      std::optional<runtime::Tensor> c =
-          ConstantValue(graph, value, *hidden_, kMaxInspectedElements);
-      if (c) it->second = Summarize(*c);
+      std::optional<ConstantView> view =
+          ConstantValue(c.graph, value, c.hidden, kMaxInspectedElements);
+      if (view) it->second = Summarize(*view);
     }
     return it->second;
   }
+};
 
-  // Perm of a Transpose reading a value of rank `rank` (nullopt rank: only an explicit perm).
-  static std::optional<std::vector<int64_t>> PermOf(const Node& n, std::optional<int> rank) {
-    std::optional<std::vector<int64_t>> perm = IntsAttr(n, "perm");
-    if (!perm) {
-      if (Attr(n, "perm") != nullptr || !rank) return std::nullopt;
-      perm.emplace();
-      for (int k = *rank - 1; k >= 0; --k) perm->push_back(k);
-    }
-    std::vector<char> seen(perm->size(), 0);
-    for (int64_t p : *perm) {
-      if (p < 0 || p >= static_cast<int64_t>(perm->size()) || seen[p]) return std::nullopt;
-      seen[p] = 1;
-    }
-    if (rank && static_cast<int>(perm->size()) != *rank) return std::nullopt;
-    return perm;
+constexpr char kInterface[] = "connects graph inputs/initializers and outputs";
+
+// Replaces the root by `x` (its output's readers read x); refused when the interface forbids it.
+RewriteResult Bypass(RewriteContext& c, NodeId id, ValueId x) {
+  if (ReplaceNodeByValue(c.graph, id, x, c.hidden)) return RewriteResult::Applied();
+  return RewriteResult::Refused(kInterface);
+}
+
+// Input `i` of the root, when present.
+ValueId In(const RewriteContext& c, NodeId id, size_t i) {
+  const Node& n = c.graph.node(id);
+  return i < n.inputs.size() ? n.inputs[i] : ValueId();
+}
+
+// Output 0 of the root, when present.
+ValueId Out(const RewriteContext& c, NodeId id) {
+  const Node& n = c.graph.node(id);
+  return n.outputs.empty() ? ValueId() : n.outputs[0];
+}
+
+// The input of the root's producer of input 0 when that producer runs `op` and its own input 0
+// has no hidden access (the rewrite makes the root read it); invalid otherwise.
+ValueId InnerSource(const RewriteContext& c, NodeId id, const char* op, NodeId* inner = nullptr) {
+  const NodeId p = ProducerOf(c.graph, In(c, id, 0), op);
+  if (!p.valid()) return ValueId();
+  const ValueId source = In(c, p, 0);
+  if (!source.valid() || c.hidden.any(source)) return ValueId();
+  if (inner != nullptr) *inner = p;
+  return source;
+}
+
+// A cheap match: the root's producer of input 0 runs `op`.
+std::function<bool(const RewriteContext&, NodeId)> After(const char* op) {
+  return [op](const RewriteContext& c, NodeId id) {
+    return ProducerOf(c.graph, In(c, id, 0), op).valid();
+  };
+}
+
+// x + c, c + x, x - c, x * c, c * x, x / c, x ** c, with c a constant that is the operation's
+// neutral element and cannot broadcast x to another shape; the zero's sign keeps -0.0 intact.
+RewriteResult NeutralOperand(State& s, RewriteContext& c, NodeId id) {
+  const Node& n = c.graph.node(id);
+  if (n.inputs.size() != 2 || !n.inputs[0].valid() || !n.inputs[1].valid() || !Out(c, id).valid()) {
+    return RewriteResult::NoMatch();
   }
-
-  static bool IsIdentityPerm(const std::vector<int64_t>& perm) {
-    for (size_t i = 0; i < perm.size(); ++i) {
-      if (perm[i] != static_cast<int64_t>(i)) return false;
+  const std::string& op = n.op_type;
+  const bool commutative = op == "Add" || op == "Mul";
+  for (int x_index : {0, 1}) {
+    if (x_index == 1 && !commutative) break;
+    const ValueId x = n.inputs[x_index];
+    const ConstantSummary& k = s.SummaryOf(c, n.inputs[1 - x_index]);
+    if (!k.known) continue;
+    const TensorType& xt = c.graph.value(x).type;
+    const TensorType& out = c.graph.value(n.outputs[0]).type;
+    // Half-precision arithmetic runs in float32 and canonicalises NaNs on the way back, so
+    // even x * 1 is not x bit for bit there.
+    if (xt.dtype == v1::DT_UNDEFINED || out.dtype != xt.dtype || xt.dtype == v1::DT_FLOAT16 ||
+        xt.dtype == v1::DT_BFLOAT16) {
+      continue;
     }
-    return true;
-  }
-
-  // Transpose with the identity perm; Transpose of a Transpose as one (perms composed).
-  const char* Transpose(Graph& graph, NodeId id) {
-    const Node& n = graph.node(id);
-    if (n.inputs.empty() || !n.inputs[0].valid()) return nullptr;
-    const ValueId x = n.inputs[0];
-    std::optional<std::vector<int64_t>> outer = PermOf(n, RankOf(graph, x));
-    if (!outer) return nullptr;
-    if (IsIdentityPerm(*outer)) return Bypass(graph, id, x, "transpose_identity");
-    const NodeId inner_id = ProducerOf(graph, x, "Transpose");
-    if (!inner_id.valid()) return nullptr;
-    const Node& inner = graph.node(inner_id);
-    if (inner.inputs.empty() || !inner.inputs[0].valid()) return nullptr;
-    const ValueId source = inner.inputs[0];
-    if (hidden_->any(source)) return nullptr;
-    std::optional<std::vector<int64_t>> first = PermOf(inner, RankOf(graph, source));
-    if (!first || first->size() != outer->size()) return nullptr;
-    // out[i] = x[outer[i]] = source[first[outer[i]]].
-    std::vector<int64_t> composed(outer->size());
-    for (size_t i = 0; i < composed.size(); ++i) composed[i] = (*first)[(*outer)[i]];
-    if (IsIdentityPerm(composed)) {
-      const char* rule = Bypass(graph, id, source, "transpose_pair");
-      if (rule != nullptr) return rule;
-      // x is part of the interface: the identity Transpose stays, reading x.
-    }
-    v1::Attribute perm;
-    for (int64_t p : composed) perm.mutable_ints()->add_values(p);
-    graph.mutable_node(id).attributes["perm"] = std::move(perm);
-    graph.SetInput(id, 0, source);
-    return "transpose_chain";
-  }
-
-  // The target of a Reshape as given (input 1, or the 'shape' attribute before opset 5).
-  std::optional<std::vector<int64_t>> ReshapeTarget(const Graph& graph, const Node& n) const {
-    if (opset_ != 0 && opset_ < 5) return IntsAttr(n, "shape");
-    if (n.inputs.size() < 2 || !n.inputs[1].valid()) return std::nullopt;
-    return ConstantInts(graph, n.inputs[1], *hidden_);
-  }
-
-  // Reshape of a Reshape reads the first one's input (when the target copies no dim of it);
-  // a Reshape to the shape its input already has is removed.
-  const char* Reshape(Graph& graph, NodeId id) {
-    const Node& n = graph.node(id);
-    if (n.inputs.empty() || !n.inputs[0].valid() || n.outputs.empty() || !n.outputs[0].valid()) {
-      return nullptr;
-    }
-    const char* rule = nullptr;
-    const NodeId inner_id = ProducerOf(graph, n.inputs[0], "Reshape");
-    if (inner_id.valid() && !graph.node(inner_id).inputs.empty() &&
-        graph.node(inner_id).inputs[0].valid() && !hidden_->any(graph.node(inner_id).inputs[0])) {
-      std::optional<std::vector<int64_t>> target = ReshapeTarget(graph, n);
-      const bool allowzero = IntAttr(n, "allowzero").value_or(0) != 0;
-      if (target && (allowzero || std::find(target->begin(), target->end(), 0) == target->end())) {
-        graph.SetInput(id, 0, graph.node(inner_id).inputs[0]);
-        rule = "reshape_chain";
-      }
-    }
-    const ValueId x = graph.node(id).inputs[0];
-    if (SameStaticShape(graph.value(x).type, graph.value(graph.node(id).outputs[0]).type)) {
-      const char* bypassed = Bypass(graph, id, x, "reshape_same_shape");
-      if (bypassed != nullptr) return bypassed;
-    }
-    return rule;
-  }
-
-  // Cast to the input's own type; Cast of a lossless Cast reads the first one's input.
-  const char* Cast(Graph& graph, NodeId id) {
-    const Node& n = graph.node(id);
-    std::optional<int64_t> to = IntAttr(n, "to");
-    if (!to || n.inputs.empty() || !n.inputs[0].valid()) return nullptr;
-    const ValueId x = n.inputs[0];
-    const v1::DataType x_type = graph.value(x).type.dtype;
-    if (x_type != v1::DT_UNDEFINED && x_type == *to) return Bypass(graph, id, x, "cast_same_type");
-    const NodeId inner_id = ProducerOf(graph, x, "Cast");
-    if (!inner_id.valid()) return nullptr;
-    const Node& inner = graph.node(inner_id);
-    std::optional<int64_t> middle = IntAttr(inner, "to");
-    if (!middle || inner.inputs.empty() || !inner.inputs[0].valid()) return nullptr;
-    const ValueId source = inner.inputs[0];
-    if (hidden_->any(source)) return nullptr;
-    const v1::DataType from = graph.value(source).type.dtype;
-    const auto mid = static_cast<v1::DataType>(*middle);
-    const auto last = static_cast<v1::DataType>(*to);
-    if (!LosslessCast(from, mid)) return nullptr;
-    if (last == from) return Bypass(graph, id, source, "cast_round_trip");
-    if (!LosslessCast(from, last)) return nullptr;
-    graph.SetInput(id, 0, source);
-    return "cast_chain";
-  }
-
-  // Shape (or Size) of a value whose shape is fully known becomes a constant.
-  const char* ShapeOfStatic(Graph& graph, NodeId id, const std::string& op) {
-    const Node& n = graph.node(id);
-    if (n.inputs.empty() || !n.inputs[0].valid() || n.outputs.size() != 1 ||
-        !n.outputs[0].valid()) {
-      return nullptr;
-    }
-    const std::optional<Dims>& shape = graph.value(n.inputs[0]).type.shape;
-    if (!FullyKnown(shape)) return nullptr;
-    const int64_t rank = static_cast<int64_t>(shape->size());
-    std::vector<int64_t> values;
-    if (op == "Size") {
-      std::optional<int64_t> count = NumElements(*shape);
-      if (!count) return nullptr;
-      values.push_back(*count);
+    const bool is_float = IsFloatingPoint(xt.dtype);
+    const bool signed_zero = is_float && !s.options.ignore_signed_zeros;
+    bool neutral = false;
+    if (op == "Add") {
+      // -0.0 + -0.0 is -0.0 but -0.0 + +0.0 is +0.0: only a negative zero is neutral.
+      neutral = signed_zero ? k.all_negative_zero : k.all_zero;
+    } else if (op == "Sub") {
+      neutral = signed_zero ? k.all_positive_zero : k.all_zero;
+    } else if (op == "Pow") {
+      // Integer bases with a floating exponent go through double: exact only below 2^53.
+      neutral = k.all_one && (is_float || (IsInteger(xt.dtype) && IsInteger(k.dtype)));
     } else {
-      // The runtime's Shape: start and end clamped to [0, rank] after adding rank to negatives.
-      auto clamp = [rank](int64_t v) {
-        if (v < 0) v += rank;
-        return std::min(std::max<int64_t>(v, 0), rank);
-      };
-      const int64_t start = clamp(IntAttr(n, "start").value_or(0));
-      const int64_t end = clamp(IntAttr(n, "end").value_or(rank));
-      for (int64_t i = start; i < end; ++i) values.push_back((*shape)[i].size());
+      neutral = k.all_one;
     }
-    v1::Tensor tensor;
-    tensor.set_dtype(v1::DT_INT64);
-    if (op == "Shape") tensor.add_dims(static_cast<int64_t>(values.size()));
-    tensor.set_raw_data(std::string(reinterpret_cast<const char*>(values.data()),
-                                    values.size() * sizeof(int64_t)));
-    ReplaceOutputByInitializer(graph, id, 0, std::move(tensor));
-    return op == "Shape" ? "shape_of_static" : "size_of_static";
+    if (!neutral) continue;
+    // The result has x's shape when the constant's dims are all 1 and its rank is not above
+    // x's, or when inference says so.
+    bool keeps_shape = SameStaticShape(xt, out);
+    if (!keeps_shape) {
+      bool ones = true;
+      for (int64_t d : k.dims) ones &= d == 1;
+      keeps_shape = ones && (k.dims.empty() || (xt.shape && k.dims.size() <= xt.shape->size()));
+    }
+    if (!keeps_shape) continue;
+    return Bypass(c, id, x);
+  }
+  return RewriteResult::NoMatch();
+}
+
+// Perm of a Transpose reading a value of rank `rank` (nullopt rank: only an explicit perm).
+std::optional<std::vector<int64_t>> PermOf(const Node& n, std::optional<int> rank) {
+  std::optional<std::vector<int64_t>> perm = IntsAttr(n, "perm");
+  if (!perm) {
+    if (Attr(n, "perm") != nullptr || !rank) return std::nullopt;
+    perm.emplace();
+    for (int k = *rank - 1; k >= 0; --k) perm->push_back(k);
+  }
+  std::vector<char> seen(perm->size(), 0);
+  for (int64_t p : *perm) {
+    if (p < 0 || p >= static_cast<int64_t>(perm->size()) || seen[p]) return std::nullopt;
+    seen[p] = 1;
+  }
+  if (rank && static_cast<int>(perm->size()) != *rank) return std::nullopt;
+  return perm;
+}
+
+bool IsIdentityPerm(const std::vector<int64_t>& perm) {
+  for (size_t i = 0; i < perm.size(); ++i) {
+    if (perm[i] != static_cast<int64_t>(i)) return false;
+  }
+  return true;
+}
+
+// The root's perm composed after its producer's: out[i] = x[q[i]] = source[p[q[i]]].
+std::optional<std::vector<int64_t>> ComposedPerm(const RewriteContext& c, NodeId id,
+                                                 ValueId* source) {
+  NodeId inner;
+  *source = InnerSource(c, id, "Transpose", &inner);
+  if (!source->valid()) return std::nullopt;
+  std::optional<std::vector<int64_t>> outer =
+      PermOf(c.graph.node(id), RankOf(c.graph, In(c, id, 0)));
+  std::optional<std::vector<int64_t>> first =
+      PermOf(c.graph.node(inner), RankOf(c.graph, *source));
+  if (!outer || !first || first->size() != outer->size()) return std::nullopt;
+  std::vector<int64_t> composed(outer->size());
+  for (size_t i = 0; i < composed.size(); ++i) composed[i] = (*first)[(*outer)[i]];
+  return composed;
+}
+
+// Transpose(x, identity) = x.
+RewriteResult TransposeIdentity(RewriteContext& c, NodeId id) {
+  const ValueId x = In(c, id, 0);
+  if (!x.valid()) return RewriteResult::NoMatch();
+  std::optional<std::vector<int64_t>> perm = PermOf(c.graph.node(id), RankOf(c.graph, x));
+  if (!perm || !IsIdentityPerm(*perm)) return RewriteResult::NoMatch();
+  return Bypass(c, id, x);
+}
+
+// Transpose(Transpose(x, p), q) = x when p[q[i]] = i.
+RewriteResult TransposePair(RewriteContext& c, NodeId id) {
+  ValueId source;
+  std::optional<std::vector<int64_t>> composed = ComposedPerm(c, id, &source);
+  if (!composed || !IsIdentityPerm(*composed)) return RewriteResult::NoMatch();
+  return Bypass(c, id, source);
+}
+
+// Transpose(Transpose(x, p), q) = Transpose(x, p∘q).
+RewriteResult TransposeChain(RewriteContext& c, NodeId id) {
+  ValueId source;
+  std::optional<std::vector<int64_t>> composed = ComposedPerm(c, id, &source);
+  if (!composed) return RewriteResult::NoMatch();
+  v1::Attribute perm;
+  for (int64_t p : *composed) perm.mutable_ints()->add_values(p);
+  c.graph.mutable_node(id).attributes["perm"] = std::move(perm);
+  c.graph.SetInput(id, 0, source);
+  return RewriteResult::Applied();
+}
+
+// The target of a Reshape as given (input 1, or the 'shape' attribute before opset 5).
+std::optional<std::vector<int64_t>> ReshapeTarget(const RewriteContext& c, const Node& n) {
+  if (c.opset != 0 && c.opset < 5) return IntsAttr(n, "shape");
+  if (n.inputs.size() < 2 || !n.inputs[1].valid()) return std::nullopt;
+  return ConstantInts(c.graph, n.inputs[1], c.hidden);
+}
+
+// Reshape(Reshape(x, s1), s2) = Reshape(x, s2) when s2 copies no dim (no 0 without allowzero).
+RewriteResult ReshapeChain(RewriteContext& c, NodeId id) {
+  const ValueId source = InnerSource(c, id, "Reshape");
+  if (!source.valid()) return RewriteResult::NoMatch();
+  const Node& n = c.graph.node(id);
+  std::optional<std::vector<int64_t>> target = ReshapeTarget(c, n);
+  const bool allowzero = IntAttr(n, "allowzero").value_or(0) != 0;
+  if (!target || (!allowzero && std::find(target->begin(), target->end(), 0) != target->end())) {
+    return RewriteResult::NoMatch();
+  }
+  c.graph.SetInput(id, 0, source);
+  return RewriteResult::Applied();
+}
+
+// Op(x) = x for a Reshape or Expand whose output has x's static shape.
+RewriteResult SameShape(RewriteContext& c, NodeId id) {
+  const ValueId x = In(c, id, 0), y = Out(c, id);
+  if (!x.valid() || !y.valid()) return RewriteResult::NoMatch();
+  const TensorType& in = c.graph.value(x).type;
+  const TensorType& out = c.graph.value(y).type;
+  if (in.dtype != out.dtype || !SameStaticShape(in, out)) return RewriteResult::NoMatch();
+  return Bypass(c, id, x);
+}
+
+// Slice(x, starts, ends, axes, steps of 1) = x when the output has x's static shape.
+RewriteResult SliceWhole(RewriteContext& c, NodeId id) {
+  const ValueId steps_value = In(c, id, 4);
+  if (steps_value.valid()) {
+    std::optional<std::vector<int64_t>> steps = ConstantInts(c.graph, steps_value, c.hidden);
+    if (!steps) return RewriteResult::NoMatch();
+    for (int64_t s : *steps) {
+      if (s != 1) return RewriteResult::NoMatch();
+    }
+  }
+  return SameShape(c, id);
+}
+
+// Cast(x, to = type of x) = x.
+RewriteResult CastSameType(RewriteContext& c, NodeId id) {
+  std::optional<int64_t> to = IntAttr(c.graph.node(id), "to");
+  const ValueId x = In(c, id, 0);
+  if (!to || !x.valid()) return RewriteResult::NoMatch();
+  const v1::DataType x_type = c.graph.value(x).type.dtype;
+  if (x_type == v1::DT_UNDEFINED || x_type != *to) return RewriteResult::NoMatch();
+  return Bypass(c, id, x);
+}
+
+// The source of a Cast of a lossless Cast (the types: source -> middle -> last); invalid when
+// the root is no such Cast.
+ValueId LosslessInnerCast(const RewriteContext& c, NodeId id, v1::DataType* from,
+                          v1::DataType* last) {
+  NodeId inner;
+  const ValueId source = InnerSource(c, id, "Cast", &inner);
+  std::optional<int64_t> to = IntAttr(c.graph.node(id), "to");
+  if (!source.valid() || !to) return ValueId();
+  std::optional<int64_t> middle = IntAttr(c.graph.node(inner), "to");
+  if (!middle) return ValueId();
+  *from = c.graph.value(source).type.dtype;
+  *last = static_cast<v1::DataType>(*to);
+  if (!LosslessCast(*from, static_cast<v1::DataType>(*middle))) return ValueId();
+  return source;
+}
+
+// Cast(Cast(x, lossless to T), type of x) = x.
+RewriteResult CastRoundTrip(RewriteContext& c, NodeId id) {
+  v1::DataType from, last;
+  const ValueId source = LosslessInnerCast(c, id, &from, &last);
+  if (!source.valid() || last != from) return RewriteResult::NoMatch();
+  return Bypass(c, id, source);
+}
+
+// Cast(Cast(x, lossless to T), U) = Cast(x, U) when x -> U is lossless too.
+RewriteResult CastChain(RewriteContext& c, NodeId id) {
+  v1::DataType from, last;
+  const ValueId source = LosslessInnerCast(c, id, &from, &last);
+  if (!source.valid() || last == from || !LosslessCast(from, last)) {
+    return RewriteResult::NoMatch();
+  }
+  c.graph.SetInput(id, 0, source);
+  return RewriteResult::Applied();
+}
+
+// Shape(x) and Size(x) of a fully known shape are constants.
+RewriteResult ShapeOfStatic(RewriteContext& c, NodeId id) {
+  const Node& n = c.graph.node(id);
+  if (n.inputs.empty() || !n.inputs[0].valid() || n.outputs.size() != 1 ||
+      !n.outputs[0].valid()) {
+    return RewriteResult::NoMatch();
+  }
+  const std::optional<Dims>& shape = c.graph.value(n.inputs[0]).type.shape;
+  if (!FullyKnown(shape)) return RewriteResult::NoMatch();
+  const bool size = n.op_type == "Size";
+  const int64_t rank = static_cast<int64_t>(shape->size());
+  std::vector<int64_t> values;
+  if (size) {
+    std::optional<int64_t> count = NumElements(*shape);
+    if (!count) return RewriteResult::NoMatch();
+    values.push_back(*count);
+  } else {
+    // The runtime's Shape: start and end clamped to [0, rank] after adding rank to negatives.
+    auto clamp = [rank](int64_t v) {
+      if (v < 0) v += rank;
+      return std::min(std::max<int64_t>(v, 0), rank);
+    };
+    const int64_t start = clamp(IntAttr(n, "start").value_or(0));
+    const int64_t end = clamp(IntAttr(n, "end").value_or(rank));
+    for (int64_t i = start; i < end; ++i) values.push_back((*shape)[i].size());
+  }
+  v1::Tensor tensor;
+  tensor.set_dtype(v1::DT_INT64);
+  if (!size) tensor.add_dims(static_cast<int64_t>(values.size()));
+  tensor.set_raw_data(std::string(reinterpret_cast<const char*>(values.data()),
+                                  values.size() * sizeof(int64_t)));
+  ReplaceOutputByInitializer(c.graph, id, 0, std::move(tensor));
+  return RewriteResult::Applied();
+}
+
+// Squeeze/Unsqueeze axes: the attribute before opset 13, input 1 from 13. nullopt when absent
+// or not constant.
+std::optional<std::vector<int64_t>> AxesOf(const RewriteContext& c, const Node& n) {
+  if (c.opset != 0 && c.opset < 13) return IntsAttr(n, "axes");
+  if (n.inputs.size() < 2 || !n.inputs[1].valid()) return std::nullopt;
+  return ConstantInts(c.graph, n.inputs[1], c.hidden);
+}
+
+// Squeeze's axes normalised against its input `x`; without axes, the dims of x known to be 1
+// (all of x's dims must be known then).
+std::optional<std::vector<int64_t>> SqueezedAxes(const RewriteContext& c, const Node& squeeze,
+                                                 ValueId x) {
+  const std::optional<Dims>& shape = c.graph.value(x).type.shape;
+  std::optional<std::vector<int64_t>> axes = AxesOf(c, squeeze);
+  const bool has_axes_input = squeeze.inputs.size() > 1 && squeeze.inputs[1].valid();
+  if (!axes) {
+    if (has_axes_input || (c.opset != 0 && c.opset < 13 && Attr(squeeze, "axes") != nullptr) ||
+        !FullyKnown(shape)) {
+      return std::nullopt;
+    }
+    axes.emplace();
+    for (size_t i = 0; i < shape->size(); ++i) {
+      if ((*shape)[i].size() == 1) axes->push_back(static_cast<int64_t>(i));
+    }
+    return axes;
+  }
+  if (!shape) return std::nullopt;
+  return NormalizedAxes(*axes, static_cast<int64_t>(shape->size()));
+}
+
+// Squeeze(Unsqueeze(x, A), A) = x.
+RewriteResult UnsqueezeSqueeze(RewriteContext& c, NodeId id) {
+  NodeId inner_id;
+  const ValueId source = InnerSource(c, id, "Unsqueeze", &inner_id);
+  if (!source.valid()) return RewriteResult::NoMatch();
+  std::optional<std::vector<int64_t>> inserted = AxesOf(c, c.graph.node(inner_id));
+  std::optional<int> source_rank = RankOf(c.graph, source);
+  if (!inserted || !source_rank) return RewriteResult::NoMatch();
+  const int64_t rank = *source_rank + static_cast<int64_t>(inserted->size());
+  inserted = NormalizedAxes(*inserted, rank);
+  if (!inserted) return RewriteResult::NoMatch();
+  std::optional<std::vector<int64_t>> removed = SqueezedAxes(c, c.graph.node(id), In(c, id, 0));
+  if (!removed || *removed != *inserted) return RewriteResult::NoMatch();
+  return Bypass(c, id, source);
+}
+
+// Unsqueeze(Squeeze(x, A), A) = x when x's dims at A are known to be 1.
+RewriteResult SqueezeUnsqueeze(RewriteContext& c, NodeId id) {
+  NodeId inner_id;
+  const ValueId source = InnerSource(c, id, "Squeeze", &inner_id);
+  if (!source.valid()) return RewriteResult::NoMatch();
+  std::optional<std::vector<int64_t>> removed = SqueezedAxes(c, c.graph.node(inner_id), source);
+  const std::optional<Dims>& shape = c.graph.value(source).type.shape;
+  if (!removed || !shape) return RewriteResult::NoMatch();
+  for (int64_t a : *removed) {
+    if (!(*shape)[a].is_known() || (*shape)[a].size() != 1) return RewriteResult::NoMatch();
+  }
+  std::optional<std::vector<int64_t>> inserted = AxesOf(c, c.graph.node(id));
+  if (!inserted) return RewriteResult::NoMatch();
+  inserted = NormalizedAxes(*inserted, static_cast<int64_t>(shape->size()));
+  if (!inserted || *inserted != *removed) return RewriteResult::NoMatch();
+  return Bypass(c, id, source);
+}
+
+// Pad(x, pads = 0) = x.
+RewriteResult PadZero(RewriteContext& c, NodeId id) {
+  const Node& n = c.graph.node(id);
+  const ValueId x = In(c, id, 0);
+  if (!x.valid()) return RewriteResult::NoMatch();
+  std::optional<std::vector<int64_t>> pads;
+  if (c.opset != 0 && c.opset < 11) {
+    pads = IntsAttr(n, "pads");
+    if (!pads) pads = IntsAttr(n, "paddings");
+  } else if (In(c, id, 1).valid()) {
+    pads = ConstantInts(c.graph, In(c, id, 1), c.hidden);
+  }
+  if (!pads) return RewriteResult::NoMatch();
+  for (int64_t p : *pads) {
+    if (p != 0) return RewriteResult::NoMatch();
+  }
+  return Bypass(c, id, x);
+}
+
+// Concat(x) = x.
+RewriteResult ConcatSingle(RewriteContext& c, NodeId id) {
+  const Node& n = c.graph.node(id);
+  if (n.inputs.size() != 1 || !n.inputs[0].valid()) return RewriteResult::NoMatch();
+  return Bypass(c, id, n.inputs[0]);
+}
+
+// The patterns, tried in this order for a root of their ops.
+std::vector<RewritePattern> Patterns(State* s) {
+  return {
+      {"neutral_operand",
+       {"Add", "Sub", "Mul", "Div", "Pow"},
+       [](const RewriteContext& c, NodeId id) {
+         const Node& n = c.graph.node(id);
+         return n.inputs.size() == 2 && (ConstantTensorOf(c.graph, n.inputs[0]) != nullptr ||
+                                         ConstantTensorOf(c.graph, n.inputs[1]) != nullptr);
+       },
+       [s](RewriteContext& c, NodeId id) { return NeutralOperand(*s, c, id); }},
+      {"transpose_identity", {"Transpose"}, nullptr, TransposeIdentity},
+      {"transpose_pair", {"Transpose"}, After("Transpose"), TransposePair},
+      {"transpose_chain", {"Transpose"}, After("Transpose"), TransposeChain},
+      {"reshape_chain", {"Reshape"}, After("Reshape"), ReshapeChain},
+      {"reshape_same_shape", {"Reshape"}, nullptr, SameShape},
+      {"expand_same_shape", {"Expand"}, nullptr, SameShape},
+      {"slice_whole", {"Slice"}, nullptr, SliceWhole},
+      {"cast_same_type", {"Cast"}, nullptr, CastSameType},
+      {"cast_round_trip", {"Cast"}, After("Cast"), CastRoundTrip},
+      {"cast_chain", {"Cast"}, After("Cast"), CastChain},
+      {"shape_of_static", {"Shape"}, nullptr, ShapeOfStatic},
+      {"size_of_static", {"Size"}, nullptr, ShapeOfStatic},
+      {"unsqueeze_squeeze", {"Squeeze"}, After("Unsqueeze"), UnsqueezeSqueeze},
+      {"squeeze_unsqueeze", {"Unsqueeze"}, After("Squeeze"), SqueezeUnsqueeze},
+      {"pad_zero", {"Pad"}, nullptr, PadZero},
+      {"concat_single", {"Concat"}, nullptr, ConcatSingle},
+  };
+}
+
+class SimplifyPass : public Pass {
+ public:
+  explicit SimplifyPass(Options options) { state_.options = options; }
+
+  absl::StatusOr<bool> Run(Graph& graph, const PassContext& context) override {
+    state_.summaries.clear();
+    absl::StatusOr<RewriteStats> stats = ApplyPatterns(graph, context, patterns_);
+    if (!stats.ok()) return stats.status();
+    context.Note(stats->Summary("simplified"));
+    return stats->total_applied > 0;
   }
 
-  // Squeeze/Unsqueeze axes: the attribute before opset 13, input 1 from 13. nullopt when absent
-  // or not constant.
-  std::optional<std::vector<int64_t>> AxesOf(const Graph& graph, const Node& n) const {
-    if (opset_ != 0 && opset_ < 13) return IntsAttr(n, "axes");
-    if (n.inputs.size() < 2 || !n.inputs[1].valid()) return std::nullopt;
-    return ConstantInts(graph, n.inputs[1], *hidden_);
-  }
-
-  // Squeeze's axes normalised against its input `x`; without axes, the dims of x known to be 1
-  // (all of x's dims must be known then).
-  std::optional<std::vector<int64_t>> SqueezedAxes(const Graph& graph, const Node& squeeze,
-                                                   ValueId x) const {
-    const std::optional<Dims>& shape = graph.value(x).type.shape;
-    std::optional<std::vector<int64_t>> axes = AxesOf(graph, squeeze);
-    const bool has_axes_input = squeeze.inputs.size() > 1 && squeeze.inputs[1].valid();
-    if (!axes) {
-      if (has_axes_input || (opset_ != 0 && opset_ < 13 && Attr(squeeze, "axes") != nullptr) ||
-          !FullyKnown(shape)) {
-        return std::nullopt;
-      }
-      axes.emplace();
-      for (size_t i = 0; i < shape->size(); ++i) {
-        if ((*shape)[i].size() == 1) axes->push_back(static_cast<int64_t>(i));
-      }
-      return axes;
-    }
-    if (!shape) return std::nullopt;
-    return NormalizedAxes(*axes, static_cast<int64_t>(shape->size()));
-  }
-
-  // Squeeze(Unsqueeze(x, A), A) is x.
-  const char* SqueezeOfUnsqueeze(Graph& graph, NodeId id) {
-    const Node& n = graph.node(id);
-    if (n.inputs.empty() || !n.inputs[0].valid()) return nullptr;
-    const NodeId inner_id = ProducerOf(graph, n.inputs[0], "Unsqueeze");
-    if (!inner_id.valid()) return nullptr;
-    const Node& inner = graph.node(inner_id);
-    if (inner.inputs.empty() || !inner.inputs[0].valid()) return nullptr;
-    if (hidden_->any(inner.inputs[0])) return nullptr;
-    std::optional<std::vector<int64_t>> inserted = AxesOf(graph, inner);
-    std::optional<int> source_rank = RankOf(graph, inner.inputs[0]);
-    if (!inserted || !source_rank) return nullptr;
-    const int64_t rank = *source_rank + static_cast<int64_t>(inserted->size());
-    inserted = NormalizedAxes(*inserted, rank);
-    if (!inserted) return nullptr;
-    std::optional<std::vector<int64_t>> removed = SqueezedAxes(graph, n, n.inputs[0]);
-    if (!removed || *removed != *inserted) return nullptr;
-    return Bypass(graph, id, inner.inputs[0], "unsqueeze_squeeze");
-  }
-
-  // Unsqueeze(Squeeze(x, A), A) is x when x's dims at A are known to be 1.
-  const char* UnsqueezeOfSqueeze(Graph& graph, NodeId id) {
-    const Node& n = graph.node(id);
-    if (n.inputs.empty() || !n.inputs[0].valid()) return nullptr;
-    const NodeId inner_id = ProducerOf(graph, n.inputs[0], "Squeeze");
-    if (!inner_id.valid()) return nullptr;
-    const Node& inner = graph.node(inner_id);
-    if (inner.inputs.empty() || !inner.inputs[0].valid()) return nullptr;
-    const ValueId source = inner.inputs[0];
-    if (hidden_->any(source)) return nullptr;
-    std::optional<std::vector<int64_t>> removed = SqueezedAxes(graph, inner, source);
-    const std::optional<Dims>& shape = graph.value(source).type.shape;
-    if (!removed || !shape) return nullptr;
-    for (int64_t a : *removed) {
-      if (!(*shape)[a].is_known() || (*shape)[a].size() != 1) return nullptr;
-    }
-    std::optional<std::vector<int64_t>> inserted = AxesOf(graph, n);
-    if (!inserted) return nullptr;
-    inserted = NormalizedAxes(*inserted, static_cast<int64_t>(shape->size()));
-    if (!inserted || *inserted != *removed) return nullptr;
-    return Bypass(graph, id, source, "squeeze_unsqueeze");
-  }
-
-  // Expand to the shape its input already has; Slice with unit steps keeping every element.
-  const char* SameShapeNoOp(Graph& graph, NodeId id, const std::string& op) {
-    const Node& n = graph.node(id);
-    if (n.inputs.empty() || !n.inputs[0].valid() || n.outputs.empty() || !n.outputs[0].valid()) {
-      return nullptr;
-    }
-    const TensorType& in = graph.value(n.inputs[0]).type;
-    const TensorType& out = graph.value(n.outputs[0]).type;
-    if (in.dtype != out.dtype || !SameStaticShape(in, out)) return nullptr;
-    if (op == "Slice" && n.inputs.size() > 4 && n.inputs[4].valid()) {
-      std::optional<std::vector<int64_t>> steps = ConstantInts(graph, n.inputs[4], *hidden_);
-      if (!steps) return nullptr;
-      for (int64_t s : *steps) {
-        if (s != 1) return nullptr;
-      }
-    }
-    return Bypass(graph, id, n.inputs[0], op == "Slice" ? "slice_whole" : "expand_same_shape");
-  }
-
-  // Pad by zero everywhere.
-  const char* ZeroPad(Graph& graph, NodeId id) {
-    const Node& n = graph.node(id);
-    if (n.inputs.empty() || !n.inputs[0].valid()) return nullptr;
-    std::optional<std::vector<int64_t>> pads;
-    if (opset_ != 0 && opset_ < 11) {
-      pads = IntsAttr(n, "pads");
-      if (!pads) pads = IntsAttr(n, "paddings");
-    } else if (n.inputs.size() > 1 && n.inputs[1].valid()) {
-      pads = ConstantInts(graph, n.inputs[1], *hidden_);
-    }
-    if (!pads) return nullptr;
-    for (int64_t p : *pads) {
-      if (p != 0) return nullptr;
-    }
-    return Bypass(graph, id, n.inputs[0], "pad_zero");
-  }
-
-  Options options_;
-  int64_t opset_ = 0;
-  const OpRegistry* ops_ = nullptr;
-  std::optional<HiddenAccess> hidden_;
-  absl::flat_hash_map<int32_t, ConstantSummary> summaries_;
-  const ConstantSummary not_constant_;
-  absl::btree_map<std::string, int64_t> counts_;
-  int64_t kept_ = 0;
+ private:
+  State state_;
+  const std::vector<RewritePattern> patterns_ = Patterns(&state_);
 };
 
 }  // namespace

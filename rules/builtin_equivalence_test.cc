@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "graph/builtin_ops.h"
+#include "ops/builtin_ops.h"
 #include "gtest/gtest.h"
 #include "rules/example_rules.h"
 #include "rules/op_compiler.h"

@@ -13,9 +13,10 @@ namespace graphopt {
 namespace rules {
 
 // Compiles a checked program for the evaluator: Program::code (each node's compact form) and
-// Program::bytecode (the statements as linear register code, see evaluator.cc). CompileRule
-// calls it once after the checker; a program is evaluated only after it.
-void PrepareProgram(Program* program);
+// Program::bytecode (the statements as register code, see bytecode.h). CompileRule calls it
+// once after the checker; a program is evaluated only after it. Fails only for a program past
+// the evaluator's register file (lowering.h), far beyond the default RuleLimits.
+absl::Status PrepareProgram(Program* program);
 
 // Evaluates a checked program against one node. All state lives on the stack of the call, so a
 // Program may be evaluated from many threads at once. Errors are INVALID_ARGUMENT

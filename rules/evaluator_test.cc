@@ -1,6 +1,7 @@
 // Evaluation of compiled rules on nodes of a small IR graph: arithmetic, lists, three-valued
 // logic, symbolic dims, input and attribute access, runtime errors with their positions,
-// limits, and type and cost rules.
+// limits, and type and cost rules. Every test runs twice: on the VM (the production engine)
+// and on the reference interpreter (interpreter.h), against the same expectations.
 
 #include <atomic>
 #include <limits>
@@ -14,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
+#include "rules/interpreter.h"
 #include "rules/rule.h"
 #include "rules/test_util.h"
 
@@ -35,8 +37,25 @@ struct OpSpec {
   RuleLimits limits;
 };
 
-class EvalTest : public ::testing::Test {
+enum class Engine { kVm, kInterpreter };
+
+class EvalTest : public ::testing::TestWithParam<Engine> {
  protected:
+  // The rule's results on the engine under test.
+  static absl::Status Shape(const CompiledRule& rule, InferenceContext& ctx) {
+    if (GetParam() == Engine::kVm) return ApplyShapeRule(rule, ctx);
+    return rules::InterpretShape(rule.program(), rule.limits(), ctx);
+  }
+  static absl::Status Types(const CompiledRule& rule, InferenceContext& ctx) {
+    if (GetParam() == Engine::kVm) return ApplyTypeRule(rule, ctx);
+    return rules::InterpretType(rule.program(), rule.limits(), ctx);
+  }
+  static absl::StatusOr<std::optional<int64_t>> Cost(const CompiledRule& rule,
+                                                     const InferenceContext& ctx) {
+    if (GetParam() == Engine::kVm) return EvaluateCostRule(rule, ctx);
+    return rules::InterpretCost(rule.program(), rule.limits(), ctx);
+  }
+
   // Registers an op whose shape rule is `shape_rule`; returns its name.
   std::string Define(const std::string& shape_rule, OpSpec spec = OpSpec()) {
     const std::string name = absl::StrCat("Op", ops_++);
@@ -46,14 +65,14 @@ class EvalTest : public ::testing::Test {
         CompileRule(shape_rule, RuleKind::kShape, d, "shape_rule", spec.limits);
     EXPECT_TRUE(shape.ok()) << shape.status();
     if (!shape.ok()) return "";
-    def.shape_fn = [rule = *shape](InferenceContext& ctx) { return ApplyShapeRule(*rule, ctx); };
+    def.shape_fn = [rule = *shape](InferenceContext& ctx) { return Shape(*rule, ctx); };
     d.mutable_shape_rule()->set_expr(shape_rule);
     if (!spec.type_rule.empty()) {
       absl::StatusOr<std::shared_ptr<const CompiledRule>> type =
           CompileRule(spec.type_rule, RuleKind::kType, d, "type_rule", spec.limits);
       EXPECT_TRUE(type.ok()) << type.status();
       if (!type.ok()) return "";
-      def.type_fn = [rule = *type](InferenceContext& ctx) { return ApplyTypeRule(*rule, ctx); };
+      def.type_fn = [rule = *type](InferenceContext& ctx) { return Types(*rule, ctx); };
     }
     def.descriptor = d;
     absl::Status s = registry_.Register(std::move(def));
@@ -106,7 +125,7 @@ class EvalTest : public ::testing::Test {
   int ops_ = 0;
 };
 
-TEST_F(EvalTest, Arithmetic) {
+TEST_P(EvalTest, Arithmetic) {
   EXPECT_EQ(Int("1 + 2 * 3 - 4"), "[3]");
   EXPECT_EQ(Int("7 // 2"), "[3]");
   EXPECT_EQ(Int("-7 // 2 + 10"), "[6]");  // floor division: -4
@@ -119,7 +138,7 @@ TEST_F(EvalTest, Arithmetic) {
   EXPECT_EQ(Int("9223372036854775807 - 9223372036854775807"), "[0]");
 }
 
-TEST_F(EvalTest, ListsAndComprehensions) {
+TEST_P(EvalTest, ListsAndComprehensions) {
   EXPECT_EQ(List("shape(X)"), "[2,3,4]");
   EXPECT_EQ(List("shape(X)[1:]"), "[3,4]");
   EXPECT_EQ(List("shape(X)[:-1]"), "[2,3]");
@@ -139,7 +158,7 @@ TEST_F(EvalTest, ListsAndComprehensions) {
   EXPECT_EQ(List("[if shape(X) == [2, 3] then 1 else 0]"), "[0]");
 }
 
-TEST_F(EvalTest, Logic) {
+TEST_P(EvalTest, Logic) {
   EXPECT_EQ(Bool("1 < 2 and not (2 <= 1) or false"), "true");
   EXPECT_EQ(Bool("3 in {1, 2, 3}"), "true");
   EXPECT_EQ(Bool("4 in {1, 2, 3}"), "false");
@@ -173,7 +192,7 @@ TEST_F(EvalTest, Logic) {
 
 // The whole truth tables of and, or and not over true, false and unknown (Kleene), with the
 // operands as plain values and as results of comparisons.
-TEST_F(EvalTest, KleeneTruthTables) {
+TEST_P(EvalTest, KleeneTruthTables) {
   const std::string x = "float32[?,3]";
   const std::vector<std::pair<std::string, std::string>> values = {
       {"true", "true"}, {"false", "false"}, {"(dim(X, 0) == 2)", "unknown"},
@@ -197,7 +216,7 @@ TEST_F(EvalTest, KleeneTruthTables) {
   }
 }
 
-TEST_F(EvalTest, UnknownRankPropagates) {
+TEST_P(EvalTest, UnknownRankPropagates) {
   const std::string x = "float32[?..]";
   EXPECT_EQ(List("shape(X)", x), "[?..]");
   EXPECT_EQ(List("shape(X) ++ [1]", x), "[?..]");
@@ -212,7 +231,7 @@ TEST_F(EvalTest, UnknownRankPropagates) {
   EXPECT_EQ(List("shape(X) | [1, 2]"), "[2,3,4]");
 }
 
-TEST_F(EvalTest, SymbolicDims) {
+TEST_P(EvalTest, SymbolicDims) {
   const std::string x = "float32[batch,seq,4]";
   EXPECT_EQ(List("shape(X)", x), "[batch,seq,4]");
   EXPECT_EQ(List("[dim(X, 0)]", x), "[batch]");
@@ -243,7 +262,7 @@ TEST_F(EvalTest, SymbolicDims) {
 }
 
 // Single-symbol values (coef * atom) take a fast path; results must equal the polynomial ones.
-TEST_F(EvalTest, MonomialFastPath) {
+TEST_P(EvalTest, MonomialFastPath) {
   const std::string x = "float32[batch,seq]";
   EXPECT_EQ(List("[dim(X, 0) * 12 // dim(X, 0), 12 * dim(X, 0) // (3 * dim(X, 0)), "
                  "dim(X, 0) * 6 // 3, 0 // dim(X, 0), dim(X, 0) * 4 % 2, "
@@ -271,7 +290,7 @@ TEST_F(EvalTest, MonomialFastPath) {
 // c * symbol arithmetic is computed without polynomials: overflow is still detected (with the
 // operands in the message), and substituting a size for the symbol gives what the concrete
 // evaluation gives.
-TEST_F(EvalTest, MonomialFastPathOverflowAndConcreteAgreement) {
+TEST_P(EvalTest, MonomialFastPathOverflowAndConcreteAgreement) {
   EXPECT_EQ(List("[dim(X, 0) * 4611686018427387904 * 4]", "float32[batch]"),
             "node 'n0_Op0' (test.rules::Op0): shape_rule 1:46: integer overflow in "
             "4611686018427387904*batch * 4");
@@ -293,7 +312,7 @@ TEST_F(EvalTest, MonomialFastPathOverflowAndConcreteAgreement) {
   EXPECT_EQ(List(exprs, "float32[7,3,4]"), "[84,35,21,84,7,14,1,0,21]");
 }
 
-TEST_F(EvalTest, Broadcasting) {
+TEST_P(EvalTest, Broadcasting) {
   OpSpec two;
   two.inputs = {"A", "B"};
   const std::string op = Define("output[0] = broadcast(shape(A), shape(B));", two);
@@ -314,7 +333,7 @@ TEST_F(EvalTest, Broadcasting) {
   EXPECT_EQ(Run(many, {"float32[3,1]", "float32[1,4]", "float32[2,1,1]"}), "float32[2,3,4]");
 }
 
-TEST_F(EvalTest, Helpers) {
+TEST_P(EvalTest, Helpers) {
   EXPECT_EQ(Int("normalize_axis(-1, 3)"), "[2]");
   EXPECT_EQ(Int("normalize_axis(-1, rank(X))", "float32[?..]"), "[?]");
   EXPECT_EQ(Int("merge(dim(X, 0), 2)", "float32[?,3]"), "[2]");
@@ -324,7 +343,7 @@ TEST_F(EvalTest, Helpers) {
   EXPECT_EQ(Int("dtype_size(dtype(X))"), "[4]");
 }
 
-TEST_F(EvalTest, InputsAttributesAndValues) {
+TEST_P(EvalTest, InputsAttributesAndValues) {
   OpSpec spec;
   spec.inputs = {"data", "shape?", "rest*"};
   spec.attrs = {AttrSpec("axis", v1::ATTR_INT, AInt(3)), AttrSpec("pads", v1::ATTR_INTS),
@@ -346,7 +365,7 @@ TEST_F(EvalTest, InputsAttributesAndValues) {
   EXPECT_EQ(Run(op, {"int64[1]", "int64[2]"}), "int64[?..]");
 }
 
-TEST_F(EvalTest, DimsValues) {
+TEST_P(EvalTest, DimsValues) {
   OpSpec spec;
   spec.inputs = {"X"};
   const std::string op =
@@ -367,7 +386,7 @@ TEST_F(EvalTest, DimsValues) {
   EXPECT_EQ(graph_->T("y"), "float32[batch,3,2*batch]");
 }
 
-TEST_F(EvalTest, RuntimeErrorsNameNodeRuleAndPosition) {
+TEST_P(EvalTest, RuntimeErrorsNameNodeRuleAndPosition) {
   const std::string x = "float32[2,3]";
   EXPECT_EQ(List("[9223372036854775807 + dim(X, 0)]", x),
             "node 'n0_Op0' (test.rules::Op0): shape_rule 1:34: integer overflow in "
@@ -402,7 +421,7 @@ TEST_F(EvalTest, RuntimeErrorsNameNodeRuleAndPosition) {
             "node 'n0_Op11' (test.rules::Op11): shape_rule 1:13: range() step must not be zero");
 }
 
-TEST_F(EvalTest, Asserts) {
+TEST_P(EvalTest, Asserts) {
   const std::string op = Define(
       "assert rank(X) >= 2, \"X must have rank >= 2, got \", shape(X);\n"
       "assert dim(X, 0) != 0;\n"
@@ -417,7 +436,7 @@ TEST_F(EvalTest, Asserts) {
   EXPECT_EQ(Run(op, {"float32[n,1]"}), "float32[n,1]");
 }
 
-TEST_F(EvalTest, AttributesAtRunTime) {
+TEST_P(EvalTest, AttributesAtRunTime) {
   OpSpec spec;
   spec.attrs = {AttrSpec("k", v1::ATTR_INT), AttrSpec("names", v1::ATTR_STRINGS),
                 AttrSpec("s", v1::ATTR_SHAPE)};
@@ -438,7 +457,7 @@ TEST_F(EvalTest, AttributesAtRunTime) {
   EXPECT_EQ(Run(shape_attr, {"float32[1]"}, {{"s", AInts({2, 2})}}), "float32[2,2]");
 }
 
-TEST_F(EvalTest, OptionalAndVariadicInputs) {
+TEST_P(EvalTest, OptionalAndVariadicInputs) {
   OpSpec spec;
   spec.inputs = {"X", "B?"};
   const std::string op = Define("output[0] = shape(B);", spec);
@@ -454,7 +473,7 @@ TEST_F(EvalTest, OptionalAndVariadicInputs) {
             "inputs of 'xs'");
 }
 
-TEST_F(EvalTest, OutputsStatements) {
+TEST_P(EvalTest, OutputsStatements) {
   OpSpec spec;
   spec.inputs = {"X"};
   spec.outputs = {"Y", "Z?"};
@@ -479,7 +498,7 @@ TEST_F(EvalTest, OutputsStatements) {
             "node has 2 outputs");
 }
 
-TEST_F(EvalTest, StepBudgetAndListLimit) {
+TEST_P(EvalTest, StepBudgetAndListLimit) {
   OpSpec limited;
   limited.limits.max_steps = 1000;
   EXPECT_EQ(List("[sum([i for i in range(2000)])]", "float32[1]", {}, limited),
@@ -504,7 +523,7 @@ TEST_F(EvalTest, StepBudgetAndListLimit) {
             std::string::npos);
 }
 
-TEST_F(EvalTest, TypeRules) {
+TEST_P(EvalTest, TypeRules) {
   OpSpec spec;
   spec.inputs = {"X", "W"};
   spec.outputs = {"Y", "Z"};
@@ -528,7 +547,7 @@ TEST_F(EvalTest, TypeRules) {
   EXPECT_EQ(Run(op, {"?", "?"}), "float32[?..]; undefined[?..]");
 }
 
-TEST_F(EvalTest, CostRules) {
+TEST_P(EvalTest, CostRules) {
   OpSpec spec;
   spec.inputs = {"A", "B"};
   v1::OpDescriptor d = Descriptor("Costly", spec.inputs, spec.outputs);
@@ -547,7 +566,7 @@ TEST_F(EvalTest, CostRules) {
   def.descriptor.mutable_shape_rule()->set_builtin("record_cost");
   def.shape_fn = [flops = *flops, bytes = *bytes, results](InferenceContext& ctx) {
     for (const auto& rule : {flops, bytes}) {
-      absl::StatusOr<std::optional<int64_t>> c = EvaluateCostRule(*rule, ctx);
+      absl::StatusOr<std::optional<int64_t>> c = Cost(*rule, ctx);
       results->push_back(!c.ok() ? std::string(c.status().message())
                          : *c    ? absl::StrCat(**c)
                                  : "unknown");
@@ -567,7 +586,7 @@ TEST_F(EvalTest, CostRules) {
                           "560"}));
 }
 
-TEST_F(EvalTest, ConcurrentEvaluationOfOneRule) {
+TEST_P(EvalTest, ConcurrentEvaluationOfOneRule) {
   v1::OpDescriptor d = Descriptor("Conc", {"X"}, {"Y"});
   absl::StatusOr<std::shared_ptr<const CompiledRule>> rule =
       CompileRule("output[0] = [d * 2 for d in shape(X)] ++ [dim(X, 0) + 1];", RuleKind::kShape,
@@ -576,7 +595,7 @@ TEST_F(EvalTest, ConcurrentEvaluationOfOneRule) {
   OpDef def;
   def.descriptor = d;
   def.descriptor.mutable_shape_rule()->set_expr((*rule)->text());
-  def.shape_fn = [r = *rule](InferenceContext& ctx) { return ApplyShapeRule(*r, ctx); };
+  def.shape_fn = [r = *rule](InferenceContext& ctx) { return Shape(*r, ctx); };
   ASSERT_TRUE(registry_.Register(std::move(def)).ok());
   std::atomic<int> wrong{0};
   std::vector<std::thread> threads;
@@ -596,6 +615,12 @@ TEST_F(EvalTest, ConcurrentEvaluationOfOneRule) {
   for (std::thread& t : threads) t.join();
   EXPECT_EQ(wrong.load(), 0);
 }
+
+INSTANTIATE_TEST_SUITE_P(Engines, EvalTest,
+                         ::testing::Values(Engine::kVm, Engine::kInterpreter),
+                         [](const ::testing::TestParamInfo<Engine>& info) {
+                           return info.param == Engine::kVm ? "Vm" : "Interpreter";
+                         });
 
 }  // namespace
 }  // namespace graphopt

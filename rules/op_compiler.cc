@@ -97,6 +97,13 @@ absl::StatusOr<CompiledOp> CompileOp(v1::OpDescriptor descriptor, const OpRegist
   if (!bytes.ok()) return bytes.status();
   out.cost.flops = *std::move(flops);
   out.cost.bytes_moved = *std::move(bytes);
+  for (auto [rule, fn] : {std::make_pair(out.cost.flops, &out.def.flops_fn),
+                          std::make_pair(out.cost.bytes_moved, &out.def.bytes_fn)}) {
+    if (rule == nullptr) continue;
+    *fn = [rule = std::move(rule)](const InferenceContext& ctx) {
+      return EvaluateCostRule(*rule, ctx);
+    };
+  }
   out.def.descriptor = std::move(descriptor);
   if (absl::Status s = ValidateOpDef(out.def); !s.ok()) return s;
   return out;

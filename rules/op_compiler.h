@@ -14,9 +14,8 @@
 
 namespace graphopt {
 
-// The compiled cost rules of an op (each null when the descriptor has none). OpDef has no
-// place for them yet; a cost pass keeps CompiledOp::cost beside the registry (or OpDef grows a
-// field holding this struct).
+// The compiled cost rules of an op (each null when the descriptor has none); OpDef::flops_fn
+// and bytes_fn evaluate them.
 struct CompiledCost {
   std::shared_ptr<const CompiledRule> flops;
   std::shared_ptr<const CompiledRule> bytes_moved;
@@ -38,13 +37,14 @@ struct CompiledOp {
 //    the type constraints. {builtin}: the builtin op's type_fn. Absent: the type constraints
 //    and dtype_from_attribute alone decide, as for builtins.
 //  - cost.flops / cost.bytes_moved {expr}: compiled as cost rules (errors now, at
-//    registration) into CompiledOp::cost. {builtin}: INVALID_ARGUMENT (there are none).
+//    registration) into CompiledOp::cost; OpDef::flops_fn / bytes_fn evaluate them
+//    (EvaluateCostRule). {builtin}: INVALID_ARGUMENT (there are none).
 // Finally the OpDef must pass ValidateOpDef. Errors are INVALID_ARGUMENT naming the op, the
 // rule and the position.
 absl::StatusOr<CompiledOp> CompileOp(v1::OpDescriptor descriptor, const OpRegistry& builtins,
                                      const RuleLimits& limits = RuleLimits());
 
-// CompileOp(...).def: the OpDef to register (the cost rules are checked and dropped).
+// CompileOp(...).def: the OpDef to register (its flops_fn / bytes_fn hold the cost rules).
 absl::StatusOr<OpDef> CompileOpDescriptor(v1::OpDescriptor descriptor,
                                           const OpRegistry& builtins);
 

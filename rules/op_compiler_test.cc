@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "graph/builtin_ops.h"
+#include "ops/builtin_ops.h"
 #include "gtest/gtest.h"
 #include "rules/test_util.h"
 

@@ -173,7 +173,7 @@ struct Node {
 // twice that and mostly text and checker data), with the first two children inline. Filled by
 // PrepareProgram (evaluator.h) after the checker, one per node, at the node's index.
 struct Insn {
-  uint8_t handler = 0;  // the evaluator's handler for this node (private to evaluator.cc)
+  uint8_t handler = 0;  // what the node computes (rules::H, bytecode.h)
   Ref ref = Ref::kNone;
   int32_t pos = 0;
   int32_t kid0 = -1;
@@ -184,7 +184,7 @@ struct Insn {
 };
 static_assert(sizeof(Insn) == 32, "Insn is meant to fill half a cache line");
 
-// The evaluator's linear code for the statements' expressions (defined in evaluator.cc).
+// The statements as register code for the VM (defined in bytecode.h).
 struct Bytecode;
 
 // --- Statements -----------------------------------------------------------------------------
@@ -243,8 +243,7 @@ struct Program {
   std::vector<bool> assigns_output;
   bool assigns_all_outputs = false;
 
-  // Filled by PrepareProgram: one Insn per node, and the linear code (null when the program
-  // is too large for it; the nodes are evaluated one by one then).
+  // Filled by PrepareProgram: one Insn per node, and the statements' bytecode.
   std::vector<Insn> code;
   std::shared_ptr<const Bytecode> bytecode;
 

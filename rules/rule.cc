@@ -52,7 +52,7 @@ absl::StatusOr<std::shared_ptr<const CompiledRule>> CompileRule(absl::string_vie
   const rules::Diag diag2(absl::StrCat("op '", p.op_label, "' ", rule_name), p.source);
   if (absl::Status s = rules::Parse(*tokens, diag2, limits, &p); !s.ok()) return s;
   if (absl::Status s = rules::Check(op, diag2, &p); !s.ok()) return s;
-  rules::PrepareProgram(&p);
+  if (absl::Status s = rules::PrepareProgram(&p); !s.ok()) return s;
   return std::shared_ptr<const CompiledRule>(std::move(rule));
 }
 

@@ -3,9 +3,10 @@
 
 // graphopt's rule language (docs/rule-language.md): shape, type and cost rules that travel
 // with op descriptors over the wire. A rule is compiled once against its descriptor (every
-// name resolved, statically typed) and then evaluated per node by a small interpreter that is
-// total: every evaluation terminates within RuleLimits, and symbolic sizes flow through as
-// canonical polynomials ("batch", "2*seq", "seq+1"), or become unknown, never a guess.
+// name resolved, statically typed, lowered to register bytecode) and then evaluated per node by
+// a small VM that is total: every evaluation terminates within RuleLimits, and symbolic sizes
+// flow through as canonical polynomials ("batch", "2*seq", "seq+1"), or become unknown, never a
+// guess.
 
 #include <cstdint>
 #include <memory>

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "graph/builtin_ops_test_util.h"
+#include "ops/builtin_ops_test_util.h"
 #include "graph/graph.h"
 #include "graph/inference.h"
 #include "graph/op_registry.h"

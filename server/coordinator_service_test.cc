@@ -13,7 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
-#include "graph/builtin_ops.h"
+#include "ops/builtin_ops.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "passes/builtin_passes.h"

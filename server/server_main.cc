@@ -36,7 +36,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
-#include "graph/builtin_ops.h"
+#include "ops/builtin_ops.h"
 #include "graph/op_registry.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"

@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
-#include "graph/builtin_ops.h"
+#include "ops/builtin_ops.h"
 #include "graph/inference.h"
 #include "gtest/gtest.h"
 #include "service/op_persistence.h"

@@ -7,6 +7,7 @@
 #include "graph/types.h"
 #include "onnx_io/onnx_export.h"
 #include "onnx_io/onnx_import.h"
+#include "passes/cost_report.h"
 #include "passes/pipeline.h"
 #include "service/blob_refs.h"
 #include "service/digest.h"
@@ -97,6 +98,12 @@ absl::StatusOr<v1::OptimizeResponse> Optimizer::Optimize(v1::OptimizeRequest req
 
   if (absl::Status s = CheckStop(stop, "the end of the pipeline"); !s.ok()) return s;
   v1::OptimizeResponse response;
+  if (request.options().cost_estimate() != v1::COST_ESTIMATE_NONE) {
+    absl::StatusOr<v1::CostReport> cost =
+        MakeCostReport(*graph, **ops, request.options().cost_estimate());
+    if (!cost.ok()) return cost.status();
+    *response.mutable_cost() = *std::move(cost);
+  }
   ToProtoOptions to_proto;
   to_proto.value_info = !request.options().strip_value_info();
   v1::Graph optimized = GraphToProto(*std::move(graph), to_proto);

@@ -2,7 +2,7 @@
 
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
-#include "graph/builtin_ops.h"
+#include "ops/builtin_ops.h"
 #include "gtest/gtest.h"
 #include "passes/builtin_passes.h"
 #include "passes/pipeline.h"

@@ -92,6 +92,22 @@ cmp -s "${TMP}/remote.pb" "${TMP}/local.pb" || fail "remote and embedded binary 
 expect_grep "^dead_code_elimination " "${TMP}/remote.out" "no report row for DCE"
 expect_grep "^total \(" "${TMP}/remote.out" "no total row"
 expect_grep "wrote .*remote.pb \([0-9]+ nodes\)" "${TMP}/remote.out"
+# The symbolic batch leaves every figure of the cost estimate unknown.
+expect_grep "^cost: \? FLOP, \? B moved \(6 nodes; flops unknown for 6, bytes for 6\)$" \
+  "${TMP}/remote.out"
+
+# Bound, the MatMuls get their flops; remote and embedded estimate alike.
+for where in remote local; do
+  server=(); [[ "${where}" == remote ]] && server=(--server "${ADDR}")
+  run_expect 0 "${TMP}/cost_${where}.out" "${TMP}/cost_${where}.err" \
+    "${CLI}" optimize "${MLP}" -o "${TMP}/cost_${where}.pb" --bind batch=8 --cost-top 2 \
+    "${server[@]}"
+  sed -n '/^cost: /,/^wrote /{/^wrote /!p}' "${TMP}/cost_${where}.out" >"${TMP}/cost_${where}.txt"
+done
+expect_grep "^cost: 896 FLOP, 2.7 KiB moved \(6 nodes; flops unknown for 4, bytes for 0\)$" \
+  "${TMP}/cost_remote.txt"
+expect_grep "^fc1 +MatMul +512 FLOP +512 B$" "${TMP}/cost_remote.txt"
+cmp -s "${TMP}/cost_remote.txt" "${TMP}/cost_local.txt" || fail "remote and embedded costs differ"
 
 run_expect 0 "${TMP}/q.out" "${TMP}/q.err" \
   "${CLI}" optimize "${MLP}" -o "${TMP}/remote.pbtxt" --server "${ADDR}" --quiet

@@ -13,10 +13,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "bench/corpus_model.h"
-#include "graph/builtin_ops.h"
-#include "graph/fused_group.h"
 #include "graph/proto_convert.h"
 #include "gtest/gtest.h"
+#include "ops/builtin_ops.h"
+#include "ops/fused_group.h"
 #include "passes/builtin_passes.h"
 #include "passes/pipeline.h"
 #include "runtime/executor.h"

@@ -281,6 +281,7 @@ class FakeOptimizer(optimizer_pb2_grpc.GraphOptimizerServicer):
         self.lose_store_on_optimize = False
         self.transform = None           # onnx.ModelProto -> onnx.ModelProto for the response
         self.no_onnx_in_response = False
+        self.cost = None                # CostReport answered when a request asks for one
 
     # --- blobs -------------------------------------------------------------------------------
 
@@ -360,8 +361,11 @@ class FakeOptimizer(optimizer_pb2_grpc.GraphOptimizerServicer):
             if tensor.blob:
                 self._require_blob(tensor.blob, tensor.name, context)
         report.nodes_before = report.nodes_after = len(request.graph.nodes)
-        return optimizer_pb2.OptimizeResponse(graph=request.graph, reports=[report],
-                                              total_time_us=42)
+        response = optimizer_pb2.OptimizeResponse(graph=request.graph, reports=[report],
+                                                  total_time_us=42)
+        if self.cost is not None and request.options.cost_estimate:
+            response.cost.CopyFrom(self.cost)
+        return response
 
     def _require_blob(self, digest, name, context):
         with self.lock:
@@ -420,6 +424,31 @@ class ClientTest(unittest.TestCase):
             messages=(), added_for="", verify_time_us=0)])
         self.assertEqual((result.nodes_before, result.nodes_after), (4, 4))
         self.assertEqual(result.onnx_model(), self.model)
+
+    def test_cost_estimate(self):
+        graph = make_graph_message()
+        result = self.client.optimize(graph)
+        self.assertEqual(self.fake.optimize_requests[-1].options.cost_estimate,
+                         optimizer_pb2.COST_ESTIMATE_NONE)
+        self.assertIsNone(result.cost)
+        self.fake.cost = optimizer_pb2.CostReport(
+            flops=1024, bytes=1152, nodes=2, flops_unknown_nodes=1,
+            node_costs=[optimizer_pb2.NodeCost(node="mm", op="MatMul", flops=1024, bytes=896),
+                        optimizer_pb2.NodeCost(node="relu", op="Relu", bytes=256)])
+        result = self.client.optimize(graph, cost_estimate="per_node")
+        self.assertEqual(self.fake.optimize_requests[-1].options.cost_estimate,
+                         optimizer_pb2.COST_ESTIMATE_PER_NODE)
+        self.assertEqual(result.cost, graphopt_client.CostReport(
+            flops=1024, bytes=1152, node_count=2, flops_unknown_nodes=1, bytes_unknown_nodes=0,
+            nodes=(graphopt_client.NodeCost(node="mm", op="MatMul", flops=1024, bytes=896),
+                   graphopt_client.NodeCost(node="relu", op="Relu", flops=None, bytes=256))))
+        self.client.optimize(graph, cost_estimate="totals")
+        self.assertEqual(self.fake.optimize_requests[-1].options.cost_estimate,
+                         optimizer_pb2.COST_ESTIMATE_TOTALS)
+        calls = len(self.fake.optimize_requests)
+        with self.assertRaises(ValueError):
+            self.client.optimize(graph, cost_estimate="all")
+        self.assertEqual(len(self.fake.optimize_requests), calls)
 
     def test_model_proto_and_graph_inputs(self):
         result = self.client.optimize(self.model)

@@ -24,7 +24,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
-#include "graph/builtin_ops.h"
+#include "ops/builtin_ops.h"
 #include "graph/op_registry.h"
 #include "onnx/onnx_pb.h"
 #include "rules/dogfood/onnx_ops.h"

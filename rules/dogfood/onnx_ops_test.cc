@@ -13,7 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "graph/builtin_ops.h"
+#include "ops/builtin_ops.h"
 #include "graph/op_registry.h"
 #include "gtest/gtest.h"
 #include "onnx/onnx_pb.h"

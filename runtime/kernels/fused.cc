@@ -1,4 +1,4 @@
-// The FusedGroup kernel: runs a group that fuse_ops made (graph/fused_group.h) as one kernel.
+// The FusedGroup kernel: runs a group that fuse_ops made (ops/fused_group.h) as one kernel.
 //
 // The body's nodes are split, in order, into steps:
 //  - a Conv or NhwcConv and the chain of elementwise nodes after it: one oneDNN convolution with
@@ -27,15 +27,15 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "graph/fused_group.h"
-#include "graph/fusion_patterns.h"
-#include "graph/layout_ops.h"
 #include "graph/opset.h"
 #include "graph/proto_convert.h"
+#include "ops/fused_group.h"
+#include "ops/fusion_patterns.h"
+#include "ops/layout_ops.h"
 #include "runtime/executor.h"
-#include "runtime/kernels/float_conv.h"
 #include "runtime/kernels/cpu_kernels.h"
 #include "runtime/kernels/fast_math.h"
+#include "runtime/kernels/float_conv.h"
 #include "runtime/kernels/fused_elementwise.h"
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/nn_util.h"

@@ -8,7 +8,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
-#include "graph/fusion_patterns.h"
+#include "ops/fusion_patterns.h"
 #include "runtime/kernels/fast_math.h"
 #include "runtime/kernels/kernel_util.h"
 

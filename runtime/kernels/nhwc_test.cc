@@ -1,4 +1,4 @@
-// The channels-last kernels (graph/layout_ops.h) against their ONNX ops on the same data laid
+// The channels-last kernels (ops/layout_ops.h) against their ONNX ops on the same data laid
 // out channels-first: NhwcConv within rounding (oneDNN sums in its own order for each layout),
 // the pools bit for bit (they reduce the same taps in the same order).
 #include <algorithm>
@@ -9,8 +9,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
-#include "graph/layout_ops.h"
 #include "gtest/gtest.h"
+#include "ops/layout_ops.h"
 #include "runtime/kernels/kernel_test_util.h"
 
 namespace graphopt::runtime {

@@ -13,10 +13,10 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "graph/layout_ops.h"
 #include "oneapi/dnnl/dnnl.hpp"
-#include "runtime/kernels/float_conv.h"
+#include "ops/layout_ops.h"
 #include "runtime/kernels/cpu_kernels.h"
+#include "runtime/kernels/float_conv.h"
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/nn_util.h"
 
@@ -225,7 +225,7 @@ class ConvKernel : public ConvKernelBase {
   }
 };
 
-// NhwcConv (graph/layout_ops.h): float32 on oneDNN in the tensors' own channels-last layout;
+// NhwcConv (ops/layout_ops.h): float32 on oneDNN in the tensors' own channels-last layout;
 // direct loops over channels-first copies where oneDNN has no primitive.
 class NhwcConvKernel : public ConvKernelBase {
  public:

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "graph/layout_ops.h"
+#include "ops/layout_ops.h"
 #include "runtime/kernels/cpu_kernels.h"
 #include "runtime/kernels/float_conv.h"
 #include "runtime/kernels/kernel_util.h"
@@ -232,7 +232,7 @@ absl::Status GlobalPoolKernel(KernelContext& ctx) {
   return Unsupported(ctx, st);
 }
 
-// The channels-last pools of graph/layout_ops.h (float32): X [N, spatial..., C], Y
+// The channels-last pools of ops/layout_ops.h (float32): X [N, spatial..., C], Y
 // [N, out..., C]. Each output position reduces its taps' rows of C channels, in the taps' order
 // (the order PoolKernel and GlobalPoolKernel use, so averages round alike).
 absl::StatusOr<const Tensor*> NhwcPoolInput(const KernelContext& ctx) {

@@ -5,9 +5,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "graph/builtin_ops.h"
 #include "graph/proto_convert.h"
 #include "graph/types.h"
+#include "ops/builtin_ops.h"
 #include "passes/builtin_passes.h"
 #include "runtime/executor.h"
 #include "runtime/kernels/cpu_kernels.h"

@@ -6,11 +6,11 @@
 #include "absl/status/status.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
-#include "graph/builtin_ops.h"
 #include "graph/inference.h"
 #include "graph/op_registry.h"
 #include "graph/test_ops.h"
 #include "gtest/gtest.h"
+#include "ops/builtin_ops.h"
 
 namespace graphopt {
 namespace shape_agreement {

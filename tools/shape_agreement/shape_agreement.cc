@@ -28,9 +28,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "graph/builtin_ops.h"
 #include "graph/op_registry.h"
 #include "onnx/onnx_pb.h"
+#include "ops/builtin_ops.h"
 #include "tools/shape_agreement/agreement.h"
 
 ABSL_FLAG(bool, verbose, false, "Print a line for every model, and ONNX's node errors.");

@@ -77,6 +77,48 @@ class PassReport:
 
 
 @dataclasses.dataclass(frozen=True)
+class NodeCost:
+    """One node's estimated cost (proto/optimizer.proto NodeCost); None is unknown."""
+
+    node: str
+    # "Conv", or "my.ops::Foo" outside the default domain.
+    op: str
+    flops: Optional[int]
+    # Bytes the node reads and writes.
+    bytes: Optional[int]
+
+    @classmethod
+    def from_proto(cls, cost: optimizer_pb2.NodeCost) -> "NodeCost":
+        return cls(node=cost.node, op=cost.op,
+                   flops=cost.flops if cost.HasField("flops") else None,
+                   bytes=cost.bytes if cost.HasField("bytes") else None)
+
+
+@dataclasses.dataclass(frozen=True)
+class CostReport:
+    """The optimized graph's estimated cost (proto/optimizer.proto CostReport).
+
+    flops and bytes sum the nodes whose figure is known; shapes with symbolic dims that were not
+    bound (dim_bindings) leave their nodes unknown. `nodes` lists every node in the graph's
+    order when cost_estimate="per_node", and is empty for "totals".
+    """
+
+    flops: int
+    bytes: int
+    node_count: int
+    flops_unknown_nodes: int
+    bytes_unknown_nodes: int
+    nodes: Tuple[NodeCost, ...]
+
+    @classmethod
+    def from_proto(cls, report: optimizer_pb2.CostReport) -> "CostReport":
+        return cls(flops=report.flops, bytes=report.bytes, node_count=report.nodes,
+                   flops_unknown_nodes=report.flops_unknown_nodes,
+                   bytes_unknown_nodes=report.bytes_unknown_nodes,
+                   nodes=tuple(NodeCost.from_proto(n) for n in report.node_costs))
+
+
+@dataclasses.dataclass(frozen=True)
 class UploadStats:
     """The blob upload that preceded an Optimize call (upload_weights)."""
 
@@ -101,6 +143,7 @@ class OptimizeResult:
       total_time_us: the server's time for the whole request.
       graph: the optimized graphopt.v1.Graph when `format` is "graph", else None.
       upload: what was uploaded before the call, None when weights travelled inline.
+      cost: the estimated cost when cost_estimate asked for it, else None.
     """
 
     model: bytes
@@ -109,6 +152,7 @@ class OptimizeResult:
     total_time_us: int
     graph: Optional[graph_pb2.Graph] = None
     upload: Optional[UploadStats] = None
+    cost: Optional[CostReport] = None
 
     @property
     def total_time_ms(self) -> float:
@@ -219,6 +263,7 @@ class Client:
                  strip_value_info: bool = False, dim_bindings: Optional[Mapping[str, int]] = None,
                  result_format: Optional[Union[str, int]] = None,
                  upload_weights: Optional[bool] = None,
+                 cost_estimate: Optional[str] = None,
                  timeout: Optional[float] = None) -> OptimizeResult:
         """Runs a pass pipeline over `model` on the server.
 
@@ -240,6 +285,9 @@ class Client:
             False never does it, None (the default) does it for models over 64 MiB and falls
             back to sending the weights inline when the server has no blob store. ONNX input
             needs the onnx package for this.
+          cost_estimate: "totals" or "per_node" to get the optimized graph's estimated flops
+            and bytes moved in OptimizeResult.cost (per node as well with "per_node"); None
+            (the default) does not compute it.
           timeout: deadline of each RPC in seconds; defaults to the client's.
 
         Returns:
@@ -255,7 +303,8 @@ class Client:
         request = optimizer_pb2.OptimizeRequest(
             pipeline=_pipeline(passes, opt_level),
             options=optimizer_pb2.OptimizeOptions(verify_each_pass=verify_each_pass,
-                                                  strip_value_info=strip_value_info),
+                                                  strip_value_info=strip_value_info,
+                                                  cost_estimate=_cost_estimate(cost_estimate)),
             dim_bindings=_dim_bindings(dim_bindings),
             result_format=_result_format(result_format))
         expected_format = request.result_format or model_input.format
@@ -610,6 +659,20 @@ def _result_format(result_format: Optional[Union[str, int]]) -> int:
     raise ValueError(f"unknown result_format {result_format!r}")
 
 
+_COST_ESTIMATES = {
+    "totals": optimizer_pb2.COST_ESTIMATE_TOTALS,
+    "per_node": optimizer_pb2.COST_ESTIMATE_PER_NODE,
+}
+
+
+def _cost_estimate(cost_estimate: Optional[str]) -> int:
+    if cost_estimate is None:
+        return optimizer_pb2.COST_ESTIMATE_NONE
+    if isinstance(cost_estimate, str) and cost_estimate in _COST_ESTIMATES:
+        return _COST_ESTIMATES[cost_estimate]
+    raise ValueError(f"cost_estimate must be None, 'totals' or 'per_node', not {cost_estimate!r}")
+
+
 # --- response handling --------------------------------------------------------------------------
 
 
@@ -617,6 +680,7 @@ def _result(response: optimizer_pb2.OptimizeResponse, expected_format: int,
             blobs: Mapping[str, bytes], stats: Optional[UploadStats]) -> OptimizeResult:
     """The OptimizeResult of a response, with blob-referenced weights restored."""
     reports = [PassReport.from_proto(report) for report in response.reports]
+    cost = CostReport.from_proto(response.cost) if response.HasField("cost") else None
     if expected_format == optimizer_pb2.MODEL_FORMAT_ONNX:
         if not response.onnx_model:
             raise GraphoptError(
@@ -631,9 +695,10 @@ def _result(response: optimizer_pb2.OptimizeResponse, expected_format: int,
             if weights.reattach_onnx_initializers(proto, blobs):
                 model = proto.SerializeToString()
         return OptimizeResult(model=model, format="onnx", reports=reports,
-                              total_time_us=response.total_time_us, upload=stats)
+                              total_time_us=response.total_time_us, upload=stats, cost=cost)
     graph = response.graph
     if blobs:
         weights.reattach_graph_tensors(graph, blobs)
     return OptimizeResult(model=graph.SerializeToString(), format="graph", reports=reports,
-                          total_time_us=response.total_time_us, graph=graph, upload=stats)
+                          total_time_us=response.total_time_us, graph=graph, upload=stats,
+                          cost=cost)

@@ -57,7 +57,8 @@ int Main(const std::string& path) {
   if (absl::Status s = RegisterBuiltinOps(&ops); !s.ok()) return Fail(s);
   if (absl::Status s = RegisterBuiltinPasses(&passes); !s.ok()) return Fail(s);
   if (absl::Status s = runtime::RegisterCpuKernels(kernels); !s.ok()) return Fail(s);
-  absl::StatusOr<std::vector<PassSpec>> specs = PipelineForLevel(absl::GetFlag(FLAGS_opt_level));
+  absl::StatusOr<std::vector<PassSpec>> specs =
+      PipelineForLevel(passes, absl::GetFlag(FLAGS_opt_level));
   if (!specs.ok()) return Fail(specs.status());
   const std::string bounds = absl::GetFlag(FLAGS_dim_bounds);
   for (PassSpec& p : *specs) {

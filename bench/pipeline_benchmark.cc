@@ -27,7 +27,7 @@ struct Registries {
 void BM_PipelineDefault(benchmark::State& state) {
   Registries r;
   const v1::Graph proto = MakeSyntheticGraph(state.range(0));
-  const std::vector<PassSpec> specs = *PipelineForLevel(kDefaultOptLevel);
+  const std::vector<PassSpec> specs = *PipelineForLevel(r.passes, kDefaultOptLevel);
   int64_t nodes = proto.nodes_size();
   for (auto _ : state) {
     state.PauseTiming();

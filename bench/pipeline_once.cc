@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
   for (int i = 0; i < warmup; ++i) {
     absl::StatusOr<graphopt::Graph> g = graphopt::GraphFromProto(proto);
     if (!g.ok() || !graphopt::RunPipeline(*g, *graphopt::PipelineForLevel(
-                                                  graphopt::kDefaultOptLevel),
+                                                  passes, graphopt::kDefaultOptLevel),
                                           passes, ops)
                         .ok()) {
       return 1;
@@ -87,8 +87,8 @@ int main(int argc, char** argv) {
   const long faults_before = graphopt::bench::MinorPageFaults();
   CALLGRIND_START_INSTRUMENTATION;
   absl::StatusOr<graphopt::PipelineResult> result =
-      graphopt::RunPipeline(*graph, *graphopt::PipelineForLevel(graphopt::kDefaultOptLevel),
-                            passes, ops);
+      graphopt::RunPipeline(
+          *graph, *graphopt::PipelineForLevel(passes, graphopt::kDefaultOptLevel), passes, ops);
   CALLGRIND_STOP_INSTRUMENTATION;
   const long faults = graphopt::bench::MinorPageFaults() - faults_before;
   if (!result.ok()) {

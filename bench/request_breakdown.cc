@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
   OpRegistry ops;
   PassRegistry passes;
   if (!RegisterBuiltinOps(&ops).ok() || !RegisterBuiltinPasses(&passes).ok()) return 1;
-  const std::vector<PassSpec> specs = *PipelineForLevel(kDefaultOptLevel);
+  const std::vector<PassSpec> specs = *PipelineForLevel(passes, kDefaultOptLevel);
   std::string bytes;
   {
     v1::OptimizeRequest request;

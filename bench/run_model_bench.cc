@@ -62,7 +62,11 @@ int Main(const std::string& dir) {
   if (!graph.ok()) return Fail(graph.status());
   const int level = absl::GetFlag(FLAGS_opt_level);
   if (level > 0 || absl::GetFlag(FLAGS_plan_memory)) {
-    absl::StatusOr<std::vector<PassSpec>> passes = PipelineForLevel(level);
+    OpRegistry ops;
+    PassRegistry pass_registry;
+    if (absl::Status s = RegisterBuiltinOps(&ops); !s.ok()) return Fail(s);
+    if (absl::Status s = RegisterBuiltinPasses(&pass_registry); !s.ok()) return Fail(s);
+    absl::StatusOr<std::vector<PassSpec>> passes = PipelineForLevel(pass_registry, level);
     if (!passes.ok()) return Fail(passes.status());
     bool planned = false;
     for (const PassSpec& p : *passes) planned |= p.name == "plan_memory";
@@ -77,10 +81,6 @@ int Main(const std::string& dir) {
         p.options["dim_bounds"] = bounds;
       }
     }
-    OpRegistry ops;
-    PassRegistry pass_registry;
-    if (absl::Status s = RegisterBuiltinOps(&ops); !s.ok()) return Fail(s);
-    if (absl::Status s = RegisterBuiltinPasses(&pass_registry); !s.ok()) return Fail(s);
     absl::StatusOr<PipelineResult> r = RunPipeline(*graph, *passes, pass_registry, ops);
     if (!r.ok()) return Fail(r.status());
   }

@@ -55,7 +55,8 @@ void RunOne(const uint8_t* data, size_t size) {
   const OpRegistry& ops = BuiltinOps();
   if (!VerifyGraph(*graph, ops).ok()) return;
 
-  absl::StatusOr<std::vector<PassSpec>> specs = PipelineForLevel((flags & kGraphO3) ? 3 : 2);
+  absl::StatusOr<std::vector<PassSpec>> specs =
+      PipelineForLevel(BuiltinPasses(), (flags & kGraphO3) ? 3 : 2);
   if (!specs.ok()) Fail("PipelineForLevel", specs.status());
   for (PassSpec& spec : *specs) {
     if (spec.name == "constant_fold") {

@@ -48,7 +48,7 @@ void RunOne(const uint8_t* data, size_t size) {
   (void)checked.FirstError();
   if (!checked.ok() || checked.layer == nullptr) return;
 
-  absl::StatusOr<std::vector<PassSpec>> specs = PipelineForLevel(1);
+  absl::StatusOr<std::vector<PassSpec>> specs = PipelineForLevel(BuiltinPasses(), 1);
   if (!specs.ok()) return;
   for (PassSpec& spec : *specs) {
     if (spec.name == "inline_functions") spec.options["max_new_nodes"] = "10000";

@@ -5,6 +5,7 @@
 
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_join.h"
+#include "graph/opset.h"
 
 namespace graphopt {
 
@@ -157,14 +158,7 @@ class NodeContext : public InferenceContext {
   std::string NodeLabel() const override { return graph_.NodeLabel(id_); }
   int64_t opset_version() const override {
     // The interned kind's domain: the node's own string is further into the node.
-    const std::string& domain = graph_.op_kind_domain(graph_.op_kind(id_));
-    const bool default_domain = domain.empty() || domain == "ai.onnx";
-    for (const v1::OpsetImport& o : graph_.opset_imports) {
-      const bool match = default_domain ? (o.domain().empty() || o.domain() == "ai.onnx")
-                                        : o.domain() == domain;
-      if (match) return o.version();
-    }
-    return 0;
+    return OpsetVersion(graph_, graph_.op_kind_domain(graph_.op_kind(id_)));
   }
 
   const TensorType& input_type(int i) const override {

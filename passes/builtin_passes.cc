@@ -23,18 +23,23 @@ absl::Status RegisterBuiltinPasses(PassRegistry* registry) {
   // The CPU kernels constant folding evaluates with, owned by the constant_fold entry.
   auto kernels = std::make_shared<runtime::KernelRegistry>();
   if (absl::Status s = runtime::RegisterCpuKernels(*kernels); !s.ok()) return s;
-  for (PassInfo info : {InferTypePassInfo(), InferShapePassInfo(), DeadCodeEliminationPassInfo(),
-                        CommonSubexpressionEliminationPassInfo(), EliminateIdentityPassInfo(),
-                        InlineFunctionsPassInfo(), ConstantFoldPassInfo(std::move(kernels)),
-                        SimplifyPassInfo(), FoldBatchNormPassInfo()}) {
-    if (absl::Status s = registry->Register(std::move(info)); !s.ok()) return s;
-  }
-  // Layout and fusion.
-  for (PassInfo info : {ChannelsLastPassInfo(), FuseOpsPassInfo()}) {
-    if (absl::Status s = registry->Register(std::move(info)); !s.ok()) return s;
-  }
-  // Memory planning.
-  for (PassInfo info : {SchedulePassInfo(), PlanMemoryPassInfo()}) {
+  // Registration order is the pipeline order of every level (PipelineForLevel), each pass in
+  // the levels from its min_opt_level up:
+  //   -O1: inlining first, so that inference and the rest see only primitives; then the
+  //        analyses and eliminate_identity;
+  //   -O2: fold_batchnorm, simplify and constant_fold after eliminate_identity, in that order
+  //        (simplify turns Shape of static shapes into constants that constant_fold then carries
+  //        through the shape arithmetic); CSE and DCE after all of them, to clean up after them;
+  //   -O3: channels_last before fuse_ops, so that fusion sees the channels-last ops; then schedule
+  //        and plan_memory (the node order with the lowest peak of live bytes, and the memory
+  //        plan the executor runs from), which must see the final nodes.
+  // An analysis is provided by the first pass registered for it (PassRegistry::Provider).
+  for (PassInfo info :
+       {InlineFunctionsPassInfo(), InferTypePassInfo(), InferShapePassInfo(),
+        EliminateIdentityPassInfo(), FoldBatchNormPassInfo(), SimplifyPassInfo(),
+        ConstantFoldPassInfo(std::move(kernels)), CommonSubexpressionEliminationPassInfo(),
+        DeadCodeEliminationPassInfo(), ChannelsLastPassInfo(), FuseOpsPassInfo(),
+        SchedulePassInfo(), PlanMemoryPassInfo()}) {
     if (absl::Status s = registry->Register(std::move(info)); !s.ok()) return s;
   }
   return absl::OkStatus();

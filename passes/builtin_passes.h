@@ -6,10 +6,13 @@
 
 namespace graphopt {
 
-// Registers every builtin pass (infer_type, infer_shape, dead_code_elimination,
-// common_subexpression_elimination, eliminate_identity, inline_functions, constant_fold,
-// simplify, fold_batchnorm). Called explicitly by main; constant_fold gets a registry of the
-// CPU kernels built here.
+// Registers every builtin pass, in the order the optimization levels run them (see
+// PipelineForLevel):
+//   -O1  inline_functions, infer_type, infer_shape, eliminate_identity,
+//        common_subexpression_elimination, dead_code_elimination;
+//   -O2  -O1 with fold_batchnorm, simplify and constant_fold after eliminate_identity;
+//   -O3  -O2 then channels_last, fuse_ops, schedule and plan_memory.
+// Called explicitly by main; constant_fold gets a registry of the CPU kernels built here.
 absl::Status RegisterBuiltinPasses(PassRegistry* registry);
 
 }  // namespace graphopt

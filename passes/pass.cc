@@ -39,6 +39,7 @@ absl::Status PassRegistry::Register(PassInfo info) {
   if (!passes_.emplace(name, std::move(info)).second) {
     return absl::AlreadyExistsError(absl::StrCat("pass '", name, "' is already registered"));
   }
+  order_.push_back(name);
   for (Analysis a : provides.ToVector()) provider_[static_cast<int>(a)].push_back(name);
   return absl::OkStatus();
 }
@@ -52,6 +53,13 @@ std::vector<const PassInfo*> PassRegistry::List() const {
   std::vector<const PassInfo*> out;
   out.reserve(passes_.size());
   for (const auto& [name, info] : passes_) out.push_back(&info);
+  return out;
+}
+
+std::vector<const PassInfo*> PassRegistry::InRegistrationOrder() const {
+  std::vector<const PassInfo*> out;
+  out.reserve(order_.size());
+  for (const std::string& name : order_) out.push_back(Find(name));
   return out;
 }
 

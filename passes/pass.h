@@ -95,7 +95,9 @@ struct PassInfo {
   AnalysisSet preserves;
   // Accepted option keys with their meaning.
   std::map<std::string, std::string> options;
-  // Lowest optimization level whose default pipeline includes the pass (0: none).
+  // Lowest optimization level whose pipeline includes the pass (0: none). This alone decides the
+  // levels: -O<n> runs every registered pass with 1 <= min_opt_level <= n, in registration order
+  // (PipelineForLevel).
   int min_opt_level = 0;
   // Creates a pass configured by `options` (already checked to use only known keys);
   // INVALID_ARGUMENT for a malformed value.
@@ -131,11 +133,16 @@ class PassRegistry {
   const PassInfo* Find(absl::string_view name) const;
   // Sorted by name.
   std::vector<const PassInfo*> List() const;
+  // In registration order, which is the order of every optimization level's pipeline
+  // (PipelineForLevel).
+  std::vector<const PassInfo*> InRegistrationOrder() const;
   // The pass providing `analysis` (the one registered first), or null.
   const PassInfo* Provider(Analysis analysis) const;
 
  private:
   std::map<std::string, PassInfo, std::less<>> passes_;
+  // Names, not pointers, so that a copied registry stays self-contained.
+  std::vector<std::string> order_;
   std::vector<std::string> provider_[kNumAnalyses];
 };
 

@@ -177,45 +177,18 @@ OptionCeilings DefaultOptionCeilings() {
   };
 }
 
-absl::StatusOr<std::vector<PassSpec>> PipelineForLevel(int level) {
-  switch (level) {
-    case 0:
-      return std::vector<PassSpec>{};
-    case 1:
-      return std::vector<PassSpec>{
-          {"inline_functions", {}},
-          {"infer_type", {}},
-          {"infer_shape", {}},
-          {"eliminate_identity", {}},
-          {"common_subexpression_elimination", {}},
-          {"dead_code_elimination", {}},
-      };
-    case 2:
-      return std::vector<PassSpec>{
-          {"inline_functions", {}},
-          {"infer_type", {}},
-          {"infer_shape", {}},
-          {"eliminate_identity", {}},
-          {"fold_batchnorm", {}},
-          {"simplify", {}},
-          {"constant_fold", {}},
-          {"common_subexpression_elimination", {}},
-          {"dead_code_elimination", {}},
-      };
-    case 3: {
-      // Level 2, then channels_last and fuse_ops (schedule and plan_memory come after them).
-      std::vector<PassSpec> passes = *PipelineForLevel(2);
-      passes.push_back({"channels_last", {}});
-      passes.push_back({"fuse_ops", {}});
-      passes.push_back({"schedule", {}});
-      passes.push_back({"plan_memory", {}});
-      return passes;
-    }
-    default:
-      break;
+absl::StatusOr<std::vector<PassSpec>> PipelineForLevel(const PassRegistry& passes, int level) {
+  if (level < 0 || level > kMaxOptLevel) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("opt_level ", level, " is not supported (0 to ", kMaxOptLevel, ")"));
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("opt_level ", level, " is not supported (0 to ", kMaxOptLevel, ")"));
+  std::vector<PassSpec> specs;
+  for (const PassInfo* info : passes.InRegistrationOrder()) {
+    if (info->min_opt_level >= 1 && info->min_opt_level <= level) {
+      specs.push_back({info->name, {}});
+    }
+  }
+  return specs;
 }
 
 namespace {

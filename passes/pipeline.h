@@ -24,19 +24,11 @@ struct PassSpec {
 inline constexpr int kMaxOptLevel = 3;
 inline constexpr int kDefaultOptLevel = 2;
 
-// The ordered pass list of an optimization level:
-//   0: no pass, only the verifier;
-//   1: inline_functions, infer_type, infer_shape, eliminate_identity,
-//      common_subexpression_elimination, dead_code_elimination (inlining first, so that
-//      inference and the rest see primitives);
-//   2: level 1 with fold_batchnorm, simplify and constant_fold after eliminate_identity, in that
-//      order (simplify turns Shape of static shapes into constants that constant_fold then
-//      carries through the shape arithmetic), before CSE and DCE, which clean up after them.
-//   3: level 2, then fuse_ops (FusedGroup nodes the runtime runs as one kernel each), then
-//      schedule and plan_memory (the node order with the lowest peak of live bytes, and the
-//      memory plan the executor runs from).
+// The ordered pass list of optimization level `level`: every pass of `passes` whose
+// min_opt_level is in [1, level], in registration order (no pass at level 0: only the
+// verifier). RegisterBuiltinPasses (builtin_passes.h) gives the order and so the levels.
 // INVALID_ARGUMENT for a level outside [0, kMaxOptLevel].
-absl::StatusOr<std::vector<PassSpec>> PipelineForLevel(int level);
+absl::StatusOr<std::vector<PassSpec>> PipelineForLevel(const PassRegistry& passes, int level);
 
 // Server ceilings on the pass options that are budgets (PassInfo::budget_options), keyed
 // "<pass>.<option>": the largest amount a request may set.

@@ -7,6 +7,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "graph/opset.h"
 #include "graph/prefetch.h"
 #include "passes/rewrite_util.h"
 

@@ -168,11 +168,4 @@ std::optional<std::vector<int64_t>> IntsAttr(const Node& node, const char* name)
                               it->second.ints().values().end());
 }
 
-int64_t DefaultDomainOpset(const Graph& graph) {
-  for (const v1::OpsetImport& o : graph.opset_imports) {
-    if (o.domain().empty() || o.domain() == "ai.onnx") return o.version();
-  }
-  return 0;
-}
-
 }  // namespace graphopt

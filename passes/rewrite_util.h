@@ -78,10 +78,6 @@ std::optional<int64_t> IntAttr(const Node& node, const char* name);
 std::optional<float> FloatAttr(const Node& node, const char* name);
 std::optional<std::vector<int64_t>> IntsAttr(const Node& node, const char* name);
 
-// The opset version the graph imports for the default domain ("" or "ai.onnx"); 0 when it
-// imports none (then the newest semantics apply, as the runtime and inference assume).
-int64_t DefaultDomainOpset(const Graph& graph);
-
 }  // namespace graphopt
 
 #endif  // GRAPHOPT_PASSES_REWRITE_UTIL_H_

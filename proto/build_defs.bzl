@@ -3,8 +3,13 @@
 def cc_grpc_proto_library(name, srcs, deps = [], proto_deps = [], grpc = False, visibility = None):
     """Generates C++ (and, with grpc=True, gRPC service) code for srcs.
 
+    The messages and the gRPC service code are separate libraries, so that code which only
+    handles the messages (service/, the libraries under the transport) does not link gRPC.
+
     Args:
-      name: name of the resulting cc_library.
+      name: name of the messages' cc_library. With grpc=True the service stubs are the
+        cc_library NAME without its "_proto" suffix plus "_grpc" ("worker_cc_proto":
+        "worker_cc_grpc").
       srcs: .proto files in this package.
       deps: cc_grpc_proto_library targets whose .proto files srcs import.
       proto_deps: the imported .proto files themselves (labels), needed by protoc.
@@ -29,8 +34,16 @@ def cc_grpc_proto_library(name, srcs, deps = [], proto_deps = [], grpc = False, 
     )
     native.cc_library(
         name = name,
-        srcs = [o for o in outs if o.endswith(".cc")],
-        hdrs = [o for o in outs if o.endswith(".h")],
-        deps = deps + ["//third_party:protobuf"] + (["//third_party:grpc"] if grpc else []),
+        srcs = [o for o in outs if o.endswith(".pb.cc") and not o.endswith(".grpc.pb.cc")],
+        hdrs = [o for o in outs if o.endswith(".pb.h") and not o.endswith(".grpc.pb.h")],
+        deps = deps + ["//third_party:protobuf"],
         visibility = visibility,
     )
+    if grpc:
+        native.cc_library(
+            name = name[:-len("_proto")] + "_grpc" if name.endswith("_proto") else name + "_grpc",
+            srcs = [o for o in outs if o.endswith(".grpc.pb.cc")],
+            hdrs = [o for o in outs if o.endswith(".grpc.pb.h")],
+            deps = [":" + name, "//third_party:grpc", "//third_party:protobuf"],
+            visibility = visibility,
+        )

@@ -10,19 +10,11 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "graph/opset.h"
 #include "runtime/exception_status.h"
 
 namespace graphopt::runtime {
 namespace {
-
-int64_t OpsetOf(const Graph& graph, const std::string& domain) {
-  for (const v1::OpsetImport& o : graph.opset_imports) {
-    const bool same = o.domain() == domain || (domain.empty() && o.domain() == "ai.onnx") ||
-                      (domain == "ai.onnx" && o.domain().empty());
-    if (same) return o.version();
-  }
-  return 0;
-}
 
 std::string TimingName(const Graph& graph, NodeId id) {
   const Node& n = graph.node(id);
@@ -125,9 +117,9 @@ absl::Status Executor::Plan(const KernelRegistry& registry) {
           node.op_type.str(), "'",
           node.domain.empty() ? "" : absl::StrCat(" of domain '", node.domain.str(), "'")));
     }
-    step.info = std::make_unique<KernelInfo>(node, graph_.NodeLabel(id),
-                                             OpsetOf(graph_, node.domain), std::move(input_types),
-                                             registry, options_, options_.device);
+    step.info = std::make_unique<KernelInfo>(
+        node, graph_.NodeLabel(id), OpsetVersion(graph_, node.domain.str()),
+        std::move(input_types), registry, options_, options_.device);
     std::vector<const Tensor*> constants(node.inputs.size(), nullptr);
     for (size_t i = 0; i < node.inputs.size(); ++i) {
       const ValueId v = node.inputs[i];

@@ -20,6 +20,7 @@
 #include "proto/coordinator.grpc.pb.h"
 #include "runtime/kernels/cpu_kernels.h"
 #include "server/coordinator_service.h"
+#include "server/grpc_worker_client.h"
 #include "service/coordinator.h"
 #include "service/optimizer.h"
 #include "service/tenant.h"
@@ -51,7 +52,8 @@ class CoordinatorServiceTest : public ::testing::Test {
     optimizer_ = std::make_unique<Optimizer>(&ops_, &passes_);
     CoordinatorOptions options;
     options.probe_interval = absl::Milliseconds(50);
-    coordinator_ = std::make_unique<Coordinator>(options, optimizer_.get(), nullptr, NullLogger());
+    coordinator_ = std::make_unique<Coordinator>(options, GrpcWorkerClientFactory({}),
+                                                 optimizer_.get(), nullptr, NullLogger());
     service_ = std::make_unique<CoordinatorService>(coordinator_.get(), NullLogger());
     server_ = Serve(service_.get(), &address_);
     stub_ = v1::Coordinator::NewStub(

@@ -46,6 +46,7 @@
 #include "passes/pipeline.h"
 #include "server/auth.h"
 #include "server/coordinator_service.h"
+#include "server/grpc_worker_client.h"
 #include "server/optimizer_service.h"
 #include "server/rpc_call.h"
 #include "server/security.h"
@@ -437,13 +438,14 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
 
   OptimizerService service(&optimizer, &env, blobs.get(), config.blob_limits,
                            {&optimize_queue, &control_queue, &upload_queue});
-  CoordinatorOptions coordinator_options = config.coordinator;
-  coordinator_options.max_message_bytes = config.max_message_mb * 1024 * 1024;
+  GrpcWorkerClientOptions worker_clients;
+  worker_clients.max_message_bytes = config.max_message_mb * 1024 * 1024;
   if (security->to_workers.is_tls()) {
-    coordinator_options.worker_credentials = security->to_workers.credentials();
-    coordinator_options.worker_tls_name = security->to_workers.server_name();
+    worker_clients.credentials = security->to_workers.credentials();
+    worker_clients.tls_name = security->to_workers.server_name();
   }
-  Coordinator coordinator(coordinator_options, &optimizer, blobs.get(), logger_ptr);
+  Coordinator coordinator(config.coordinator, GrpcWorkerClientFactory(std::move(worker_clients)),
+                          &optimizer, blobs.get(), logger_ptr);
   for (const std::string& worker : config.workers) {
     // Checked with the flags already.
     absl::Status added = absl::StartsWith(worker, "dns:") ? coordinator.AddDnsName(worker.substr(4))

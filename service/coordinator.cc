@@ -3,7 +3,6 @@
 #include <netdb.h>
 #include <sys/socket.h>
 
-#include <chrono>
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -21,10 +20,6 @@ namespace {
 constexpr size_t kMaxRequestIdBytes = 256;
 constexpr size_t kMaxWorkerIdBytes = 256;
 
-std::chrono::system_clock::time_point DeadlineIn(absl::Duration d) {
-  return std::chrono::system_clock::now() + absl::ToChronoMicroseconds(d);
-}
-
 double MicrosSince(absl::Time start) { return absl::ToDoubleMicroseconds(absl::Now() - start); }
 
 // The default ONNX domain has two spellings; workers list its ops under "".
@@ -32,28 +27,9 @@ absl::string_view Domain(absl::string_view domain) {
   return domain == "ai.onnx" ? absl::string_view() : domain;
 }
 
-// Trailing metadata of a worker's answers (worker/worker_service.h): present when the worker
-// itself sent the status, absent when the call failed on the way (connection lost, our own
-// deadline); present when its queue was full; present when an execution went over the memory
-// cap of the request itself.
-constexpr char kOriginKey[] = "graphopt-origin";
-constexpr char kBusyKey[] = "graphopt-busy";
-constexpr char kCallersLimitKey[] = "graphopt-callers-limit";
-
-bool HasTrailer(const grpc::ClientContext& context, const char* key) {
-  return context.GetServerTrailingMetadata().count(key) > 0;
-}
-
-// A failed connection attempt: nothing reached the worker, so it cannot have died of the call.
-bool NeverConnected(const grpc::Status& s) {
-  const std::string& m = s.error_message();
-  return m.find("failed to connect") != std::string::npos ||
-         m.find("Connection refused") != std::string::npos;
-}
-
-std::string GrpcError(const grpc::Status& s) {
-  return absl::StrCat(absl::StatusCodeToString(static_cast<absl::StatusCode>(s.error_code())), ": ",
-                      s.error_message());
+// A failed call's status for messages: "UNAVAILABLE: connection lost".
+std::string CallError(const absl::Status& s) {
+  return absl::StrCat(absl::StatusCodeToString(s.code()), ": ", s.message());
 }
 
 }  // namespace
@@ -88,36 +64,36 @@ struct Coordinator::Pending {
   int64_t bytes = 0;
 };
 
-// A call to a worker: its context, registered with the worker so that marking the worker down
-// cancels the call. A worker already down (or forgotten) gets a call cancelled at once.
+// A call to a worker, registered with the worker so that marking the worker down cancels the
+// call. A worker already down (or forgotten) gets a call cancelled at once.
 class Coordinator::CallScope {
  public:
   // The call's deadline is the caller's, or call_timeout from now when that comes first; the
   // caller's cancellation cancels the call.
-  CallScope(Coordinator* coordinator, const std::string& address, const StopToken& stop)
-      : c_(coordinator), address_(address), stop_(stop) {
+  CallScope(Coordinator* coordinator, const Target& target, const StopToken& stop)
+      : c_(coordinator), address_(target.address), stop_(stop) {
     const absl::Time timeout = absl::Now() + c_->options_.call_timeout;
     callers_deadline_ = stop.deadline() <= timeout;
-    context_.set_deadline(absl::ToChronoTime(std::min(timeout, stop.deadline())));
-    callback_ = const_cast<StopToken&>(stop_).AddCallback([this] { context_.TryCancel(); });
+    call_ = target.client->NewCall(std::min(timeout, stop.deadline()));
+    callback_ = const_cast<StopToken&>(stop_).AddCallback([this] { call_->Cancel(); });
     absl::MutexLock lock(&c_->mu_);
     auto it = c_->workers_.find(address_);
     if (it == c_->workers_.end() || it->second.health == Health::kDown || c_->cancelled_) {
-      context_.TryCancel();
+      call_->Cancel();
       return;
     }
-    it->second.calls.insert(&context_);
+    it->second.calls.insert(call_.get());
   }
   ~CallScope() {
     const_cast<StopToken&>(stop_).RemoveCallback(callback_);
     absl::MutexLock lock(&c_->mu_);
     auto it = c_->workers_.find(address_);
-    if (it != c_->workers_.end()) it->second.calls.erase(&context_);
+    if (it != c_->workers_.end()) it->second.calls.erase(call_.get());
   }
   CallScope(const CallScope&) = delete;
   CallScope& operator=(const CallScope&) = delete;
 
-  grpc::ClientContext* context() { return &context_; }
+  WorkerCall& call() { return *call_; }
   // Whether the call's deadline is the caller's (not the worker call timeout): a
   // DEADLINE_EXCEEDED of the call is then the caller's, not a stalled worker.
   bool callers_deadline() const { return callers_deadline_; }
@@ -128,12 +104,14 @@ class Coordinator::CallScope {
   const StopToken& stop_;
   bool callers_deadline_ = false;
   int64_t callback_ = -1;
-  grpc::ClientContext context_;
+  std::unique_ptr<WorkerCall> call_;
 };
 
-Coordinator::Coordinator(CoordinatorOptions options, const Optimizer* optimizer, BlobStore* blobs,
+Coordinator::Coordinator(CoordinatorOptions options, WorkerClientFactory clients,
+                         const Optimizer* optimizer, BlobStore* blobs,
                          std::shared_ptr<spdlog::logger> logger)
     : options_(std::move(options)),
+      clients_(std::move(clients)),
       optimizer_(optimizer),
       blobs_(blobs),
       logger_(std::move(logger)) {}
@@ -165,20 +143,7 @@ absl::Status Coordinator::AddWorkerLocked(const std::string& address, const std:
   if (!inserted) return absl::OkStatus();
   w.address = address;
   w.source = source;
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(options_.max_message_bytes);
-  args.SetMaxSendMessageSize(options_.max_message_bytes);
-  // A worker that comes back is reconnected to within a second.
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  // Workers are called at their pod address; their certificates name their role instead.
-  if (!options_.worker_tls_name.empty()) args.SetSslTargetNameOverride(options_.worker_tls_name);
-  w.stub = v1::Worker::NewStub(grpc::CreateCustomChannel(
-      address,
-      options_.worker_credentials != nullptr ? options_.worker_credentials
-                                             : grpc::InsecureChannelCredentials(),
-      args));
+  w.client = clients_(address);
   logger_->info("coordinator: worker {} added ({})", address, source);
   return absl::OkStatus();
 }
@@ -303,7 +268,7 @@ void Coordinator::CancelAll() {
   cancelled_ = true;
   ++slot_generation_;
   for (auto& [address, w] : workers_) {
-    for (grpc::ClientContext* call : w.calls) call->TryCancel();
+    for (WorkerCall* call : w.calls) call->Cancel();
   }
 }
 
@@ -318,16 +283,16 @@ void Coordinator::MarkDown(Worker& w, const std::string& why) {
   ++slot_generation_;  // runs waiting for it must look elsewhere
   // It may come back restarted, with an empty plan cache.
   w.loaded_plans.clear();
-  for (grpc::ClientContext* call : w.calls) call->TryCancel();
+  for (WorkerCall* call : w.calls) call->Cancel();
 }
 
 void Coordinator::ProbeNow() {
   struct Probe {
     std::string address;
-    std::shared_ptr<v1::Worker::Stub> stub;
-    grpc::ClientContext context;
+    std::shared_ptr<WorkerClient> client;
+    std::unique_ptr<WorkerCall> call;
     v1::DescribeResponse response;
-    grpc::Status status;
+    WorkerCallResult result;
   };
   std::vector<std::unique_ptr<Probe>> probes;
   {
@@ -344,7 +309,7 @@ void Coordinator::ProbeNow() {
       }
       auto probe = std::make_unique<Probe>();
       probe->address = w.address;
-      probe->stub = w.stub;
+      probe->client = w.client;
       probes.push_back(std::move(probe));
       ++it;
     }
@@ -354,13 +319,13 @@ void Coordinator::ProbeNow() {
   const v1::DescribeRequest request;
   absl::BlockingCounter outstanding(static_cast<int>(probes.size()));
   for (const std::unique_ptr<Probe>& p : probes) {
-    p->context.set_deadline(DeadlineIn(options_.probe_timeout));
+    p->call = p->client->NewCall(absl::Now() + options_.probe_timeout);
     Probe* raw = p.get();
-    p->stub->async()->Describe(&p->context, &request, &p->response,
-                               [raw, &outstanding](grpc::Status status) {
-                                 raw->status = std::move(status);
-                                 outstanding.DecrementCount();
-                               });
+    p->client->Describe(*p->call, request, &p->response,
+                        [raw, &outstanding](WorkerCallResult result) {
+                          raw->result = std::move(result);
+                          outstanding.DecrementCount();
+                        });
   }
   outstanding.Wait();
   absl::MutexLock lock(&mu_);
@@ -369,16 +334,16 @@ void Coordinator::ProbeNow() {
     auto it = workers_.find(p->address);
     if (it == workers_.end()) continue;
     Worker& w = it->second;
-    if (!p->status.ok()) {
+    if (!p->result.status.ok()) {
       // A refused connection is a dead worker; a slow answer may be a moment's stall, so it
       // takes several in a row.
-      if (p->status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED &&
+      if (p->result.status.code() == absl::StatusCode::kDeadlineExceeded &&
           w.health == Health::kUp && ++w.probe_misses < options_.probe_misses_to_down) {
         logger_->info("coordinator: worker {} ({}) missed a probe ({} in a row)", w.address,
                       w.worker_id, w.probe_misses);
         continue;
       }
-      MarkDown(w, absl::StrCat("probe: ", GrpcError(p->status)));
+      MarkDown(w, absl::StrCat("probe: ", CallError(p->result.status)));
       continue;
     }
     w.probe_misses = 0;
@@ -493,7 +458,7 @@ absl::StatusOr<Coordinator::Target> Coordinator::PickWorker(
       Target target;
       target.address = best->address;
       target.worker_id = best->worker_id;
-      target.stub = best->stub;
+      target.client = best->client;
       if (auto it = best->loaded_plans.find(plan_id); it != best->loaded_plans.end()) {
         target.loaded_plan_id = it->second;
       }
@@ -623,10 +588,10 @@ Coordinator::Attempt Coordinator::TryWorker(const Target& target, const v1::Grap
                                             v1::RunResponse* response) {
   const std::string& address = target.address;
   // How a failed call ends the attempt; see coordinator.proto for the policy.
-  auto judge = [&](const std::string& rpc, CallScope& call, const grpc::Status& s) {
-    const grpc::ClientContext& context = *call.context();
+  auto judge = [&](const std::string& rpc, const CallScope& call, const WorkerCallResult& r) {
+    const absl::Status& s = r.status;
     Attempt a;
-    const std::string what = absl::StrCat("worker ", address, ": ", rpc, ": ", GrpcError(s));
+    const std::string what = absl::StrCat("worker ", address, ": ", rpc, ": ", CallError(s));
     const std::string where = absl::StrCat(rpc, " of plan ", plan_id, " on worker ", address);
     if (stop.cancelled()) {
       // The caller's cancellation: not the worker's fault, not worth a retry.
@@ -635,40 +600,40 @@ Coordinator::Attempt Coordinator::TryWorker(const Target& target, const v1::Grap
     }
     // The caller's deadline, read off the call itself: the stop token's clock is coarse, and a
     // call that ran into the caller's deadline must never count against the worker.
-    if ((s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED && call.callers_deadline()) ||
+    if ((s.code() == absl::StatusCode::kDeadlineExceeded && call.callers_deadline()) ||
         absl::Now() >= stop.deadline()) {
       a.status = absl::DeadlineExceededError(
           absl::StrCat("the request's deadline passed (stopped in ", where, ")"));
       return a;
     }
-    const bool answered = HasTrailer(context, kOriginKey);
-    if (answered && HasTrailer(context, kBusyKey)) {
+    const bool answered = r.answered;
+    if (answered && r.busy) {
       a.outcome = Attempt::Outcome::kRetry;
       a.counted = false;
       a.error = what;
       return a;
     }
-    const grpc::StatusCode code = s.error_code();
-    if (answered && code == grpc::StatusCode::UNAVAILABLE) {
+    const absl::StatusCode code = s.code();
+    if (answered && code == absl::StatusCode::kUnavailable) {
       // The worker says it cannot serve now (starting, shutting down): another one may.
       a.outcome = Attempt::Outcome::kRetry;
       a.error = what;
       return a;
     }
-    if (answered && (code == grpc::StatusCode::RESOURCE_EXHAUSTED ||
-                     code == grpc::StatusCode::DEADLINE_EXCEEDED) &&
-        !HasTrailer(context, kCallersLimitKey)) {
+    if (answered && (code == absl::StatusCode::kResourceExhausted ||
+                     code == absl::StatusCode::kDeadlineExceeded) &&
+        !r.callers_limit) {
       // The worker stopped the execution itself (its memory budget or time limit) and lives
       // on; another worker may have more room. Not so when the budget was the request's own
       // memory_limit_bytes: that fails alike everywhere, so it is the answer.
       a.outcome = Attempt::Outcome::kRetry;
-      a.code = static_cast<absl::StatusCode>(code);
+      a.code = code;
       a.error = what;
       return a;
     }
-    if (!answered && (code == grpc::StatusCode::UNAVAILABLE ||
-                      code == grpc::StatusCode::DEADLINE_EXCEEDED ||
-                      code == grpc::StatusCode::CANCELLED)) {
+    if (!answered && (code == absl::StatusCode::kUnavailable ||
+                      code == absl::StatusCode::kDeadlineExceeded ||
+                      code == absl::StatusCode::kCancelled)) {
       // Dead (connection lost), stalled (our call timeout) or marked down meanwhile.
       a.outcome = Attempt::Outcome::kRetry;
       a.error = what;
@@ -679,14 +644,13 @@ Coordinator::Attempt Coordinator::TryWorker(const Target& target, const v1::Grap
         auto it = workers_.find(address);
         if (it != workers_.end() && !cancelled_) MarkDown(it->second, a.error);
       }
-      if (!cancelled_by_shutdown && !NeverConnected(s)) {
+      if (!cancelled_by_shutdown && !r.never_connected) {
         RecordDeath(plan_id, address, target.worker_id);
       }
       return a;
     }
     a.status = absl::Status(
-        static_cast<absl::StatusCode>(code),
-        absl::StrCat(rpc, " of plan ", plan_id, " on worker ", address, ": ", s.error_message()));
+        code, absl::StrCat(rpc, " of plan ", plan_id, " on worker ", address, ": ", s.message()));
     return a;
   };
   auto remember = [&](const std::string& worker_plan_id) {
@@ -712,20 +676,20 @@ Coordinator::Attempt Coordinator::TryWorker(const Target& target, const v1::Grap
       }
       v1::LoadPlanResponse loaded;
       const absl::Time start = absl::Now();
-      CallScope call(this, address, stop);
-      const grpc::Status s = target.stub->LoadPlan(call.context(), load, &loaded);
+      CallScope call(this, target, stop);
+      const WorkerCallResult r = target.client->LoadPlan(call.call(), load, &loaded);
       response->set_load_micros(response->load_micros() + MicrosSince(start));
-      if (!s.ok()) {
+      if (!r.status.ok()) {
         // A plan too large for this worker's cache may fit another's.
-        if (s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED && !stop.ShouldStop() &&
-            HasTrailer(*call.context(), kOriginKey) && !HasTrailer(*call.context(), kBusyKey)) {
+        if (r.status.code() == absl::StatusCode::kResourceExhausted && !stop.ShouldStop() &&
+            r.answered && !r.busy) {
           Attempt a;
           a.outcome = Attempt::Outcome::kRetry;
           a.code = absl::StatusCode::kResourceExhausted;
-          a.error = absl::StrCat("worker ", address, ": LoadPlan: ", GrpcError(s));
+          a.error = absl::StrCat("worker ", address, ": LoadPlan: ", CallError(r.status));
           return a;
         }
-        return judge("LoadPlan", call, s);
+        return judge("LoadPlan", call, r);
       }
       worker_plan_id = loaded.plan_id();
       remember(worker_plan_id);
@@ -739,20 +703,19 @@ Coordinator::Attempt Coordinator::TryWorker(const Target& target, const v1::Grap
     execute.set_memory_limit_bytes(request.memory_limit_bytes());
     v1::ExecuteResponse executed;
     const absl::Time start = absl::Now();
-    CallScope call(this, address, stop);
-    const grpc::Status s = target.stub->Execute(call.context(), execute, &executed);
-    if (s.error_code() == grpc::StatusCode::NOT_FOUND &&
-        HasTrailer(*call.context(), kOriginKey)) {
+    CallScope call(this, target, stop);
+    const WorkerCallResult r = target.client->Execute(call.call(), execute, &executed);
+    if (r.status.code() == absl::StatusCode::kNotFound && r.answered) {
       // Evicted, or the worker restarted: load it again (once).
       remember("");
       worker_plan_id.clear();
       if (round == 0) continue;
       Attempt a;
       a.outcome = Attempt::Outcome::kRetry;
-      a.error = absl::StrCat("worker ", address, ": Execute: ", GrpcError(s));
+      a.error = absl::StrCat("worker ", address, ": Execute: ", CallError(r.status));
       return a;
     }
-    if (!s.ok()) return judge("Execute", call, s);
+    if (!r.status.ok()) return judge("Execute", call, r);
     response->set_execute_micros(MicrosSince(start));
     *response->mutable_outputs() = std::move(*executed.mutable_outputs());
     *response->mutable_timings() = std::move(*executed.mutable_timings());

@@ -18,12 +18,12 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "grpcpp/grpcpp.h"
 #include "proto/coordinator.pb.h"
-#include "proto/worker.grpc.pb.h"
+#include "proto/worker.pb.h"
 #include "service/blob_store.h"
 #include "service/optimizer.h"
 #include "service/tenant.h"
+#include "service/worker_client.h"
 #include "spdlog/logger.h"
 #include "util/stop_token.h"
 
@@ -52,8 +52,6 @@ struct CoordinatorOptions {
   absl::Duration forget_after = absl::Seconds(60);
   // DNS names are resolved again this often.
   absl::Duration dns_interval = absl::Seconds(10);
-  // Largest message to and from a worker.
-  int max_message_bytes = 1024 << 20;
   // Successful answers kept for request-id deduplication, by count and by bytes (oldest
   // forgotten first).
   int dedup_entries = 1024;
@@ -72,10 +70,6 @@ struct CoordinatorOptions {
   absl::Duration quarantine = absl::Minutes(10);
   // Plans whose deaths are remembered (oldest forgotten first).
   int max_remembered_plans = 10000;
-  // The channel credentials for calls to workers (TLS with the server's certificate as the
-  // client's, in a secure cluster) and the name their certificates must carry; null: insecure.
-  std::shared_ptr<grpc::ChannelCredentials> worker_credentials;
-  std::string worker_tls_name;
 };
 
 // "host:port" with a non-empty host (a name, an IPv4 address or a bracketed IPv6 address) and a
@@ -94,10 +88,12 @@ absl::Status CheckHostPort(absl::string_view address, absl::string_view what);
 // Thread-safe. Start() begins probing on threads of its own; the destructor stops them.
 class Coordinator {
  public:
-  // `optimizer` serves RunRequest.optimize and `blobs` resolves blob references; either may be
-  // null (such requests are then refused). Both must outlive the Coordinator.
-  Coordinator(CoordinatorOptions options, const Optimizer* optimizer, BlobStore* blobs,
-              std::shared_ptr<spdlog::logger> logger);
+  // `clients` makes the client of each worker it learns of (the transport: gRPC in the server,
+  // server/grpc_worker_client.h); it must not be null. `optimizer` serves RunRequest.optimize
+  // and `blobs` resolves blob references; either may be null (such requests are then refused).
+  // Both must outlive the Coordinator.
+  Coordinator(CoordinatorOptions options, WorkerClientFactory clients, const Optimizer* optimizer,
+              BlobStore* blobs, std::shared_ptr<spdlog::logger> logger);
   ~Coordinator();
   Coordinator(const Coordinator&) = delete;
   Coordinator& operator=(const Coordinator&) = delete;
@@ -150,7 +146,7 @@ class Coordinator {
     std::string address;
     std::string source;
     std::string worker_id;
-    std::shared_ptr<v1::Worker::Stub> stub;
+    std::shared_ptr<WorkerClient> client;
     Health health = Health::kUnknown;
     absl::Time last_seen = absl::InfinitePast();
     absl::Time last_heartbeat = absl::InfinitePast();
@@ -172,7 +168,7 @@ class Coordinator {
     int64_t failures = 0;
     std::string last_error;
     // Calls in flight, cancelled when the worker is marked down.
-    absl::flat_hash_set<grpc::ClientContext*> calls;
+    absl::flat_hash_set<WorkerCall*> calls;
   };
   // What a plan needs of a worker: ops ("domain::op") and devices, each with the first node
   // that needs it (for messages).
@@ -184,7 +180,7 @@ class Coordinator {
   struct Target {
     std::string address;
     std::string worker_id;
-    std::shared_ptr<v1::Worker::Stub> stub;
+    std::shared_ptr<WorkerClient> client;
     // The worker's id for the plan when it has it loaded; empty when it must be loaded.
     std::string loaded_plan_id;
   };
@@ -245,6 +241,7 @@ class Coordinator {
               absl::StatusOr<v1::RunResponse> result);
 
   const CoordinatorOptions options_;
+  const WorkerClientFactory clients_;
   const Optimizer* const optimizer_;
   BlobStore* const blobs_;
   std::shared_ptr<spdlog::logger> logger_;

@@ -20,6 +20,7 @@
 #include "gtest/gtest.h"
 #include "passes/builtin_passes.h"
 #include "proto/worker.grpc.pb.h"
+#include "server/grpc_worker_client.h"
 #include "service/blob_store.h"
 #include "service/digest.h"
 #include "service/optimizer.h"
@@ -285,7 +286,8 @@ class CoordinatorTest : public ::testing::Test {
                                     BlobStore* blobs = nullptr) {
     auto logger = std::make_shared<spdlog::logger>("coordinator_test",
                                                    std::make_shared<spdlog::sinks::null_sink_mt>());
-    auto c = std::make_unique<Coordinator>(options_, optimizer, blobs, logger);
+    auto c = std::make_unique<Coordinator>(options_, GrpcWorkerClientFactory({}), optimizer,
+                                           blobs, logger);
     for (FakeWorker* w : workers) EXPECT_TRUE(c->AddWorker(w->address(), "flag").ok());
     c->ProbeNow();
     return c;

@@ -48,7 +48,8 @@ absl::StatusOr<v1::OptimizeResponse> Optimizer::Optimize(v1::OptimizeRequest req
     }
   } else {
     absl::StatusOr<std::vector<PassSpec>> level =
-        PipelineForLevel(pipeline.has_opt_level() ? pipeline.opt_level() : kDefaultOptLevel);
+        PipelineForLevel(*passes_, pipeline.has_opt_level() ? pipeline.opt_level()
+                                                            : kDefaultOptLevel);
     if (!level.ok()) return level.status();
     specs = std::move(*level);
   }

@@ -41,7 +41,7 @@ TEST_F(OptimizerTest, DefaultsToLevelTwo) {
   auto response = optimizer.Optimize(Request(kGraph));
   ASSERT_TRUE(response.ok()) << response.status();
   EXPECT_EQ(response->graph().nodes_size(), 1);
-  absl::StatusOr<std::vector<PassSpec>> level = PipelineForLevel(kDefaultOptLevel);
+  absl::StatusOr<std::vector<PassSpec>> level = PipelineForLevel(passes_, kDefaultOptLevel);
   ASSERT_TRUE(level.ok());
   ASSERT_EQ(kDefaultOptLevel, 2);
   ASSERT_EQ(response->reports_size(), static_cast<int>(level->size()));

@@ -70,10 +70,10 @@ TEST(FusionCorpusTest, FusedModelsKeepTheirOutputs) {
   for (const auto& e : fs::directory_iterator(Corpus())) dirs.push_back(e.path());
   std::sort(dirs.begin(), dirs.end());
   ASSERT_GE(dirs.size(), 5u);
-  std::vector<PassSpec> o1_fuse = PipelineForLevel(1).value();
+  std::vector<PassSpec> o1_fuse = PipelineForLevel(env.passes, 1).value();
   o1_fuse.push_back({"fuse_ops", {}});
   const std::vector<std::pair<std::string, std::vector<PassSpec>>> pipelines = {
-      {"-O3", PipelineForLevel(3).value()}, {"-O1 + fuse_ops", o1_fuse}};
+      {"-O3", PipelineForLevel(env.passes, 3).value()}, {"-O1 + fuse_ops", o1_fuse}};
   std::map<std::string, std::map<std::string, int>> found;
   for (const fs::path& dir : dirs) {
     const std::string name = dir.filename().string();

@@ -88,7 +88,8 @@ TEST(MemoryPlanCorpusTest, PlannedRunsGiveTheSameBits) {
     for (int level : {1, kMaxOptLevel}) {
       if (level == 1 && kMaxOptLevel == 1) continue;
       absl::StatusOr<v1::Graph> planned =
-          Plan(env, model->graph, PipelineForLevel(level).value(), TestInputDimBounds(*model));
+          Plan(env, model->graph, PipelineForLevel(env.passes.passes(), level).value(),
+               TestInputDimBounds(*model));
       ASSERT_TRUE(planned.ok()) << "-O" << level << ": " << planned.status();
       ASSERT_TRUE(planned->has_memory_plan());
       // Every value is planned once the test inputs bound the symbolic dims.

@@ -80,7 +80,7 @@ TEST_F(PassesNumericTest, CorpusModelsKeepTheirOutputs) {
       {"constant_fold", {{"constant_fold", {}}}, true},
       {"simplify", {{"simplify", {}}}, true},
       {"fold_batchnorm", {{"fold_batchnorm", {}}}, false},
-      {"-O2", *PipelineForLevel(2), false},
+      {"-O2", *PipelineForLevel(passes_, 2), false},
   };
   std::map<std::string, int> o2_nodes;
   int models = 0;
@@ -144,8 +144,8 @@ TEST_F(PassesNumericTest, LevelTwoIsDeterministic) {
   for (const char* name : {"mobilenet_v2_bn", "transformer_encoder", "lstm"}) {
     absl::StatusOr<CorpusModel> model = LoadCorpusModel((Corpus() / name).string());
     ASSERT_TRUE(model.ok()) << model.status();
-    absl::StatusOr<Optimized> a = Optimize(model->graph, *PipelineForLevel(2));
-    absl::StatusOr<Optimized> b = Optimize(model->graph, *PipelineForLevel(2));
+    absl::StatusOr<Optimized> a = Optimize(model->graph, *PipelineForLevel(passes_, 2));
+    absl::StatusOr<Optimized> b = Optimize(model->graph, *PipelineForLevel(passes_, 2));
     ASSERT_TRUE(a.ok() && b.ok());
     std::string sa, sb;
     ASSERT_TRUE(a->graph.SerializeToString(&sa));

@@ -27,6 +27,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "graph/opset.h"
 #include "graph/proto_convert.h"
 #include "ops/fused_group.h"
 #include "ops/fusion_patterns.h"
@@ -42,15 +43,8 @@
 namespace graphopt::runtime {
 namespace {
 
-int64_t OpsetOf(const Graph& graph, const std::string& domain) {
-  for (const v1::OpsetImport& o : graph.opset_imports) {
-    if (o.domain() == domain || (domain.empty() && o.domain() == "ai.onnx")) return o.version();
-  }
-  return 0;
-}
-
 bool IsOp(const Node& node, const char* op) {
-  return (node.domain.empty() || node.domain == "ai.onnx") && node.op_type == op;
+  return IsDefaultDomain(node.domain.str()) && node.op_type == op;
 }
 
 class FusedGroupKernel : public OpKernel {
@@ -165,8 +159,9 @@ absl::StatusOr<std::unique_ptr<FusedGroupKernel::Step>> FusedGroupKernel::NodeSt
   auto step = std::make_unique<Step>();
   step->node = id;
   step->info = std::make_unique<KernelInfo>(
-      node, absl::StrCat(info.label(), ": ", body_.NodeLabel(id)), OpsetOf(body_, node.domain),
-      std::move(types), registry_, info.options(), info.device());
+      node, absl::StrCat(info.label(), ": ", body_.NodeLabel(id)),
+      OpsetVersion(body_, node.domain.str()), std::move(types), registry_, info.options(),
+      info.device());
   step->info->set_constant_inputs(std::move(constants));
   absl::StatusOr<std::unique_ptr<OpKernel>> kernel = (*factory)(*step->info);
   if (!kernel.ok()) return kernel.status();
@@ -310,7 +305,7 @@ absl::Status FusedGroupKernel::Compile(const KernelInfo& info) {
       static_cast<int>(body_.outputs().size()) != info.num_outputs()) {
     return info.Invalid("the body's inputs and outputs do not match the node's");
   }
-  opset_ = OpsetOf(body_, "");
+  opset_ = DefaultDomainOpset(body_);
   const int num_values = body_.num_value_slots();
   output_index_.assign(num_values, -1);
   for (size_t k = 0; k < body_.outputs().size(); ++k) {

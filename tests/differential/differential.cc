@@ -37,7 +37,7 @@ std::vector<Check> AllChecks(const PassRegistry& passes) {
     checks.push_back(std::move(c));
   }
   for (int level = 1; level <= kMaxOptLevel; ++level) {
-    absl::StatusOr<std::vector<PassSpec>> pipeline = PipelineForLevel(level);
+    absl::StatusOr<std::vector<PassSpec>> pipeline = PipelineForLevel(passes, level);
     if (!pipeline.ok()) continue;
     Check c;
     c.name = absl::StrCat("-O", level);

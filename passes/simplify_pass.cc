@@ -511,6 +511,13 @@ RewriteResult ConcatSingle(RewriteContext& c, NodeId id) {
   return Bypass(c, id, n.inputs[0]);
 }
 
+// Neg(Neg(x)) = x; Not(Not(x)) = x (each flips every sign or bit; integers wrap alike).
+RewriteResult InvolutionPair(RewriteContext& c, NodeId id) {
+  const ValueId source = InnerSource(c, id, c.graph.node(id).op_type.c_str());
+  if (!source.valid()) return RewriteResult::NoMatch();
+  return Bypass(c, id, source);
+}
+
 // The patterns, tried in this order for a root of their ops.
 std::vector<RewritePattern> Patterns(State* s) {
   return {
@@ -538,6 +545,12 @@ std::vector<RewritePattern> Patterns(State* s) {
       {"squeeze_unsqueeze", {"Unsqueeze"}, After("Squeeze"), SqueezeUnsqueeze},
       {"pad_zero", {"Pad"}, nullptr, PadZero},
       {"concat_single", {"Concat"}, nullptr, ConcatSingle},
+      {"involution_pair",
+       {"Neg", "Not"},
+       [](const RewriteContext& c, NodeId id) {
+         return ProducerOf(c.graph, In(c, id, 0), c.graph.node(id).op_type.c_str()).valid();
+       },
+       InvolutionPair},
   };
 }
 
@@ -568,7 +581,7 @@ PassInfo SimplifyPassInfo() {
       "(when the constant cannot broadcast x), Transpose chains composed (identity removed), "
       "Reshape chains, Reshape/Expand/Slice/Pad that change nothing, Cast to the same type and "
       "lossless Cast chains, Shape/Size of static shapes as constants, Unsqueeze/Squeeze pairs, "
-      "Concat of one input; graph outputs keep their names.";
+      "Concat of one input, Neg(Neg(x)) and Not(Not(x)); graph outputs keep their names.";
   info.options = {
       {"ignore_signed_zeros",
        "'true' also removes x+0 and x-(-0) in floating point, which turn -0.0 into +0.0 "

@@ -81,6 +81,25 @@ TEST(SimplifyPassTest, RemovesNeutralOperands) {
   EXPECT_THAT(out.initializers(), IsEmpty());
 }
 
+TEST(SimplifyPassTest, RemovesInvolutionPairs) {
+  const std::string text = FloatInput("x", {2, 3}) + R"pb(
+    nodes { op_type: "Neg" inputs: "x" outputs: "a" }
+    nodes { op_type: "Neg" inputs: "a" outputs: "b" }
+    nodes { op_type: "Relu" inputs: "b" outputs: "c" }
+    nodes { op_type: "Neg" inputs: "c" outputs: "y" }
+    nodes { op_type: "Greater" inputs: "x" inputs: "c" outputs: "g" }
+    nodes { op_type: "Not" inputs: "g" outputs: "ng" }
+    nodes { op_type: "Not" inputs: "ng" outputs: "z" }
+    outputs { name: "y" }
+    outputs { name: "z" })pb";
+  std::string messages;
+  v1::Graph out = SimplifyAndCompare(text, X23(), {}, &messages);
+  // The pairs go with their inner nodes; a single Neg stays; g takes over the output name z.
+  EXPECT_THAT(OpTypes(out), ElementsAre("Relu", "Neg", "Greater"));
+  EXPECT_EQ(out.nodes(0).inputs(0), "x");
+  EXPECT_THAT(messages, HasSubstr("simplified 2: involution_pair 2"));
+}
+
 TEST(SimplifyPassTest, KeepsOperandsThatChangeBitsOrShapes) {
   const std::string text = WithInitializers(
       FloatInput("x", {2, 3}) + R"pb(

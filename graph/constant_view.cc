@@ -59,22 +59,15 @@ double ConstantView::AsDouble(int64_t i) const {
   }
 }
 
-v1::Tensor FloatTensor(v1::DataType dtype, const std::vector<int64_t>& dims,
-                       const std::vector<double>& elements) {
+v1::Tensor FloatTensor(v1::DataType dtype, const std::vector<int64_t>& dims) {
   v1::Tensor t;
   t.set_dtype(dtype);
-  for (int64_t d : dims) t.add_dims(d);
-  std::string* raw = t.mutable_raw_data();
-  if (dtype == v1::DT_FLOAT32) {
-    raw->resize(elements.size() * sizeof(float));
-    for (size_t i = 0; i < elements.size(); ++i) {
-      const float f = static_cast<float>(elements[i]);
-      std::memcpy(raw->data() + i * sizeof(float), &f, sizeof(float));
-    }
-  } else {
-    raw->resize(elements.size() * sizeof(double));
-    std::memcpy(raw->data(), elements.data(), raw->size());
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    t.add_dims(d);
+    n *= d;
   }
+  t.mutable_raw_data()->resize(n * (dtype == v1::DT_FLOAT32 ? sizeof(float) : sizeof(double)));
   return t;
 }
 

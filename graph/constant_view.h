@@ -7,6 +7,7 @@
 // links the kernels.
 
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,10 +47,20 @@ class ConstantView {
   int64_t num_elements_;
 };
 
-// A float32 or float64 tensor of `dims` holding `elements` (rounded once to float32 for that
-// dtype).
-v1::Tensor FloatTensor(v1::DataType dtype, const std::vector<int64_t>& dims,
-                       const std::vector<double>& elements);
+// A float32 or float64 tensor of `dims` with room for its elements (all zero), to be set with
+// SetFloatElement.
+v1::Tensor FloatTensor(v1::DataType dtype, const std::vector<int64_t>& dims);
+
+// Sets element i of a FloatTensor to `v`, rounded once to float32 for that dtype.
+inline void SetFloatElement(v1::Tensor& tensor, int64_t i, double v) {
+  char* raw = tensor.mutable_raw_data()->data();
+  if (tensor.dtype() == v1::DT_FLOAT32) {
+    const float f = static_cast<float>(v);
+    std::memcpy(raw + i * sizeof(float), &f, sizeof(float));
+  } else {
+    std::memcpy(raw + i * sizeof(double), &v, sizeof(double));
+  }
+}
 
 }  // namespace graphopt
 

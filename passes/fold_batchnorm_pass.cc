@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "graph/inference.h"
 #include "passes/rewrite_driver.h"
 #include "passes/rewrite_util.h"
 
@@ -22,17 +23,10 @@ struct Affine {
 
 bool IsFoldableDtype(v1::DataType t) { return t == v1::DT_FLOAT32 || t == v1::DT_FLOAT64; }
 
-// A float32 or float64 tensor being built: its dtype, dims and elements in double (rounded once
-// to the dtype when stored).
-struct Dense {
-  v1::DataType dtype = v1::DT_FLOAT32;
-  std::vector<int64_t> dims;
-  std::vector<double> elements;
-};
-
-// `w` with its elements along `axis` scaled by a[c] (w viewed as [outer, C, inner]), in double.
-Dense ScaleAlong(const ConstantView& w, int axis, const std::vector<double>& a) {
-  Dense out{w.dtype(), w.dims(), std::vector<double>(w.num_elements())};
+// `w` with its elements along `axis` scaled by a[c] (w viewed as [outer, C, inner]), computed in
+// double and rounded once to w's dtype.
+v1::Tensor ScaleAlong(const ConstantView& w, int axis, const std::vector<double>& a) {
+  v1::Tensor out = FloatTensor(w.dtype(), w.dims());
   int64_t outer = 1, inner = 1;
   for (int i = 0; i < axis; ++i) outer *= w.dim(i);
   for (int i = axis + 1; i < w.rank(); ++i) inner *= w.dim(i);
@@ -40,37 +34,36 @@ Dense ScaleAlong(const ConstantView& w, int axis, const std::vector<double>& a) 
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t ci = 0; ci < c; ++ci) {
       const int64_t base = (o * c + ci) * inner;
-      for (int64_t i = base; i < base + inner; ++i) out.elements[i] = w.AsDouble(i) * a[ci];
+      for (int64_t i = base; i < base + inner; ++i) SetFloatElement(out, i, w.AsDouble(i) * a[ci]);
     }
   }
   return out;
 }
 
 // Sets `value`'s initializer to `tensor`, and its type to the tensor's.
-void SetTypedInitializer(Graph& graph, ValueId value, const Dense& tensor) {
+void SetTypedInitializer(Graph& graph, ValueId value, v1::Tensor tensor) {
   TensorType& type = graph.mutable_value(value).type;
-  type.dtype = tensor.dtype;
-  type.shape = Dims();
-  for (int64_t d : tensor.dims) type.shape->push_back(Dim::Known(d));
-  graph.SetInitializer(value, FloatTensor(tensor.dtype, tensor.dims, tensor.elements));
+  type.dtype = tensor.dtype();
+  type.shape = ShapeFromDimsList(tensor);
+  graph.SetInitializer(value, std::move(tensor));
 }
 
 // A new initializer value named after `base` (made unique) holding `tensor`.
-ValueId AddInitializer(Graph& graph, absl::string_view base, const Dense& tensor) {
+ValueId AddInitializer(Graph& graph, absl::string_view base, v1::Tensor tensor) {
   const ValueId value = graph.AddUniqueValue(base);
-  SetTypedInitializer(graph, value, tensor);
+  SetTypedInitializer(graph, value, std::move(tensor));
   return value;
 }
 
 // The folded bias: a * beta_scale * old + b, where `old` has C elements, one, or is absent.
-Dense FoldedBias(v1::DataType dtype, std::vector<int64_t> dims, const Affine& f,
-                 const std::optional<ConstantView>& old, double beta_scale) {
+v1::Tensor FoldedBias(v1::DataType dtype, const std::vector<int64_t>& dims, const Affine& f,
+                      const std::optional<ConstantView>& old, double beta_scale) {
   const int64_t c = static_cast<int64_t>(f.a.size());
-  Dense out{dtype, std::move(dims), std::vector<double>(c)};
+  v1::Tensor out = FloatTensor(dtype, dims);
   for (int64_t i = 0; i < c; ++i) {
     double v = f.b[i];
     if (old) v += f.a[i] * beta_scale * old->AsDouble(old->num_elements() == 1 ? 0 : i);
-    out.elements[i] = v;
+    SetFloatElement(out, i, v);
   }
   return out;
 }
@@ -102,15 +95,16 @@ std::optional<Affine> AffineOf(const RewriteContext& c, const Node& bn) {
 // Stores `tensor` for the present input `index` of `node`: in place when that input is an
 // initializer only this node reads, else as a new initializer (the old definition goes when
 // unused). Returns the value now read.
-ValueId Store(RewriteContext& c, NodeId node, int index, const Dense& tensor) {
+ValueId Store(RewriteContext& c, NodeId node, int index, v1::Tensor tensor) {
   const ValueId old = c.graph.node(node).inputs[index];
   const Value& v = c.graph.value(old);
   if (v.initializer >= 0 && !v.is_graph_input && !c.hidden.any(old) &&
       v.graph_output_count == 0 && v.uses.size() == 1) {
-    SetTypedInitializer(c.graph, old, tensor);
+    SetTypedInitializer(c.graph, old, std::move(tensor));
     return old;
   }
-  const ValueId target = AddInitializer(c.graph, v.name, tensor);
+  const std::string name(v.name);
+  const ValueId target = AddInitializer(c.graph, name, std::move(tensor));
   c.graph.SetInput(node, index, target);
   RemoveDefinitionIfUnused(c.graph, old, c.ops, c.hidden);
   return target;
@@ -118,16 +112,16 @@ ValueId Store(RewriteContext& c, NodeId node, int index, const Dense& tensor) {
 
 // Input 2 (the bias) of `node` set to `bias`: stored over the old one (Store), or added as a
 // new initializer named after the weights.
-absl::Status SetBias(RewriteContext& c, NodeId node, const Dense& bias,
+absl::Status SetBias(RewriteContext& c, NodeId node, v1::Tensor bias,
                      const std::string& weight_name) {
   const Node& n = c.graph.node(node);
   if (n.inputs.size() > 2 && n.inputs[2].valid()) {
-    Store(c, node, 2, bias);
+    Store(c, node, 2, std::move(bias));
     return absl::OkStatus();
   }
   std::vector<ValueId> inputs(n.inputs.begin(), n.inputs.end());
   inputs.resize(3);
-  inputs[2] = AddInitializer(c.graph, absl::StrCat(weight_name, "_bias"), bias);
+  inputs[2] = AddInitializer(c.graph, absl::StrCat(weight_name, "_bias"), std::move(bias));
   return RebuildNodeWithInputs(c.graph, node, std::move(inputs)).status();
 }
 
@@ -219,11 +213,11 @@ absl::StatusOr<RewriteResult> IntoConv(RewriteContext& c, const Fold& f) {
   if (!bias_ok || (bias && bias->num_elements() != f.channels)) {
     return RewriteResult::Refused("bias not constant");
   }
-  const Dense scaled = ScaleAlong(*w, 0, f.affine.a);
-  const Dense new_bias = FoldedBias(dtype, {f.channels}, f.affine, bias, 1.0);
+  v1::Tensor scaled = ScaleAlong(*w, 0, f.affine.a);
+  v1::Tensor new_bias = FoldedBias(dtype, {f.channels}, f.affine, bias, 1.0);
   const std::string weight_name = c.graph.value(n.inputs[1]).name;
-  Store(c, f.producer, 1, scaled);
-  if (absl::Status s = SetBias(c, f.producer, new_bias, weight_name); !s.ok()) return s;
+  Store(c, f.producer, 1, std::move(scaled));
+  if (absl::Status s = SetBias(c, f.producer, std::move(new_bias), weight_name); !s.ok()) return s;
   return RewriteResult::Applied();
 }
 
@@ -250,17 +244,17 @@ absl::StatusOr<RewriteResult> IntoGemm(RewriteContext& c, const Fold& f) {
       return RewriteResult::Refused("bias shape not [C], [1, C] or one element");
     }
   }
-  const Dense scaled = ScaleAlong(*w, trans_b ? 0 : 1, f.affine.a);
+  v1::Tensor scaled = ScaleAlong(*w, trans_b ? 0 : 1, f.affine.a);
   const double beta = FloatAttr(n, "beta").value_or(1.0f);
-  const Dense new_bias = FoldedBias(dtype, bias_dims, f.affine, bias, beta);
+  v1::Tensor new_bias = FoldedBias(dtype, bias_dims, f.affine, bias, beta);
   const std::string weight_name = c.graph.value(n.inputs[1]).name;
-  Store(c, f.producer, 1, scaled);
+  Store(c, f.producer, 1, std::move(scaled));
   if (beta != 1.0) {
     v1::Attribute one;
     one.set_f(1.0f);
     c.graph.mutable_node(f.producer).attributes["beta"] = std::move(one);
   }
-  if (absl::Status s = SetBias(c, f.producer, new_bias, weight_name); !s.ok()) return s;
+  if (absl::Status s = SetBias(c, f.producer, std::move(new_bias), weight_name); !s.ok()) return s;
   return RewriteResult::Applied();
 }
 
@@ -274,9 +268,9 @@ absl::StatusOr<RewriteResult> IntoMatMul(RewriteContext& c, const Fold& f) {
   if (!w || w->dim(1) != f.channels) {
     return RewriteResult::Refused("weights not constant or not matching");
   }
-  const Dense scaled = ScaleAlong(*w, 1, f.affine.a);
+  v1::Tensor scaled = ScaleAlong(*w, 1, f.affine.a);
   const std::string weight_name = c.graph.value(n.inputs[1]).name;
-  Store(c, f.producer, 1, scaled);
+  Store(c, f.producer, 1, std::move(scaled));
   const ValueId b = AddInitializer(c.graph, absl::StrCat(weight_name, "_bias"),
                                    FoldedBias(dtype, {f.channels}, f.affine, std::nullopt, 1.0));
   const std::string name = c.graph.node(f.bn).name;
@@ -326,11 +320,11 @@ absl::StatusOr<RewriteResult> IntoMatMulAdd(RewriteContext& c, const Fold& f) {
   } else {
     return RewriteResult::Refused("bias shape not [C], [1, C] or one element");
   }
-  const Dense scaled = ScaleAlong(*w, 1, f.affine.a);
-  const Dense new_bias = FoldedBias(dtype, bias_dims, f.affine, bias, 1.0);
+  v1::Tensor scaled = ScaleAlong(*w, 1, f.affine.a);
+  v1::Tensor new_bias = FoldedBias(dtype, bias_dims, f.affine, bias, 1.0);
   const NodeId add_id = f.producer;
-  Store(c, matmul, 1, scaled);
-  Store(c, add_id, bias_index, new_bias);
+  Store(c, matmul, 1, std::move(scaled));
+  Store(c, add_id, bias_index, std::move(new_bias));
   return RewriteResult::Applied();
 }
 

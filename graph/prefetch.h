@@ -64,8 +64,9 @@ inline void PrefetchSweep(const Graph& graph, NodeId id) {
 }
 
 // For a pass visiting scattered nodes (a list of candidates, where the hardware sees no sweep
-// coming), at position k: loads the node six places ahead, and the input and output values of
-// the one three ahead, whose node slot has arrived by then.
+// coming), at position k: loads the node six places ahead, the input and output values of the
+// one three ahead (whose node slot has arrived by then), and the readers of the next one's first
+// output (whose value has), which a rewrite forwarding that output rewires.
 inline void PrefetchScattered(const Graph& graph, absl::Span<const NodeId> nodes, size_t k) {
   if (k + 6 < nodes.size()) PrefetchNode(graph, nodes[k + 6]);
   if (k + 3 < nodes.size()) {
@@ -75,6 +76,12 @@ inline void PrefetchScattered(const Graph& graph, absl::Span<const NodeId> nodes
     }
     for (ValueId v : ahead.outputs) {
       if (v.valid()) PrefetchValue(graph, v);
+    }
+  }
+  if (k + 1 < nodes.size()) {
+    const Node& next = graph.node(nodes[k + 1]);
+    if (!next.outputs.empty() && next.outputs[0].valid()) {
+      for (const Use& use : graph.value(next.outputs[0]).uses) PrefetchNode(graph, use.node);
     }
   }
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
@@ -65,6 +66,10 @@ class Driver {
     }
     // Whatever a rewrite may have enabled was visited again.
     stats_.fixpoint = dirty_.empty();
+    for (size_t p = 0; p < patterns_.size(); ++p) {
+      if (applied_[p] > 0) stats_.applied[patterns_[p].name] += applied_[p];
+    }
+    for (const auto& [why, count] : refused_) stats_.refused[why] += count;
     return std::move(stats_);
   }
 
@@ -128,17 +133,19 @@ class Driver {
       }
       if (applied == nullptr) {
         // Refusals count once, on the visit that ends the root's rewriting.
-        for (const char* why : refusals) ++stats_.refused[why];
+        for (const char* why : refusals) ++refused_[why];
         return absl::OkStatus();
       }
-      ++stats_.applied[applied->name];
+      ++applied_[applied - patterns_.data()];
       ++stats_.total_applied;
       for (ValueId in : inputs) {
         if (!in.valid()) continue;
         MarkDirty(graph_.value(in).producer, key);
         RemoveDefinitionIfUnused(graph_, in, *context_.ops, hidden_);
       }
-      for (int i = slots_before; i < graph_.num_node_slots(); ++i) MarkDirty(NodeId(i), key);
+      for (int i = slots_before; i < graph_.num_node_slots(); ++i) {
+        MarkDirty(NodeId(i), key, /*any_kind=*/true);
+      }
     }
     // The bound cut the root's rewriting short: the next sweep goes on with it.
     MarkDirty(id, key);
@@ -146,9 +153,13 @@ class Driver {
   }
 
   // `id` (when valid) is visited again in the next sweep, ordered by `key`, the position of the
-  // rewrite that touched it.
-  void MarkDirty(NodeId id, int64_t key) {
-    if (!id.valid() || !dirty_seen_.insert(id.value()).second) return;
+  // rewrite that touched it. Unless `any_kind`, only when some pattern may root at it (a node a
+  // rewrite created may be of a kind the index does not know yet).
+  void MarkDirty(NodeId id, int64_t key, bool any_kind = false) {
+    if (!id.valid() || (!any_kind && PatternsOf(id) == nullptr) ||
+        !dirty_seen_.insert(id.value()).second) {
+      return;
+    }
     dirty_.emplace_back(key, id.value());
   }
 
@@ -177,6 +188,9 @@ class Driver {
   std::vector<std::pair<int64_t, int32_t>> dirty_;
   absl::flat_hash_set<int32_t> dirty_seen_;
   RewriteStats stats_;
+  // Counts by pattern index and by refusal reason (static strings), named at the end.
+  std::vector<int64_t> applied_ = std::vector<int64_t>(patterns_.size(), 0);
+  absl::flat_hash_map<const char*, int64_t> refused_;
 };
 
 std::string JoinCounts(const absl::btree_map<std::string, int64_t>& counts) {

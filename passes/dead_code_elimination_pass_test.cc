@@ -10,27 +10,10 @@
 namespace graphopt {
 namespace {
 
-using ::graphopt::testing::MakeTestOp;
+using ::graphopt::testing::AddEffectOps;
 using ::graphopt::testing::OpTypes;
 using ::graphopt::testing::PassTestEnv;
 using ::testing::ElementsAre;
-
-// Test ops of domain my.ops: Print(x) -> y has side effects, Accumulate(acc, x) -> y writes its
-// input 0, Sample(x) -> y is nondeterministic.
-void AddEffectOps(PassTestEnv& env) {
-  OpDef print = MakeTestOp("Print", {"x"}, {"y"});
-  print.descriptor.set_domain("my.ops");
-  print.descriptor.set_has_side_effects(true);
-  OpDef accumulate = MakeTestOp("Accumulate", {"acc", "x"}, {"y"});
-  accumulate.descriptor.set_domain("my.ops");
-  accumulate.descriptor.add_mutated_inputs(0);
-  OpDef sample = MakeTestOp("Sample", {"x"}, {"y"});
-  sample.descriptor.set_domain("my.ops");
-  (*sample.descriptor.mutable_extensions())[kNondeterministicExtension].set_i(1);
-  for (OpDef* def : {&print, &accumulate, &sample}) {
-    if (!env.AddOp(std::move(*def)).ok()) std::abort();
-  }
-}
 
 TEST(DeadCodeEliminationPassTest, RemovesUnusedNodesAndInitializers) {
   PassTestEnv env;

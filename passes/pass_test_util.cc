@@ -8,11 +8,28 @@
 #include "google/protobuf/text_format.h"
 #include "ops/builtin_ops.h"
 #include "graph/proto_convert.h"
+#include "graph/test_ops.h"
 #include "graph/types.h"
 #include "passes/builtin_passes.h"
 
 namespace graphopt {
 namespace testing {
+
+void AddEffectOps(PassTestEnv& env) {
+  OpDef print = MakeTestOp("Print", {"x"}, {"y"});
+  print.descriptor.set_domain("my.ops");
+  print.descriptor.set_has_side_effects(true);
+  OpDef accumulate = MakeTestOp("Accumulate", {"acc", "x"}, {"y"});
+  accumulate.descriptor.set_domain("my.ops");
+  accumulate.descriptor.add_mutated_inputs(0);
+  OpDef sample = MakeTestOp("Sample", {"x"}, {"y"});
+  sample.descriptor.set_domain("my.ops");
+  (*sample.descriptor.mutable_extensions())[kNondeterministicExtension].set_i(1);
+  for (OpDef* def : {&print, &accumulate, &sample}) {
+    if (!env.AddOp(std::move(*def)).ok()) std::abort();
+  }
+}
+
 
 std::string InputText(const std::string& name, const std::vector<int>& dims,
                       const std::string& dtype) {

@@ -41,6 +41,10 @@ class PassTestEnv {
   PassRegistry passes_;
 };
 
+// Registers test ops of domain my.ops: Print(x) -> y has side effects, Accumulate(acc, x) -> y
+// writes its input 0, Sample(x) -> y is nondeterministic.
+void AddEffectOps(PassTestEnv& env);
+
 // Pieces of text-format graphs (graphopt.v1.Graph) for tests:
 // a graph input of static `dims`;
 std::string InputText(const std::string& name, const std::vector<int>& dims,

@@ -14,7 +14,7 @@
 namespace graphopt {
 namespace {
 
-using ::graphopt::testing::MakeTestOp;
+using ::graphopt::testing::AddEffectOps;
 using ::graphopt::testing::OpTypes;
 using ::graphopt::testing::PassTestEnv;
 using ::testing::ElementsAre;
@@ -116,10 +116,7 @@ TEST(RewriteDriverTest, CountsRefusals) {
 
 TEST(RewriteDriverTest, LeavesRootsTouchingHiddenAccessesAlone) {
   PassTestEnv env;
-  OpDef accumulate = MakeTestOp("Accumulate", {"acc", "x"}, {"y"});
-  accumulate.descriptor.set_domain("my.ops");
-  accumulate.descriptor.add_mutated_inputs(0);
-  ASSERT_TRUE(env.AddOp(std::move(accumulate)).ok());
+  AddEffectOps(env);
   Outcome run = Apply(env, R"pb(
     inputs { name: "x" }
     inputs { name: "z" }

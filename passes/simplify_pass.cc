@@ -124,7 +124,7 @@ std::optional<std::vector<int64_t>> NormalizedAxes(std::vector<int64_t> axes, in
 struct State {
   Options options;
   absl::flat_hash_map<int32_t, ConstantSummary> summaries;
-  const ConstantSummary not_constant;
+  const ConstantSummary not_constant{};
 
   const ConstantSummary& SummaryOf(const RewriteContext& c, ValueId value) {
     // Most operands are not constants: those are answered without growing the table.

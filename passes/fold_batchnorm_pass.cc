@@ -200,6 +200,15 @@ bool RankTwoInput(const RewriteContext& c, NodeId bn) {
 // (graph untouched).
 using FoldInto = absl::StatusOr<RewriteResult> (*)(RewriteContext&, const Fold&);
 
+// Sets input 1 of `node` (the weights) to `weights` and input 2 (the bias) to `bias`.
+absl::StatusOr<RewriteResult> StoreWeightsAndBias(RewriteContext& c, NodeId node,
+                                                  v1::Tensor weights, v1::Tensor bias) {
+  const std::string weight_name = c.graph.value(c.graph.node(node).inputs[1]).name;
+  Store(c, node, 1, std::move(weights));
+  if (absl::Status s = SetBias(c, node, std::move(bias), weight_name); !s.ok()) return s;
+  return RewriteResult::Applied();
+}
+
 // BN(Conv(x, W, B)) = Conv(x, W * a[c], a * B + b).
 absl::StatusOr<RewriteResult> IntoConv(RewriteContext& c, const Fold& f) {
   const Node& n = c.graph.node(f.producer);
@@ -213,12 +222,8 @@ absl::StatusOr<RewriteResult> IntoConv(RewriteContext& c, const Fold& f) {
   if (!bias_ok || (bias && bias->num_elements() != f.channels)) {
     return RewriteResult::Refused("bias not constant");
   }
-  v1::Tensor scaled = ScaleAlong(*w, 0, f.affine.a);
-  v1::Tensor new_bias = FoldedBias(dtype, {f.channels}, f.affine, bias, 1.0);
-  const std::string weight_name = c.graph.value(n.inputs[1]).name;
-  Store(c, f.producer, 1, std::move(scaled));
-  if (absl::Status s = SetBias(c, f.producer, std::move(new_bias), weight_name); !s.ok()) return s;
-  return RewriteResult::Applied();
+  return StoreWeightsAndBias(c, f.producer, ScaleAlong(*w, 0, f.affine.a),
+                             FoldedBias(dtype, {f.channels}, f.affine, bias, 1.0));
 }
 
 // BN(Gemm(x, W, C, beta)) = Gemm(x, W * a[c], a * beta * C + b, beta = 1).
@@ -244,18 +249,15 @@ absl::StatusOr<RewriteResult> IntoGemm(RewriteContext& c, const Fold& f) {
       return RewriteResult::Refused("bias shape not [C], [1, C] or one element");
     }
   }
-  v1::Tensor scaled = ScaleAlong(*w, trans_b ? 0 : 1, f.affine.a);
   const double beta = FloatAttr(n, "beta").value_or(1.0f);
+  v1::Tensor scaled = ScaleAlong(*w, trans_b ? 0 : 1, f.affine.a);
   v1::Tensor new_bias = FoldedBias(dtype, bias_dims, f.affine, bias, beta);
-  const std::string weight_name = c.graph.value(n.inputs[1]).name;
-  Store(c, f.producer, 1, std::move(scaled));
   if (beta != 1.0) {
     v1::Attribute one;
     one.set_f(1.0f);
     c.graph.mutable_node(f.producer).attributes["beta"] = std::move(one);
   }
-  if (absl::Status s = SetBias(c, f.producer, std::move(new_bias), weight_name); !s.ok()) return s;
-  return RewriteResult::Applied();
+  return StoreWeightsAndBias(c, f.producer, std::move(scaled), std::move(new_bias));
 }
 
 // BN(MatMul(x, W)) = Add(MatMul(x, W * a[c]), b): the Add replaces the BatchNormalization,

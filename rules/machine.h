@@ -29,6 +29,21 @@
 namespace graphopt {
 namespace rules {
 
+// a op b into *r for kAdd, kSub and kMul; true when it overflows int64 or `op` is another one.
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool AddSubMulOverflows(Arith op, int64_t a, int64_t b,
+                                                            int64_t* r) {
+  switch (op) {
+    case Arith::kAdd:
+      return __builtin_add_overflow(a, b, r);
+    case Arith::kSub:
+      return __builtin_sub_overflow(a, b, r);
+    case Arith::kMul:
+      return __builtin_mul_overflow(a, b, r);
+    default:
+      return true;
+  }
+}
+
 class Machine {
  public:
   // The values of the statements that produce results (outputs, the cost), in order.
@@ -176,21 +191,7 @@ class Machine {
   ABSL_ATTRIBUTE_ALWAYS_INLINE Val IntOp(Arith op, int32_t pos, const Val& a, const Val& b) {
     if (a.tag() == Tag::kInt && b.tag() == Tag::kInt) {
       int64_t r;
-      bool overflow = true;
-      switch (op) {
-        case Arith::kAdd:
-          overflow = __builtin_add_overflow(a.i, b.i, &r);
-          break;
-        case Arith::kSub:
-          overflow = __builtin_sub_overflow(a.i, b.i, &r);
-          break;
-        case Arith::kMul:
-          overflow = __builtin_mul_overflow(a.i, b.i, &r);
-          break;
-        default:
-          break;
-      }
-      if (ABSL_PREDICT_TRUE(!overflow)) return Val::Int(r);
+      if (ABSL_PREDICT_TRUE(!AddSubMulOverflows(op, a.i, b.i, &r))) return Val::Int(r);
     } else if (op == Arith::kMul && (a.tag() == Tag::kMono) != (b.tag() == Tag::kMono) &&
                (a.tag() == Tag::kInt || b.tag() == Tag::kInt)) {
       // c * (k * s), the common product of a symbolic size and known ones.

@@ -104,13 +104,9 @@ Val Machine::IntOpSlow(Arith op, int32_t pos, const Val& a, const Val& b) {
     bool overflow = false;
     switch (op) {
       case Arith::kAdd:
-        overflow = __builtin_add_overflow(a.i, b.i, &r);
-        break;
       case Arith::kSub:
-        overflow = __builtin_sub_overflow(a.i, b.i, &r);
-        break;
       case Arith::kMul:
-        overflow = __builtin_mul_overflow(a.i, b.i, &r);
+        overflow = AddSubMulOverflows(op, a.i, b.i, &r);
         break;
       case Arith::kFloorDiv:
       case Arith::kCeilDiv:

@@ -12,10 +12,14 @@
 #include "absl/strings/str_format.h"
 
 namespace graphopt {
+namespace {
 
+// "157286400 bytes (150.0 MiB)": a size for messages.
 std::string FormatBytes(int64_t bytes) {
   return absl::StrFormat("%d bytes (%.1f MiB)", bytes, static_cast<double>(bytes) / (1 << 20));
 }
+
+}  // namespace
 
 // ---------------------------------------------------------------------------------------------
 // BlobWriter

@@ -193,9 +193,6 @@ class BlobStore {
   int64_t peak_bytes_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-// "150.0 MiB"-style size for messages.
-std::string FormatBytes(int64_t bytes);
-
 }  // namespace graphopt
 
 #endif  // GRAPHOPT_SERVICE_BLOB_STORE_H_

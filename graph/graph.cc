@@ -664,8 +664,4 @@ std::vector<ValueId> Graph::CapturedInputs(NodeId id) const {
   return captured;
 }
 
-void PrefetchName(const Graph& graph, absl::string_view name) {
-  graph.value_by_name_.prefetch(name);
-}
-
 }  // namespace graphopt

@@ -259,7 +259,7 @@ class Graph {
 
  private:
   // Starts loading the name table's slot for `name` (graph/prefetch.h).
-  friend void PrefetchName(const Graph& graph, absl::string_view name);
+  friend inline void PrefetchName(const Graph& graph, absl::string_view name);
   absl::StatusOr<std::vector<NodeId>> ComputeTopologicalOrder() const;
   // Makes `order` (a topological order of the node slots) the cached one.
   void CacheOrder(std::vector<NodeId> order) const;

@@ -105,8 +105,9 @@ class Driver {
   // Tries the root's patterns until none applies (or the bound); counts the outcome.
   absl::Status Visit(NodeId id, int64_t key) {
     for (int attempt = 0; attempt < options_.max_rewrites_per_root; ++attempt) {
+      if (!graph_.node(id).alive) return absl::OkStatus();
       const absl::InlinedVector<int, 2>* list = PatternsOf(id);
-      if (list == nullptr || !graph_.node(id).alive) return absl::OkStatus();
+      if (list == nullptr) return absl::OkStatus();
       absl::InlinedVector<const char*, 2> refusals;
       ValueIdList inputs;
       const int slots_before = graph_.num_node_slots();

@@ -59,16 +59,17 @@ double ConstantView::AsDouble(int64_t i) const {
   }
 }
 
-v1::Tensor FloatTensor(v1::DataType dtype, const std::vector<int64_t>& dims) {
-  v1::Tensor t;
-  t.set_dtype(dtype);
+FloatTensorBuilder::FloatTensorBuilder(v1::DataType dtype, const std::vector<int64_t>& dims)
+    : float32_(dtype == v1::DT_FLOAT32) {
+  tensor_.set_dtype(dtype);
   int64_t n = 1;
   for (int64_t d : dims) {
-    t.add_dims(d);
+    tensor_.add_dims(d);
     n *= d;
   }
-  t.mutable_raw_data()->resize(n * (dtype == v1::DT_FLOAT32 ? sizeof(float) : sizeof(double)));
-  return t;
+  std::string* raw = tensor_.mutable_raw_data();
+  raw->resize(n * (float32_ ? sizeof(float) : sizeof(double)));
+  raw_ = raw->data();
 }
 
 }  // namespace graphopt

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graph/graph.h"
@@ -47,20 +48,31 @@ class ConstantView {
   int64_t num_elements_;
 };
 
-// A float32 or float64 tensor of `dims` with room for its elements (all zero), to be set with
-// SetFloatElement.
-v1::Tensor FloatTensor(v1::DataType dtype, const std::vector<int64_t>& dims);
+// Builds a float32 or float64 wire tensor of `dims` element by element, each element rounded
+// once to the dtype. Elements not set stay zero. The buffer and the dtype are resolved once, so
+// Set is a store.
+class FloatTensorBuilder {
+ public:
+  FloatTensorBuilder(v1::DataType dtype, const std::vector<int64_t>& dims);
+  FloatTensorBuilder(const FloatTensorBuilder&) = delete;
+  FloatTensorBuilder& operator=(const FloatTensorBuilder&) = delete;
 
-// Sets element i of a FloatTensor to `v`, rounded once to float32 for that dtype.
-inline void SetFloatElement(v1::Tensor& tensor, int64_t i, double v) {
-  char* raw = tensor.mutable_raw_data()->data();
-  if (tensor.dtype() == v1::DT_FLOAT32) {
-    const float f = static_cast<float>(v);
-    std::memcpy(raw + i * sizeof(float), &f, sizeof(float));
-  } else {
-    std::memcpy(raw + i * sizeof(double), &v, sizeof(double));
+  void Set(int64_t i, double v) {
+    if (float32_) {
+      const float f = static_cast<float>(v);
+      std::memcpy(raw_ + i * sizeof(float), &f, sizeof(float));
+    } else {
+      std::memcpy(raw_ + i * sizeof(double), &v, sizeof(double));
+    }
   }
-}
+  // The tensor; the builder is spent.
+  v1::Tensor Finish() { return std::move(tensor_); }
+
+ private:
+  v1::Tensor tensor_;
+  bool float32_;
+  char* raw_;
+};
 
 }  // namespace graphopt
 

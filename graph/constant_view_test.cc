@@ -56,19 +56,21 @@ TEST(ConstantViewTest, HalfAndSignedZero) {
   EXPECT_TRUE(std::signbit(view->AsDouble(1)));
 }
 
-TEST(ConstantViewTest, FloatTensorRoundsOnceToItsDtype) {
-  v1::Tensor f = FloatTensor(v1::DT_FLOAT32, {3});
-  SetFloatElement(f, 0, 0.1);
-  SetFloatElement(f, 2, 1e300);
-  std::optional<ConstantView> view = ConstantView::Of(f);
+TEST(ConstantViewTest, FloatTensorBuilderRoundsOnceToItsDtype) {
+  FloatTensorBuilder f(v1::DT_FLOAT32, {3});
+  f.Set(0, 0.1);
+  f.Set(2, 1e300);
+  const v1::Tensor ft = f.Finish();
+  std::optional<ConstantView> view = ConstantView::Of(ft);
   ASSERT_TRUE(view.has_value());
   EXPECT_EQ(view->AsDouble(0), static_cast<double>(0.1f));
   EXPECT_EQ(view->AsDouble(1), 0.0);
   EXPECT_TRUE(std::isinf(view->AsDouble(2)));
-  v1::Tensor d = FloatTensor(v1::DT_FLOAT64, {1, 1});
-  SetFloatElement(d, 0, 0.1);
-  EXPECT_EQ(ConstantView::Of(d)->AsDouble(0), 0.1);
-  EXPECT_EQ(ConstantView::Of(d)->dims(), (std::vector<int64_t>{1, 1}));
+  FloatTensorBuilder d(v1::DT_FLOAT64, {1, 1});
+  d.Set(0, 0.1);
+  const v1::Tensor dt = d.Finish();
+  EXPECT_EQ(ConstantView::Of(dt)->AsDouble(0), 0.1);
+  EXPECT_EQ(ConstantView::Of(dt)->dims(), (std::vector<int64_t>{1, 1}));
 }
 
 }  // namespace

@@ -26,7 +26,7 @@ bool IsFoldableDtype(v1::DataType t) { return t == v1::DT_FLOAT32 || t == v1::DT
 // `w` with its elements along `axis` scaled by a[c] (w viewed as [outer, C, inner]), computed in
 // double and rounded once to w's dtype.
 v1::Tensor ScaleAlong(const ConstantView& w, int axis, const std::vector<double>& a) {
-  v1::Tensor out = FloatTensor(w.dtype(), w.dims());
+  FloatTensorBuilder out(w.dtype(), w.dims());
   int64_t outer = 1, inner = 1;
   for (int i = 0; i < axis; ++i) outer *= w.dim(i);
   for (int i = axis + 1; i < w.rank(); ++i) inner *= w.dim(i);
@@ -34,10 +34,10 @@ v1::Tensor ScaleAlong(const ConstantView& w, int axis, const std::vector<double>
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t ci = 0; ci < c; ++ci) {
       const int64_t base = (o * c + ci) * inner;
-      for (int64_t i = base; i < base + inner; ++i) SetFloatElement(out, i, w.AsDouble(i) * a[ci]);
+      for (int64_t i = base; i < base + inner; ++i) out.Set(i, w.AsDouble(i) * a[ci]);
     }
   }
-  return out;
+  return out.Finish();
 }
 
 // Sets `value`'s initializer to `tensor`, and its type to the tensor's.
@@ -59,13 +59,13 @@ ValueId AddInitializer(Graph& graph, absl::string_view base, v1::Tensor tensor) 
 v1::Tensor FoldedBias(v1::DataType dtype, const std::vector<int64_t>& dims, const Affine& f,
                       const std::optional<ConstantView>& old, double beta_scale) {
   const int64_t c = static_cast<int64_t>(f.a.size());
-  v1::Tensor out = FloatTensor(dtype, dims);
+  FloatTensorBuilder out(dtype, dims);
   for (int64_t i = 0; i < c; ++i) {
     double v = f.b[i];
     if (old) v += f.a[i] * beta_scale * old->AsDouble(old->num_elements() == 1 ? 0 : i);
-    SetFloatElement(out, i, v);
+    out.Set(i, v);
   }
-  return out;
+  return out.Finish();
 }
 
 // The constant affine map of an inference BatchNormalization; nullopt when its parameters are
@@ -295,8 +295,7 @@ absl::StatusOr<RewriteResult> IntoMatMulAdd(RewriteContext& c, const Fold& f) {
   for (int i : {0, 1}) {
     const ValueId v = add.inputs[i];
     const Value& value = c.graph.value(v);
-    if (value.producer.valid() && c.graph.node(value.producer).op_type == "MatMul" &&
-        c.graph.node(value.producer).domain.empty() && value.uses.size() == 1 &&
+    if (ProducerOf(c.graph, v, "MatMul").valid() && value.uses.size() == 1 &&
         value.graph_output_count == 0 && !c.hidden.any(v)) {
       mm_index = i;
       break;
@@ -352,9 +351,7 @@ RewritePattern FoldPattern(const char* name, const char* op, FoldInto into) {
       {"BatchNormalization"},
       [op](const RewriteContext& c, NodeId id) {
         const Node& bn = c.graph.node(id);
-        if (bn.inputs.empty() || !bn.inputs[0].valid()) return false;
-        const NodeId p = c.graph.value(bn.inputs[0]).producer;
-        return p.valid() && c.graph.node(p).domain.empty() && c.graph.node(p).op_type == op;
+        return !bn.inputs.empty() && ProducerOf(c.graph, bn.inputs[0], op).valid();
       },
       [into](RewriteContext& c, NodeId id) { return FoldBatchNorm(c, id, into); }};
 }

@@ -47,6 +47,15 @@ bool ReplaceNodeByValue(Graph& graph, NodeId node, ValueId replacement,
   return true;
 }
 
+NodeId ProducerOf(const Graph& graph, ValueId value, const char* op_type) {
+  if (!value.valid()) return NodeId();
+  const NodeId p = graph.value(value).producer;
+  if (!p.valid()) return NodeId();
+  const Node& n = graph.node(p);
+  if (!n.alive || !n.domain.empty() || n.op_type != op_type) return NodeId();
+  return p;
+}
+
 bool RemoveNodeIfUnused(Graph& graph, NodeId node, const OpRegistry& ops,
                         const HiddenAccess& hidden) {
   const Node& n = graph.node(node);

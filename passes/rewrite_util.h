@@ -32,6 +32,10 @@ bool IsInterfaceValue(const Graph& graph, ValueId value);
 bool ReplaceNodeByValue(Graph& graph, NodeId node, ValueId replacement,
                         const HiddenAccess& hidden);
 
+// The producer of `value` when it is a live node of the default domain running `op_type`; an
+// invalid id otherwise (also for an invalid `value`).
+NodeId ProducerOf(const Graph& graph, ValueId value, const char* op_type);
+
 // Removes `node` when it is alive, its op is known and has no effects, and none of its outputs is
 // read, a graph output or hidden-accessed. True when it was removed. Does not look further up.
 bool RemoveNodeIfUnused(Graph& graph, NodeId node, const OpRegistry& ops,

@@ -87,16 +87,6 @@ bool LosslessCast(v1::DataType from, v1::DataType to) {
   }
 }
 
-// The producer of `value` when it is a live node of the default domain running `op_type`.
-NodeId ProducerOf(const Graph& graph, ValueId value, const char* op_type) {
-  if (!value.valid()) return NodeId();
-  const NodeId p = graph.value(value).producer;
-  if (!p.valid()) return NodeId();
-  const Node& n = graph.node(p);
-  if (!n.alive || !n.domain.empty() || n.op_type != op_type) return NodeId();
-  return p;
-}
-
 const v1::Attribute* Attr(const Node& n, const char* name) {
   auto it = n.attributes.find(name);
   return it == n.attributes.end() ? nullptr : &it->second;

@@ -33,7 +33,8 @@ tag=""
 bin_dir=""
 output_dir=""
 images="server worker etcd"
-cache_dir="${XDG_CACHE_HOME:-${HOME}/.cache}/graphopt-images"
+home="${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}"
+cache_dir="${XDG_CACHE_HOME:-${home}/.cache}/graphopt-images"
 
 usage() {
   sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'

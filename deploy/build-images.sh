@@ -223,7 +223,8 @@ for image in ${images}; do
     server)
       rootfs=$(rootfs_tarball ${app_packages})
       timing "root file system (server, worker)"
-      # The CLI rides along so that `graphopt health` can check the server from inside.
+      # The CLI rides along so that `graphopt health` can check the server from inside (exec
+      # probes: the kubelet's own gRPC probe speaks no TLS).
       build_image graphopt-server \
         "graphopt optimizer and coordinator (gRPC); health: graphopt health --server 127.0.0.1:50051" \
         "${rootfs}" '["/usr/local/bin/graphopt-server"]' "50051 9090" -- \
@@ -232,8 +233,11 @@ for image in ${images}; do
     worker)
       rootfs=$(rootfs_tarball ${app_packages})
       timing "root file system (server, worker)"
-      build_image graphopt-worker "graphopt worker: executes plans (gRPC)" \
-        "${rootfs}" '["/usr/local/bin/graphopt-worker"]' "50061 9090" -- "${WORKER_BIN}"
+      # The CLI here too: the kubelet's gRPC probe speaks no TLS, `graphopt health` does.
+      build_image graphopt-worker \
+        "graphopt worker: executes plans (gRPC); health: graphopt health --server 127.0.0.1:50061" \
+        "${rootfs}" '["/usr/local/bin/graphopt-worker"]' "50061 9090" -- \
+        "${WORKER_BIN}" "${CLI_BIN}"
       ;;
     etcd)
       # Debian's etcd, the version the tests run against.

@@ -252,7 +252,7 @@ def pick_runner():
 
 
 def health_of(runner, handle, port, inside):
-    """`graphopt health` run inside the image (the server's holds the CLI) or from here."""
+    """`graphopt health` run inside the image (as an exec probe does) or from here."""
     args = ["health", "--server", f"127.0.0.1:{port}", "--timeout", "2"]
     if inside:
         r = runner.exec(handle, [CLI, *args])
@@ -308,7 +308,7 @@ def main():
         checks.run(f"server_health_check_in_{where}", serves_health, runner, "graphopt-server",
                    True, ["--op_store_dir=/tmp/ops"])
         checks.run(f"worker_health_check_in_{where}", serves_health, runner, "graphopt-worker",
-                   False)
+                   True)
         checks.run(f"etcd_runs_in_{where}", etcd_runs, runner)
     finally:
         runner.stop_all()

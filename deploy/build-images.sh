@@ -203,8 +203,16 @@ build_image() {
     --label "org.opencontainers.image.created=${CREATED}" \
     --label "org.opencontainers.image.base.name=debian:${SUITE} (debootstrap, ${MIRROR})" \
     "${ctr}"
+  local previous
+  previous=$(buildah images --noheading --format '{{.ID}}' "localhost/${name}:${tag}" 2>/dev/null |
+    head -1 || true)
   buildah commit --quiet --rm "${ctr}" "localhost/${name}:${tag}" >/dev/null
   buildah tag "localhost/${name}:${tag}" "localhost/${name}:latest"
+  # The image this build replaced, once no name is left on it (rebuilds would pile up).
+  if [[ -n "${previous}" ]] && buildah images --noheading --filter dangling=true \
+    --format '{{.ID}}' | grep -qx "${previous}"; then
+    buildah rmi "${previous}" >/dev/null 2>&1 || true
+  fi
   if [[ -n "${output_dir}" ]]; then
     mkdir -p "${output_dir}"
     rm -f "${output_dir}/${name}.oci.tar"

@@ -162,10 +162,13 @@ class Podman:
             return f"podman run failed ({r.returncode}): {(r.stderr or r.stdout).strip()[-300:]}"
         return None
 
-    def start(self, image, args):
+    def start(self, image, args, mounts=()):
+        """`mounts`: (host folder, path in the container) pairs, mounted read-only."""
         name = f"graphopt-images-test-{os.getpid()}-{len(self.names)}"
+        volumes = [f"--volume={host}:{path}:ro" for host, path in mounts]
         run(self.cmd("run", "-d", "--rm", "--network=host", "--read-only", "--name", name,
-                     "--tmpfs", "/tmp", f"localhost/{image}:{TAG}", *args), env=self.env())
+                     "--tmpfs", "/tmp", *volumes, f"localhost/{image}:{TAG}", *args),
+            env=self.env())
         self.names.append(name)
         return name
 
@@ -201,8 +204,10 @@ class Chroot:
             return f"chroot failed ({r.returncode}): {r.stderr.strip()[-300:]}"
         return None
 
-    def start(self, image, args):
+    def start(self, image, args, mounts=()):
         root = mount(image)
+        for host, path in mounts:  # copied in: the mounted image root is this run's own
+            shutil.copytree(host, root + path, dirs_exist_ok=True)
         entry = inspect(image)["OCIv1"]["config"]["Entrypoint"]
         log_path = os.path.join(TMP, f"chroot-{image}-{len(self.procs)}.log")
         proc = subprocess.Popen([shutil.which("chroot"), f"--userspec={APP_USER}", root, *entry, *args],
@@ -278,6 +283,54 @@ def serves_health(runner, image, inside, extra_args=()):
     log(f"{image} under {runner.kind}: graphopt health ({where}) -> {out}")
 
 
+def manifest_probe_and_args():
+    """The server's readiness probe command and TLS flags, from deploy/k8s's base."""
+    import yaml  # Debian's python3-yaml
+
+    with open(os.path.join(RUNFILES, "deploy/k8s/base/server-deployment.yaml")) as f:
+        deployment = yaml.safe_load(f)
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    probe = container["readinessProbe"]["exec"]["command"]
+    # The flags this server build knows; etcd, metrics and logging flags come with issue 32's
+    # other parts.
+    flags = [a for a in container["args"] if a.startswith(("--tls_", "--tokens_file="))]
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    return probe, flags, mounts
+
+
+def serves_tls_probe(runner):
+    """The manifest's exec probe, verbatim but for the port, against the server with TLS."""
+    probe, flags, mounts = manifest_probe_and_args()
+    certs = os.path.join(TMP, "certs")
+    run([os.path.join(RUNFILES, "scripts/make_dev_certs.sh"), certs])
+    tls, tokens = os.path.join(TMP, "tls"), os.path.join(TMP, "tokens")
+    os.makedirs(tls, exist_ok=True)
+    os.makedirs(tokens, exist_ok=True)
+    # Named as a kubernetes.io/tls Secret's keys; readable by uid 65532 (as fsGroup makes them).
+    for src, dst in (("server.pem", "tls.crt"), ("server.key", "tls.key"), ("ca.pem", "ca.crt")):
+        shutil.copy(os.path.join(certs, src), os.path.join(tls, dst))
+        os.chmod(os.path.join(tls, dst), 0o444)
+    open(os.path.join(tokens, "tokens"), "w").close()
+    os.chmod(os.path.join(tokens, "tokens"), 0o444)
+    for d in (TMP, tls, tokens):
+        os.chmod(d, 0o755)
+    port = free_port()
+    args = [f"--listen=127.0.0.1:{port}", "--op_store_dir=/tmp/ops", *flags]
+    handle = runner.start("graphopt-server", args,
+                          [(tls, mounts["tls"]), (tokens, mounts["tokens"])])
+    probe = [a.replace("127.0.0.1:50051", f"127.0.0.1:{port}") for a in probe]
+
+    def probe_passes():
+        return runner.exec(handle, probe).returncode == 0
+
+    try:
+        wait_for(probe_passes, 30, f"the manifest's readiness probe on {port}")
+    except AssertionError:
+        print(runner.logs(handle)[-3000:])
+        raise
+    log(f"manifest probe {' '.join(probe)} -> {runner.exec(handle, probe).stdout.strip()}")
+
+
 def etcd_runs(runner):
     r = runner.once("graphopt-etcd", "/usr/bin/etcd", ["--version"])
     assert r.returncode == 0 and "etcd Version" in r.stdout, f"{r.returncode}: {r.stdout} {r.stderr}"
@@ -300,7 +353,8 @@ def main():
 
     runner, why_not = pick_runner()
     if runner is None:
-        for name in ("server_health_check", "worker_health_check", "etcd_runs"):
+        for name in ("server_health_check", "worker_health_check", "server_tls_manifest_probe",
+                     "etcd_runs"):
             checks.skip(name, f"neither containers nor chroot can run here: {why_not}")
         return
     where = "podman_container" if isinstance(runner, Podman) else "chroot_fallback"
@@ -309,6 +363,7 @@ def main():
                    True, ["--op_store_dir=/tmp/ops"])
         checks.run(f"worker_health_check_in_{where}", serves_health, runner, "graphopt-worker",
                    True)
+        checks.run(f"server_tls_manifest_probe_in_{where}", serves_tls_probe, runner)
         checks.run(f"etcd_runs_in_{where}", etcd_runs, runner)
     finally:
         runner.stop_all()

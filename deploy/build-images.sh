@@ -103,14 +103,22 @@ done
 
 # The Debian packages holding the shared libraries the given binaries load. dpkg knows a file
 # by the path it shipped it under: with the merged /usr, ldd's /lib path may be /usr/lib there.
+# One dpkg -S for all candidates (each call reads dpkg's whole file list).
 runtime_packages() {
-  local lib real pkg
-  ldd "$@" | awk '/=> \// {print $3} /^\t\/lib/ {print $1}' | sort -u | while read -r lib; do
+  local libs=() candidates=() lib real owners pkg
+  mapfile -t libs < <(ldd "$@" | awk '/=> \// {print $3} /^\t\/lib/ {print $1}' | sort -u)
+  for lib in "${libs[@]}"; do
+    real=$(readlink -f "${lib}")
+    candidates+=("${lib}" "${real}" "/usr${lib}" "/usr${real}" "${lib#/usr}" "${real#/usr}")
+  done
+  owners=$(dpkg -S "${candidates[@]}" 2>/dev/null || true)
+  for lib in "${libs[@]}"; do
     real=$(readlink -f "${lib}")
     pkg=""
     for candidate in "${lib}" "${real}" "/usr${lib}" "/usr${real}" "${lib#/usr}" "${real#/usr}"; do
-      pkg=$(dpkg -S "${candidate}" 2>/dev/null | head -1 | cut -d: -f1) && [[ -n "${pkg}" ]] &&
-        break
+      pkg=$(awk -v path="${candidate}" '$NF == path {sub(/:.*/, "", $1); print $1; exit}' \
+        <<<"${owners}")
+      [[ -n "${pkg}" ]] && break
     done
     [[ -n "${pkg}" ]] || die "no Debian package holds ${lib} (a library built by hand?)"
     echo "${pkg}"

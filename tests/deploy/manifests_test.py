@@ -54,7 +54,12 @@ def k8s_tree():
 
 
 def validate(objects, source):
-    import kubernetes_validate  # from the venv; imported here so a missing one fails one check
+    try:  # from the venv; imported here so that a missing one fails the checks, saying why
+        import kubernetes_validate
+    except ImportError:
+        raise AssertionError("kubernetes-validate is missing: run scripts/install_python_deps.sh "
+                             "and pass --test_env=GRAPHOPT_PYTHON=$PWD/.venv/bin/python (as "
+                             "scripts/test.sh does)") from None
 
     assert objects, f"{source}: no objects"
     for obj in objects:

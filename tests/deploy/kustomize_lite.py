@@ -117,9 +117,9 @@ def _generate_secret(folder, spec, options):
         raise KustomizeError("kustomize-lite needs generatorOptions.disableNameSuffixHash: true")
     data = {}
     for entry in spec.get("files", []):
-        key, _, path = entry.rpartition("=")
-        path = path if key else entry
-        key = key or os.path.basename(path)
+        key, sep, path = entry.partition("=")
+        if not sep:
+            key, path = os.path.basename(entry), entry
         with open(os.path.join(folder, path), "rb") as f:
             data[key] = base64.b64encode(f.read()).decode()
     for entry in spec.get("literals", []):

@@ -8,11 +8,11 @@
 namespace graphopt {
 namespace {
 
-std::string Key(const std::string &tenant, const std::string &id) {
+std::string Key(const std::string& tenant, const std::string& id) {
   return absl::StrCat(tenant, "\n", id);
 }
 
-} // namespace
+}  // namespace
 
 struct InMemoryRequestLog::Entry {
   std::string fingerprint;
@@ -27,9 +27,9 @@ InMemoryRequestLog::InMemoryRequestLog(int max_entries, int64_t max_bytes)
 
 InMemoryRequestLog::~InMemoryRequestLog() = default;
 
-absl::StatusOr<RequestClaim>
-InMemoryRequestLog::Claim(const std::string &tenant, const std::string &id,
-                          const std::string &fingerprint) {
+absl::StatusOr<RequestClaim> InMemoryRequestLog::Claim(const std::string& tenant,
+                                                       const std::string& id,
+                                                       const std::string& fingerprint) {
   RequestClaim claim;
   absl::MutexLock lock(&mu_);
   auto [it, inserted] = entries_.try_emplace(Key(tenant, id));
@@ -49,18 +49,16 @@ InMemoryRequestLog::Claim(const std::string &tenant, const std::string &id,
   return claim;
 }
 
-absl::StatusOr<RequestClaim>
-InMemoryRequestLog::Wait(const RequestClaim &running, const std::string &tenant,
-                         const std::string &id, const std::string &fingerprint,
-                         const StopToken &stop) {
+absl::StatusOr<RequestClaim> InMemoryRequestLog::Wait(const RequestClaim& running,
+                                                      const std::string& tenant,
+                                                      const std::string& id,
+                                                      const std::string& fingerprint,
+                                                      const StopToken& stop) {
   const auto entry = std::static_pointer_cast<Entry>(running.running);
-  if (entry == nullptr)
-    return Claim(tenant, id, fingerprint);
+  if (entry == nullptr) return Claim(tenant, id, fingerprint);
   // Polled so that the caller's deadline and cancellation end the wait.
   while (!entry->done.WaitForNotificationWithTimeout(absl::Milliseconds(50))) {
-    if (absl::Status why =
-            stop.Check("waiting for the first request with this id");
-        !why.ok()) {
+    if (absl::Status why = stop.Check("waiting for the first request with this id"); !why.ok()) {
       return why;
     }
   }
@@ -70,27 +68,23 @@ InMemoryRequestLog::Wait(const RequestClaim &running, const std::string &tenant,
   return claim;
 }
 
-void InMemoryRequestLog::Complete(const std::string &tenant,
-                                  const std::string &id,
-                                  const v1::RunResponse &response) {
+void InMemoryRequestLog::Complete(const std::string& tenant, const std::string& id,
+                                  const v1::RunResponse& response) {
   Finish(tenant, id, response);
 }
 
-void InMemoryRequestLog::Abandon(const std::string &tenant,
-                                 const std::string &id,
-                                 const absl::Status &why) {
+void InMemoryRequestLog::Abandon(const std::string& tenant, const std::string& id,
+                                 const absl::Status& why) {
   Finish(tenant, id, why.ok() ? absl::UnknownError("abandoned") : why);
 }
 
-void InMemoryRequestLog::Finish(const std::string &tenant,
-                                const std::string &id,
+void InMemoryRequestLog::Finish(const std::string& tenant, const std::string& id,
                                 absl::StatusOr<v1::RunResponse> result) {
   const std::string key = Key(tenant, id);
   std::shared_ptr<Entry> entry;
   absl::MutexLock lock(&mu_);
   auto it = entries_.find(key);
-  if (it == entries_.end() || it->second->done.HasBeenNotified())
-    return;
+  if (it == entries_.end() || it->second->done.HasBeenNotified()) return;
   entry = it->second;
   const bool ok = result.ok();
   entry->bytes = ok ? static_cast<int64_t>(result->ByteSizeLong()) : 0;
@@ -104,8 +98,7 @@ void InMemoryRequestLog::Finish(const std::string &tenant,
   completed_.push_back(key);
   completed_bytes_ += entry->bytes;
   while (!completed_.empty() &&
-         (static_cast<int>(completed_.size()) > max_entries_ ||
-          completed_bytes_ > max_bytes_)) {
+         (static_cast<int>(completed_.size()) > max_entries_ || completed_bytes_ > max_bytes_)) {
     auto old = entries_.find(completed_.front());
     if (old != entries_.end()) {
       completed_bytes_ -= old->second->bytes;
@@ -115,4 +108,4 @@ void InMemoryRequestLog::Finish(const std::string &tenant,
   }
 }
 
-} // namespace graphopt
+}  // namespace graphopt

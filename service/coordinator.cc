@@ -782,14 +782,14 @@ absl::StatusOr<v1::RunResponse> Coordinator::Run(v1::RunRequest request, absl::s
   asked.set_memory_limit_bytes(request.memory_limit_bytes());
   const std::string fingerprint =
       Sha256Digest(absl::StrCat(input_digest, SerializeDeterministic(asked)));
-  const std::string& id = request.request_id();
+  const std::string id = request.request_id();
   RequestLog& log = *request_log_;
   absl::StatusOr<RequestClaim> claim = log.Claim(std::string(tenant), id, fingerprint);
   while (claim.ok() && claim->kind == RequestClaim::Kind::kRunning) {
     // The same request again while the first runs: wait for its answer, never a second
     // execution.
-    absl::StatusOr<RequestClaim> waited = log.Wait(*claim, std::string(tenant), id, fingerprint,
-                                                   token);
+    absl::StatusOr<RequestClaim> waited =
+        log.Wait(*claim, std::string(tenant), id, fingerprint, token);
     if (!waited.ok()) {
       return absl::Status(waited.status().code(),
                           absl::StrCat("request_id '", id,
@@ -804,8 +804,9 @@ absl::StatusOr<v1::RunResponse> Coordinator::Run(v1::RunRequest request, absl::s
   }
   switch (claim->kind) {
     case RequestClaim::Kind::kMismatch:
-      return absl::InvalidArgumentError(absl::StrCat(
-          "request_id: '", id, "' was already used for a different request (graph, inputs or options)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("request_id: '", id,
+                       "' was already used for a different request (graph, inputs or options)"));
     case RequestClaim::Kind::kDone: {
       absl::StatusOr<v1::RunResponse> answer = std::move(claim->answer);
       if (answer.ok()) answer->set_replayed(true);
@@ -814,14 +815,13 @@ absl::StatusOr<v1::RunResponse> Coordinator::Run(v1::RunRequest request, absl::s
     default:
       break;
   }
-  const std::string request_id = id;
   absl::StatusOr<v1::RunResponse> result =
       RunOnce(std::move(request), tenant, std::move(input_digest), token);
   if (result.ok()) {
-    result->set_request_id(request_id);
-    log.Complete(std::string(tenant), request_id, *result);
+    result->set_request_id(id);
+    log.Complete(std::string(tenant), id, *result);
   } else {
-    log.Abandon(std::string(tenant), request_id, result.status());
+    log.Abandon(std::string(tenant), id, result.status());
   }
   return result;
 }

@@ -61,7 +61,7 @@ class EtcdRequestLog final : public RequestLog {
                                     const StopToken& stop) override;
 
   // Answers and abandonments that could not be written (etcd out of reach). An answer is tried
-  // again by later calls (up to kMaxUnwritten of them kept); meanwhile, and for an abandonment,
+  // again by later calls (up to 1,024 of them kept); meanwhile, and for an abandonment,
   // the claim stays until written or until this replica's lease goes. For logs and tests.
   int64_t write_failures() const;
 

@@ -251,6 +251,25 @@ TEST_F(EtcdRequestLogTest, AnswersExpireAfterTheirTtl) {
   EXPECT_EQ(ClaimKind(*a, "r1"), Kind::kFirst);
 }
 
+TEST_F(EtcdRequestLogTest, AnAnswerEtcdMissedIsWrittenOnceItIsBack) {
+  auto a = Replica("a:1");
+  auto b = Replica("b:1");
+  ASSERT_EQ(ClaimKind(*a, "r1"), Kind::kFirst);
+  cluster_->Kill(0);
+  a->Complete("acme", "r1", Answer("w1"));
+  EXPECT_EQ(a->write_failures(), 1);
+  EXPECT_EQ(a->Claim("acme", "r2", kFp).status().code(), absl::StatusCode::kUnavailable);
+  ASSERT_TRUE(cluster_->Restart(0).ok());
+  ASSERT_TRUE(client_->WaitReady(absl::Seconds(10)).ok());
+  // Not written yet: the other replica still sees the claim, this one replays its answer.
+  EXPECT_EQ(ClaimKind(*b, "r1"), Kind::kRunning);
+  EXPECT_EQ(ClaimKind(*a, "r1"), Kind::kDone);  // and writes it first
+  absl::StatusOr<RequestClaim> replay = b->Claim("acme", "r1", kFp);
+  ASSERT_TRUE(replay.ok()) << replay.status();
+  ASSERT_EQ(replay->kind, Kind::kDone);
+  EXPECT_EQ(replay->answer->worker_id(), "w1");
+}
+
 TEST(EtcdRequestLogUnreachableTest, RefusesToRunWithoutEtcd) {
   EtcdOptions options;
   options.endpoints = {"127.0.0.1:1"};  // nothing listens on port 1

@@ -67,7 +67,9 @@
 #include "util/mutex_mode.h"
 #include "etcd/etcd_client.h"
 #include "etcd/etcd_op_persistence.h"
+#include "etcd/etcd_request_log.h"
 #include "etcd/replica_presence.h"
+#include "etcd/worker_membership.h"
 
 // Command-line flags. absl flags are process-wide by design; main reads each one exactly once
 // into ServerConfig and nothing else touches them.
@@ -170,6 +172,12 @@ ABSL_FLAG(std::string, etcd_prefix, "/graphopt/",
 ABSL_FLAG(int, etcd_lease_ttl_s, 10,
           "TTL of this replica's etcd lease, 2..300: how long after a crash its claims (running "
           "request ids, blob holdings) outlive it.");
+ABSL_FLAG(int, request_id_ttl_s, 86400,
+          "With --etcd_endpoints: how long an answered Run request id is remembered (replayed "
+          "by any replica), 60..2592000.");
+ABSL_FLAG(int, request_ids_per_tenant, 10000,
+          "With --etcd_endpoints: answered request ids kept per tenant (the oldest are "
+          "forgotten beyond), 1..10000000.");
 ABSL_FLAG(std::string, advertise_address, "",
           "host:port at which the other replicas reach this one (with --etcd_endpoints); "
           "default: --listen with the selected port.");
@@ -213,6 +221,7 @@ struct ServerConfig {
   std::vector<std::string> etcd_endpoints;
   std::string etcd_prefix;
   absl::Duration etcd_lease_ttl;
+  EtcdRequestLogOptions request_ids;
   std::string advertise_address;
 };
 
@@ -330,11 +339,15 @@ absl::StatusOr<ServerConfig> ConfigFromFlags() {
   if (config.etcd_prefix.empty() || config.etcd_prefix.back() != '/') {
     return absl::InvalidArgumentError("--etcd_prefix must end with '/'");
   }
-  if (absl::Status s = CheckRanges({{"--etcd_lease_ttl_s", absl::GetFlag(FLAGS_etcd_lease_ttl_s),
-                                     2, 300}});
+  if (absl::Status s = CheckRanges(
+          {{"--etcd_lease_ttl_s", absl::GetFlag(FLAGS_etcd_lease_ttl_s), 2, 300},
+           {"--request_id_ttl_s", absl::GetFlag(FLAGS_request_id_ttl_s), 60, 2592000},
+           {"--request_ids_per_tenant", absl::GetFlag(FLAGS_request_ids_per_tenant), 1, 10000000}});
       !s.ok()) {
     return s;
   }
+  config.request_ids.answer_ttl = absl::Seconds(absl::GetFlag(FLAGS_request_id_ttl_s));
+  config.request_ids.max_per_tenant = absl::GetFlag(FLAGS_request_ids_per_tenant);
   config.etcd_lease_ttl = absl::Seconds(absl::GetFlag(FLAGS_etcd_lease_ttl_s));
   config.advertise_address = absl::GetFlag(FLAGS_advertise_address);
   if (!config.advertise_address.empty()) {
@@ -543,6 +556,26 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
     absl::Status added = absl::StartsWith(worker, "dns:") ? coordinator.AddDnsName(worker.substr(4))
                                                           : coordinator.AddWorker(worker, "flag");
     if (!added.ok()) logger.error("--workers: {}", added.ToString());
+  }
+  // With etcd, request ids are claimed there (a retry on another replica waits for the first
+  // answer instead of running again), and workers are the ones whose leases live.
+  std::unique_ptr<EtcdWorkerWatcher> worker_watcher;
+  if (etcd != nullptr) {
+    coordinator.UseRequestLog(std::make_shared<EtcdRequestLog>(
+        etcd.get(), config.etcd_prefix,
+        config.advertise_address.empty() ? config.listen : config.advertise_address,
+        [p = presence.get()] { return p->lease(); }, config.request_ids));
+    worker_watcher = std::make_unique<EtcdWorkerWatcher>(
+        etcd.get(), config.etcd_prefix,
+        [&coordinator, logger_ptr](const std::string& address) {
+          if (absl::Status s = coordinator.AddWorker(address, "etcd"); !s.ok()) {
+            logger_ptr->error("etcd: worker {}: {}", address, s.ToString());
+          }
+        },
+        [&coordinator](const std::string& address) { coordinator.RemoveWorker(address, "etcd"); });
+    if (absl::Status s = worker_watcher->Start(absl::Seconds(10)); !s.ok()) {
+      logger.error("etcd: workers not listed yet (still trying): {}", s.ToString());
+    }
   }
   coordinator.Start();
   CoordinatorService coordinator_service(&coordinator, &env, &run_queue);

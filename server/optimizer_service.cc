@@ -321,7 +321,9 @@ void OptimizerService::MakePolicies() {
   list_ops_policy_ = {"ListOps", Access::kTenant, nullptr, false};
   register_policy_ = {"RegisterOps", Access::kTenant, queues_.control, true};
   unregister_policy_ = {"UnregisterOps", Access::kTenant, queues_.control, true};
-  has_blobs_policy_ = {"HasBlobs", Access::kTenant, nullptr, false};
+  // With a fetcher, HasBlobs may copy blobs from another replica: not on gRPC's thread then.
+  const bool fetches = blobs_ != nullptr && blobs_->has_fetcher();
+  has_blobs_policy_ = {"HasBlobs", Access::kTenant, fetches ? queues_.upload : nullptr, fetches};
   put_blobs_policy_ = {"PutBlobs", Access::kTenant, nullptr, true};
 }
 
@@ -448,7 +450,7 @@ grpc::ServerUnaryReactor* OptimizerService::HasBlobs(grpc::CallbackServerContext
         }
         const std::vector<absl::string_view> digests(request.digests().begin(),
                                                      request.digests().end());
-        std::vector<std::string> missing = blobs_->Missing(call.tenant(), digests);
+        std::vector<std::string> missing = blobs_->MissingAfterFetch(call.tenant(), digests);
         response.mutable_missing()->Reserve(static_cast<int>(missing.size()));
         for (std::string& digest : missing) response.add_missing(std::move(digest));
         response.set_free_bytes(blobs_->free_bytes(call.tenant()));

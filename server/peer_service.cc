@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -13,6 +14,22 @@
 #include "service/tenant.h"
 
 namespace graphopt {
+
+CallAuthenticator PeerCallAuthenticator(std::shared_ptr<Authenticator> auth) {
+  return [auth = std::move(auth), allowed = std::vector<std::string>{kServerIdentity}](
+             const grpc::CallbackServerContext& context,
+             Access access) -> absl::StatusOr<Caller> {
+    if (access != Access::kClusterPeer) {
+      return absl::PermissionDeniedError("the Peer service serves cluster peers only");
+    }
+    absl::StatusOr<std::string> peer = auth->ClusterPeer(context, allowed);
+    if (!peer.ok()) return peer.status();
+    Caller caller;
+    caller.tenant = kDefaultTenant;
+    caller.credential = absl::StrCat("cert ", *peer);
+    return caller;
+  };
+}
 
 // One FetchBlobs stream: blobs are looked up one at a time (each pinned while it is sent) and
 // written one chunk at a time, the next chunk made when the previous one left.

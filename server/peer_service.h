@@ -4,9 +4,12 @@
 #include <atomic>
 #include <cstdint>
 
+#include <memory>
+
 #include "grpcpp/grpcpp.h"
 #include "proto/peer.grpc.pb.h"
 #include "proto/peer.pb.h"
+#include "server/auth.h"
 #include "server/rpc_call.h"
 #include "service/blob_store.h"
 
@@ -25,9 +28,14 @@ struct PeerServiceLimits {
 // streams the blobs this replica's store holds in the tenant's namespace, read-only: no blob
 // is fetched onwards from a third replica, so a request never travels further than one hop.
 //
-// Access: Access::kClusterPeer in `env`, whose authenticator must allow only the server
-// identity (graphopt-server) over TLS; with --insecure anyone (a development setup). `env`
-// should have no tenant limiter: peers' calls are not a tenant's traffic.
+// Access: Access::kClusterPeer in `env`, whose authenticator (PeerCallAuthenticator) allows
+// only the server identity (graphopt-server) over TLS; with --insecure anyone (a development
+// setup). `env` should have no tenant limiter: peers' calls are not a tenant's traffic.
+// The authenticator of the Peer service's environment: a caller whose verified client
+// certificate names kServerIdentity (another replica of this cluster), or anyone on a
+// plaintext listener (--insecure); Access other than kClusterPeer is refused.
+CallAuthenticator PeerCallAuthenticator(std::shared_ptr<Authenticator> auth);
+
 class PeerService final : public v1::Peer::CallbackService {
  public:
   // `blobs` and `env` must outlive the service.

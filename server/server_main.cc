@@ -565,8 +565,8 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
   coordinator.Start();
   CoordinatorService coordinator_service(&coordinator, &env, &run_queue);
   // Other replicas fetch blobs here; only the server identity may (no tenant quotas apply).
-  RpcEnvironment peer_env(ServerCallAuthenticator(security->auth, {kServerIdentity}), nullptr,
-                          logger_ptr, config.max_call_time);
+  RpcEnvironment peer_env(PeerCallAuthenticator(security->auth), nullptr, logger_ptr,
+                          config.max_call_time);
   std::unique_ptr<PeerService> peer_service;
   if (blob_holders != nullptr) peer_service = std::make_unique<PeerService>(blobs.get(), &peer_env);
 

@@ -35,6 +35,7 @@
 #include "proto/optimizer.grpc.pb.h"
 #include "proto/peer.grpc.pb.h"
 #include "runtime/kernels/cpu_kernels.h"
+#include "server/auth.h"
 #include "server/coordinator_service.h"
 #include "server/grpc_worker_client.h"
 #include "server/optimizer_service.h"
@@ -172,8 +173,12 @@ class Replica {
       coordinator_->Start();
       coordinator_->ProbeNow();
     }
-    peer_env_ = std::make_unique<RpcEnvironment>(InsecureHeaderAuthenticator, nullptr, logger_,
-                                                 absl::InfiniteDuration());
+    // As an --insecure graphopt-server: any peer may fetch (server/peer_service_test.cc covers
+    // TLS, where only the server identity may).
+    peer_env_ = std::make_unique<RpcEnvironment>(
+        PeerCallAuthenticator(std::make_shared<Authenticator>(TransportSecurity::kInsecure,
+                                                              nullptr)),
+        nullptr, logger_, absl::InfiniteDuration());
     peer_ = std::make_unique<PeerService>(blobs_.get(), peer_env_.get());
     server_ = Serve({service_.get(), coordinator_service_.get(), peer_.get()}, &address_);
     EXPECT_TRUE(presence_->Announce(address_).ok());

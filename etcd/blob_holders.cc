@@ -33,53 +33,75 @@ absl::Mutex& EtcdBlobHolders::StripeOf(const std::string& tenant, const std::str
   return stripes_[h % kStripes];
 }
 
-void EtcdBlobHolders::Put(const std::string& self, const std::string& tenant,
+bool EtcdBlobHolders::Backing() const {
+  absl::MutexLock lock(&mu_);
+  return absl::Now() - failed_at_ < retry_after_;
+}
+
+void EtcdBlobHolders::Failed() {
+  absl::MutexLock lock(&mu_);
+  failed_at_ = absl::Now();
+  republish_ = true;
+}
+
+bool EtcdBlobHolders::Put(const std::string& self, const std::string& tenant,
                           const std::string& digest, int64_t size, int64_t lease) {
   absl::StatusOr<int64_t> put = client_->Put(
       absl::StrCat(etcd_keys::Blobs(prefix_, tenant, digest), self), absl::StrCat(size), lease);
   if (put.ok()) {
     ++puts_;
-  } else {
-    logger_->warn("blob holders: cannot record tenant {} blob {} in etcd (other replicas will "
-                  "ask for an upload instead): {}",
-                  tenant, digest, put.status().ToString());
+    return true;
   }
+  Failed();
+  logger_->warn("blob holders: cannot record tenant {} blob {} in etcd (other replicas ask for "
+                "an upload instead; retried in the background): {}",
+                tenant, digest, put.status().ToString());
+  return false;
 }
 
-void EtcdBlobHolders::PublishAll(const std::string& self, int64_t lease) {
+bool EtcdBlobHolders::PublishAll(const std::string& self, int64_t lease) {
   const std::vector<BlobStore::Held> held = store_->List();
   for (const BlobStore::Held& blob : held) {
     absl::MutexLock lock(&StripeOf(blob.tenant, blob.digest));
-    if (store_->Contains(blob.tenant, blob.digest)) {
-      Put(self, blob.tenant, blob.digest, blob.size, lease);
-    }
+    if (!store_->Contains(blob.tenant, blob.digest)) continue;
+    // The first failure ends the round: etcd is out of reach, the next round retries all.
+    if (!Put(self, blob.tenant, blob.digest, blob.size, lease)) return false;
   }
   if (!held.empty()) {
     logger_->info("blob holders: {} blobs recorded under lease {:x}", held.size(), lease);
   }
+  return true;
 }
 
-void EtcdBlobHolders::Announce(const std::string& address, absl::Duration check_interval) {
+void EtcdBlobHolders::Announce(const std::string& address, absl::Duration check_interval,
+                               absl::Duration retry_after) {
   {
     absl::MutexLock lock(&mu_);
     self_ = address;
+    retry_after_ = retry_after;
   }
-  const int64_t lease = presence_->lease();
-  PublishAll(address, lease);
+  PublishAll(address, presence_->lease());
   if (!checker_.joinable()) {
-    checker_ = std::thread([this, check_interval] { CheckLeaseLoop(check_interval); });
+    checker_ = std::thread([this, check_interval] { CheckLoop(check_interval); });
   }
 }
 
-void EtcdBlobHolders::CheckLeaseLoop(absl::Duration interval) {
+void EtcdBlobHolders::CheckLoop(absl::Duration interval) {
   int64_t published = presence_->lease();
   while (!stop_.WaitForNotificationWithTimeout(interval)) {
     const int64_t lease = presence_->lease();
-    if (lease == published || lease == 0) continue;
-    // The old lease expired (etcd was out of reach for longer than its TTL) and took this
-    // replica's records with it.
+    if (lease == 0 || Backing()) continue;
+    bool republish = false;
+    {
+      absl::MutexLock lock(&mu_);
+      // A new lease: the old one expired (etcd was out of reach for longer than its TTL) and
+      // took this replica's records with it.
+      republish = republish_ || lease != published;
+      republish_ = false;
+    }
+    if (!republish) continue;
     published = lease;
-    PublishAll(self(), lease);
+    PublishAll(self(), lease);  // a failure sets republish_ again
   }
 }
 
@@ -87,6 +109,12 @@ void EtcdBlobHolders::OnBlobCommitted(const std::string& tenant, const std::stri
                                       int64_t size) {
   const std::string me = self();
   if (me.empty()) return;  // Announce publishes it.
+  if (Backing()) {
+    // The checker publishes it (with the rest) once etcd answers.
+    absl::MutexLock lock(&mu_);
+    republish_ = true;
+    return;
+  }
   absl::MutexLock lock(&StripeOf(tenant, digest));
   // Evicted meanwhile: the eviction's call deletes (or deleted) the record.
   if (!store_->Contains(tenant, digest)) return;
@@ -95,7 +123,8 @@ void EtcdBlobHolders::OnBlobCommitted(const std::string& tenant, const std::stri
 
 void EtcdBlobHolders::OnBlobEvicted(const std::string& tenant, const std::string& digest) {
   const std::string me = self();
-  if (me.empty()) return;
+  // While etcd is out of reach the record stays: the replica it names answers "not held".
+  if (me.empty() || Backing()) return;
   absl::MutexLock lock(&StripeOf(tenant, digest));
   // Committed again meanwhile: the record stays.
   if (store_->Contains(tenant, digest)) return;
@@ -104,6 +133,7 @@ void EtcdBlobHolders::OnBlobEvicted(const std::string& tenant, const std::string
   if (deleted.ok()) {
     ++deletes_;
   } else {
+    Failed();
     logger_->warn("blob holders: cannot delete the record of evicted tenant {} blob {} (another "
                   "replica asking for it is told it is not held): {}",
                   tenant, digest, deleted.status().ToString());

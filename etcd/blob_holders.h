@@ -30,8 +30,10 @@ namespace graphopt {
 //
 // etcd out of reach: the put or delete fails, is logged, and the replica carries on alone (a
 // missing record costs another replica a re-upload; a stale one is answered "not held" by the
-// replica it names). A lease replaced after a long outage drops every record under the old
-// one; a background check republishes the whole store under the new lease.
+// replica it names). For retry_after after a failure no record is written at all, so that
+// uploads do not each wait for etcd's timeout; then the whole store is published again. A
+// lease replaced after a long outage drops every record under the old one; the same
+// background check republishes the store under the new lease.
 class EtcdBlobHolders final : public BlobStoreObserver {
  public:
   struct Holder {
@@ -50,7 +52,8 @@ class EtcdBlobHolders final : public BlobStoreObserver {
   // Sets this replica's address (what the records name; nothing is recorded before), publishes
   // what the store already holds, and starts checking every `check_interval` whether the lease
   // was replaced.
-  void Announce(const std::string& address, absl::Duration check_interval = absl::Seconds(2));
+  void Announce(const std::string& address, absl::Duration check_interval = absl::Seconds(2),
+                absl::Duration retry_after = absl::Seconds(5));
 
   void OnBlobCommitted(const std::string& tenant, const std::string& digest,
                        int64_t size) override;
@@ -69,10 +72,14 @@ class EtcdBlobHolders final : public BlobStoreObserver {
  private:
   static constexpr int kStripes = 16;
   absl::Mutex& StripeOf(const std::string& tenant, const std::string& digest);
-  void Put(const std::string& self, const std::string& tenant, const std::string& digest,
+  // False when etcd failed (then the store is published again later).
+  bool Put(const std::string& self, const std::string& tenant, const std::string& digest,
            int64_t size, int64_t lease);
-  void PublishAll(const std::string& self, int64_t lease);
-  void CheckLeaseLoop(absl::Duration interval);
+  bool PublishAll(const std::string& self, int64_t lease);
+  void CheckLoop(absl::Duration interval);
+  // Whether etcd failed less than retry_after ago (then the caller skips its write).
+  bool Backing() const;
+  void Failed();
 
   EtcdClient* const client_;
   const std::string prefix_;
@@ -81,6 +88,10 @@ class EtcdBlobHolders final : public BlobStoreObserver {
   const std::shared_ptr<spdlog::logger> logger_;
   mutable absl::Mutex mu_;
   std::string self_ ABSL_GUARDED_BY(mu_);
+  absl::Duration retry_after_ ABSL_GUARDED_BY(mu_) = absl::Seconds(5);
+  absl::Time failed_at_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  // Records were skipped or failed: the checker publishes the whole store again.
+  bool republish_ ABSL_GUARDED_BY(mu_) = false;
   // Serialises the check of the store and the etcd write for one blob, so that a commit and
   // an eviction of the same blob racing leave the record matching the store (see
   // BlobStoreObserver). Striped: blobs of different stripes do not wait for each other.

@@ -36,12 +36,28 @@ std::shared_ptr<grpc::Channel> PeerBlobFetcher::ChannelTo(const std::string& add
   return channel;
 }
 
+bool PeerBlobFetcher::IsDown(const std::string& address) {
+  absl::MutexLock lock(&mu_);
+  auto it = down_until_.find(address);
+  if (it == down_until_.end()) return false;
+  if (absl::Now() < it->second) return true;
+  down_until_.erase(it);
+  return false;
+}
+
+void PeerBlobFetcher::MarkDown(const std::string& address) {
+  absl::MutexLock lock(&mu_);
+  if (down_until_.size() >= kMaxChannels) down_until_.clear();
+  down_until_[address] = absl::Now() + options_.down_for;
+}
+
 void PeerBlobFetcher::Fetch(BlobStore& store, const std::string& tenant,
                             const std::vector<std::string>& digests) {
   std::vector<std::shared_ptr<Flight>> others;
   int looked_for = 0;
+  bool etcd_failed = false;
   for (const std::string& digest : digests) {
-    if (looked_for++ == options_.max_blobs_per_fetch) break;
+    if (etcd_failed || looked_for++ == options_.max_blobs_per_fetch) break;
     const std::string key = absl::StrCat(tenant, "/", digest);
     std::shared_ptr<Flight> flight;
     {
@@ -55,7 +71,7 @@ void PeerBlobFetcher::Fetch(BlobStore& store, const std::string& tenant,
     }
     // Another caller may have completed it between our Missing and the flight's start.
     if (!store.Contains(tenant, digest)) {
-      absl::Status status = FetchOne(store, tenant, digest);
+      absl::Status status = FetchOne(store, tenant, digest, &etcd_failed);
       if (!status.ok()) {
         logger_->info("blob fetch: tenant {} blob {} stays missing (the client uploads it): {}",
                       tenant, digest, status.ToString());
@@ -72,14 +88,35 @@ void PeerBlobFetcher::Fetch(BlobStore& store, const std::string& tenant,
 }
 
 absl::Status PeerBlobFetcher::FetchOne(BlobStore& store, const std::string& tenant,
-                                       const std::string& digest) {
+                                       const std::string& digest, bool* etcd_failed) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (absl::Now() < etcd_down_until_) {
+      *etcd_failed = true;
+      return absl::UnavailableError("etcd did not answer moments ago; not asked again yet");
+    }
+  }
   absl::StatusOr<std::vector<EtcdBlobHolders::Holder>> holders =
       holders_->Holders(tenant, digest);
-  if (!holders.ok()) return holders.status();
+  if (!holders.ok()) {
+    *etcd_failed = true;
+    {
+      absl::MutexLock lock(&mu_);
+      etcd_down_until_ = absl::Now() + options_.etcd_retry_after;
+    }
+    return absl::Status(holders.status().code(),
+                        absl::StrCat("cannot read its holders from etcd (the other blobs of this "
+                                     "call are not looked for): ",
+                                     holders.status().message()));
+  }
   if (holders->empty()) return absl::NotFoundError("no other replica holds it");
   absl::Status last;
   int tried = 0;
   for (const EtcdBlobHolders::Holder& holder : *holders) {
+    if (IsDown(holder.address)) {
+      last = absl::UnavailableError(absl::StrCat(holder.address, " did not connect lately"));
+      continue;
+    }
     if (tried++ == options_.max_holders_tried) break;
     const absl::Time start = absl::Now();
     last = FetchFrom(store, holder.address, tenant, digest, holder.size);
@@ -106,6 +143,7 @@ absl::Status PeerBlobFetcher::FetchFrom(BlobStore& store, const std::string& add
                                         int64_t expected_size) {
   std::shared_ptr<grpc::Channel> channel = ChannelTo(address);
   if (!channel->WaitForConnected(absl::ToChronoTime(absl::Now() + options_.connect_timeout))) {
+    MarkDown(address);
     return absl::UnavailableError(absl::StrCat("not connected within ",
                                                absl::FormatDuration(options_.connect_timeout)));
   }

@@ -27,8 +27,14 @@ struct PeerFetchOptions {
   // client's and the peer's checked under the server identity (graphopt-server).
   ChannelSecurity security;
   // A holder not connected within this long is skipped (a dead or partitioned replica whose
-  // record has not expired yet).
+  // record has not expired yet)...
   absl::Duration connect_timeout = absl::Seconds(2);
+  // ...and not tried again for this long, so that many blobs of one dead replica cost one
+  // connect_timeout, not one each.
+  absl::Duration down_for = absl::Seconds(10);
+  // After etcd failed to answer a holders lookup, no lookup is made for this long: blobs are
+  // reported missing at once (the replica works alone) instead of each waiting for etcd.
+  absl::Duration etcd_retry_after = absl::Seconds(5);
   // Deadline of one FetchBlobs call (one blob).
   absl::Duration call_timeout = absl::Seconds(300);
   // Holders tried per blob before it is reported missing.
@@ -48,7 +54,9 @@ struct PeerFetchOptions {
 //
 // Concurrent fetches of one tenant's blob are coalesced: one transfer, the other callers wait
 // for its end. Bounded: blobs one at a time per caller, max_blobs_per_fetch per call, each
-// transfer under call_timeout, each connection attempt under connect_timeout.
+// transfer under call_timeout, each connection attempt under connect_timeout, a holder that
+// did not connect skipped for down_for, and a Fetch whose etcd lookup fails stops there (etcd
+// out of reach: the replica behaves as a lone server, and clients upload).
 class PeerBlobFetcher final : public BlobFetcher {
  public:
   // `holders` must outlive the fetcher.
@@ -68,8 +76,12 @@ class PeerBlobFetcher final : public BlobFetcher {
     absl::Notification done;
   };
 
-  // Brings one blob from its holders; the status of the last attempt.
-  absl::Status FetchOne(BlobStore& store, const std::string& tenant, const std::string& digest);
+  // Brings one blob from its holders; the status of the last attempt. `etcd_failed` is set
+  // when the holders could not be read.
+  absl::Status FetchOne(BlobStore& store, const std::string& tenant, const std::string& digest,
+                        bool* etcd_failed);
+  bool IsDown(const std::string& address);
+  void MarkDown(const std::string& address);
   // One FetchBlobs call to `address`.
   absl::Status FetchFrom(BlobStore& store, const std::string& address,
                          const std::string& tenant, const std::string& digest,
@@ -84,6 +96,9 @@ class PeerBlobFetcher final : public BlobFetcher {
   absl::flat_hash_map<std::string, std::shared_ptr<Flight>> flights_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, std::shared_ptr<grpc::Channel>> channels_
       ABSL_GUARDED_BY(mu_);
+  // Holders that did not connect -> until when they are skipped.
+  absl::flat_hash_map<std::string, absl::Time> down_until_ ABSL_GUARDED_BY(mu_);
+  absl::Time etcd_down_until_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   std::atomic<int64_t> fetched_{0};
   std::atomic<int64_t> failures_{0};
 };

@@ -530,6 +530,10 @@ TEST_F(BlobReplicasTest, HolderGoneCostsAReupload) {
   std::printf("[ measured ] HasBlobs through B with the holder unreachable: %.0f ms\n",
               absl::ToDoubleMilliseconds(took));
   EXPECT_LT(took, absl::Seconds(5));
+  // A is remembered as down: its other blobs cost no second connect timeout.
+  const absl::Time start2 = absl::Now();
+  EXPECT_THAT(b_->Missing("t1", Sha256Digest(w2)), ElementsAre(Sha256Digest(w2)));
+  EXPECT_LT(absl::Now() - start2, absl::Milliseconds(400));
   absl::StatusOr<UploadStats> up = b_->Upload("t1", w1);
   ASSERT_TRUE(up.ok()) << up.status();
   EXPECT_EQ(up->blobs_sent, 1);
@@ -541,6 +545,47 @@ TEST_F(BlobReplicasTest, HolderGoneCostsAReupload) {
   const int64_t failures = b_->fetcher().failures();
   EXPECT_THAT(b_->Missing("t1", Sha256Digest(w2)), ElementsAre(Sha256Digest(w2)));
   EXPECT_EQ(b_->fetcher().failures(), failures);
+}
+
+TEST_F(BlobReplicasTest, EtcdOutOfReachLeavesEachReplicaOnItsOwn) {
+  a_ = StartReplica("a");
+  b_ = StartReplica("b");
+  const std::string w1 = Bytes(2000, 9), w2 = Bytes(2000, 10);
+  ASSERT_TRUE(a_->Upload("t1", w1).ok());
+  ASSERT_TRUE(a_->Upload("t1", w2).ok());
+  cluster_->Kill(0);
+  // B cannot learn the holders: both reported missing, after one failed lookup.
+  const absl::Time start = absl::Now();
+  v1::HasBlobsResponse response;
+  grpc::Status s = b_->HasBlobs("t1", {Sha256Digest(w1), Sha256Digest(w2)}, &response);
+  const absl::Duration took = absl::Now() - start;
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(response.missing_size(), 2);
+  std::printf("[ measured ] HasBlobs of 2 blobs through B with etcd down: %.0f ms\n",
+              absl::ToDoubleMilliseconds(took));
+  EXPECT_LT(took, absl::Seconds(8));
+  EXPECT_THAT(b_->log(), HasSubstr("the other blobs of this call are not looked for"));
+  // Asked again at once, B does not wait for etcd again.
+  const absl::Time again = absl::Now();
+  EXPECT_THAT(b_->Missing("t1", Sha256Digest(w1)), ElementsAre(Sha256Digest(w1)));
+  EXPECT_LT(absl::Now() - again, absl::Milliseconds(500));
+  // Uploads still work; the holder record is what waits. The first upload waits once for
+  // etcd's timeout, the next ones not at all.
+  absl::StatusOr<UploadStats> up = b_->Upload("t1", w1);
+  ASSERT_TRUE(up.ok()) << up.status();
+  EXPECT_EQ(up->blobs_sent, 1);
+  EXPECT_THAT(b_->log(), HasSubstr("cannot record tenant t1 blob"));
+  const std::string w3 = Bytes(2000, 11);
+  const absl::Time upload3 = absl::Now();
+  ASSERT_TRUE(b_->Upload("t1", w3).ok());
+  EXPECT_LT(absl::Now() - upload3, absl::Milliseconds(500));
+  ASSERT_TRUE(cluster_->Restart(0).ok());
+  ASSERT_TRUE(etcd_->WaitReady(absl::Seconds(10)).ok());
+  // Back: B finds w2 at A again, and publishes what it took while etcd was away.
+  EXPECT_TRUE(Eventually([&] { return b_->Missing("t1", Sha256Digest(w2)).empty(); }));
+  EXPECT_TRUE(Eventually([&] {
+    return Recorded("t1", Sha256Digest(w3)) == std::vector<std::string>{b_->address()};
+  }));
 }
 
 TEST_F(BlobReplicasTest, BsQuotaIsRespected) {

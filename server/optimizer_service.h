@@ -90,9 +90,9 @@ class OptimizerService final : public OptimizerServiceBase {
                                      grpc::ByteBuffer* response) override;
 
   // The digests of the request the tenant's namespace lacks (each once, in request order) and
-  // the bytes the tenant may still upload. When the store has a fetcher (server replicas
-  // sharing blobs), missing blobs another replica holds are fetched first, on the upload queue. INVALID_ARGUMENT naming a malformed digest or for
-  // more digests than BlobRpcLimits allows.
+  // the bytes the tenant may still upload. INVALID_ARGUMENT naming a malformed digest or for
+  // more digests than BlobRpcLimits allows. When the store has a fetcher (server replicas
+  // sharing blobs), missing blobs another replica holds are fetched first, on the upload queue.
   grpc::ServerUnaryReactor* HasBlobs(grpc::CallbackServerContext* context,
                                      const grpc::ByteBuffer* request,
                                      grpc::ByteBuffer* response) override;

@@ -292,6 +292,10 @@ OptimizerService::OptimizerService(const Optimizer* optimizer, RpcEnvironment* e
         WorkQueue::Options{"upload", 2, std::max(1, blob_limits_.max_uploads)});
     queues_.upload = owned_upload_.get();
   }
+  if (queues_.fetch == nullptr && blobs_ != nullptr && blobs_->has_fetcher()) {
+    owned_fetch_ = std::make_unique<WorkQueue>(WorkQueue::Options{"fetch", 2, 64});
+    queues_.fetch = owned_fetch_.get();
+  }
   MakePolicies();
 }
 
@@ -307,12 +311,14 @@ OptimizerService::OptimizerService(const Optimizer* optimizer,
 
 OptimizerService::~OptimizerService() {
   // The queues' threads may still run work that refers to the service: stop them first.
-  for (auto* q : {owned_optimize_.get(), owned_control_.get(), owned_upload_.get()}) {
+  for (auto* q : {owned_optimize_.get(), owned_control_.get(), owned_upload_.get(),
+                 owned_fetch_.get()}) {
     if (q != nullptr) q->Shutdown();
   }
   owned_optimize_.reset();
   owned_control_.reset();
   owned_upload_.reset();
+  owned_fetch_.reset();
 }
 
 void OptimizerService::MakePolicies() {
@@ -323,7 +329,7 @@ void OptimizerService::MakePolicies() {
   unregister_policy_ = {"UnregisterOps", Access::kTenant, queues_.control, true};
   // With a fetcher, HasBlobs may copy blobs from another replica: not on gRPC's thread then.
   const bool fetches = blobs_ != nullptr && blobs_->has_fetcher();
-  has_blobs_policy_ = {"HasBlobs", Access::kTenant, fetches ? queues_.upload : nullptr, fetches};
+  has_blobs_policy_ = {"HasBlobs", Access::kTenant, fetches ? queues_.fetch : nullptr, fetches};
   put_blobs_policy_ = {"PutBlobs", Access::kTenant, nullptr, true};
 }
 

@@ -72,7 +72,10 @@ void PeerBlobFetcher::Fetch(BlobStore& store, const std::string& tenant,
     // Another caller may have completed it between our Missing and the flight's start.
     if (!store.Contains(tenant, digest)) {
       absl::Status status = FetchOne(store, tenant, digest, &etcd_failed);
-      if (!status.ok()) {
+      // No holder is the common case of a first upload: not worth a line at info.
+      if (status.code() == absl::StatusCode::kNotFound) {
+        logger_->debug("blob fetch: tenant {} blob {}: {}", tenant, digest, status.ToString());
+      } else if (!status.ok()) {
         logger_->info("blob fetch: tenant {} blob {} stays missing (the client uploads it): {}",
                       tenant, digest, status.ToString());
       }

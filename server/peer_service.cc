@@ -26,7 +26,7 @@ CallAuthenticator PeerCallAuthenticator(std::shared_ptr<Authenticator> auth) {
     if (!peer.ok()) return peer.status();
     Caller caller;
     caller.tenant = kDefaultTenant;
-    caller.credential = absl::StrCat("cert ", *peer);
+    caller.credential = *peer == kInsecurePeer ? *peer : absl::StrCat("cert ", *peer);
     return caller;
   };
 }

@@ -3,8 +3,9 @@
 # and plan cache, the coordinator's gRPC service, the server's gRPC handlers and blobs shared
 # between replicas (docs/fuzzing.md, "ThreadSanitizer"). Builds with clang under --config=tsan
 # (its own output tree, bazel-out/k8-opt-tsan), runs the tests with fuzz/tsan/tsan.supp, and
-# ends with "N passed, N failed" like scripts/test.sh. A data race fails the test that showed it (TSan's
-# exit code 66); its report is in that test's log (bazel-testlogs of the tsan configuration).
+# ends with "N passed, N failed" like scripts/test.sh. A data race fails the test that showed
+# it (TSan's exit code 66); its report is in that test's log (bazel-testlogs of the tsan
+# configuration).
 #
 #   scripts/tsan.sh [extra bazel test flags, e.g. --runs_per_test=5]
 set -uo pipefail

@@ -48,6 +48,8 @@
 #include "server/coordinator_service.h"
 #include "server/grpc_worker_client.h"
 #include "server/optimizer_service.h"
+#include "server/peer_blob_fetcher.h"
+#include "server/peer_service.h"
 #include "server/rpc_call.h"
 #include "server/security.h"
 #include "server/serving.h"
@@ -65,6 +67,7 @@
 #include "util/file_version.h"
 #include "util/malloc_tuning.h"
 #include "util/mutex_mode.h"
+#include "etcd/blob_holders.h"
 #include "etcd/etcd_client.h"
 #include "etcd/etcd_op_persistence.h"
 #include "etcd/etcd_request_log.h"
@@ -484,6 +487,23 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
   if (config.blob_store_mb > 0) {
     blobs = std::make_unique<BlobStore>(config.blob_store_mb << 20, &quotas);
   }
+  // With etcd, replicas share blobs: each records what it holds, and fetches what a client
+  // refers to and it lacks from a replica that holds it (docs/operations.md).
+  std::unique_ptr<EtcdBlobHolders> blob_holders;
+  std::unique_ptr<PeerBlobFetcher> blob_fetcher;
+  if (blobs != nullptr && presence != nullptr) {
+    blob_holders = std::make_unique<EtcdBlobHolders>(etcd.get(), config.etcd_prefix,
+                                                     presence.get(), blobs.get(), logger_ptr);
+    PeerFetchOptions fetch_options;
+    if (security->to_workers.is_tls()) {
+      fetch_options.security =
+          ChannelSecurity(security->to_workers.credentials(), kServerIdentity);
+    }
+    blob_fetcher = std::make_unique<PeerBlobFetcher>(blob_holders.get(),
+                                                     std::move(fetch_options), logger_ptr);
+    blobs->set_observer(blob_holders.get());
+    blobs->set_fetcher(blob_fetcher.get());
+  }
   // Custom ops registered by tenants, persisted under --op_store_dir.
   OpStoreOptions store_options;
   store_options.quotas = &quotas;
@@ -579,6 +599,11 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
   }
   coordinator.Start();
   CoordinatorService coordinator_service(&coordinator, &env, &run_queue);
+  // Other replicas fetch blobs here; only the server identity may (no tenant quotas apply).
+  RpcEnvironment peer_env(PeerCallAuthenticator(security->auth), nullptr, logger_ptr,
+                          config.max_call_time);
+  std::unique_ptr<PeerService> peer_service;
+  if (blob_holders != nullptr) peer_service = std::make_unique<PeerService>(blobs.get(), &peer_env);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -589,6 +614,7 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
   builder.AddListeningPort(config.listen, security->listener, &selected_port);
   builder.RegisterService(&service);
   builder.RegisterService(&coordinator_service);
+  if (peer_service != nullptr) builder.RegisterService(peer_service.get());
   builder.SetMaxReceiveMessageSize(max_message_bytes);
   builder.SetMaxSendMessageSize(max_message_bytes);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
@@ -636,6 +662,7 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
       logger.error("etcd: cannot announce this replica as {}: {}", advertised,
                    announced.ToString());
     }
+    if (blob_holders != nullptr) blob_holders->Announce(advertised);
     logger.info("shared state in {} under '{}': replica {}, {} replicas live", etcd->Describe(),
                 config.etcd_prefix, advertised, presence->live_count());
   }
@@ -664,6 +691,7 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
   std::thread canceller([&] {
     if (!stopped.WaitForNotificationWithTimeout(absl::Seconds(config.shutdown_grace_s))) {
       env.CancelAll("the server is shutting down");
+      peer_env.CancelAll("the server is shutting down");
       coordinator.CancelAll();
     }
   });
@@ -678,6 +706,14 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
   // The watch applies to the op store, which goes first; the lease is revoked so the other
   // replicas see this one leave at once.
   if (etcd_ops != nullptr) etcd_ops->StopWatching();
+  if (blob_holders != nullptr) {
+    // Every call is over: nothing commits, evicts or fetches any more. The records go with
+    // the lease.
+    blobs->set_fetcher(nullptr);
+    blobs->set_observer(nullptr);
+    blob_fetcher.reset();
+    blob_holders.reset();
+  }
   presence.reset();
   logger.info("graphopt-server on {} stopped", address);
   logger.flush();

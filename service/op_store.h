@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -118,6 +119,10 @@ class OpStore {
   absl::StatusOr<std::shared_ptr<const OpRegistry>> LayerRequestOps(
       std::shared_ptr<const OpSnapshot> snapshot,
       const google::protobuf::RepeatedPtrField<v1::OpDescriptor>& descriptors) const;
+
+  // Serialized descriptor bytes of each tenant with ops, sorted by tenant (for per-tenant
+  // quota metrics).
+  std::vector<std::pair<std::string, int64_t>> BytesByTenant() const;
 
   const OpRegistry& builtins() const { return *builtins_; }
   const OpStoreLimits& limits() const { return options_.limits; }

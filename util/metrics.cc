@@ -303,10 +303,13 @@ void MetricsRegistry::RemoveCollector(int id) {
   collectors_.erase(id);
 }
 
-void CollectedGauges::Declare(const FamilyOptions& options) {
+void CollectedGauges::Declare(const FamilyOptions& options, bool counter) {
   CheckOptions(options);
   auto [it, inserted] = families_.try_emplace(options.name);
-  if (inserted) it->second.options = options;
+  if (inserted) {
+    it->second.options = options;
+    it->second.counter = counter;
+  }
 }
 
 void CollectedGauges::Set(absl::string_view family, const std::vector<std::string>& values,
@@ -358,7 +361,7 @@ std::string MetricsRegistry::Render() const {
       continue;
     }
     const FamilyOptions& o = col->second.options;
-    RenderHeader(o, "gauge", out);
+    RenderHeader(o, col->second.counter ? "counter" : "gauge", out);
     for (const auto& [values, v] : col->second.values) {
       absl::StrAppend(&out, o.name, LabelText(o.labels, values), " ", FormatSampleValue(v), "\n");
     }

@@ -142,15 +142,17 @@ using HistogramFamily = Family<Histogram>;
 // Values computed when scraped (queue depths, workers up): what a collector writes.
 class CollectedGauges {
  public:
-  // A gauge family; later calls with the same name add to it. Label sets past
-  // options.max_series are summed into the overflow series.
-  void Declare(const FamilyOptions& options);
+  // A gauge family (with `counter`: a counter family, for totals another component keeps);
+  // later calls with the same name add to it. Label sets past options.max_series are summed
+  // into the overflow series.
+  void Declare(const FamilyOptions& options, bool counter = false);
   void Set(absl::string_view family, const std::vector<std::string>& values, double v);
 
  private:
   friend class MetricsRegistry;
   struct Collected {
     FamilyOptions options;
+    bool counter = false;
     std::map<std::vector<std::string>, double> values;
   };
   std::map<std::string, Collected, std::less<>> families_;

@@ -143,6 +143,15 @@ TEST(MetricsTest, CollectedGaugesSumOverflow) {
   EXPECT_TRUE(absl::StrContains(text, "use{tenant=\"other\"} 8\n"));
 }
 
+TEST(MetricsTest, CollectedCounters) {
+  MetricsRegistry registry;
+  registry.AddCollector([](CollectedGauges& out) {
+    out.Declare({"hits_total", "Hits.", {}}, /*counter=*/true);
+    out.Set("hits_total", {}, 7);
+  });
+  EXPECT_EQ(registry.Render(), "# HELP hits_total Hits.\n# TYPE hits_total counter\nhits_total 7\n");
+}
+
 TEST(MetricsTest, RemovedCollectorIsNotCalled) {
   MetricsRegistry registry;
   int calls = 0;

@@ -40,6 +40,12 @@
 #include "spdlog/sinks/stdout_sinks.h"
 #include "util/mutex_mode.h"
 #include "worker/worker_service.h"
+// Metrics and logs.
+#include "server/metrics_endpoint.h"
+#include "util/http_endpoint.h"
+#include "util/log_format.h"
+#include "util/metrics.h"
+#include "worker/worker_metrics.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50061",
           "Address to listen on, host:port. Port 0 picks a free port (see --port_file).");
@@ -86,6 +92,16 @@ ABSL_FLAG(std::string, advertise_address, "",
           "With --register_with: the host:port the server should call this worker at (default: "
           "the listen address with the port bound; the host name for a wildcard address).");
 
+// Metrics and logs (docs/operations.md, "Metrics and logs").
+ABSL_FLAG(std::string, metrics_listen, "",
+          "Serve Prometheus metrics (GET /metrics) and GET /healthz over plain HTTP at "
+          "HOST:PORT, on a port of their own; port 0 picks a free one. Empty: off.");
+ABSL_FLAG(std::string, metrics_port_file, "",
+          "If set, write the port --metrics_listen bound to this file (as --port_file).");
+ABSL_FLAG(std::string, log_format, "text",
+          "text, or json: one JSON object per line (ts, level, logger, msg, trace_id, "
+          "request_id).");
+
 namespace graphopt {
 namespace {
 
@@ -126,6 +142,7 @@ int Main(int argc, char** argv) {
       "  [--max_concurrent=N] [--queue=N] [--execution_memory_mb=N] [--max_execution_s=N] "
       "[--plan_cache_mb=N]\n"
       "  [--worker_id=NAME] [--register_with=SERVER] [--advertise_address=HOST:PORT]\n"
+      "  [--metrics_listen=HOST:PORT] [--metrics_port_file=FILE] [--log_format=text|json]\n"
       "Serves graphopt.v1.Worker and grpc.health.v1.");
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   if (positional.size() > 1) return Usage(absl::StrCat("unexpected argument '", positional[1], "'"));
@@ -169,6 +186,10 @@ int Main(int argc, char** argv) {
   if (grace_s < 0 || grace_s > 600) return Usage(absl::StrCat("--shutdown_grace_s must be in 0..600, got ", grace_s));
   std::optional<spdlog::level::level_enum> level = ParseLogLevel(absl::GetFlag(FLAGS_log_level));
   if (!level.has_value()) return Usage("--log_level must be one of trace, debug, info, warn, error, critical, off");
+  // Metrics and logs.
+  const std::string metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  absl::StatusOr<LogFormat> log_format = ParseLogFormat(absl::GetFlag(FLAGS_log_format));
+  if (!log_format.ok()) return Usage(std::string(log_format.status().message()));
 
   WorkerSecurityFlags security_flags;
   security_flags.insecure = absl::GetFlag(FLAGS_insecure);
@@ -185,6 +206,7 @@ int Main(int argc, char** argv) {
       "graphopt-worker", std::make_shared<spdlog::sinks::stderr_sink_mt>());
   logger->set_level(*level);
   logger->flush_on(spdlog::level::info);
+  ApplyLogFormat(*logger, *log_format);
 
   runtime::KernelRegistry kernels;
   if (absl::Status s = runtime::RegisterCpuKernels(kernels); !s.ok()) {
@@ -199,6 +221,8 @@ int Main(int argc, char** argv) {
   RpcEnvironment env(WorkerCallAuthenticator(security->auth, security->allowed_peers), nullptr,
                      logger, absl::Seconds(max_execution_s) + absl::Minutes(1));
   env.set_answer_trailers({{kOriginKey, kOriginWorker}});
+  MetricsRegistry metrics;
+  if (!metrics_listen.empty()) env.EnableMetrics(&metrics);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
@@ -232,6 +256,20 @@ int Main(int argc, char** argv) {
                           : absl::GetFlag(FLAGS_worker_id);
   core = std::make_unique<WorkerCore>(&kernels, options);
   service.set_core(core.get());
+  // Metrics: the endpoint is made after everything its collectors read, so it stops first.
+  std::unique_ptr<HttpEndpoint> metrics_endpoint;
+  if (!metrics_listen.empty()) {
+    ExportWorkQueues(&metrics, {&execute_queue, &load_queue});
+    ExportWorkerCore(&metrics, core.get());
+    absl::StatusOr<std::unique_ptr<HttpEndpoint>> started = StartMetricsEndpoint(
+        metrics_listen, absl::GetFlag(FLAGS_metrics_port_file), &metrics, *logger);
+    if (!started.ok()) {
+      logger->critical("{}", std::string(started.status().message()));
+      server->Shutdown(std::chrono::system_clock::now());
+      return kExitFailure;
+    }
+    metrics_endpoint = *std::move(started);
+  }
   grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
   if (health == nullptr) {
     logger->critical("the gRPC health service is not available");

@@ -13,6 +13,8 @@ PACKAGES=(
   # The fuzz and tsan configurations (fuzz/, scripts/tsan.sh): clang with its sanitizer and
   # libFuzzer runtimes, LLVM's OpenMP for clang's -fopenmp, llvm-symbolizer for their reports.
   clang-14 libclang-rt-14-dev libomp-14-dev llvm-14
+  # tests/prometheus_test: Prometheus (and promtool) scrape the server's and worker's metrics.
+  prometheus
 )
 
 # The tests redirect into /dev/null inside Bazel's read-only sandbox; that works only while it

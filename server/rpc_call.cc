@@ -157,6 +157,19 @@ absl::Status RunGuarded(const char* what, const std::function<absl::Status()>& f
   }
 }
 
+void RecordCall(const RpcEnvironment& env, const char* method, const std::string& tenant,
+                const absl::Status& status, absl::Duration elapsed) {
+  const RpcEnvironment::Metrics& m = env.metrics();
+  if (m.requests == nullptr) return;
+  const std::string code = absl::StatusCodeToString(status.code());
+  m.requests->WithLabels({method, code})->Increment();
+  m.duration->WithLabels({method, code})->Observe(absl::ToDoubleSeconds(elapsed));
+  if (status.code() == absl::StatusCode::kResourceExhausted && !tenant.empty()) {
+    const std::string quota = QuotaNamed(status.message());
+    if (!quota.empty()) m.quota_rejections->WithLabels({tenant, quota})->Increment();
+  }
+}
+
 void AddAnswerTrailers(const RpcEnvironment& env, grpc::CallbackServerContext* context,
                        const absl::Status& status) {
   for (const auto& [key, value] : env.answer_trailers()) context->AddTrailingMetadata(key, value);
@@ -298,19 +311,9 @@ class UnaryCall final : public grpc::ServerUnaryReactor {
 
   // Counts the answer. Runs before Finish: the environment may be gone once gRPC is done.
   void Record(const absl::Status& status, absl::Duration elapsed) {
-    const RpcEnvironment::Metrics& m = env_.metrics();
-    if (m.requests == nullptr) return;
-    const std::string code = absl::StatusCodeToString(status.code());
-    m.requests->WithLabels({policy_.name, code})->Increment();
-    m.duration->WithLabels({policy_.name, code})->Observe(absl::ToDoubleSeconds(elapsed));
+    RecordCall(env_, policy_.name, state_.caller_.tenant, status, elapsed);
     if (in_flight_ != nullptr) in_flight_->Add(-1);
     in_flight_ = nullptr;
-    if (status.code() == absl::StatusCode::kResourceExhausted && !state_.caller_.tenant.empty()) {
-      const std::string quota = QuotaNamed(status.message());
-      if (!quota.empty()) {
-        m.quota_rejections->WithLabels({state_.caller_.tenant, quota})->Increment();
-      }
-    }
   }
 
   RpcEnvironment& env_;

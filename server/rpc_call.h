@@ -257,6 +257,12 @@ void AddRetryHint(grpc::CallbackServerContext* context, absl::Duration retry_aft
 void AddAnswerTrailers(const RpcEnvironment& env, grpc::CallbackServerContext* context,
                        const absl::Status& status);
 
+// Counts one answered call in the environment's metrics (when enabled): requests, duration and,
+// for a quota refusal, the tenant's rejection. ServeUnary does it for every unary call; other
+// handlers (PutBlobs) call it once, before Finish.
+void RecordCall(const RpcEnvironment& env, const char* method, const std::string& tenant,
+                const absl::Status& status, absl::Duration elapsed);
+
 // The converted status of a failed call, for logs: "INVALID_ARGUMENT: node 'n3': ...".
 std::string StatusText(const absl::Status& status);
 

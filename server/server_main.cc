@@ -328,6 +328,14 @@ absl::StatusOr<ServerConfig> ConfigFromFlags() {
   // Metrics and logs.
   config.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   config.metrics_port_file = absl::GetFlag(FLAGS_metrics_port_file);
+  if (!config.metrics_listen.empty()) {
+    std::string host;
+    int port = 0;
+    if (absl::Status s = SplitHostPort(config.metrics_listen, "--metrics_listen", &host, &port);
+        !s.ok()) {
+      return s;
+    }
+  }
   absl::StatusOr<LogFormat> log_format = ParseLogFormat(absl::GetFlag(FLAGS_log_format));
   if (!log_format.ok()) return log_format.status();
   config.log_format = *log_format;

@@ -188,6 +188,13 @@ int Main(int argc, char** argv) {
   if (!level.has_value()) return Usage("--log_level must be one of trace, debug, info, warn, error, critical, off");
   // Metrics and logs.
   const std::string metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  if (!metrics_listen.empty()) {
+    std::string host;
+    int port = 0;
+    if (absl::Status s = SplitHostPort(metrics_listen, "--metrics_listen", &host, &port); !s.ok()) {
+      return Usage(std::string(s.message()));
+    }
+  }
   absl::StatusOr<LogFormat> log_format = ParseLogFormat(absl::GetFlag(FLAGS_log_format));
   if (!log_format.ok()) return Usage(std::string(log_format.status().message()));
 

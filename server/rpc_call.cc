@@ -67,7 +67,7 @@ void RpcEnvironment::EnableMetrics(MetricsRegistry* registry) {
        {"method", "code"}},
       LatencyBuckets());
   metrics_.in_flight = registry->AddGauge(
-      {"graphopt_rpc_in_flight", "Calls admitted and not yet answered, by method.", {"method"}});
+      {"graphopt_rpc_in_flight", "Calls received and not yet answered, by method.", {"method"}});
   metrics_.quota_rejections = registry->AddCounter(
       {"graphopt_quota_rejections_total",
        "Calls refused for a tenant's quota, by tenant and quota (max_concurrent, "

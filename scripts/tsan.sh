@@ -16,6 +16,9 @@ TESTS=(
   //worker:worker_service_test
   //server:coordinator_service_test
   //tests:server_integration_test
+  //util:metrics_test
+  //util:http_endpoint_test
+  //server:rpc_metrics_test
 )
 
 BAZEL_FLAGS=()

@@ -19,6 +19,8 @@ PACKAGES=(
   buildah podman runc debootstrap
   # tests:manifests_test's kubernetes-validate (PyPI, in the venv) uses these from Debian.
   python3-yaml python3-attr python3-typing-extensions
+  # tests/prometheus_test: Prometheus (and promtool) scrape the server's and worker's metrics.
+  prometheus
 )
 
 # The tests redirect into /dev/null inside Bazel's read-only sandbox; that works only while it

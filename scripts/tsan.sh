@@ -18,6 +18,9 @@ TESTS=(
   //server:coordinator_service_test
   //tests:server_integration_test
   //tests:blob_replicas_test
+  //util:metrics_test
+  //util:http_endpoint_test
+  //server:rpc_metrics_test
 )
 
 BAZEL_FLAGS=()

@@ -239,7 +239,9 @@ class OptimizerService::BlobUpload final : public grpc::ServerReadReactor<grpc::
     admission_.Release();
     if (counted_) service_->uploads_.fetch_sub(1);
     counted_ = false;
-    const double ms = absl::ToDoubleMilliseconds(absl::Now() - start_);
+    const absl::Duration elapsed = absl::Now() - start_;
+    const double ms = absl::ToDoubleMilliseconds(elapsed);
+    RecordCall(*service_->env_, "PutBlobs", state_.tenant(), status, elapsed);
     spdlog::logger& logger = service_->env_->logger();
     if (status.ok()) {
       logger.info("PutBlobs peer={} tenant={} blobs={} bytes={} duration_ms={:.1f} "

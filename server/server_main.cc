@@ -36,17 +36,25 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
-#include "ops/builtin_ops.h"
+#include "etcd/blob_holders.h"
+#include "etcd/etcd_client.h"
+#include "etcd/etcd_op_persistence.h"
+#include "etcd/etcd_request_log.h"
+#include "etcd/replica_presence.h"
+#include "etcd/worker_membership.h"
 #include "graph/op_registry.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "ops/builtin_ops.h"
 #include "passes/builtin_passes.h"
 #include "passes/pass.h"
 #include "passes/pipeline.h"
 #include "server/auth.h"
 #include "server/coordinator_service.h"
 #include "server/grpc_worker_client.h"
+#include "server/metrics_endpoint.h"
+#include "server/metrics_export.h"
 #include "server/optimizer_service.h"
 #include "server/peer_blob_fetcher.h"
 #include "server/peer_service.h"
@@ -65,14 +73,11 @@
 #include "spdlog/spdlog.h"
 #include "util/file_util.h"
 #include "util/file_version.h"
+#include "util/http_endpoint.h"
+#include "util/log_format.h"
 #include "util/malloc_tuning.h"
+#include "util/metrics.h"
 #include "util/mutex_mode.h"
-#include "etcd/blob_holders.h"
-#include "etcd/etcd_client.h"
-#include "etcd/etcd_op_persistence.h"
-#include "etcd/etcd_request_log.h"
-#include "etcd/replica_presence.h"
-#include "etcd/worker_membership.h"
 
 // Command-line flags. absl flags are process-wide by design; main reads each one exactly once
 // into ServerConfig and nothing else touches them.
@@ -185,6 +190,16 @@ ABSL_FLAG(std::string, advertise_address, "",
           "host:port at which the other replicas reach this one (with --etcd_endpoints); "
           "default: --listen with the selected port.");
 
+// Metrics and logs (docs/operations.md, "Metrics and logs").
+ABSL_FLAG(std::string, metrics_listen, "",
+          "Serve Prometheus metrics (GET /metrics) and GET /healthz over plain HTTP at "
+          "HOST:PORT, on a port of their own; port 0 picks a free one. Empty: off.");
+ABSL_FLAG(std::string, metrics_port_file, "",
+          "If set, write the port --metrics_listen bound to this file (as --port_file).");
+ABSL_FLAG(std::string, log_format, "text",
+          "text, or json: one JSON object per line (ts, level, logger, msg, trace_id, "
+          "request_id).");
+
 namespace graphopt {
 namespace {
 
@@ -226,6 +241,10 @@ struct ServerConfig {
   absl::Duration etcd_lease_ttl;
   EtcdRequestLogOptions request_ids;
   std::string advertise_address;
+  // Metrics and logs.
+  std::string metrics_listen;
+  std::string metrics_port_file;
+  LogFormat log_format = LogFormat::kText;
 };
 
 // A flag's value with its allowed range, for one check loop.
@@ -367,6 +386,20 @@ absl::StatusOr<ServerConfig> ConfigFromFlags() {
         level_name, "'"));
   }
   config.log_level = *level;
+  // Metrics and logs.
+  config.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  config.metrics_port_file = absl::GetFlag(FLAGS_metrics_port_file);
+  if (!config.metrics_listen.empty()) {
+    std::string host;
+    int port = 0;
+    if (absl::Status s = SplitHostPort(config.metrics_listen, "--metrics_listen", &host, &port);
+        !s.ok()) {
+      return s;
+    }
+  }
+  absl::StatusOr<LogFormat> log_format = ParseLogFormat(absl::GetFlag(FLAGS_log_format));
+  if (!log_format.ok()) return log_format.status();
+  config.log_format = *log_format;
   return config;
 }
 
@@ -560,6 +593,8 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
   WorkQueue run_queue({"run", config.run_threads, config.run_queue});
   RpcEnvironment env(ServerCallAuthenticator(security->auth, security->worker_identities),
                      &limiter, logger_ptr, config.max_call_time);
+  MetricsRegistry metrics;
+  if (!config.metrics_listen.empty()) env.EnableMetrics(&metrics);
 
   OptimizerService service(&optimizer, &env, blobs.get(), config.blob_limits,
                            {&optimize_queue, &control_queue, &upload_queue});
@@ -604,6 +639,23 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
                           config.max_call_time);
   std::unique_ptr<PeerService> peer_service;
   if (blob_holders != nullptr) peer_service = std::make_unique<PeerService>(blobs.get(), &peer_env);
+
+  // Metrics: the endpoint is made after everything its collectors read, so it stops first.
+  std::unique_ptr<HttpEndpoint> metrics_endpoint;
+  if (!config.metrics_listen.empty()) {
+    ExportWorkQueues(&metrics, {&optimize_queue, &control_queue, &upload_queue, &run_queue});
+    ExportCoordinator(&metrics, &coordinator);
+    if (blobs != nullptr) ExportBlobStore(&metrics, blobs.get());
+    ExportTenantUsage(&metrics, &limiter, blobs.get(), &op_store);
+    ExportPassTimes(&metrics, &optimizer);
+    absl::StatusOr<std::unique_ptr<HttpEndpoint>> started =
+        StartMetricsEndpoint(config.metrics_listen, config.metrics_port_file, &metrics, logger);
+    if (!started.ok()) {
+      logger.critical("{}", std::string(started.status().message()));
+      return kExitFailure;
+    }
+    metrics_endpoint = *std::move(started);
+  }
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -739,6 +791,7 @@ int Main(int argc, char** argv) {
       "[--tenant_*=N] [--log_level=LEVEL]\n"
       "  [--workers=HOST:PORT,dns:NAME:PORT,...] [--probe_interval_ms=N] [--probe_timeout_ms=N]\n"
       "  [--max_run_attempts=N] [--worker_call_timeout_s=N] [--slot_wait_s=N] [--quarantine_s=N]\n"
+      "  [--metrics_listen=HOST:PORT] [--metrics_port_file=FILE] [--log_format=text|json]\n"
       "Serves graphopt.v1.GraphOptimizer, graphopt.v1.Coordinator, grpc.health.v1.Health and "
       "server reflection.");
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
@@ -757,6 +810,7 @@ int Main(int argc, char** argv) {
   auto logger = std::make_shared<spdlog::logger>("graphopt-server", std::move(sink));
   logger->set_level(config->log_level);
   logger->flush_on(spdlog::level::info);
+  ApplyLogFormat(*logger, config->log_format);
   return RunServer(*config, shutdown_signals, std::move(logger));
 }
 

@@ -112,9 +112,16 @@ std::shared_ptr<const std::string> BlobStore::Lookup(absl::string_view tenant,
                                                      absl::string_view digest) {
   absl::MutexLock lock(&mu_);
   auto ns = tenants_.find(tenant);
-  if (ns == tenants_.end()) return nullptr;
+  if (ns == tenants_.end()) {
+    ++misses_;
+    return nullptr;
+  }
   auto it = ns->second.blobs.find(digest);
-  if (it == ns->second.blobs.end()) return nullptr;
+  if (it == ns->second.blobs.end()) {
+    ++misses_;
+    return nullptr;
+  }
+  ++hits_;
   Touch(ns->second, it->second);
   return it->second.data;
 }
@@ -173,13 +180,16 @@ std::vector<std::string> BlobStore::Missing(absl::string_view tenant,
   for (absl::string_view digest : digests) {
     if (!seen.insert(digest).second) continue;
     if (ns == tenants_.end()) {
+      ++misses_;
       missing.emplace_back(digest);
       continue;
     }
     auto it = ns->second.blobs.find(digest);
     if (it == ns->second.blobs.end()) {
+      ++misses_;
       missing.emplace_back(digest);
     } else {
+      ++hits_;
       Touch(ns->second, it->second);
     }
   }
@@ -380,7 +390,22 @@ BlobStoreStats BlobStore::stats() const {
   stats.evictions = evictions_;
   stats.commits = commits_;
   stats.peak_bytes = peak_bytes_;
+  stats.hits = hits_;
+  stats.misses = misses_;
   return stats;
+}
+
+std::vector<std::pair<std::string, int64_t>> BlobStore::BytesHeldByTenant() const {
+  std::vector<std::pair<std::string, int64_t>> out;
+  {
+    absl::MutexLock lock(&mu_);
+    out.reserve(tenants_.size());
+    for (const auto& [tenant, ns] : tenants_) {
+      if (ns.bytes_held > 0) out.emplace_back(tenant, ns.bytes_held);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 BlobStoreStats BlobStore::stats(absl::string_view tenant) const {

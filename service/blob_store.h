@@ -5,6 +5,7 @@
 #include <list>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -36,6 +37,9 @@ struct BlobStoreStats {
   int64_t commits = 0;
   // Highest bytes_held + bytes_reserved seen.
   int64_t peak_bytes = 0;
+  // Digests looked up (Lookup, Missing) that were held, and that were not, since construction.
+  int64_t hits = 0;
+  int64_t misses = 0;
 };
 
 class BlobStore;
@@ -191,6 +195,8 @@ class BlobStore {
   // The whole store's figures, or (with a tenant) that tenant's share of them.
   BlobStoreStats stats() const;
   BlobStoreStats stats(absl::string_view tenant) const;
+  // Bytes held by each tenant holding any, sorted by tenant (for per-tenant quota metrics).
+  std::vector<std::pair<std::string, int64_t>> BytesHeldByTenant() const;
 
  private:
   friend class BlobWriter;
@@ -243,6 +249,8 @@ class BlobStore {
   int64_t evictions_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t commits_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t peak_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t hits_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t misses_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace graphopt

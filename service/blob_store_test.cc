@@ -421,5 +421,22 @@ TEST(BlobStoreTest, FetcherFillsMissesAndLiesAreRefused) {
   EXPECT_EQ(fetcher.asked, 4);  // held now: no fetch
 }
 
+TEST(BlobStoreTest, CountsHitsMissesAndBytesByTenant) {
+  BlobStore store(1000);
+  ASSERT_TRUE(store.Put("b", std::string(30, 'b')).ok());
+  ASSERT_TRUE(store.Put("a", std::string(20, 'a')).ok());
+  EXPECT_NE(store.Lookup("a", Sha256Digest(std::string(20, 'a'))), nullptr);
+  EXPECT_EQ(store.Lookup("a", Sha256Digest("nope")), nullptr);
+  EXPECT_EQ(store.Lookup("nobody", Sha256Digest("nope")), nullptr);
+  const std::string held = Sha256Digest(std::string(30, 'b'));
+  const std::string other = Sha256Digest("other");
+  EXPECT_EQ(store.Missing("b", {held, other, other}).size(), 1u);  // a repeat counts once
+  const BlobStoreStats stats = store.stats();
+  EXPECT_EQ(stats.hits, 2);
+  EXPECT_EQ(stats.misses, 3);
+  EXPECT_EQ(store.BytesHeldByTenant(),
+            (std::vector<std::pair<std::string, int64_t>>{{"a", 20}, {"b", 30}}));
+}
+
 }  // namespace
 }  // namespace graphopt

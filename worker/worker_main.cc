@@ -10,15 +10,15 @@
 // --shutdown_grace_s seconds, then the process exits 0. Exit 2 for bad flags, 1 when the
 // worker cannot start.
 
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <optional>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -26,15 +26,16 @@
 #include "absl/flags/usage.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/notification.h"
+#include "etcd/etcd_client.h"
+#include "etcd/worker_membership.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "proto/coordinator.grpc.pb.h"
-#include "absl/strings/str_split.h"
-#include "etcd/etcd_client.h"
-#include "etcd/worker_membership.h"
 #include "runtime/kernels/cpu_kernels.h"
 #include "server/auth.h"
+#include "server/metrics_endpoint.h"
 #include "server/rpc_call.h"
 #include "server/security.h"
 #include "server/serving.h"
@@ -42,7 +43,11 @@
 #include "service/tenant.h"
 #include "spdlog/logger.h"
 #include "spdlog/sinks/stdout_sinks.h"
+#include "util/http_endpoint.h"
+#include "util/log_format.h"
+#include "util/metrics.h"
 #include "util/mutex_mode.h"
+#include "worker/worker_metrics.h"
 #include "worker/worker_service.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50061",
@@ -100,6 +105,16 @@ ABSL_FLAG(int, etcd_lease_ttl_s, 10,
           "TTL of this worker's etcd lease, 2..300: how long after a crash servers still list it "
           "(their probes mark it down within a second or two anyway).");
 
+// Metrics and logs (docs/operations.md, "Metrics and logs").
+ABSL_FLAG(std::string, metrics_listen, "",
+          "Serve Prometheus metrics (GET /metrics) and GET /healthz over plain HTTP at "
+          "HOST:PORT, on a port of their own; port 0 picks a free one. Empty: off.");
+ABSL_FLAG(std::string, metrics_port_file, "",
+          "If set, write the port --metrics_listen bound to this file (as --port_file).");
+ABSL_FLAG(std::string, log_format, "text",
+          "text, or json: one JSON object per line (ts, level, logger, msg, trace_id, "
+          "request_id).");
+
 namespace graphopt {
 namespace {
 
@@ -141,6 +156,7 @@ int Main(int argc, char** argv) {
       "[--plan_cache_mb=N]\n"
       "  [--worker_id=NAME] [--register_with=SERVER] [--advertise_address=HOST:PORT]\n"
       "  [--etcd_endpoints=HOST:PORT,... [--etcd_prefix=/graphopt/] [--etcd_lease_ttl_s=N]]\n"
+      "  [--metrics_listen=HOST:PORT] [--metrics_port_file=FILE] [--log_format=text|json]\n"
       "Serves graphopt.v1.Worker and grpc.health.v1.");
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   if (positional.size() > 1) return Usage(absl::StrCat("unexpected argument '", positional[1], "'"));
@@ -198,6 +214,17 @@ int Main(int argc, char** argv) {
   }
   std::optional<spdlog::level::level_enum> level = ParseLogLevel(absl::GetFlag(FLAGS_log_level));
   if (!level.has_value()) return Usage("--log_level must be one of trace, debug, info, warn, error, critical, off");
+  // Metrics and logs.
+  const std::string metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  if (!metrics_listen.empty()) {
+    std::string host;
+    int port = 0;
+    if (absl::Status s = SplitHostPort(metrics_listen, "--metrics_listen", &host, &port); !s.ok()) {
+      return Usage(std::string(s.message()));
+    }
+  }
+  absl::StatusOr<LogFormat> log_format = ParseLogFormat(absl::GetFlag(FLAGS_log_format));
+  if (!log_format.ok()) return Usage(std::string(log_format.status().message()));
 
   WorkerSecurityFlags security_flags;
   security_flags.insecure = absl::GetFlag(FLAGS_insecure);
@@ -214,6 +241,7 @@ int Main(int argc, char** argv) {
       "graphopt-worker", std::make_shared<spdlog::sinks::stderr_sink_mt>());
   logger->set_level(*level);
   logger->flush_on(spdlog::level::info);
+  ApplyLogFormat(*logger, *log_format);
 
   runtime::KernelRegistry kernels;
   if (absl::Status s = runtime::RegisterCpuKernels(kernels); !s.ok()) {
@@ -228,6 +256,8 @@ int Main(int argc, char** argv) {
   RpcEnvironment env(WorkerCallAuthenticator(security->auth, security->allowed_peers), nullptr,
                      logger, absl::Seconds(max_execution_s) + absl::Minutes(1));
   env.set_answer_trailers({{kOriginKey, kOriginWorker}});
+  MetricsRegistry metrics;
+  if (!metrics_listen.empty()) env.EnableMetrics(&metrics);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
@@ -261,6 +291,20 @@ int Main(int argc, char** argv) {
                           : absl::GetFlag(FLAGS_worker_id);
   core = std::make_unique<WorkerCore>(&kernels, options);
   service.set_core(core.get());
+  // Metrics: the endpoint is made after everything its collectors read, so it stops first.
+  std::unique_ptr<HttpEndpoint> metrics_endpoint;
+  if (!metrics_listen.empty()) {
+    ExportWorkQueues(&metrics, {&execute_queue, &load_queue});
+    ExportWorkerCore(&metrics, core.get());
+    absl::StatusOr<std::unique_ptr<HttpEndpoint>> started = StartMetricsEndpoint(
+        metrics_listen, absl::GetFlag(FLAGS_metrics_port_file), &metrics, *logger);
+    if (!started.ok()) {
+      logger->critical("{}", std::string(started.status().message()));
+      server->Shutdown(std::chrono::system_clock::now());
+      return kExitFailure;
+    }
+    metrics_endpoint = *std::move(started);
+  }
   grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
   if (health == nullptr) {
     logger->critical("the gRPC health service is not available");

@@ -51,6 +51,7 @@
 #include "passes/pass.h"
 #include "passes/pipeline.h"
 #include "server/auth.h"
+#include "server/health_port.h"
 #include "server/coordinator_service.h"
 #include "server/grpc_worker_client.h"
 #include "server/metrics_endpoint.h"
@@ -194,6 +195,9 @@ ABSL_FLAG(std::string, advertise_address, "",
 ABSL_FLAG(std::string, metrics_listen, "",
           "Serve Prometheus metrics (GET /metrics) and GET /healthz over plain HTTP at "
           "HOST:PORT, on a port of their own; port 0 picks a free one. Empty: off.");
+ABSL_FLAG(std::string, health_listen, "",
+          "Also serve grpc.health.v1.Health, and nothing else, in plaintext at HOST:PORT: for "
+          "the kubelet's gRPC probes, which cannot speak TLS. Empty: off.");
 ABSL_FLAG(std::string, metrics_port_file, "",
           "If set, write the port --metrics_listen bound to this file (as --port_file).");
 ABSL_FLAG(std::string, log_format, "text",
@@ -682,6 +686,17 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
     return kExitFailure;
   }
   health->SetServingStatus(true);
+  std::unique_ptr<HealthPort> health_port;
+  if (const std::string listen = absl::GetFlag(FLAGS_health_listen); !listen.empty()) {
+    absl::StatusOr<std::unique_ptr<HealthPort>> started = HealthPort::Start(listen);
+    if (!started.ok()) {
+      logger.critical("{}", started.status().ToString());
+      server->Shutdown(std::chrono::system_clock::now());
+      return kExitFailure;
+    }
+    health_port = *std::move(started);
+    health_port->SetServingStatus(true);
+  }
 
   // --quotas_file is re-read when it changes; a broken file keeps the quotas in force.
   absl::Notification stop_watching;
@@ -736,6 +751,7 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
   logger.info("received {}: not serving any more, letting in-flight calls finish (up to {} s)",
               signal_name, config.shutdown_grace_s);
   health->SetServingStatus(false);
+  if (health_port != nullptr) health_port->SetServingStatus(false);
   // When the grace period ends, every call still running is told to stop (its stop token
   // fires, so CPU-bound optimization ends at its next check), and Runs waiting on workers are
   // cancelled.

@@ -652,6 +652,30 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
     if (blobs != nullptr) ExportBlobStore(&metrics, blobs.get());
     ExportTenantUsage(&metrics, &limiter, blobs.get(), &op_store);
     ExportPassTimes(&metrics, &optimizer);
+    if (presence != nullptr) {
+      // Shared state's health: replicas seen, leases lost (etcd out of reach past the TTL) and
+      // blobs brought from other replicas.
+      metrics.AddCollector([p = presence.get(), f = blob_fetcher.get()](CollectedGauges& out) {
+        out.Declare({"graphopt_replicas", "Live server replicas this one sees in etcd.", {}});
+        out.Declare({"graphopt_etcd_lease_grants_total",
+                     "Leases this replica was granted: 1, plus one per lease lost because etcd "
+                     "was out of reach for longer than --etcd_lease_ttl_s.",
+                     {}},
+                    /*counter=*/true);
+        out.Set("graphopt_replicas", {}, p->live_count());
+        out.Set("graphopt_etcd_lease_grants_total", {}, p->lease_grants());
+        if (f != nullptr) {
+          out.Declare({"graphopt_peer_blob_fetches_total",
+                       "Blobs sought from other replicas, by result (fetched, failed).",
+                       {"result"}},
+                      /*counter=*/true);
+          out.Set("graphopt_peer_blob_fetches_total", {"fetched"},
+                  static_cast<double>(f->fetched()));
+          out.Set("graphopt_peer_blob_fetches_total", {"failed"},
+                  static_cast<double>(f->failures()));
+        }
+      });
+    }
     absl::StatusOr<std::unique_ptr<HttpEndpoint>> started =
         StartMetricsEndpoint(config.metrics_listen, config.metrics_port_file, &metrics, logger);
     if (!started.ok()) {
@@ -774,6 +798,8 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
   // The watch applies to the op store, which goes first; the lease is revoked so the other
   // replicas see this one leave at once.
   if (etcd_ops != nullptr) etcd_ops->StopWatching();
+  // Its collectors read the shared-state parts released below.
+  metrics_endpoint.reset();
   if (blob_holders != nullptr) {
     // Every call is over: nothing commits, evicts or fetches any more. The records go with
     // the lease.

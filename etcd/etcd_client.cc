@@ -127,17 +127,29 @@ absl::Status EtcdClient::WithFailover(
     const std::function<grpc::Status(const std::shared_ptr<grpc::Channel>&,
                                      grpc::ClientContext*)>& call) {
   grpc::Status last;
-  for (size_t attempt = 0; attempt < channels_.size(); ++attempt) {
+  const absl::Time until = absl::Now() + options_.call_timeout;
+  // A member is waited for (it may be restarting or still joining: it accepts connections
+  // before it serves them), but with several members each attempt gets only a share of the
+  // time, so a dead or partitioned member costs a fraction of the timeout before the next one
+  // is asked, and later calls start at that next one.
+  const int members = static_cast<int>(channels_.size());
+  const absl::Duration per_attempt =
+      members == 1 ? options_.call_timeout
+                   : std::max(options_.call_timeout / members, absl::Milliseconds(300));
+  for (int attempt = 1;; ++attempt) {
     int index = 0;
     std::shared_ptr<grpc::Channel> channel = CurrentChannel(&index);
     grpc::ClientContext context;
-    context.set_deadline(DeadlineIn(options_.call_timeout));
-    // A member that is restarting should be waited for within the deadline, not failed at once.
+    context.set_deadline(DeadlineIn(std::min(per_attempt, until - absl::Now())));
     context.set_wait_for_ready(true);
     last = call(channel, &context);
     if (last.ok()) return absl::OkStatus();
     if (!MemberProblem(last)) return FromGrpc(last, what);
     Failover(index);
+    const absl::Duration left = until - absl::Now();
+    if (left <= absl::ZeroDuration()) break;
+    // Every member failed once: give an election or a restart a moment before the next round.
+    if (attempt % members == 0) absl::SleepFor(std::min(left, absl::Milliseconds(100)));
   }
   return absl::UnavailableError(absl::StrCat("etcd ", what, ": no member of ",
                                              absl::StrJoin(options_.endpoints, ","),

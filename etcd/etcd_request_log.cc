@@ -26,10 +26,20 @@ constexpr int64_t kTrimSlack = 16;
 // Answers kept for another try when etcd could not take them (the oldest dropped beyond).
 constexpr size_t kMaxUnwritten = 1024;
 
+// etcd's trouble is the client's to retry (on this replica or another): UNAVAILABLE, whatever
+// etcd said, but for a request etcd refuses as such (too large). NOT_FOUND is a lease that
+// lapsed while etcd was out of reach: a new one is being taken.
 absl::Status EtcdError(const absl::Status& s, absl::string_view what) {
-  return absl::Status(
-      s.code() == absl::StatusCode::kDeadlineExceeded ? absl::StatusCode::kUnavailable : s.code(),
-      absl::StrCat("cannot ", what, " in etcd (request ids are kept there): ", s.message()));
+  const bool refused = s.code() == absl::StatusCode::kInvalidArgument ||
+                       s.code() == absl::StatusCode::kResourceExhausted;
+  const absl::string_view why =
+      s.code() == absl::StatusCode::kNotFound
+          ? "this replica's etcd lease lapsed (etcd was out of reach for longer than "
+            "--etcd_lease_ttl_s) and is being renewed; try again: "
+          : "";
+  return absl::Status(refused ? s.code() : absl::StatusCode::kUnavailable,
+                      absl::StrCat("cannot ", what, " in etcd (request ids are kept there): ", why,
+                                   s.message()));
 }
 
 void CompareCreate(etcdserverpb::TxnRequest* txn, const std::string& key, int64_t revision) {

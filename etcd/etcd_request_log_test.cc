@@ -202,6 +202,20 @@ TEST_F(EtcdRequestLogTest, ACrashedReplicasClaimVanishesWithItsLease) {
   EXPECT_LT(absl::Now() - start, absl::Seconds(10));
 }
 
+// A replica whose lease lapsed (etcd out of reach past its TTL) cannot claim; the client is
+// told to try again (UNAVAILABLE), never that something is missing.
+TEST_F(EtcdRequestLogTest, AClaimUnderALapsedLeaseIsUnavailable) {
+  absl::StatusOr<int64_t> lease = client_->GrantLease(absl::Seconds(5));
+  ASSERT_TRUE(lease.ok());
+  ASSERT_TRUE(client_->RevokeLease(*lease).ok());
+  auto log = Replica("r1", {}, [&] { return *lease; });
+  absl::StatusOr<RequestClaim> claim = log->Claim("acme", "id", kFp);
+  ASSERT_FALSE(claim.ok());
+  EXPECT_EQ(claim.status().code(), absl::StatusCode::kUnavailable) << claim.status();
+  EXPECT_NE(claim.status().message().find("lease lapsed"), absl::string_view::npos)
+      << claim.status();
+}
+
 TEST_F(EtcdRequestLogTest, TooLargeAnswersReplayOnlyWhereTheyRan) {
   EtcdRequestLogOptions options;
   options.max_record_bytes = 4096;

@@ -133,7 +133,13 @@ absl::Status Coordinator::AddWorkerLocked(const std::string& address, const std:
   auto [it, inserted] = workers_.try_emplace(address);
   Worker& w = it->second;
   if (source != "flag") w.last_heartbeat = absl::Now();
-  if (!inserted) return absl::OkStatus();
+  if (!inserted) {
+    if (w.leaving && w.source == source) {
+      w.leaving = false;  // its membership is back before its last calls ended
+      ++slot_generation_;
+    }
+    return absl::OkStatus();
+  }
   w.address = address;
   w.source = source;
   w.client = clients_(address);
@@ -145,11 +151,20 @@ void Coordinator::RemoveWorker(const std::string& address, const std::string& so
   absl::MutexLock lock(&mu_);
   auto it = workers_.find(address);
   if (it == workers_.end() || it->second.source != source) return;
-  // Calls in flight finish or fail on their own: a worker shutting down cleanly gives up its
-  // lease before it drains, and a dead one is found by probing.
-  workers_.erase(it);
   ++slot_generation_;
-  logger_->info("coordinator: worker {} forgotten ({} membership ended)", address, source);
+  Worker& w = it->second;
+  if (w.in_flight == 0) {
+    workers_.erase(it);
+    logger_->info("coordinator: worker {} forgotten ({} membership ended)", address, source);
+    return;
+  }
+  // No new work goes there, but its calls in flight stay watched: a worker shutting down
+  // cleanly gives up its membership before it drains and finishes them, while one cut off
+  // (its lease lapsed) is found down by probing, which cancels them so they are retried
+  // elsewhere. It is forgotten when the last one ends.
+  w.leaving = true;
+  logger_->info("coordinator: worker {} leaving ({} membership ended): {} calls in flight", address,
+                source, w.in_flight);
 }
 
 absl::Status Coordinator::AddDnsName(const std::string& name_and_port) {
@@ -391,7 +406,9 @@ Coordinator::Worker* Coordinator::ChooseLocked(const Requirements& needs,
   Worker* best = nullptr;
   bool best_has_plan = false;
   for (auto& [address, w] : workers_) {
-    if (w.health != Health::kUp || tried.contains(address) || !capable(w, needs)) continue;
+    if (w.health != Health::kUp || w.leaving || tried.contains(address) || !capable(w, needs)) {
+      continue;
+    }
     if (w.slots > 0 && w.in_flight >= w.slots) continue;
     // A free slot goes to the Run that has waited longest among those that can use it.
     bool earlier_wants_it = false;
@@ -910,7 +927,12 @@ absl::StatusOr<v1::RunResponse> Coordinator::RunOnce(v1::RunRequest request,
     {
       absl::MutexLock lock(&mu_);
       auto it = workers_.find(target->address);
-      if (it != workers_.end()) --it->second.in_flight;
+      if (it != workers_.end() && --it->second.in_flight == 0 && it->second.leaving) {
+        logger_->info("coordinator: worker {} forgotten (its membership ended, its last call is "
+                      "over)",
+                      target->address);
+        workers_.erase(it);
+      }
       ++slot_generation_;
     }
     if (attempt.outcome == Attempt::Outcome::kRetry && !attempt.counted) {
@@ -948,7 +970,7 @@ v1::ListWorkersResponse Coordinator::ListWorkers() const {
     s->set_address(address);
     s->set_worker_id(w.worker_id);
     s->set_health(w.health == Health::kUp ? "up" : w.health == Health::kDown ? "down" : "unknown");
-    s->set_source(w.source);
+    s->set_source(w.leaving ? absl::StrCat(w.source, " (leaving)") : w.source);
     *s->mutable_devices() = w.description.devices();
     s->set_executing(w.in_flight);
     s->set_executed(w.description.executed());

@@ -105,7 +105,9 @@ class Coordinator {
   // INVALID_ARGUMENT for a malformed address; RESOURCE_EXHAUSTED when max_workers are known.
   absl::Status AddWorker(const std::string& address, const std::string& source);
   // Forgets `address` if it was added with `source` (a worker whose etcd key went away); a
-  // worker known through another source stays. Calls in flight on it are cancelled.
+  // worker known through another source stays. With calls in flight it first leaves: no new
+  // work, still probed (a dead one is marked down and its calls retried elsewhere), forgotten
+  // when the last call ends; AddWorker with the same source before then makes it a member again.
   void RemoveWorker(const std::string& address, const std::string& source);
   // Request ids are deduplicated through `log` (etcd/etcd_request_log.h: across replicas)
   // instead of in this process. Call before Start and the first Run.
@@ -177,6 +179,9 @@ class Coordinator {
     std::string last_error;
     // Calls in flight, cancelled when the worker is marked down.
     absl::flat_hash_set<WorkerCall*> calls;
+    // Its membership ended (RemoveWorker) while calls were in flight: it gets no new work and
+    // is forgotten when the last one ends.
+    bool leaving = false;
   };
   // What a plan needs of a worker: ops ("domain::op") and devices, each with the first node
   // that needs it (for messages).

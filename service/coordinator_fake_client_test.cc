@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -31,11 +32,16 @@ struct FakeWorker {
   std::vector<WorkerCallResult> failures ABSL_GUARDED_BY(mu);
   int loads ABSL_GUARDED_BY(mu) = 0;
   int executions ABSL_GUARDED_BY(mu) = 0;
+  // While set, Executes wait until their call is cancelled (then fail on the way).
+  bool hold ABSL_GUARDED_BY(mu) = false;
+  // While set, probes find nothing listening.
+  bool unreachable ABSL_GUARDED_BY(mu) = false;
 };
 
 class FakeCall final : public WorkerCall {
  public:
   void Cancel() override { cancelled_ = true; }
+  bool cancelled() const { return cancelled_; }
 
  private:
   std::atomic<bool> cancelled_{false};
@@ -53,10 +59,20 @@ class FakeClient final : public WorkerClient {
     response->set_plan_id(absl::StrCat(w_->id, "-plan"));
     return {};
   }
-  WorkerCallResult Execute(WorkerCall&, const v1::ExecuteRequest& request,
+  WorkerCallResult Execute(WorkerCall& call, const v1::ExecuteRequest& request,
                            v1::ExecuteResponse* response) override {
     absl::MutexLock lock(&w_->mu);
     ++w_->executions;
+    while (w_->hold) {
+      if (static_cast<FakeCall&>(call).cancelled()) {
+        WorkerCallResult r;
+        r.status = absl::CancelledError("cancelled");
+        return r;
+      }
+      // Releases the lock while it waits; looks at the cancellation every 5 ms.
+      w_->mu.AwaitWithTimeout(absl::Condition(+[](bool* hold) { return !*hold; }, &w_->hold),
+                              absl::Milliseconds(5));
+    }
     if (!w_->failures.empty()) {
       WorkerCallResult r = w_->failures.front();
       w_->failures.erase(w_->failures.begin());
@@ -73,6 +89,16 @@ class FakeClient final : public WorkerClient {
   }
   void Describe(WorkerCall&, const v1::DescribeRequest&, v1::DescribeResponse* response,
                 std::function<void(WorkerCallResult)> done) override {
+    {
+      absl::MutexLock lock(&w_->mu);
+      if (w_->unreachable) {
+        WorkerCallResult refused;
+        refused.status = absl::UnavailableError("connection refused");
+        refused.never_connected = true;
+        done(refused);
+        return;
+      }
+    }
     response->set_worker_id(w_->id);
     response->set_instance(absl::StrCat(w_->id, "-1"));
     v1::DeviceInfo* cpu = response->add_devices();
@@ -134,8 +160,10 @@ void AnswerNextExecute(FakeWorker& w, WorkerCallResult r) {
 
 class CoordinatorFakeClientTest : public ::testing::Test {
  protected:
-  // A coordinator knowing `workers` at addresses "a:1", "b:1", ... in order, each probed once.
-  std::unique_ptr<Coordinator> Make(std::vector<FakeWorker*> workers) {
+  // A coordinator knowing `workers` at addresses "a:1", "b:1", ... in order, each probed once,
+  // added with `source`.
+  std::unique_ptr<Coordinator> Make(std::vector<FakeWorker*> workers,
+                                    const std::string& source = "flag") {
     std::map<std::string, FakeWorker*> by_address;
     for (FakeWorker* w : workers) by_address[absl::StrCat(w->id, ":1")] = w;
     auto logger = std::make_shared<spdlog::logger>(
@@ -146,7 +174,7 @@ class CoordinatorFakeClientTest : public ::testing::Test {
           return std::make_unique<FakeClient>(by_address.at(address));
         },
         /*optimizer=*/nullptr, /*blobs=*/nullptr, logger);
-    for (const auto& [address, w] : by_address) EXPECT_TRUE(c->AddWorker(address, "flag").ok());
+    for (const auto& [address, w] : by_address) EXPECT_TRUE(c->AddWorker(address, source).ok());
     c->ProbeNow();
     return c;
   }
@@ -196,6 +224,58 @@ TEST_F(CoordinatorFakeClientTest, AWorkersOwnRefusalIsTheAnswer) {
   EXPECT_THAT(r.status().message(), HasSubstr("on worker a:1: input 'x': wrong shape"));
   absl::MutexLock lock(&b.mu);
   EXPECT_EQ(b.executions, 0);
+}
+
+std::string Source(const Coordinator& c, const std::string& address) {
+  const v1::ListWorkersResponse list = c.ListWorkers();
+  for (const v1::WorkerStatus& w : list.workers()) {
+    if (w.address() == address) return w.source();
+  }
+  return "absent";
+}
+
+// A worker whose etcd membership ends while it runs a call (its lease lapsed: cut off) gets no
+// new work, but its call stays watched: when probing finds it dead, the call is retried
+// elsewhere, and then the worker is forgotten.
+TEST_F(CoordinatorFakeClientTest, AWorkerLeavingWithACallInFlightIsWatchedUntilItEnds) {
+  FakeWorker a{"a"}, b{"b"};
+  auto c = Make({&a, &b}, "etcd");
+  {
+    absl::MutexLock lock(&a.mu);
+    a.hold = true;
+  }
+  absl::StatusOr<v1::RunResponse> held;
+  std::thread run([&] { held = c->Run(Request()); });  // the tie goes to a
+  {
+    absl::MutexLock lock(&a.mu);
+    a.mu.Await(absl::Condition(
+        +[](int* executions) { return *executions > 0; }, &a.executions));
+  }
+  c->RemoveWorker("a:1", "etcd");
+  EXPECT_EQ(Source(*c, "a:1"), "etcd (leaving)");
+  // New work goes elsewhere.
+  absl::StatusOr<v1::RunResponse> other = c->Run(Request());
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_EQ(other->worker_id(), "b");
+  {
+    absl::MutexLock lock(&a.mu);
+    a.unreachable = true;
+  }
+  c->ProbeNow();
+  run.join();
+  ASSERT_TRUE(held.ok()) << held.status();
+  EXPECT_EQ(held->worker_id(), "b");
+  EXPECT_EQ(held->attempts(), 2);
+  EXPECT_EQ(Source(*c, "a:1"), "absent");
+}
+
+TEST_F(CoordinatorFakeClientTest, RemoveWorkerForgetsAnIdleMemberOfItsOwnSourceOnly) {
+  FakeWorker a{"a"};
+  auto c = Make({&a}, "etcd");
+  c->RemoveWorker("a:1", "registered");  // not how it was added: stays
+  EXPECT_EQ(Source(*c, "a:1"), "etcd");
+  c->RemoveWorker("a:1", "etcd");  // nothing in flight: forgotten at once
+  EXPECT_EQ(Source(*c, "a:1"), "absent");
 }
 
 TEST_F(CoordinatorFakeClientTest, ChoosesAWorkerWithTheKernels) {

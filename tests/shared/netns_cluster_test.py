@@ -1,0 +1,428 @@
+"""graphopt on separate hosts made of network namespaces (tests/shared/netns.py), through faults.
+
+Hosts on one bridge (10.77.0.0/24): three etcd members (a real three-member cluster), two
+graphopt-server replicas, three graphopt-worker hosts, two client hosts (netns_client.py: a
+steady stream of Run requests with request ids, each client at home on one replica and failing
+over to the other on UNAVAILABLE with the same id), and a control host this test watches from.
+
+While the clients run, in turn:
+  1. a server replica is SIGKILLed and restarted;
+  2. a worker's cable is pulled (`ip link set eth0 down` in its namespace) and plugged back;
+  3. the etcd leader is SIGKILLed and restarted.
+Then every request must have been answered (lost 0), none executed twice for its id (answered
+twice 0: each id answered once without `replayed` in the replicas' logs, and sending ids again
+gets the stored answer, `replayed`, with the same outputs), and equal inputs must have given
+equal outputs. The times to recover are measured and printed with the counts in one summary
+line ("netns cluster: ...").
+
+With servers and workers that take --etcd_endpoints, both replicas and all workers share state
+through the etcd cluster (workers register under a lease); otherwise the replicas are given the
+workers' addresses (--workers) and etcd runs beside them, faulted all the same.
+
+Where network namespaces cannot be made (not root, no iproute2, a sandbox forbidding mounts),
+the test is skipped, visibly, with the reason.
+"""
+
+import collections
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+import unittest
+import urllib.request
+
+import grpc
+
+import harness
+import netns
+import netns_requests
+from harness import SERVER, TMP, WORKER, log
+from proto import coordinator_pb2, coordinator_pb2_grpc
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ETCD = shutil.which("etcd") or "/usr/bin/etcd"
+PORT = 7000
+SETTLE_S = 3.0       # requests flowing between faults
+FAULT_HOLD_S = 3.0   # how long a replica / cable / etcd member stays down
+BOUND_S = 30.0       # any recovery slower than this fails the test
+ETCD_HOSTS = ["e1", "e2", "e3"]
+SERVER_HOSTS = ["s1", "s2"]
+WORKER_HOSTS = ["w1", "w2", "w3"]
+OCTETS = {"ctl": 2, "e1": 11, "e2": 12, "e3": 13, "s1": 21, "s2": 22, "w1": 31, "w2": 32,
+          "w3": 33, "c1": 41, "c2": 42}
+
+
+def etcd_flags_supported():
+    """Whether this build's server and worker take --etcd_endpoints (the shared-state mode)."""
+    for binary in (SERVER, WORKER):
+        r = subprocess.run([binary, "--helpfull"], capture_output=True, text=True, timeout=30)
+        if "etcd_endpoints" not in r.stdout + r.stderr:
+            return False
+    return True
+
+
+def http_json(url, body=None, timeout=1.0):
+    data = None if body is None else json.dumps(body).encode()
+    with urllib.request.urlopen(urllib.request.Request(url, data=data), timeout=timeout) as r:
+        return json.loads(r.read())
+
+
+class Cluster:
+    def __init__(self, net, use_etcd):
+        self.net = net
+        self.use_etcd = use_etcd
+        self.dir = os.path.join(TMP, "netns")
+        os.makedirs(self.dir, exist_ok=True)
+        self.procs = {}
+        self.etcd_urls = ",".join(f"{net.address(h)}:2379" for h in ETCD_HOSTS)
+        self.stubs = {}
+
+    def addr(self, host):
+        return f"{self.net.address(host)}:{PORT}"
+
+    # --- processes ---------------------------------------------------------------------------
+
+    def start_etcd(self, host):
+        a = self.net.address(host)
+        peers = ",".join(f"{h}=http://{self.net.address(h)}:2380" for h in ETCD_HOSTS)
+        self.procs[host] = self.net.spawn(host, [
+            ETCD, f"--name={host}", f"--data-dir={os.path.join(self.dir, host + '.etcd')}",
+            f"--listen-peer-urls=http://{a}:2380", f"--initial-advertise-peer-urls=http://{a}:2380",
+            f"--listen-client-urls=http://{a}:2379", f"--advertise-client-urls=http://{a}:2379",
+            f"--initial-cluster={peers}", "--initial-cluster-state=new",
+            f"--initial-cluster-token=graphopt-netns-{os.getpid()}",
+            "--heartbeat-interval=100", "--election-timeout=1000", "--log-level=warn"],
+            os.path.join(self.dir, host + ".log"))
+
+    def start_server(self, host):
+        args = [SERVER, "--insecure", f"--listen={self.addr(host)}", "--op_store_dir=",
+                "--log_level=info", "--probe_interval_ms=200", "--probe_timeout_ms=1000",
+                "--max_run_attempts=3"]
+        if self.use_etcd:
+            args += [f"--etcd_endpoints={self.etcd_urls}", "--etcd_prefix=/graphopt/",
+                     f"--advertise_address={self.addr(host)}"]
+        else:
+            args += ["--workers=" + ",".join(self.addr(w) for w in WORKER_HOSTS)]
+        self.procs[host] = self.net.spawn(host, args, os.path.join(self.dir, host + ".log"))
+
+    def start_worker(self, host):
+        args = [WORKER, "--insecure", f"--listen={self.addr(host)}", f"--worker_id={host}",
+                "--threads=1"]
+        if self.use_etcd:
+            args += [f"--etcd_endpoints={self.etcd_urls}", f"--advertise_address={self.addr(host)}"]
+        self.procs[host] = self.net.spawn(host, args, os.path.join(self.dir, host + ".log"))
+
+    def kill(self, host):
+        p = self.procs[host]
+        p.kill()
+        p.wait(timeout=10)
+
+    def check_alive(self):
+        for host, p in self.procs.items():
+            if p.poll() is not None and not host.startswith("c"):
+                raise AssertionError(f"{host} exited with {p.returncode}:\n{self.tail(host)}")
+
+    def tail(self, host, n=15):
+        try:
+            lines = open(os.path.join(self.dir, host + ".log"), errors="replace").readlines()
+        except OSError:
+            return ""
+        return "".join(lines[-n:])
+
+    def logs(self):
+        return "\n".join(f"--- {h} (last lines)\n{self.tail(h)}" for h in self.procs)
+
+    # --- observing ---------------------------------------------------------------------------
+
+    def coordinator(self, host):
+        if host not in self.stubs:
+            self.stubs[host] = coordinator_pb2_grpc.CoordinatorStub(grpc.insecure_channel(
+                self.addr(host), options=[("grpc.initial_reconnect_backoff_ms", 100),
+                                          ("grpc.min_reconnect_backoff_ms", 100),
+                                          ("grpc.max_reconnect_backoff_ms", 300)]))
+        return self.stubs[host]
+
+    def worker_health(self, server):
+        """worker id -> (health, executed) as `server` sees them; {} when it does not answer."""
+        try:
+            answer = self.coordinator(server).ListWorkers(coordinator_pb2.ListWorkersRequest(),
+                                                          timeout=2)
+        except grpc.RpcError:
+            return {}
+        return {w.worker_id or w.address: (w.health, w.executed) for w in answer.workers}
+
+    def etcd_healthy(self, host):
+        try:
+            return http_json(f"http://{self.net.address(host)}:2379/health").get("health") == "true"
+        except (OSError, ValueError):
+            return False
+
+    def etcd_leader(self):
+        """The host of the current etcd leader, or None."""
+        ids = {}
+        leader = None
+        for h in ETCD_HOSTS:
+            try:
+                s = http_json(f"http://{self.net.address(h)}:2379/v3/maintenance/status", {})
+            except (OSError, ValueError):
+                continue
+            ids[s["header"]["member_id"]] = h
+            leader = s.get("leader", leader)
+        return ids.get(leader)
+
+    def etcd_put(self, key, value):
+        """A write through the first etcd member that takes it (needs a quorum)."""
+        import base64
+        body = {"key": base64.b64encode(key.encode()).decode(),
+                "value": base64.b64encode(value.encode()).decode()}
+        for h in ETCD_HOSTS:
+            try:
+                http_json(f"http://{self.net.address(h)}:2379/v3/kv/put", body, timeout=2)
+                return True
+            except (OSError, ValueError):
+                continue
+        return False
+
+
+def wait_until(what, predicate, bound_s=BOUND_S, step_s=0.05):
+    """Seconds until predicate() is true; AssertionError after bound_s."""
+    start = time.time()
+    while time.time() - start < bound_s:
+        if predicate():
+            return time.time() - start
+        time.sleep(step_s)
+    raise AssertionError(f"{what}: not within {bound_s} s")
+
+
+def read_records(paths):
+    records = []
+    for p in paths:
+        if os.path.exists(p):
+            records += [json.loads(line) for line in open(p) if line.strip()]
+    return records
+
+
+def answered_in_logs(log_paths):
+    """request id -> answers executed (OK, not replayed) in the replicas' logs."""
+    counts = collections.Counter()
+    pattern = re.compile(r"request_id='([^']*)'.* replayed=false .*status=OK")
+    for path in log_paths:
+        for line in open(path, errors="replace"):
+            m = pattern.search(line)
+            if m:
+                counts[m.group(1)] += 1
+    return counts
+
+
+class NetnsClusterTest(unittest.TestCase):
+    def test_faults_lose_nothing_and_run_nothing_twice(self):
+        reason = netns.unavailable_reason()
+        if reason:
+            self.skipTest(reason)
+        self.assertTrue(os.path.exists(ETCD), f"no etcd binary ({ETCD}): apt-get install "
+                                              "etcd-server (scripts/install_deps.sh)")
+        use_etcd = etcd_flags_supported()
+        net = netns.Network()
+        try:
+            self.run_cluster(net, use_etcd)
+        finally:
+            net.close()
+            leftover = [n for n in netns.ip("netns", "list").stdout.split()
+                        if n.startswith(net.prefix)]
+            self.assertEqual(leftover, [], "namespaces left behind")
+
+    def run_cluster(self, net, use_etcd):
+        for host, octet in OCTETS.items():
+            net.add_host(host, octet)
+        net.enter("ctl")  # before any gRPC channel: gRPC's threads then live on ctl too
+        c = Cluster(net, use_etcd)
+        log(f"{len(OCTETS)} hosts on {net.switch}'s bridge; mode: "
+            + ("shared state in etcd (--etcd_endpoints)" if use_etcd else
+               "replicas given --workers (this build has no --etcd_endpoints)"))
+        try:
+            self.faults(c)
+        except BaseException:
+            print(c.logs(), flush=True)
+            raise
+
+    def faults(self, c):
+        t0 = time.time()
+        for h in ETCD_HOSTS:
+            c.start_etcd(h)
+        took = wait_until("etcd cluster healthy",
+                          lambda: all(c.etcd_healthy(h) for h in ETCD_HOSTS))
+        log(f"etcd: 3 members healthy after {took:.2f} s, leader {c.etcd_leader()}")
+        for h in WORKER_HOSTS:
+            c.start_worker(h)
+        for h in SERVER_HOSTS:
+            c.start_server(h)
+
+        def all_up(server):
+            health = c.worker_health(server)
+            return sum(health.get(w, ("",))[0] == "up" for w in WORKER_HOSTS) == 3
+
+        for s in SERVER_HOSTS:
+            wait_until(f"{s} lists 3 workers up", lambda: all_up(s))
+        log(f"2 replicas and 3 workers up {time.time() - t0:.1f} s after start")
+
+        # The clients: c1 at home on s1, c2 on s2, each failing over to the other replica.
+        stop_file = os.path.join(c.dir, "stop")
+        outs = {}
+        env = dict(os.environ, PYTHONPATH=HERE + ":" + os.environ.get("PYTHONPATH", ""))
+        for client, home, other in (("c1", "s1", "s2"), ("c2", "s2", "s1")):
+            outs[client] = os.path.join(c.dir, client + ".jsonl")
+            c.procs[client] = c.net.spawn(client, [
+                "/usr/bin/python3", "-u", os.path.join(HERE, "netns_client.py"), client,
+                outs[client], stop_file, c.addr(home), c.addr(other), "2"],
+                os.path.join(c.dir, client + ".log"), env=env)
+
+        def answered_since(t, client=None, replica=None, worker=None):
+            return [r for r in read_records([outs[k] for k in outs if client in (None, k)])
+                    if r.get("answered", 0) > t and replica in (None, r["replica"])
+                    and worker in (None, r["worker"])]
+
+        wait_until("first answers to both clients",
+                   lambda: answered_since(0, "c1") and answered_since(0, "c2"), step_s=0.1)
+        time.sleep(SETTLE_S)
+        c.check_alive()
+        fig = {}
+
+        # 1. A replica dies (SIGKILL) and comes back. c1's requests fail over to s2.
+        t_kill = time.time()
+        c.kill("s1")
+        log("SIGKILL server s1")
+        fig["failover"] = wait_until("a c1 request answered after s1 died",
+                                     lambda: answered_since(t_kill, "c1"), step_s=0.02)
+        time.sleep(max(0.0, FAULT_HOLD_S - (time.time() - t_kill)))
+        t_restart = time.time()
+        c.start_server("s1")
+        fig["restart"] = wait_until("s1 answers clients again after its restart",
+                                    lambda: answered_since(t_restart, replica=c.addr("s1")),
+                                    step_s=0.02)
+        log(f"c1 failed over to s2 in {fig['failover']:.2f} s; s1 restarted and answering "
+            f"{fig['restart']:.2f} s later")
+        wait_until("s1 lists 3 workers up after its restart", lambda: all_up("s1"))
+        time.sleep(SETTLE_S)
+        c.check_alive()
+
+        # 2. A worker's cable is pulled and plugged back.
+        cut = "w2"
+        t_cut = time.time()
+        c.net.link(cut, up=False)
+        log(f"cable of {cut} pulled")
+
+        def listed(server, health):
+            return c.worker_health(server).get(cut, ("",))[0] == health
+
+        fig["down"] = wait_until(f"{cut} listed down by both replicas",
+                                 lambda: all(listed(s, "down") for s in SERVER_HOSTS))
+        time.sleep(max(0.0, FAULT_HOLD_S - (time.time() - t_cut)))
+        slow = [r["answered"] - r["sent"] for r in answered_since(t_cut - 1.0)
+                if r["sent"] < t_cut + fig["down"]]
+        fig["cut_slowest"] = max(slow, default=0.0)
+        t_plug = time.time()
+        c.net.link(cut, up=True)
+        fig["up"] = wait_until(f"{cut} listed up by both replicas after its cable is back",
+                               lambda: all(listed(s, "up") for s in SERVER_HOSTS))
+        log(f"{cut} listed down by both replicas {fig['down']:.2f} s after the cut (slowest "
+            f"request meanwhile {fig['cut_slowest']:.2f} s); up {fig['up']:.2f} s after the "
+            f"cable was back")
+        time.sleep(SETTLE_S)
+        c.check_alive()
+
+        # 3. The etcd leader dies and comes back; the other two keep a quorum.
+        victim = c.etcd_leader() or "e1"
+        t_ekill = time.time()
+        c.kill(victim)
+        log(f"SIGKILL etcd member {victim} (the leader)")
+        fig["etcd_write"] = wait_until("a write to etcd with one member down",
+                                       lambda: c.etcd_put("/netns-test/probe", "x"))
+        fig["etcd_served"] = wait_until("requests answered with an etcd member down",
+                                        lambda: answered_since(t_ekill + fig["etcd_write"]),
+                                        step_s=0.02)
+        time.sleep(max(0.0, FAULT_HOLD_S - (time.time() - t_ekill)))
+        t_erestart = time.time()
+        c.start_etcd(victim)
+        fig["etcd_rejoin"] = wait_until(f"{victim} healthy again", lambda: c.etcd_healthy(victim))
+        log(f"etcd: a quorum write {fig['etcd_write']:.2f} s after the leader died; {victim} "
+            f"restarted and healthy {fig['etcd_rejoin']:.2f} s later (leader now "
+            f"{c.etcd_leader()})")
+        time.sleep(SETTLE_S)
+        c.check_alive()
+
+        # The stream ends; every request is accounted for.
+        open(stop_file, "w").close()
+        for client in outs:
+            c.procs[client].wait(timeout=90)
+        time.sleep(0.6)  # the replicas learn the workers' execution counts from their probes
+        executions = sum(e for _, e in c.worker_health("s2").values())
+        self.account(c, read_records(outs.values()), fig, executions, time.time() - t0)
+
+    def account(self, c, records, fig, executions, wall_s):
+        sent = len(records)
+        lost = [r for r in records if "answered" not in r]
+        failed_over = [r for r in records if "answered" in r and len(r["attempts"]) > 1]
+        # Equal inputs, equal outputs, whichever replica, worker or attempt answered.
+        by_seed = collections.defaultdict(set)
+        for r in records:
+            if "answered" in r:
+                by_seed[r["seed"]].add(r["digest"])
+        wrong = sum(len(d) - 1 for d in by_seed.values())
+        first_answers = {r["id"]: r for r in records if "answered" in r}
+
+        # Executed twice, seen by the replicas: an id answered without `replayed` twice.
+        counts = answered_in_logs([os.path.join(c.dir, s + ".log") for s in SERVER_HOSTS])
+        twice = {i: n for i, n in counts.items() if n > 1}
+        twice.update({r["id"]: 2 for r in records
+                      if "answered" in r and r["replayed"]})  # each id is sent by one client
+
+        # Executed twice, probed: ids sent again get the first answer, replayed, with the same
+        # outputs. With shared state they go to the replica that did NOT answer them (those that
+        # failed over included); without it, to the one that did (it remembers only its own).
+        latest = sorted(first_answers.values(), key=lambda r: r["answered"])[-20:]
+        pool = (failed_over + latest) if c.use_etcd else latest
+        by_addr = {c.addr(s): s for s in SERVER_HOSTS}
+        replay_bad = []
+        for r in {r["id"]: r for r in pool}.values():
+            target = r["replica"]
+            if c.use_etcd:
+                target = next(a for a in by_addr if a != r["replica"])
+            try:
+                answer = c.coordinator(by_addr[target]).Run(
+                    netns_requests.run_request(r["id"], r["seed"]), timeout=20)
+            except grpc.RpcError as e:
+                replay_bad.append(f"{r['id']} at {by_addr[target]}: {e.code().name}")
+                continue
+            if not answer.replayed or netns_requests.digest(answer) != r["digest"]:
+                replay_bad.append(f"{r['id']} at {by_addr[target]}: replayed={answer.replayed}, "
+                                  f"same outputs={netns_requests.digest(answer) == r['digest']}")
+        resent = len({r["id"] for r in pool})
+
+        summary = (
+            f"netns cluster ({'etcd' if c.use_etcd else '--workers'} mode, 3 etcd + 2 servers + "
+            f"3 workers + 2 client hosts): {sent} requests sent, lost {len(lost)}, answered twice "
+            f"{len(twice)}, wrong outputs {wrong}, failed over {len(failed_over)}; server kill: "
+            f"failover {fig['failover']:.2f} s, restarted replica serving {fig['restart']:.2f} s; "
+            f"worker cable cut: listed down {fig['down']:.2f} s, slowest request "
+            f"{fig['cut_slowest']:.2f} s, listed up {fig['up']:.2f} s after replug; etcd leader "
+            f"kill: quorum write {fig['etcd_write']:.2f} s, member healthy "
+            f"{fig['etcd_rejoin']:.2f} s after restart; {executions} worker executions for "
+            f"{len(first_answers)} answers (a call cut off with its worker runs again "
+            f"elsewhere); {resent} ids sent again, "
+            f"{resent - len(replay_bad)} replayed; wall {wall_s:.0f} s")
+        log(summary)
+        self.assertEqual(lost, [], "requests lost")
+        self.assertEqual(twice, {}, "request ids executed twice")
+        self.assertEqual(wrong, 0, f"equal inputs gave different outputs: {dict(by_seed)}")
+        self.assertEqual(replay_bad, [], "ids sent again were not answered from the first run")
+
+
+if __name__ == "__main__":
+    def _term(signum, frame):
+        raise SystemExit(f"signal {signum}")  # unwinds through the finally that cleans up
+
+    signal.signal(signal.SIGTERM, _term)
+    harness.run_tests("netns_cluster_test")

@@ -1,20 +1,48 @@
-"""The Run requests of netns_cluster_test, shared by its client hosts and its checks: one small
-MLP, a few distinct inputs (equal inputs must give equal outputs on every replica and worker),
-and a digest of an answer's outputs."""
+"""The Run requests of netns_cluster_test, shared by its client hosts and its checks: a graph
+small on the wire but a few milliseconds of work on a worker (so that faults find requests in
+flight), a few distinct inputs (equal inputs must give equal outputs on every replica and
+worker), and a digest of an answer's outputs."""
 
 import hashlib
 
-import models
-from proto import coordinator_pb2
+from harness import floats, int64s, named, tensor, value
+from models import F32, I64, node, opset
+from proto import coordinator_pb2, graph_pb2
 
 SEEDS = 8
 WIDTH = 64
-GRAPH = models.mlp(width=WIDTH, depth=2)
+ROWS = 512    # x[1, WIDTH] is expanded to ROWS rows: the work grows, the request does not
+LAYERS = 4
+
+
+def _graph():
+    g = graph_pb2.Graph(name="netns_mlp")
+    opset(g)
+    g.inputs.append(value("x", F32, [1, WIDTH]))
+    g.initializers.append(tensor("rows", I64, [2], int64s([ROWS, WIDTH])))
+    g.initializers.append(tensor("scale", F32, [ROWS, 1],
+                                 floats([(r % 5 + 1) / 5.0 for r in range(ROWS)])))
+    node(g, "expand", "Expand", ["x", "rows"], ["wide"])
+    node(g, "scaled", "Mul", ["wide", "scale"], ["h"])
+    prev = "h"
+    for i in range(LAYERS):
+        w = [((i * 7 + j) % 13 - 6) / 50.0 for j in range(WIDTH * WIDTH)]
+        g.initializers.append(tensor(f"w{i}", F32, [WIDTH, WIDTH], floats(w)))
+        node(g, f"mm{i}", "MatMul", [prev, f"w{i}"], [f"m{i}"])
+        node(g, f"relu{i}", "Relu", [f"m{i}"], [f"a{i}"])
+        prev = f"a{i}"
+    node(g, "mean", "ReduceMean", [prev], ["y"], axes=[0], keepdims=1)
+    g.outputs.append(value("y", F32, [1, WIDTH]))
+    return g
+
+
+GRAPH = _graph()
 
 
 def run_request(request_id, seed):
+    x = floats([(1.0 + seed) * ((j % 7) - 3) / 3.0 for j in range(WIDTH)])
     return coordinator_pb2.RunRequest(graph=GRAPH, request_id=request_id,
-                                      inputs=models.mlp_input(WIDTH, seed=1.0 + seed))
+                                      inputs=[named("x", tensor("x", F32, [1, WIDTH], x))])
 
 
 def digest(response):

@@ -65,6 +65,9 @@
 #include "util/file_version.h"
 #include "util/malloc_tuning.h"
 #include "util/mutex_mode.h"
+#include "etcd/etcd_client.h"
+#include "etcd/etcd_op_persistence.h"
+#include "etcd/replica_presence.h"
 
 // Command-line flags. absl flags are process-wide by design; main reads each one exactly once
 // into ServerConfig and nothing else touches them.
@@ -156,6 +159,21 @@ ABSL_FLAG(int, worker_call_timeout_s, 120,
           "Deadline of one LoadPlan or Execute call on a worker; a worker past it is taken as "
           "stalled (marked down, the request retried elsewhere), 1..86400.");
 
+// Shared state (docs/operations.md, *Replicas and etcd*). Without --etcd_endpoints the server
+// keeps its state itself (--op_store_dir and memory): one server, no etcd needed.
+ABSL_FLAG(std::string, etcd_endpoints, "",
+          "etcd members' client addresses, host:port,...: keep tenants' ops, worker membership, "
+          "request ids and blob holders in etcd, shared by every replica. Empty: this server "
+          "alone (--op_store_dir).");
+ABSL_FLAG(std::string, etcd_prefix, "/graphopt/",
+          "Key prefix of graphopt's state in etcd (one per graphopt cluster).");
+ABSL_FLAG(int, etcd_lease_ttl_s, 10,
+          "TTL of this replica's etcd lease, 2..300: how long after a crash its claims (running "
+          "request ids, blob holdings) outlive it.");
+ABSL_FLAG(std::string, advertise_address, "",
+          "host:port at which the other replicas reach this one (with --etcd_endpoints); "
+          "default: --listen with the selected port.");
+
 namespace graphopt {
 namespace {
 
@@ -191,6 +209,11 @@ struct ServerConfig {
   TenantQuota default_quota;
   std::string quotas_file;
   int64_t max_fold_bytes = 0;
+  // Empty: no etcd (the embedded default).
+  std::vector<std::string> etcd_endpoints;
+  std::string etcd_prefix;
+  absl::Duration etcd_lease_ttl;
+  std::string advertise_address;
 };
 
 // A flag's value with its allowed range, for one check loop.
@@ -297,6 +320,29 @@ absl::StatusOr<ServerConfig> ConfigFromFlags() {
   config.default_quota.op_store_bytes = absl::GetFlag(FLAGS_tenant_op_store_mb) << 20;
   config.default_quota.max_ops = absl::GetFlag(FLAGS_tenant_max_ops);
   config.quotas_file = absl::GetFlag(FLAGS_quotas_file);
+  if (const std::string etcd = absl::GetFlag(FLAGS_etcd_endpoints); !etcd.empty()) {
+    absl::StatusOr<std::vector<std::string>> endpoints =
+        ParseEtcdEndpoints(etcd, "--etcd_endpoints");
+    if (!endpoints.ok()) return endpoints.status();
+    config.etcd_endpoints = *std::move(endpoints);
+  }
+  config.etcd_prefix = absl::GetFlag(FLAGS_etcd_prefix);
+  if (config.etcd_prefix.empty() || config.etcd_prefix.back() != '/') {
+    return absl::InvalidArgumentError("--etcd_prefix must end with '/'");
+  }
+  if (absl::Status s = CheckRanges({{"--etcd_lease_ttl_s", absl::GetFlag(FLAGS_etcd_lease_ttl_s),
+                                     2, 300}});
+      !s.ok()) {
+    return s;
+  }
+  config.etcd_lease_ttl = absl::Seconds(absl::GetFlag(FLAGS_etcd_lease_ttl_s));
+  config.advertise_address = absl::GetFlag(FLAGS_advertise_address);
+  if (!config.advertise_address.empty()) {
+    if (absl::Status s = CheckHostPort(config.advertise_address, "--advertise_address");
+        !s.ok()) {
+      return s;
+    }
+  }
   const std::string level_name = absl::GetFlag(FLAGS_log_level);
   std::optional<spdlog::level::level_enum> level = ParseLogLevel(level_name);
   if (!level.has_value()) {
@@ -392,6 +438,32 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
     logger.critical("cannot register builtin passes: {}", status.ToString());
     return kExitFailure;
   }
+  // Shared state in etcd (--etcd_endpoints): connected before anything is served, so a replica
+  // never answers from state it has not read.
+  std::unique_ptr<EtcdClient> etcd;
+  std::unique_ptr<ReplicaPresence> presence;
+  std::shared_ptr<EtcdOpPersistence> etcd_ops;
+  if (!config.etcd_endpoints.empty()) {
+    EtcdOptions etcd_options;
+    etcd_options.endpoints = config.etcd_endpoints;
+    absl::StatusOr<std::unique_ptr<EtcdClient>> client = EtcdClient::Create(etcd_options);
+    if (!client.ok()) {
+      logger.critical("--etcd_endpoints: {}", client.status().ToString());
+      return kExitUsage;
+    }
+    etcd = *std::move(client);
+    if (absl::Status ready = etcd->WaitReady(absl::Seconds(30)); !ready.ok()) {
+      logger.critical("{}", ready.ToString());
+      return kExitFailure;
+    }
+    presence = std::make_unique<ReplicaPresence>(etcd.get(), config.etcd_prefix,
+                                                 config.etcd_lease_ttl);
+    if (absl::Status started = presence->Start(); !started.ok()) {
+      logger.critical("etcd: cannot take this replica's lease: {}", started.ToString());
+      return kExitFailure;
+    }
+    etcd_ops = std::make_shared<EtcdOpPersistence>(etcd.get(), config.etcd_prefix);
+  }
   // Weight blobs; absent with --blob_store_mb=0.
   std::unique_ptr<BlobStore> blobs;
   if (config.blob_store_mb > 0) {
@@ -402,7 +474,9 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
   store_options.quotas = &quotas;
   // Descriptors are compiled with the rule language (store_options.compiler's default,
   // RuleLanguageCompiler).
-  if (!config.op_store_dir.empty()) {
+  if (etcd_ops != nullptr) {
+    store_options.persistence = etcd_ops;
+  } else if (!config.op_store_dir.empty()) {
     absl::StatusOr<std::unique_ptr<FileOpPersistence>> persistence =
         FileOpPersistence::Create(config.op_store_dir);
     if (!persistence.ok()) {
@@ -421,6 +495,22 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
   logger.info("op store: {}: {} ops of {} tenants loaded, {} problems",
               op_store.PersistenceDescription(), loaded->ops, loaded->tenants,
               loaded->errors.size());
+  if (etcd_ops != nullptr) {
+    // Other replicas' registrations, applied as they land in etcd.
+    absl::Status watching = etcd_ops->Watch(
+        [&op_store, logger_ptr](const std::string& tenant, const v1::OpDescriptorList& list) {
+          absl::StatusOr<OpStoreLoadReport> applied = op_store.ApplyStored(tenant, list);
+          if (!applied.ok()) {
+            logger_ptr->error("op store: tenant '{}' from etcd: {}", tenant,
+                              applied.status().ToString());
+            return;
+          }
+          for (const std::string& error : applied->errors) {
+            logger_ptr->error("op store: {}", error);
+          }
+        });
+    if (!watching.ok()) logger.warn("op store: {}", watching.ToString());
+  }
   Optimizer optimizer(&op_store, &passes, blobs.get());
   OptionCeilings ceilings = DefaultOptionCeilings();
   for (const char* key : {"constant_fold.max_folded_bytes", "constant_fold.max_growth_bytes"}) {
@@ -504,6 +594,16 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
   }
 
   const std::string address = ResolvedAddress(config.listen, selected_port);
+  if (presence != nullptr) {
+    const std::string advertised =
+        config.advertise_address.empty() ? address : config.advertise_address;
+    if (absl::Status announced = presence->Announce(advertised); !announced.ok()) {
+      logger.error("etcd: cannot announce this replica as {}: {}", advertised,
+                   announced.ToString());
+    }
+    logger.info("shared state in {} under '{}': replica {}, {} replicas live", etcd->Describe(),
+                config.etcd_prefix, advertised, presence->live_count());
+  }
   if (!config.port_file.empty()) {
     if (absl::Status status = WritePortFile(config.port_file, selected_port); !status.ok()) {
       logger.critical("--port_file: {}", status.ToString());
@@ -540,6 +640,10 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
   stop_watching.Notify();
   if (quota_watcher.joinable()) quota_watcher.join();
   for (WorkQueue* q : {&optimize_queue, &control_queue, &upload_queue, &run_queue}) q->Shutdown();
+  // The watch applies to the op store, which goes first; the lease is revoked so the other
+  // replicas see this one leave at once.
+  if (etcd_ops != nullptr) etcd_ops->StopWatching();
+  presence.reset();
   logger.info("graphopt-server on {} stopped", address);
   logger.flush();
   return kExitOk;

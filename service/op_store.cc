@@ -36,6 +36,12 @@ OpStore::OpStore(const OpRegistry* builtins, OpStoreOptions options)
 namespace {
 
 // Serialized bytes of a tenant's descriptors (what the limits count).
+v1::OpDescriptorList SingleOp(const v1::OpDescriptor& d) {
+  v1::OpDescriptorList list;
+  *list.add_ops() = d;
+  return list;
+}
+
 int64_t SourcesBytes(const OpSources& sources) {
   int64_t bytes = 0;
   for (const auto& [key, d] : sources) bytes += static_cast<int64_t>(d.ByteSizeLong());
@@ -249,6 +255,109 @@ absl::StatusOr<std::vector<std::string>> OpStore::Unregister(
   return lines;
 }
 
+void OpStore::LoadTenantLocked(const std::string& tenant, const v1::OpDescriptorList& list,
+                               OpStoreLoadReport* report_out) {
+  OpStoreLoadReport& report = *report_out;
+  const OpStoreLimits& limits = options_.limits;
+  auto skip = [&, tenant = tenant](const v1::OpDescriptor& d, absl::string_view why) {
+    report.errors.push_back(
+        absl::StrCat("tenant '", tenant, "': skipping stored op ", OpVersionLabel(d), ": ", why));
+  };
+  if (absl::Status s = ValidateTenantName(tenant); !s.ok()) {
+    report.errors.push_back(absl::StrCat("skipping stored ops: ", s.message()));
+    return;
+  }
+  // The limits first, in stored order, so that one batch check can pass.
+  std::vector<const v1::OpDescriptor*> candidates;
+  int64_t bytes = 0;
+  for (const v1::OpDescriptor& d : list.ops()) {
+    const int64_t size = static_cast<int64_t>(d.ByteSizeLong());
+    if (static_cast<int>(candidates.size()) >= limits.max_ops_per_tenant ||
+        static_cast<int>(candidates.size()) >= limits.max_ops_per_call ||
+        bytes + size > limits.max_tenant_bytes) {
+      skip(d, "over the tenant's limits");
+      continue;
+    }
+    bytes += size;
+    candidates.push_back(&d);
+  }
+  // Drop what fails and check the rest again, until all of it passes.
+  const OpSnapshot empty(tenant, std::make_unique<OpRegistry>(builtins_), OpSources());
+  OpCheckContext context = CheckContext(empty);
+  context.visible = builtins_;
+  OpCheckResult checked;
+  while (true) {
+    checked = CheckOps(candidates, context);
+    if (checked.ok()) break;
+    if (!checked.call_error.ok()) {
+      for (const v1::OpDescriptor* d : candidates) skip(*d, checked.call_error.message());
+      candidates.clear();
+      continue;
+    }
+    std::vector<bool> refused(candidates.size(), false);
+    for (const auto& [index, status] : checked.errors) {
+      refused[index] = true;
+      skip(*candidates[index], status.message());
+    }
+    std::vector<const v1::OpDescriptor*> rest;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      if (!refused[i]) rest.push_back(candidates[i]);
+    }
+    candidates = std::move(rest);
+  }
+  if (candidates.empty()) {
+    absl::MutexLock lock(&mu_);
+    if (auto old = tenants_.find(tenant); old != tenants_.end()) {
+      total_bytes_ -= SourcesBytes(old->second->sources());
+      tenants_.erase(old);
+    }
+    return;
+  }
+  OpSources sources;
+  for (const v1::OpDescriptor* d : candidates) {
+    sources.emplace(OpKey(d->domain(), d->name()), *d);
+  }
+  // The checked layer sits right on the builtins: it is the tenant's registry. (Commit would
+  // save the same ops again.)
+  std::unique_ptr<OpRegistry> registry = std::move(checked.layer);
+  report.ops += static_cast<int>(sources.size());
+  ++report.tenants;
+  const int64_t stored_bytes = SourcesBytes(sources);
+  auto snapshot =
+      std::make_shared<const OpSnapshot>(tenant, std::move(registry), std::move(sources));
+  absl::MutexLock lock(&mu_);
+  if (auto old = tenants_.find(tenant); old != tenants_.end()) {
+    total_bytes_ -= SourcesBytes(old->second->sources());
+  }
+  total_bytes_ += stored_bytes;
+  tenants_[tenant] = std::move(snapshot);
+}
+
+absl::StatusOr<OpStoreLoadReport> OpStore::ApplyStored(const std::string& tenant,
+                                                       const v1::OpDescriptorList& list) {
+  OpStoreLoadReport report;
+  absl::MutexLock write_lock(&write_mu_);
+  {
+    // This replica's own writes come back through the watch: nothing to do for them.
+    absl::MutexLock lock(&mu_);
+    auto it = tenants_.find(tenant);
+    const OpSources* current = it == tenants_.end() ? nullptr : &it->second->sources();
+    if ((current == nullptr ? 0 : static_cast<int>(current->size())) == list.ops_size()) {
+      bool same = true;
+      for (int i = 0; same && i < list.ops_size(); ++i) {
+        const v1::OpDescriptor& d = list.ops(i);
+        auto found = current->find(OpKey(d.domain(), d.name()));
+        same = found != current->end() &&
+               SerializeOpsDeterministically(SingleOp(found->second)) ==
+                   SerializeOpsDeterministically(SingleOp(d));
+      }
+      if (same) return report;
+    }
+  }
+  LoadTenantLocked(tenant, list, &report);
+  return report;
+}
+
 absl::StatusOr<OpStoreLoadReport> OpStore::Load() {
   OpStoreLoadReport report;
   if (options_.persistence == nullptr) return report;
@@ -260,71 +369,7 @@ absl::StatusOr<OpStoreLoadReport> OpStore::Load() {
                                                              loaded.status().message()));
   }
   report.errors = std::move(loaded->errors);
-  const OpStoreLimits& limits = options_.limits;
-  for (auto& [tenant, list] : loaded->tenants) {
-    auto skip = [&, tenant = tenant](const v1::OpDescriptor& d, absl::string_view why) {
-      report.errors.push_back(
-          absl::StrCat("tenant '", tenant, "': skipping stored op ", OpVersionLabel(d), ": ", why));
-    };
-    if (absl::Status s = ValidateTenantName(tenant); !s.ok()) {
-      report.errors.push_back(absl::StrCat("skipping stored ops: ", s.message()));
-      continue;
-    }
-    // The limits first, in stored order, so that one batch check can pass.
-    std::vector<const v1::OpDescriptor*> candidates;
-    int64_t bytes = 0;
-    for (const v1::OpDescriptor& d : list.ops()) {
-      const int64_t size = static_cast<int64_t>(d.ByteSizeLong());
-      if (static_cast<int>(candidates.size()) >= limits.max_ops_per_tenant ||
-          static_cast<int>(candidates.size()) >= limits.max_ops_per_call ||
-          bytes + size > limits.max_tenant_bytes) {
-        skip(d, "over the tenant's limits");
-        continue;
-      }
-      bytes += size;
-      candidates.push_back(&d);
-    }
-    // Drop what fails and check the rest again, until all of it passes.
-    const OpSnapshot empty(tenant, std::make_unique<OpRegistry>(builtins_), OpSources());
-    OpCheckContext context = CheckContext(empty);
-    context.visible = builtins_;
-    OpCheckResult checked;
-    while (true) {
-      checked = CheckOps(candidates, context);
-      if (checked.ok()) break;
-      if (!checked.call_error.ok()) {
-        for (const v1::OpDescriptor* d : candidates) skip(*d, checked.call_error.message());
-        candidates.clear();
-        continue;
-      }
-      std::vector<bool> refused(candidates.size(), false);
-      for (const auto& [index, status] : checked.errors) {
-        refused[index] = true;
-        skip(*candidates[index], status.message());
-      }
-      std::vector<const v1::OpDescriptor*> rest;
-      for (size_t i = 0; i < candidates.size(); ++i) {
-        if (!refused[i]) rest.push_back(candidates[i]);
-      }
-      candidates = std::move(rest);
-    }
-    if (candidates.empty()) continue;
-    OpSources sources;
-    for (const v1::OpDescriptor* d : candidates) {
-      sources.emplace(OpKey(d->domain(), d->name()), *d);
-    }
-    // The checked layer sits right on the builtins: it is the tenant's registry. (Commit would
-    // save the same ops again.)
-    std::unique_ptr<OpRegistry> registry = std::move(checked.layer);
-    report.ops += static_cast<int>(sources.size());
-    ++report.tenants;
-    const int64_t stored_bytes = SourcesBytes(sources);
-    auto snapshot =
-        std::make_shared<const OpSnapshot>(tenant, std::move(registry), std::move(sources));
-    absl::MutexLock lock(&mu_);
-    total_bytes_ += stored_bytes;
-    tenants_[tenant] = std::move(snapshot);
-  }
+  for (const auto& [tenant, list] : loaded->tenants) LoadTenantLocked(tenant, list, &report);
   return report;
 }
 

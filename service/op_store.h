@@ -119,6 +119,13 @@ class OpStore {
       std::shared_ptr<const OpSnapshot> snapshot,
       const google::protobuf::RepeatedPtrField<v1::OpDescriptor>& descriptors) const;
 
+  // Replaces `tenant`'s ops with `list` as stored by another replica (the shared persistence's
+  // watch), validated as Load validates them and not saved again. An empty list removes the
+  // tenant's ops; a list equal to the current ops changes nothing. Problems are reported as
+  // Load reports them (skipped ops).
+  absl::StatusOr<OpStoreLoadReport> ApplyStored(const std::string& tenant,
+                                                const v1::OpDescriptorList& list);
+
   const OpRegistry& builtins() const { return *builtins_; }
   const OpStoreLimits& limits() const { return options_.limits; }
   // "directory '...'" or "memory".
@@ -130,6 +137,10 @@ class OpStore {
   // `layer` (the new and changed ones win); saves `sources` and swaps it in.
   absl::Status Commit(const std::string& tenant, const OpSnapshot& current, const OpRegistry* layer,
                       OpSources sources) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+
+  // Validates `list` and swaps it in as the tenant's snapshot (Load and ApplyStored).
+  void LoadTenantLocked(const std::string& tenant, const v1::OpDescriptorList& list,
+                        OpStoreLoadReport* report) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
 
   const OpRegistry* builtins_;
   OpStoreOptions options_;

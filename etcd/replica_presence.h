@@ -1,0 +1,55 @@
+#ifndef GRAPHOPT_ETCD_REPLICA_PRESENCE_H_
+#define GRAPHOPT_ETCD_REPLICA_PRESENCE_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/btree_map.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "etcd/etcd_client.h"
+
+namespace graphopt {
+
+// One server replica's presence in etcd: a lease kept alive while the replica lives (what its
+// running request ids and blob holdings hang on, so they vanish with it), its address under
+// PREFIX replicas/ (etcd/keys.h), and the other live replicas, watched.
+class ReplicaPresence {
+ public:
+  // `client` must outlive this object.
+  ReplicaPresence(EtcdClient* client, std::string prefix, absl::Duration ttl);
+  ~ReplicaPresence();
+
+  // Grants the lease and starts watching the replicas.
+  absl::Status Start();
+  // Publishes this replica as `address` (host:port the others can reach); again after a lost
+  // lease is replaced.
+  absl::Status Announce(const std::string& address);
+
+  // The current lease (it changes only when etcd was out of reach for longer than the TTL).
+  int64_t lease() const;
+  const std::string& address() const { return address_; }
+  // Live replicas' addresses, this one included once announced; sorted.
+  std::vector<std::string> LiveReplicas() const;
+  // At least 1.
+  int live_count() const;
+
+ private:
+  void PutSelf(int64_t lease);
+
+  EtcdClient* const client_;
+  const std::string prefix_;
+  const absl::Duration ttl_;
+  std::string address_;
+  std::unique_ptr<EtcdLeaseKeeper> keeper_;
+  std::unique_ptr<EtcdPrefixWatcher> watcher_;
+  mutable absl::Mutex mu_;
+  absl::btree_map<std::string, std::string> replicas_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace graphopt
+
+#endif  // GRAPHOPT_ETCD_REPLICA_PRESENCE_H_

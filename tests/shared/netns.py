@@ -9,6 +9,7 @@ namespaces, and is safe to call twice and after a partial set-up.
 
 import ctypes
 import os
+import re
 import signal
 import subprocess
 import time
@@ -29,7 +30,7 @@ def unavailable_reason():
     if os.geteuid() != 0:
         return "network namespaces need root (CAP_SYS_ADMIN and CAP_NET_ADMIN); running as uid " \
                f"{os.geteuid()}"
-    name = f"gonetns-probe-{os.getpid()}"
+    name = f"{PREFIX}{os.getpid()}-probe"
     try:
         r = ip("netns", "add", name, check=False)
     except (OSError, subprocess.TimeoutExpired) as e:
@@ -55,12 +56,31 @@ def _setns(path):
         os.close(fd)
 
 
+PREFIX = "graphopt"
+
+
+def remove_stale():
+    """Deletes namespaces an earlier run of these tests left behind when it was killed outright
+    (SIGKILL leaves no time to clean up): those named for a pid that no longer exists and with
+    no process inside. Returns their names."""
+    removed = []
+    for name in ip("netns", "list", check=False).stdout.split():
+        m = re.match(PREFIX + r"(\d+)-", name)
+        if not m or os.path.exists(f"/proc/{m.group(1)}"):
+            continue
+        if ip("netns", "pids", name, check=False).stdout.strip():
+            continue
+        if ip("netns", "del", name, check=False).returncode == 0:
+            removed.append(name)
+    return removed
+
+
 class Network:
     """A /24 on one bridge; hosts added with add_host(short_name, last_octet)."""
 
     def __init__(self, subnet="10.77.0"):
         self.subnet = subnet
-        self.prefix = f"go{os.getpid()}"
+        self.prefix = f"{PREFIX}{os.getpid()}"
         self.switch = f"{self.prefix}-switch"
         self.namespaces = []
         self.hosts = {}  # short name -> (namespace, address)

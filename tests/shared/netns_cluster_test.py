@@ -253,6 +253,9 @@ class NetnsClusterTest(unittest.TestCase):
             self.skipTest(reason)
         self.assertTrue(os.path.exists(ETCD), f"no etcd binary ({ETCD}): apt-get install "
                                               "etcd-server (scripts/install_deps.sh)")
+        stale = netns.remove_stale()
+        if stale:
+            log(f"removed namespaces an earlier, killed run left: {' '.join(stale)}")
         net = netns.Network()
         try:
             self.run_cluster(net, takes_etcd(SERVER), takes_etcd(WORKER))

@@ -209,7 +209,9 @@ class Cluster:
                 "value": base64.b64encode(value.encode()).decode()}
         for h in ETCD_HOSTS:
             try:
-                http_json(f"http://{self.net.address(h)}:2379/v3/kv/put", body, timeout=2)
+                # Short: a member waiting for an election answers only after it; the caller
+                # retries, so the time measured is the election's, not this timeout's.
+                http_json(f"http://{self.net.address(h)}:2379/v3/kv/put", body, timeout=0.25)
                 return True
             except (OSError, ValueError):
                 continue
@@ -480,8 +482,10 @@ class NetnsClusterTest(unittest.TestCase):
         self.assertEqual(twice, {}, "request ids executed twice")
         self.assertEqual(unexplained, [], "ids run twice by workers without a fault")
         self.assertEqual(wrong, 0, f"equal inputs gave different outputs: {dict(by_seed)}")
-        self.assertEqual(replay_bad, [], f"ids sent again to {elsewhere} ran again instead of "
-                                         "getting their first answer (replayed)")
+        if replay_bad:
+            self.fail(f"{len(replay_bad)} of {resent} ids sent again to "
+                      f"{elsewhere} ran again instead of getting their first answer (replayed); "
+                      f"the first: {replay_bad[:3]}")
 
 
 if __name__ == "__main__":

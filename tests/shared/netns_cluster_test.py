@@ -281,6 +281,19 @@ class NetnsClusterTest(unittest.TestCase):
 
     def faults(self, c):
         t0 = time.time()
+        self.start(c)
+        fig = {"windows": {}}
+        self.kill_replica(c, fig)
+        self.pull_cable(c, fig)
+        self.kill_etcd_leader(c, fig)
+        # The stream ends; every request is accounted for.
+        open(self.stop_file, "w").close()
+        for client in self.outs:
+            c.procs[client].wait(timeout=90)
+        self.account(c, read_records(self.outs.values()), fig, time.time() - t0)
+
+    def start(self, c):
+        t0 = time.time()
         for h in ETCD_HOSTS:
             c.start_etcd(h)
         took = wait_until("etcd cluster healthy",
@@ -292,67 +305,65 @@ class NetnsClusterTest(unittest.TestCase):
             c.start_server(h)
         for h in WORKER_HOSTS + SERVER_HOSTS:
             c.wait_listening(h)
-
-        def all_up(server):
-            health = c.worker_health(server)
-            return sum(health.get(w, ("",))[0] == "up" for w in WORKER_HOSTS) == 3
-
         for s in SERVER_HOSTS:
-            wait_until(f"{s} lists 3 workers up", lambda: all_up(s))
+            wait_until(f"{s} lists 3 workers up", lambda: self.all_up(c, s))
         log(f"2 replicas and 3 workers up {time.time() - t0:.1f} s after start")
 
         # The clients: c1 at home on s1, c2 on s2, each failing over to the other replica.
-        stop_file = os.path.join(c.dir, "stop")
-        outs = {}
+        self.stop_file = os.path.join(c.dir, "stop")
+        self.outs = {}
         env = dict(os.environ, PYTHONPATH=HERE + ":" + os.environ.get("PYTHONPATH", ""))
         for client, home, other in (("c1", "s1", "s2"), ("c2", "s2", "s1")):
-            outs[client] = os.path.join(c.dir, client + ".jsonl")
+            self.outs[client] = os.path.join(c.dir, client + ".jsonl")
             c.procs[client] = c.net.spawn(client, [
                 "/usr/bin/python3", "-u", os.path.join(HERE, "netns_client.py"), client,
-                outs[client], stop_file, c.addr(home), c.addr(other), "2"],
+                self.outs[client], self.stop_file, c.addr(home), c.addr(other), "2"],
                 os.path.join(c.dir, client + ".log"), env=env)
-
-        def answered_since(t, client=None, replica=None, worker=None):
-            return [r for r in read_records([outs[k] for k in outs if client in (None, k)])
-                    if r.get("answered", 0) > t and replica in (None, r["replica"])
-                    and worker in (None, r["worker"])]
-
         wait_until("first answers to both clients",
-                   lambda: answered_since(0, "c1") and answered_since(0, "c2"), step_s=0.1)
+                   lambda: self.answered_since(0, "c1") and self.answered_since(0, "c2"),
+                   step_s=0.1)
         time.sleep(SETTLE_S)
         c.check_alive()
-        fig = {}
 
-        # 1. A replica dies (SIGKILL) and comes back, preferably while it has a call on a
-        # worker; c1's requests fail over to s2 with their ids.
+    @staticmethod
+    def all_up(c, server):
+        health = c.worker_health(server)
+        return sum(health.get(w, ("",))[0] == "up" for w in WORKER_HOSTS) == 3
+
+    def answered_since(self, t, client=None, replica=None):
+        return [r for r in read_records([self.outs[k] for k in self.outs if client in (None, k)])
+                if r.get("answered", 0) > t and replica in (None, r["replica"])]
+
+    def kill_replica(self, c, fig):
+        """A replica dies (SIGKILL), preferably while it has a call on a worker, and comes back;
+        c1's requests fail over to s2 with their ids."""
         busy_until = time.time() + 5
         while time.time() < busy_until and not c.busy("s1"):
             pass
         t_kill = time.time()
-        fig["windows"] = {}
         c.kill("s1")
         log("SIGKILL server s1")
         fig["failover"] = wait_until("a c1 request answered after s1 died",
-                                     lambda: answered_since(t_kill, "c1"), step_s=0.02)
+                                     lambda: self.answered_since(t_kill, "c1"), step_s=0.02)
         time.sleep(max(0.0, FAULT_HOLD_S - (time.time() - t_kill)))
         t_restart = time.time()
         c.start_server("s1")
-        fig["restart"] = wait_until("s1 answers clients again after its restart",
-                                    lambda: answered_since(t_restart, replica=c.addr("s1")),
-                                    step_s=0.02)
+        fig["restart"] = wait_until(
+            "s1 answers clients again after its restart",
+            lambda: self.answered_since(t_restart, replica=c.addr("s1")), step_s=0.02)
         log(f"c1 failed over to s2 in {fig['failover']:.2f} s; s1 restarted and answering "
             f"{fig['restart']:.2f} s later")
-        wait_until("s1 lists 3 workers up after its restart", lambda: all_up("s1"))
+        wait_until("s1 lists 3 workers up after its restart", lambda: self.all_up(c, "s1"))
         fig["windows"]["replica"] = (t_kill, time.time())
         fig["in_flight"] = sum(
-            1 for r in read_records([outs["c1"]]) if r["sent"] < t_kill and any(
+            1 for r in read_records([self.outs["c1"]]) if r["sent"] < t_kill and any(
                 a[0] == c.addr("s1") and a[1] != "OK" and a[2] >= t_kill for a in r["attempts"]))
         log(f"{fig['in_flight']} c1 requests were in flight on s1 when it died")
         time.sleep(SETTLE_S)
         c.check_alive()
 
-        # 2. A worker's cable is pulled and plugged back.
-        cut = "w2"
+    def pull_cable(self, c, fig, cut="w2"):
+        """A worker's cable is pulled and plugged back."""
         t_cut = time.time()
         c.net.link(cut, up=False)
         log(f"cable of {cut} pulled")
@@ -363,10 +374,9 @@ class NetnsClusterTest(unittest.TestCase):
         fig["down"] = wait_until(f"{cut} listed down by both replicas",
                                  lambda: all(listed(s, "down") for s in SERVER_HOSTS))
         time.sleep(max(0.0, FAULT_HOLD_S - (time.time() - t_cut)))
-        slow = [r["answered"] - r["sent"] for r in answered_since(t_cut - 1.0)
+        slow = [r["answered"] - r["sent"] for r in self.answered_since(t_cut - 1.0)
                 if r["sent"] < t_cut + fig["down"]]
         fig["cut_slowest"] = max(slow, default=0.0)
-        t_plug = time.time()
         c.net.link(cut, up=True)
         fig["up"] = wait_until(f"{cut} listed up by both replicas after its cable is back",
                                lambda: all(listed(s, "up") for s in SERVER_HOSTS))
@@ -377,31 +387,25 @@ class NetnsClusterTest(unittest.TestCase):
         time.sleep(SETTLE_S)
         c.check_alive()
 
-        # 3. The etcd leader dies and comes back; the other two keep a quorum.
+    def kill_etcd_leader(self, c, fig):
+        """The etcd leader dies and comes back; the other two keep a quorum."""
         victim = c.etcd_leader() or "e1"
-        t_ekill = time.time()
+        t_kill = time.time()
         c.kill(victim)
         log(f"SIGKILL etcd member {victim} (the leader)")
         fig["etcd_write"] = wait_until("a write to etcd with one member down",
                                        lambda: c.etcd_put("/netns-test/probe", "x"))
         wait_until("requests answered with an etcd member down",
-                   lambda: answered_since(t_ekill + fig["etcd_write"]), step_s=0.02)
-        time.sleep(max(0.0, FAULT_HOLD_S - (time.time() - t_ekill)))
-        t_erestart = time.time()
+                   lambda: self.answered_since(t_kill + fig["etcd_write"]), step_s=0.02)
+        time.sleep(max(0.0, FAULT_HOLD_S - (time.time() - t_kill)))
         c.start_etcd(victim)
         fig["etcd_rejoin"] = wait_until(f"{victim} healthy again", lambda: c.etcd_healthy(victim))
-        fig["windows"]["etcd"] = (t_ekill, time.time())
+        fig["windows"]["etcd"] = (t_kill, time.time())
         log(f"etcd: a quorum write {fig['etcd_write']:.2f} s after the leader died; {victim} "
             f"restarted and healthy {fig['etcd_rejoin']:.2f} s later (leader now "
             f"{c.etcd_leader()})")
         time.sleep(SETTLE_S)
         c.check_alive()
-
-        # The stream ends; every request is accounted for.
-        open(stop_file, "w").close()
-        for client in outs:
-            c.procs[client].wait(timeout=90)
-        self.account(c, read_records(outs.values()), fig, time.time() - t0)
 
     def account(self, c, records, fig, wall_s):
         sent = len(records)

@@ -6,6 +6,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "service/tenant.h"
 
 namespace graphopt {
@@ -149,7 +151,35 @@ absl::Status OpStore::Commit(const std::string& tenant, const OpSnapshot& curren
   return absl::OkStatus();
 }
 
+template <typename Attempt>
+auto OpStore::RetryConflicts(Attempt attempt) -> decltype(attempt()) {
+  // A shared persistence refuses a write made against ops another replica has changed since
+  // (ABORTED); its watch brings the change here within milliseconds, so the same request is
+  // tried again against the newer ops before the client hears of it.
+  absl::Duration pause = absl::Milliseconds(20);
+  for (int tries = 1;; ++tries) {
+    auto result = attempt();
+    if (result.ok() || !absl::IsAborted(result.status()) ||
+        tries > options_.conflict_retries) {
+      return result;
+    }
+    absl::SleepFor(pause);
+    pause *= 2;
+  }
+}
+
 absl::StatusOr<std::vector<std::string>> OpStore::Register(
+    absl::string_view tenant,
+    const google::protobuf::RepeatedPtrField<v1::OpDescriptor>& descriptors, bool validate_only) {
+  return RetryConflicts([&] { return RegisterOnce(tenant, descriptors, validate_only); });
+}
+
+absl::StatusOr<std::vector<std::string>> OpStore::Unregister(
+    absl::string_view tenant, const google::protobuf::RepeatedPtrField<v1::OpRef>& refs) {
+  return RetryConflicts([&] { return UnregisterOnce(tenant, refs); });
+}
+
+absl::StatusOr<std::vector<std::string>> OpStore::RegisterOnce(
     absl::string_view tenant,
     const google::protobuf::RepeatedPtrField<v1::OpDescriptor>& descriptors, bool validate_only) {
   if (absl::Status s = ValidateTenantName(tenant); !s.ok()) return s;
@@ -209,7 +239,7 @@ absl::StatusOr<std::vector<std::string>> OpStore::Register(
   return lines;
 }
 
-absl::StatusOr<std::vector<std::string>> OpStore::Unregister(
+absl::StatusOr<std::vector<std::string>> OpStore::UnregisterOnce(
     absl::string_view tenant, const google::protobuf::RepeatedPtrField<v1::OpRef>& refs) {
   if (absl::Status s = ValidateTenantName(tenant); !s.ok()) return s;
   if (refs.empty()) return absl::InvalidArgumentError("no ops to unregister");

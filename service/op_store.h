@@ -51,6 +51,9 @@ struct OpStoreOptions {
   // Per-tenant quotas (max_ops, op_store_bytes) that tighten `limits` for each tenant; null:
   // `limits` alone. Must outlive the store.
   const QuotaBook* quotas = nullptr;
+  // How often Register/Unregister are tried again when the persistence reports that another
+  // replica changed the tenant's ops at the same moment (ABORTED), with 20, 40, 80... ms pauses.
+  int conflict_retries = 5;
 };
 
 // What OpStore::Load found.
@@ -91,7 +94,8 @@ class OpStore {
   // Errors: INVALID_ARGUMENT (UNIMPLEMENTED for rules the compiler lacks) naming the first
   // refused descriptor as "ops[i]: op domain::name: ..."; RESOURCE_EXHAUSTED when a new tenant
   // would exceed max_tenants, the tenant its quota (max_ops, op_store_mb) or all tenants
-  // together max_total_bytes; the persistence's error (nothing registered) when saving fails.
+  // together max_total_bytes; the persistence's error (nothing registered) when saving fails
+  // (ABORTED: other replicas kept changing the tenant's ops through every retry).
   absl::StatusOr<std::vector<std::string>> Register(
       absl::string_view tenant,
       const google::protobuf::RepeatedPtrField<v1::OpDescriptor>& descriptors, bool validate_only);
@@ -133,6 +137,13 @@ class OpStore {
 
  private:
   OpCheckContext CheckContext(const OpSnapshot& snapshot) const;
+  template <typename Attempt>
+  auto RetryConflicts(Attempt attempt) -> decltype(attempt());
+  absl::StatusOr<std::vector<std::string>> RegisterOnce(
+      absl::string_view tenant,
+      const google::protobuf::RepeatedPtrField<v1::OpDescriptor>& descriptors, bool validate_only);
+  absl::StatusOr<std::vector<std::string>> UnregisterOnce(
+      absl::string_view tenant, const google::protobuf::RepeatedPtrField<v1::OpRef>& refs);
   // Builds the tenant's next snapshot from `sources` with the compiled ops of `current` and
   // `layer` (the new and changed ones win); saves `sources` and swaps it in.
   absl::Status Commit(const std::string& tenant, const OpSnapshot& current, const OpRegistry* layer,

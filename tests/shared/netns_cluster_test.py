@@ -46,7 +46,7 @@ from harness import SERVER, TMP, WORKER, log
 from proto import coordinator_pb2, coordinator_pb2_grpc
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ETCD = shutil.which("etcd") or "/usr/bin/etcd"
+ETCD = os.environ.get("GRAPHOPT_ETCD") or shutil.which("etcd") or "/usr/bin/etcd"
 PORT = 7000
 SETTLE_S = 3.0       # requests flowing between faults
 FAULT_HOLD_S = 3.0   # how long a replica / cable / etcd member stays down
@@ -101,7 +101,8 @@ class Cluster:
             f"--listen-client-urls=http://{a}:2379", f"--advertise-client-urls=http://{a}:2379",
             f"--initial-cluster={peers}", "--initial-cluster-state=new",
             f"--initial-cluster-token=graphopt-netns-{os.getpid()}",
-            "--heartbeat-interval=100", "--election-timeout=1000", "--log-level=warn"],
+            "--heartbeat-interval=100", "--election-timeout=1000",
+            "--max-request-bytes=33554432", "--log-level=warn"],
             os.path.join(self.dir, host + ".log"))
 
     def start_server(self, host):

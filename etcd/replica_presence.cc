@@ -29,6 +29,7 @@ absl::Status ReplicaPresence::Start() {
         absl::MutexLock lock(&mu_);
         replicas_.clear();
         for (const EtcdKeyValue& kv : kvs) replicas_[kv.key.substr(base.size())] = kv.value;
+        CountChanged();
       },
       [this, base](const EtcdPrefixWatcher::Event& e) {
         absl::MutexLock lock(&mu_);
@@ -37,8 +38,13 @@ absl::Status ReplicaPresence::Start() {
         } else {
           replicas_[e.kv.key.substr(base.size())] = e.kv.value;
         }
+        CountChanged();
       });
   return watcher_->Start(absl::Seconds(10));
+}
+
+void ReplicaPresence::CountChanged() {
+  if (on_count_) on_count_(std::max<int>(1, static_cast<int>(replicas_.size())));
 }
 
 void ReplicaPresence::PutSelf(int64_t lease) {

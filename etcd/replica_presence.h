@@ -1,6 +1,7 @@
 #ifndef GRAPHOPT_ETCD_REPLICA_PRESENCE_H_
 #define GRAPHOPT_ETCD_REPLICA_PRESENCE_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,6 +24,9 @@ class ReplicaPresence {
   ReplicaPresence(EtcdClient* client, std::string prefix, absl::Duration ttl);
   ~ReplicaPresence();
 
+  // Called (on the watch thread) with the number of live replicas whenever it changes.
+  // Set before Start.
+  void set_on_count(std::function<void(int)> on_count) { on_count_ = std::move(on_count); }
   // Grants the lease and starts watching the replicas.
   absl::Status Start();
   // Publishes this replica as `address` (host:port the others can reach); again after a lost
@@ -39,11 +43,13 @@ class ReplicaPresence {
 
  private:
   void PutSelf(int64_t lease);
+  void CountChanged() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   EtcdClient* const client_;
   const std::string prefix_;
   const absl::Duration ttl_;
   std::string address_;
+  std::function<void(int)> on_count_;
   std::unique_ptr<EtcdLeaseKeeper> keeper_;
   std::unique_ptr<EtcdPrefixWatcher> watcher_;
   mutable absl::Mutex mu_;

@@ -458,6 +458,8 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
     }
     presence = std::make_unique<ReplicaPresence>(etcd.get(), config.etcd_prefix,
                                                  config.etcd_lease_ttl);
+    // Call quotas are the whole service's: each replica enforces its share.
+    presence->set_on_count([&quotas](int replicas) { quotas.set_replicas(replicas); });
     if (absl::Status started = presence->Start(); !started.ok()) {
       logger.critical("etcd: cannot take this replica's lease: {}", started.ToString());
       return kExitFailure;

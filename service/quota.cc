@@ -136,6 +136,11 @@ absl::StatusOr<TenantLimiter::Admission> TenantLimiter::Admit(absl::string_view 
                                                               bool concurrent,
                                                               absl::Duration* retry_after) {
   const TenantQuota quota = quotas_->For(tenant);
+  const int replicas = quotas_->replicas();
+  // With replicas, the figures are this replica's share: say so, or the limit looks wrong.
+  const std::string share =
+      replicas > 1 ? absl::StrCat(" on this replica (its share over ", replicas, " replicas)")
+                   : "";
   const absl::Time now = absl::Now();
   absl::MutexLock lock(&mu_);
   if (tenants_.size() >= std::max(kMaxTrackedTenants, next_sweep_) && !tenants_.contains(tenant)) {
@@ -167,12 +172,12 @@ absl::StatusOr<TenantLimiter::Admission> TenantLimiter::Admit(absl::string_view 
     if (retry_after != nullptr) *retry_after = absl::Seconds(std::min(wait_s, 60.0));
     return absl::ResourceExhaustedError(absl::StrCat(
         "tenant '", tenant, "': quota requests_per_s=", quota.requests_per_s, " (burst ",
-        quota.burst, ") used up; retry in ", static_cast<int64_t>(wait_s * 1000 + 1), " ms"));
+        quota.burst, ")", share, " used up; retry in ", static_cast<int64_t>(wait_s * 1000 + 1), " ms"));
   }
   if (concurrent && s.in_flight >= quota.max_concurrent) {
     if (retry_after != nullptr) *retry_after = absl::Milliseconds(100);
     return absl::ResourceExhaustedError(absl::StrCat(
-        "tenant '", tenant, "': quota max_concurrent=", quota.max_concurrent, " reached: ",
+        "tenant '", tenant, "': quota max_concurrent=", quota.max_concurrent, share, " reached: ",
         s.in_flight, " calls in progress"));
   }
   s.tokens -= 1;

@@ -1,6 +1,8 @@
 #ifndef GRAPHOPT_SERVICE_QUOTA_H_
 #define GRAPHOPT_SERVICE_QUOTA_H_
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -67,7 +69,26 @@ class QuotaBook {
     absl::MutexLock lock(&mu_);
     return table_;
   }
-  TenantQuota For(absl::string_view tenant) const { return table()->For(tenant); }
+  // The tenant's quota on this server: the table's, with the call quotas (max_concurrent,
+  // requests_per_s, burst) split evenly over the replicas sharing the tenant's traffic, so a
+  // tenant gets the table's figures from the whole service (rounded up, at least 1 each). The
+  // storage quotas stay whole: each replica holds its own copy of a tenant's blobs, and the
+  // op store is one shared set.
+  TenantQuota For(absl::string_view tenant) const {
+    TenantQuota quota = table()->For(tenant);
+    const int replicas = replicas_.load(std::memory_order_relaxed);
+    if (replicas > 1) {
+      quota.max_concurrent = std::max(1, (quota.max_concurrent + replicas - 1) / replicas);
+      quota.requests_per_s = quota.requests_per_s / replicas;
+      quota.burst = std::max(1.0, quota.burst / replicas);
+    }
+    return quota;
+  }
+  // The number of live server replicas (1 without shared state).
+  void set_replicas(int replicas) {
+    replicas_.store(std::max(1, replicas), std::memory_order_relaxed);
+  }
+  int replicas() const { return replicas_.load(std::memory_order_relaxed); }
   void Replace(QuotaTable table) {
     auto next = std::make_shared<const QuotaTable>(std::move(table));
     absl::MutexLock lock(&mu_);
@@ -77,6 +98,7 @@ class QuotaBook {
  private:
   mutable absl::Mutex mu_;
   std::shared_ptr<const QuotaTable> table_ ABSL_GUARDED_BY(mu_);
+  std::atomic<int> replicas_{1};
 };
 
 // Enforces the per-tenant call quotas: concurrency and rate. Thread-safe.

@@ -93,5 +93,27 @@ TEST(TenantLimiterTest, ManyTenantsDoNotGrowStateWithoutBound) {
   EXPECT_EQ(limiter.InFlight("busy"), 1);
 }
 
+TEST(TenantLimiterTest, CallQuotasAreSplitOverReplicas) {
+  TenantQuota q;
+  q.max_concurrent = 5;
+  q.requests_per_s = 0.001;
+  q.burst = 100;
+  q.blob_bytes = 1000;
+  QuotaBook book{QuotaTable(q)};
+  book.set_replicas(2);
+  EXPECT_EQ(book.For("t").max_concurrent, 3);  // rounded up
+  EXPECT_EQ(book.For("t").burst, 50);
+  EXPECT_EQ(book.For("t").blob_bytes, 1000);  // storage stays whole
+  TenantLimiter limiter(&book);
+  std::vector<TenantLimiter::Admission> held;
+  for (int i = 0; i < 3; ++i) held.push_back(*limiter.Admit("t", true));
+  absl::StatusOr<TenantLimiter::Admission> refused = limiter.Admit("t", true);
+  ASSERT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("max_concurrent=3 on this replica (its share over 2 replicas)"));
+  book.set_replicas(0);  // never below one
+  EXPECT_EQ(book.For("t").max_concurrent, 5);
+}
+
 }  // namespace
 }  // namespace graphopt

@@ -473,8 +473,9 @@ class NetnsClusterTest(unittest.TestCase):
         elsewhere = "the other replica" if c.server_etcd else "the replica that answered"
         summary = (
             f"netns cluster (3 etcd + 2 servers + 3 workers + 2 client hosts; {c.mode()}): "
-            f"{sent} requests sent, lost {len(lost)}, answered twice {len(twice)}, wrong outputs "
-            f"{wrong}, failed over {len(failed_over)}, rate-limited attempts {limited}; server kill "
+            f"{sent} requests sent, lost {len(lost)}, answered twice {len(twice)}, wrong "
+            f"outputs {wrong}, failed over {len(failed_over)}, rate-limited attempts {limited}; "
+            f"server kill "
             f"({fig['in_flight']} in flight on it): failover {fig['failover']:.2f} s, restarted "
             f"replica serving {fig['restart']:.2f} s; "
             f"worker cable cut: listed down {fig['down']:.2f} s, slowest request "

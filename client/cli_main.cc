@@ -1,7 +1,7 @@
 // graphopt: command-line client. Optimizes graph files in-process (the embedded default) or
 // through a graphopt-server (--server), and lists the passes and ops either one knows. Runs
 // models in-process or, with --server, through the server's coordinator on a worker node
-// (`run`), and lists a server's workers (`workers`). `token new` makes bearer tokens for a
+// (`run`), lists a server's workers (`workers`) and asks its health service (`health`). `token new` makes bearer tokens for a
 // server's tokens file. Calls to a server carry --token (default: GRAPHOPT_TOKEN) and go over
 // TLS when --tls-ca is given (client/credentials.h).
 //
@@ -30,6 +30,7 @@
 #include "client/coordinator_client.h"
 #include "client/credentials.h"
 #include "client/graph_io.h"
+#include "client/health_check.h"
 #include "client/model_summary.h"
 #include "client/op_file.h"
 #include "client/progress.h"
@@ -629,6 +630,17 @@ int RunWorkers(const BackendArgs& args) {
   return kExitOk;
 }
 
+// Exit 0 only when the server answers SERVING: the contract of a container health check.
+int RunHealth(const BackendArgs& args, const std::string& service) {
+  absl::StatusOr<std::shared_ptr<const ServerConnection>> connection = Connect(args);
+  if (!connection.ok()) return ReportError(connection.status());
+  absl::StatusOr<ServingStatus> status =
+      CheckHealth(**connection, service, absl::Seconds(args.timeout_s));
+  if (!status.ok()) return ReportError(status.status());
+  std::printf("%s\n", ServingStatusName(*status).c_str());
+  return *status == ServingStatus::kServing ? kExitOk : kExitFailure;
+}
+
 int RunPasses(const BackendArgs& args) {
   absl::StatusOr<std::unique_ptr<OptimizerBackend>> backend = MakeBackend(args);
   if (!backend.ok()) return ReportError(backend.status());
@@ -871,6 +883,18 @@ int Main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   AddCredentialOptions(workers, &workers_args);
 
+  BackendArgs health_args{.timeout_s = 5};
+  std::string health_service;
+  CLI::App* health = app.add_subcommand(
+      "health", "Ask a server's (or worker's) grpc.health.v1.Health service; prints its status "
+                "and exits 0 only when it is SERVING");
+  health->add_option("--server", health_args.server, "Address (host:port)")->required();
+  health->add_option("--service", health_service, "Service name (default: the whole server)");
+  health->add_option("--timeout", health_args.timeout_s, "Deadline in seconds")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  AddCredentialOptions(health, &health_args);
+
   BackendArgs passes_args;
   CLI::App* passes =
       app.add_subcommand("passes", "List the passes (what they need and provide, options)");
@@ -953,6 +977,7 @@ int Main(int argc, char** argv) {
     return RunRun(run_args);
   }
   if (workers->parsed()) return RunWorkers(workers_args);
+  if (health->parsed()) return RunHealth(health_args, health_service);
   if (passes->parsed()) return RunPasses(passes_args);
   if (ops_list->parsed()) return RunOps(list_args);
   if (ops_show->parsed()) return RunOps(show_args);

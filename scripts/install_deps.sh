@@ -17,6 +17,12 @@ PACKAGES=(
   clang-14 libclang-rt-14-dev libomp-14-dev llvm-14
   # Shared state of server replicas (etcd/): the tests start real etcd members.
   etcd-server
+  # deploy/build-images.sh and its test: offline images from Debian packages, run with runc.
+  buildah podman runc debootstrap
+  # tests:manifests_test's kubernetes-validate (PyPI, in the venv) uses these from Debian.
+  python3-yaml python3-attr python3-typing-extensions
+  # tests/prometheus_test: Prometheus (and promtool) scrape the server's and worker's metrics.
+  prometheus
 )
 
 # The tests redirect into /dev/null inside Bazel's read-only sandbox; that works only while it

@@ -15,7 +15,11 @@ readonly SYSTEM_PYTHON=/usr/bin/python3
 readonly VENV="${PWD}/.venv"
 readonly VENV_PYTHON="${VENV}/bin/python"
 # Pinned so that every machine tests against the same runtime.
-readonly PIP_PACKAGES=(onnxruntime==1.30.0 flatbuffers==25.2.10 packaging==25.0)
+# kubernetes-validate (tests:manifests_test) and the jsonschema it needs (Debian's is too old);
+# its other dependencies (PyYAML, attrs, typing-extensions) are Debian's.
+readonly PIP_PACKAGES=(onnxruntime==1.30.0 flatbuffers==25.2.10 packaging==25.0
+  kubernetes-validate==1.37.0 jsonschema==4.26.0 jsonschema-specifications==2025.9.1
+  referencing==0.37.0 rpds-py==2026.9.1 importlib-resources==7.1.0)
 
 # Succeeds, printing the versions in use, when the venv is complete: every pinned package at its
 # version, and Debian's own packages still the ones imported (not shadowed by anything in the venv).
@@ -34,6 +38,7 @@ for spec in sys.argv[1:]:
         sys.exit(f"{name} is {have}, want {want}")
 
 import google.protobuf, numpy, onnx, onnxruntime, torch  # noqa: E401 (all must import)
+import kubernetes_validate  # noqa: F401
 
 for module in (google.protobuf, numpy, onnx, torch):
     if not module.__file__.startswith("/usr/lib/python3/dist-packages/"):

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # ThreadSanitizer run of the multi-threaded service tests: the coordinator, the worker service
-# and plan cache, the coordinator's gRPC service and the server's gRPC handlers
-# (docs/fuzzing.md, "ThreadSanitizer"). Builds with clang under --config=tsan (its own output
-# tree, bazel-out/k8-opt-tsan), runs the tests with fuzz/tsan/tsan.supp, and ends with
-# "N passed, N failed" like scripts/test.sh. A data race fails the test that showed it (TSan's
-# exit code 66); its report is in that test's log (bazel-testlogs of the tsan configuration).
+# and plan cache, the coordinator's gRPC service, the server's gRPC handlers and blobs shared
+# between replicas (docs/fuzzing.md, "ThreadSanitizer"). Builds with clang under --config=tsan
+# (its own output tree, bazel-out/k8-opt-tsan), runs the tests with fuzz/tsan/tsan.supp, and
+# ends with "N passed, N failed" like scripts/test.sh. A data race fails the test that showed
+# it (TSan's exit code 66); its report is in that test's log (bazel-testlogs of the tsan
+# configuration).
 #
 #   scripts/tsan.sh [extra bazel test flags, e.g. --runs_per_test=5]
 set -uo pipefail
@@ -16,6 +17,10 @@ TESTS=(
   //worker:worker_service_test
   //server:coordinator_service_test
   //tests:server_integration_test
+  //tests:blob_replicas_test
+  //util:metrics_test
+  //util:http_endpoint_test
+  //server:rpc_metrics_test
 )
 
 BAZEL_FLAGS=()

@@ -40,6 +40,7 @@ grpc::ServerUnaryReactor* CoordinatorService::Run(grpc::CallbackServerContext* c
   return ServeRaw<v1::RunRequest, v1::RunResponse>(
       *env_, context, run_policy_, in, out,
       [this](CallState& call, v1::RunRequest& request, v1::RunResponse& response) {
+        call.set_request_id(request.request_id());
         // Quoted and cut: the id is the caller's text.
         const std::string id = absl::CHexEscape(request.request_id().substr(0, 80));
         // The graph and inputs are moved, not copied.

@@ -4,6 +4,7 @@
 
 #include "grpcpp/grpcpp.h"
 #include "proto/worker.grpc.pb.h"
+#include "util/log_format.h"
 
 namespace graphopt {
 namespace {
@@ -27,6 +28,15 @@ class GrpcWorkerCall final : public WorkerCall {
  private:
   grpc::ClientContext context_;
 };
+
+// The trace id of the request this thread serves (util/log_format.h), passed on so that the
+// worker's log lines for the call carry it too.
+void AddTraceId(grpc::ClientContext* context) {
+  const LogContext* log_context = CurrentLogContext();
+  if (log_context != nullptr && !log_context->trace_id.empty()) {
+    context->AddMetadata(kTraceIdMetadataKey, log_context->trace_id);
+  }
+}
 
 WorkerCallResult Result(const grpc::ClientContext& context, const grpc::Status& s) {
   WorkerCallResult r;
@@ -67,12 +77,14 @@ class GrpcWorkerClient final : public WorkerClient {
   WorkerCallResult LoadPlan(WorkerCall& call, const v1::LoadPlanRequest& request,
                             v1::LoadPlanResponse* response) override {
     grpc::ClientContext* context = static_cast<GrpcWorkerCall&>(call).context();
+    AddTraceId(context);
     return Result(*context, stub_->LoadPlan(context, request, response));
   }
 
   WorkerCallResult Execute(WorkerCall& call, const v1::ExecuteRequest& request,
                            v1::ExecuteResponse* response) override {
     grpc::ClientContext* context = static_cast<GrpcWorkerCall&>(call).context();
+    AddTraceId(context);
     return Result(*context, stub_->Execute(context, request, response));
   }
 

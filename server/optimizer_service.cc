@@ -239,7 +239,9 @@ class OptimizerService::BlobUpload final : public grpc::ServerReadReactor<grpc::
     admission_.Release();
     if (counted_) service_->uploads_.fetch_sub(1);
     counted_ = false;
-    const double ms = absl::ToDoubleMilliseconds(absl::Now() - start_);
+    const absl::Duration elapsed = absl::Now() - start_;
+    const double ms = absl::ToDoubleMilliseconds(elapsed);
+    RecordCall(*service_->env_, "PutBlobs", state_.tenant(), status, elapsed);
     spdlog::logger& logger = service_->env_->logger();
     if (status.ok()) {
       logger.info("PutBlobs peer={} tenant={} blobs={} bytes={} duration_ms={:.1f} "
@@ -292,6 +294,10 @@ OptimizerService::OptimizerService(const Optimizer* optimizer, RpcEnvironment* e
         WorkQueue::Options{"upload", 2, std::max(1, blob_limits_.max_uploads)});
     queues_.upload = owned_upload_.get();
   }
+  if (queues_.fetch == nullptr && blobs_ != nullptr && blobs_->has_fetcher()) {
+    owned_fetch_ = std::make_unique<WorkQueue>(WorkQueue::Options{"fetch", 2, 64});
+    queues_.fetch = owned_fetch_.get();
+  }
   MakePolicies();
 }
 
@@ -307,12 +313,14 @@ OptimizerService::OptimizerService(const Optimizer* optimizer,
 
 OptimizerService::~OptimizerService() {
   // The queues' threads may still run work that refers to the service: stop them first.
-  for (auto* q : {owned_optimize_.get(), owned_control_.get(), owned_upload_.get()}) {
+  for (auto* q : {owned_optimize_.get(), owned_control_.get(), owned_upload_.get(),
+                 owned_fetch_.get()}) {
     if (q != nullptr) q->Shutdown();
   }
   owned_optimize_.reset();
   owned_control_.reset();
   owned_upload_.reset();
+  owned_fetch_.reset();
 }
 
 void OptimizerService::MakePolicies() {
@@ -321,7 +329,9 @@ void OptimizerService::MakePolicies() {
   list_ops_policy_ = {"ListOps", Access::kTenant, nullptr, false};
   register_policy_ = {"RegisterOps", Access::kTenant, queues_.control, true};
   unregister_policy_ = {"UnregisterOps", Access::kTenant, queues_.control, true};
-  has_blobs_policy_ = {"HasBlobs", Access::kTenant, nullptr, false};
+  // With a fetcher, HasBlobs may copy blobs from another replica: not on gRPC's thread then.
+  const bool fetches = blobs_ != nullptr && blobs_->has_fetcher();
+  has_blobs_policy_ = {"HasBlobs", Access::kTenant, fetches ? queues_.fetch : nullptr, fetches};
   put_blobs_policy_ = {"PutBlobs", Access::kTenant, nullptr, true};
 }
 
@@ -448,7 +458,7 @@ grpc::ServerUnaryReactor* OptimizerService::HasBlobs(grpc::CallbackServerContext
         }
         const std::vector<absl::string_view> digests(request.digests().begin(),
                                                      request.digests().end());
-        std::vector<std::string> missing = blobs_->Missing(call.tenant(), digests);
+        std::vector<std::string> missing = blobs_->MissingAfterFetch(call.tenant(), digests);
         response.mutable_missing()->Reserve(static_cast<int>(missing.size()));
         for (std::string& digest : missing) response.add_missing(std::move(digest));
         response.set_free_bytes(blobs_->free_bytes(call.tenant()));

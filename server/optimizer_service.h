@@ -35,6 +35,9 @@ struct OptimizerQueues {
   WorkQueue* control = nullptr;
   // PutBlobs' chunks (copying and hashing).
   WorkQueue* upload = nullptr;
+  // HasBlobs when the blob store has a fetcher (blobs copied from other replicas). Kept apart
+  // from `upload`, which is sized for one chunk per open upload.
+  WorkQueue* fetch = nullptr;
 };
 
 // The graphopt.v1.GraphOptimizer gRPC service (callback API): a thin adapter over
@@ -91,7 +94,8 @@ class OptimizerService final : public OptimizerServiceBase {
 
   // The digests of the request the tenant's namespace lacks (each once, in request order) and
   // the bytes the tenant may still upload. INVALID_ARGUMENT naming a malformed digest or for
-  // more digests than BlobRpcLimits allows.
+  // more digests than BlobRpcLimits allows. When the store has a fetcher (server replicas
+  // sharing blobs), missing blobs another replica holds are fetched first, on the fetch queue.
   grpc::ServerUnaryReactor* HasBlobs(grpc::CallbackServerContext* context,
                                      const grpc::ByteBuffer* request,
                                      grpc::ByteBuffer* response) override;
@@ -115,7 +119,7 @@ class OptimizerService final : public OptimizerServiceBase {
   const Optimizer* optimizer_;
   // Set by the single-user constructor: the environment and queues it owns.
   std::unique_ptr<RpcEnvironment> owned_env_;
-  std::unique_ptr<WorkQueue> owned_optimize_, owned_control_, owned_upload_;
+  std::unique_ptr<WorkQueue> owned_optimize_, owned_control_, owned_upload_, owned_fetch_;
   RpcEnvironment* env_;
   BlobStore* blobs_;
   BlobRpcLimits blob_limits_;

@@ -29,7 +29,53 @@ std::string AccessName(Access access) {
   return "?";
 }
 
+// The quota a RESOURCE_EXHAUSTED message names ("... quota max_concurrent=4 reached"): every
+// quota refusal says "quota KEY=" (service/quota.h), whichever component refused.
+std::string QuotaNamed(absl::string_view message) {
+  const size_t at = message.find("quota ");
+  if (at == absl::string_view::npos) return "";
+  absl::string_view key = message.substr(at + 6);
+  const size_t eq = key.find('=');
+  if (eq == absl::string_view::npos || eq == 0 || eq > 32) return "";
+  key = key.substr(0, eq);
+  for (char c : key) {
+    if (!((c >= 'a' && c <= 'z') || c == '_')) return "";
+  }
+  return std::string(key);
+}
+
+// The client's trace id when it sent a valid one, else a fresh one.
+std::string TraceIdOf(const grpc::CallbackServerContext& context) {
+  auto [begin, end] = context.client_metadata().equal_range(kTraceIdMetadataKey);
+  if (begin != end) {
+    const absl::string_view given(begin->second.data(), begin->second.size());
+    if (IsValidTraceId(given)) return std::string(given);
+  }
+  return NewTraceId();
+}
+
 }  // namespace
+
+void RpcEnvironment::EnableMetrics(MetricsRegistry* registry) {
+  metrics_.requests = registry->AddCounter(
+      {"graphopt_rpc_requests_total", "RPCs answered, by method and gRPC status code.",
+       {"method", "code"}});
+  metrics_.duration = registry->AddHistogram(
+      {"graphopt_rpc_duration_seconds",
+       "Time from a call's arrival to its answer (queueing included), by method and gRPC "
+       "status code.",
+       {"method", "code"}},
+      LatencyBuckets());
+  metrics_.in_flight = registry->AddGauge(
+      {"graphopt_rpc_in_flight", "Calls received and not yet answered, by method.", {"method"}});
+  metrics_.quota_rejections = registry->AddCounter(
+      {"graphopt_quota_rejections_total",
+       "Calls refused for a tenant's quota, by tenant and quota (max_concurrent, "
+       "requests_per_s, blob_bytes, op_store_bytes, max_ops).",
+       {"tenant", "reason"},
+       /*max_series=*/200,
+       /*overflow_label=*/"tenant"});
+}
 
 absl::StatusOr<Caller> InsecureHeaderAuthenticator(const grpc::CallbackServerContext& context,
                                                    Access /*access*/) {
@@ -111,6 +157,19 @@ absl::Status RunGuarded(const char* what, const std::function<absl::Status()>& f
   }
 }
 
+void RecordCall(const RpcEnvironment& env, const char* method, const std::string& tenant,
+                const absl::Status& status, absl::Duration elapsed) {
+  const RpcEnvironment::Metrics& m = env.metrics();
+  if (m.requests == nullptr) return;
+  const std::string code = absl::StatusCodeToString(status.code());
+  m.requests->WithLabels({method, code})->Increment();
+  m.duration->WithLabels({method, code})->Observe(absl::ToDoubleSeconds(elapsed));
+  if (status.code() == absl::StatusCode::kResourceExhausted && !tenant.empty()) {
+    const std::string quota = QuotaNamed(status.message());
+    if (!quota.empty()) m.quota_rejections->WithLabels({tenant, quota})->Increment();
+  }
+}
+
 void AddAnswerTrailers(const RpcEnvironment& env, grpc::CallbackServerContext* context,
                        const absl::Status& status) {
   for (const auto& [key, value] : env.answer_trailers()) context->AddTrailingMetadata(key, value);
@@ -164,7 +223,12 @@ class UnaryCall final : public grpc::ServerUnaryReactor {
         body_(std::move(body)),
         start_(absl::Now()) {
     state_.context_ = context;
+    state_.log_context_.trace_id = TraceIdOf(*context);
     tracked_ = live_calls_->Track(&state_.stop_);
+    if (env_.metrics().in_flight != nullptr) {
+      in_flight_ = env_.metrics().in_flight->WithLabels({policy_.name});
+      in_flight_->Add(1);
+    }
   }
 
   void Start() {
@@ -209,6 +273,7 @@ class UnaryCall final : public grpc::ServerUnaryReactor {
 
  private:
   void Work() {
+    ScopedLogContext log_context(&state_.log_context_);
     queued_ = absl::Now() - start_;
     absl::Status status = state_.stop_.Check(
         policy_.queue == nullptr ? "admission" : absl::StrCat("the ", policy_.queue->name(), " queue"));
@@ -218,25 +283,37 @@ class UnaryCall final : public grpc::ServerUnaryReactor {
   }
 
   void Complete(const absl::Status& status) {
+    ScopedLogContext log_context(&state_.log_context_);
     admission_.Release();
-    const double ms = absl::ToDoubleMilliseconds(absl::Now() - start_);
+    const absl::Duration elapsed = absl::Now() - start_;
+    const double ms = absl::ToDoubleMilliseconds(elapsed);
+    Record(status, elapsed);
     const std::string who =
         state_.caller_.tenant.empty()
             ? std::string("(unauthenticated)")
             : absl::StrCat(state_.caller_.tenant, " credential=", state_.caller_.credential);
     if (status.ok()) {
       env_.logger().log(policy_.quiet ? spdlog::level::debug : spdlog::level::info,
-                        "{} peer={} tenant={} queue_ms={:.1f} duration_ms={:.1f} {} status=OK",
+                        "{} peer={} tenant={} queue_ms={:.1f} duration_ms={:.1f} {} status=OK "
+                        "trace_id={}",
                         policy_.name, state_.context_->peer(), who,
-                        absl::ToDoubleMilliseconds(queued_), ms, state_.log_fields_);
+                        absl::ToDoubleMilliseconds(queued_), ms, state_.log_fields_,
+                        state_.log_context_.trace_id);
     } else {
-      env_.logger().warn("{} peer={} tenant={} queue_ms={:.1f} duration_ms={:.1f} {} status={}",
-                         policy_.name, state_.context_->peer(), who,
-                         absl::ToDoubleMilliseconds(queued_), ms, state_.log_fields_,
-                         StatusText(status));
+      env_.logger().warn(
+          "{} peer={} tenant={} queue_ms={:.1f} duration_ms={:.1f} {} status={} trace_id={}",
+          policy_.name, state_.context_->peer(), who, absl::ToDoubleMilliseconds(queued_), ms,
+          state_.log_fields_, StatusText(status), state_.log_context_.trace_id);
     }
     AddAnswerTrailers(env_, state_.context_, status);
     Finish(ToGrpcStatus(status));
+  }
+
+  // Counts the answer. Runs before Finish: the environment may be gone once gRPC is done.
+  void Record(const absl::Status& status, absl::Duration elapsed) {
+    RecordCall(env_, policy_.name, state_.caller_.tenant, status, elapsed);
+    if (in_flight_ != nullptr) in_flight_->Add(-1);
+    in_flight_ = nullptr;
   }
 
   RpcEnvironment& env_;
@@ -248,6 +325,7 @@ class UnaryCall final : public grpc::ServerUnaryReactor {
   CallState state_;
   TenantLimiter::Admission admission_;
   bool tracked_ = false;
+  Gauge* in_flight_ = nullptr;
 };
 
 grpc::ServerUnaryReactor* ServeUnary(RpcEnvironment& env, grpc::CallbackServerContext* context,

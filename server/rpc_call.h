@@ -29,6 +29,8 @@
 #include "server/work_queue.h"
 #include "service/quota.h"
 #include "spdlog/logger.h"
+#include "util/log_format.h"
+#include "util/metrics.h"
 #include "util/retry_hint.h"
 #include "util/stop_token.h"
 
@@ -112,6 +114,21 @@ class RpcEnvironment {
     return answer_trailers_;
   }
 
+  // Records every call from then on in `registry` (which must outlive the environment):
+  // graphopt_rpc_requests_total, graphopt_rpc_duration_seconds and graphopt_rpc_in_flight by
+  // method (and gRPC status code), graphopt_quota_rejections_total by tenant and quota.
+  // Call before serving.
+  void EnableMetrics(MetricsRegistry* registry);
+
+  // The families EnableMetrics made; all null without metrics.
+  struct Metrics {
+    CounterFamily* requests = nullptr;
+    HistogramFamily* duration = nullptr;
+    GaugeFamily* in_flight = nullptr;
+    CounterFamily* quota_rejections = nullptr;
+  };
+  const Metrics& metrics() const { return metrics_; }
+
   const CallAuthenticator& authenticator() const { return authenticate_; }
   TenantLimiter* limiter() const { return limiter_; }
   spdlog::logger& logger() const { return *logger_; }
@@ -140,6 +157,7 @@ class RpcEnvironment {
   const std::shared_ptr<spdlog::logger> logger_;
   const absl::Duration max_call_time_;
   std::vector<std::pair<std::string, std::string>> answer_trailers_;
+  Metrics metrics_;
   const std::shared_ptr<LiveCalls> live_ = std::make_shared<LiveCalls>();
 };
 
@@ -157,6 +175,14 @@ class CallState {
   std::string& log_fields() { return log_fields_; }
   // Trailing metadata to send with the answer.
   void AddTrailer(const std::string& key, const std::string& value);
+  // The call's trace id: the client's "graphopt-trace-id" metadata when valid, else a fresh
+  // one. Installed (with the request id) as the thread's log context while the call's work
+  // runs and while its line is logged (util/log_format.h).
+  const std::string& trace_id() const { return log_context_.trace_id; }
+  // Names the request in the call's log lines from now on (cut to 128 bytes).
+  void set_request_id(absl::string_view id) {
+    log_context_.request_id = std::string(id.substr(0, 128));
+  }
 
  private:
   friend class UnaryCall;
@@ -168,6 +194,7 @@ class CallState {
   Caller caller_;
   StopToken stop_;
   std::string log_fields_;
+  LogContext log_context_;
 };
 
 // The work of a unary method: fills the response and returns the status.
@@ -229,6 +256,12 @@ void AddRetryHint(grpc::CallbackServerContext* context, absl::Duration retry_aft
 // just before Finish.
 void AddAnswerTrailers(const RpcEnvironment& env, grpc::CallbackServerContext* context,
                        const absl::Status& status);
+
+// Counts one answered call in the environment's metrics (when enabled): requests, duration and,
+// for a quota refusal, the tenant's rejection. ServeUnary does it for every unary call; other
+// handlers (PutBlobs) call it once, before Finish.
+void RecordCall(const RpcEnvironment& env, const char* method, const std::string& tenant,
+                const absl::Status& status, absl::Duration elapsed);
 
 // The converted status of a failed call, for logs: "INVALID_ARGUMENT: node 'n3': ...".
 std::string StatusText(const absl::Status& status);

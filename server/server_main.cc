@@ -36,18 +36,28 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
-#include "ops/builtin_ops.h"
+#include "etcd/blob_holders.h"
+#include "etcd/etcd_client.h"
+#include "etcd/etcd_op_persistence.h"
+#include "etcd/etcd_request_log.h"
+#include "etcd/replica_presence.h"
+#include "etcd/worker_membership.h"
 #include "graph/op_registry.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "ops/builtin_ops.h"
 #include "passes/builtin_passes.h"
 #include "passes/pass.h"
 #include "passes/pipeline.h"
 #include "server/auth.h"
 #include "server/coordinator_service.h"
 #include "server/grpc_worker_client.h"
+#include "server/metrics_endpoint.h"
+#include "server/metrics_export.h"
 #include "server/optimizer_service.h"
+#include "server/peer_blob_fetcher.h"
+#include "server/peer_service.h"
 #include "server/rpc_call.h"
 #include "server/security.h"
 #include "server/serving.h"
@@ -63,11 +73,11 @@
 #include "spdlog/spdlog.h"
 #include "util/file_util.h"
 #include "util/file_version.h"
+#include "util/http_endpoint.h"
+#include "util/log_format.h"
 #include "util/malloc_tuning.h"
+#include "util/metrics.h"
 #include "util/mutex_mode.h"
-#include "etcd/etcd_client.h"
-#include "etcd/etcd_op_persistence.h"
-#include "etcd/replica_presence.h"
 
 // Command-line flags. absl flags are process-wide by design; main reads each one exactly once
 // into ServerConfig and nothing else touches them.
@@ -170,9 +180,25 @@ ABSL_FLAG(std::string, etcd_prefix, "/graphopt/",
 ABSL_FLAG(int, etcd_lease_ttl_s, 10,
           "TTL of this replica's etcd lease, 2..300: how long after a crash its claims (running "
           "request ids, blob holdings) outlive it.");
+ABSL_FLAG(int, request_id_ttl_s, 86400,
+          "With --etcd_endpoints: how long an answered Run request id is remembered (replayed "
+          "by any replica), 60..2592000.");
+ABSL_FLAG(int, request_ids_per_tenant, 10000,
+          "With --etcd_endpoints: answered request ids kept per tenant (the oldest are "
+          "forgotten beyond), 1..10000000.");
 ABSL_FLAG(std::string, advertise_address, "",
           "host:port at which the other replicas reach this one (with --etcd_endpoints); "
           "default: --listen with the selected port.");
+
+// Metrics and logs (docs/operations.md, "Metrics and logs").
+ABSL_FLAG(std::string, metrics_listen, "",
+          "Serve Prometheus metrics (GET /metrics) and GET /healthz over plain HTTP at "
+          "HOST:PORT, on a port of their own; port 0 picks a free one. Empty: off.");
+ABSL_FLAG(std::string, metrics_port_file, "",
+          "If set, write the port --metrics_listen bound to this file (as --port_file).");
+ABSL_FLAG(std::string, log_format, "text",
+          "text, or json: one JSON object per line (ts, level, logger, msg, trace_id, "
+          "request_id).");
 
 namespace graphopt {
 namespace {
@@ -213,7 +239,12 @@ struct ServerConfig {
   std::vector<std::string> etcd_endpoints;
   std::string etcd_prefix;
   absl::Duration etcd_lease_ttl;
+  EtcdRequestLogOptions request_ids;
   std::string advertise_address;
+  // Metrics and logs.
+  std::string metrics_listen;
+  std::string metrics_port_file;
+  LogFormat log_format = LogFormat::kText;
 };
 
 // A flag's value with its allowed range, for one check loop.
@@ -330,11 +361,15 @@ absl::StatusOr<ServerConfig> ConfigFromFlags() {
   if (config.etcd_prefix.empty() || config.etcd_prefix.back() != '/') {
     return absl::InvalidArgumentError("--etcd_prefix must end with '/'");
   }
-  if (absl::Status s = CheckRanges({{"--etcd_lease_ttl_s", absl::GetFlag(FLAGS_etcd_lease_ttl_s),
-                                     2, 300}});
+  if (absl::Status s = CheckRanges(
+          {{"--etcd_lease_ttl_s", absl::GetFlag(FLAGS_etcd_lease_ttl_s), 2, 300},
+           {"--request_id_ttl_s", absl::GetFlag(FLAGS_request_id_ttl_s), 60, 2592000},
+           {"--request_ids_per_tenant", absl::GetFlag(FLAGS_request_ids_per_tenant), 1, 10000000}});
       !s.ok()) {
     return s;
   }
+  config.request_ids.answer_ttl = absl::Seconds(absl::GetFlag(FLAGS_request_id_ttl_s));
+  config.request_ids.max_per_tenant = absl::GetFlag(FLAGS_request_ids_per_tenant);
   config.etcd_lease_ttl = absl::Seconds(absl::GetFlag(FLAGS_etcd_lease_ttl_s));
   config.advertise_address = absl::GetFlag(FLAGS_advertise_address);
   if (!config.advertise_address.empty()) {
@@ -351,6 +386,20 @@ absl::StatusOr<ServerConfig> ConfigFromFlags() {
         level_name, "'"));
   }
   config.log_level = *level;
+  // Metrics and logs.
+  config.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  config.metrics_port_file = absl::GetFlag(FLAGS_metrics_port_file);
+  if (!config.metrics_listen.empty()) {
+    std::string host;
+    int port = 0;
+    if (absl::Status s = SplitHostPort(config.metrics_listen, "--metrics_listen", &host, &port);
+        !s.ok()) {
+      return s;
+    }
+  }
+  absl::StatusOr<LogFormat> log_format = ParseLogFormat(absl::GetFlag(FLAGS_log_format));
+  if (!log_format.ok()) return log_format.status();
+  config.log_format = *log_format;
   return config;
 }
 
@@ -471,6 +520,23 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
   if (config.blob_store_mb > 0) {
     blobs = std::make_unique<BlobStore>(config.blob_store_mb << 20, &quotas);
   }
+  // With etcd, replicas share blobs: each records what it holds, and fetches what a client
+  // refers to and it lacks from a replica that holds it (docs/operations.md).
+  std::unique_ptr<EtcdBlobHolders> blob_holders;
+  std::unique_ptr<PeerBlobFetcher> blob_fetcher;
+  if (blobs != nullptr && presence != nullptr) {
+    blob_holders = std::make_unique<EtcdBlobHolders>(etcd.get(), config.etcd_prefix,
+                                                     presence.get(), blobs.get(), logger_ptr);
+    PeerFetchOptions fetch_options;
+    if (security->to_workers.is_tls()) {
+      fetch_options.security =
+          ChannelSecurity(security->to_workers.credentials(), kServerIdentity);
+    }
+    blob_fetcher = std::make_unique<PeerBlobFetcher>(blob_holders.get(),
+                                                     std::move(fetch_options), logger_ptr);
+    blobs->set_observer(blob_holders.get());
+    blobs->set_fetcher(blob_fetcher.get());
+  }
   // Custom ops registered by tenants, persisted under --op_store_dir.
   OpStoreOptions store_options;
   store_options.quotas = &quotas;
@@ -527,6 +593,8 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
   WorkQueue run_queue({"run", config.run_threads, config.run_queue});
   RpcEnvironment env(ServerCallAuthenticator(security->auth, security->worker_identities),
                      &limiter, logger_ptr, config.max_call_time);
+  MetricsRegistry metrics;
+  if (!config.metrics_listen.empty()) env.EnableMetrics(&metrics);
 
   OptimizerService service(&optimizer, &env, blobs.get(), config.blob_limits,
                            {&optimize_queue, &control_queue, &upload_queue});
@@ -544,8 +612,50 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
                                                           : coordinator.AddWorker(worker, "flag");
     if (!added.ok()) logger.error("--workers: {}", added.ToString());
   }
+  // With etcd, request ids are claimed there (a retry on another replica waits for the first
+  // answer instead of running again), and workers are the ones whose leases live.
+  std::unique_ptr<EtcdWorkerWatcher> worker_watcher;
+  if (etcd != nullptr) {
+    coordinator.UseRequestLog(std::make_shared<EtcdRequestLog>(
+        etcd.get(), config.etcd_prefix,
+        config.advertise_address.empty() ? config.listen : config.advertise_address,
+        [p = presence.get()] { return p->lease(); }, config.request_ids));
+    worker_watcher = std::make_unique<EtcdWorkerWatcher>(
+        etcd.get(), config.etcd_prefix,
+        [&coordinator, logger_ptr](const std::string& address) {
+          if (absl::Status s = coordinator.AddWorker(address, "etcd"); !s.ok()) {
+            logger_ptr->error("etcd: worker {}: {}", address, s.ToString());
+          }
+        },
+        [&coordinator](const std::string& address) { coordinator.RemoveWorker(address, "etcd"); });
+    if (absl::Status s = worker_watcher->Start(absl::Seconds(10)); !s.ok()) {
+      logger.error("etcd: workers not listed yet (still trying): {}", s.ToString());
+    }
+  }
   coordinator.Start();
   CoordinatorService coordinator_service(&coordinator, &env, &run_queue);
+  // Other replicas fetch blobs here; only the server identity may (no tenant quotas apply).
+  RpcEnvironment peer_env(PeerCallAuthenticator(security->auth), nullptr, logger_ptr,
+                          config.max_call_time);
+  std::unique_ptr<PeerService> peer_service;
+  if (blob_holders != nullptr) peer_service = std::make_unique<PeerService>(blobs.get(), &peer_env);
+
+  // Metrics: the endpoint is made after everything its collectors read, so it stops first.
+  std::unique_ptr<HttpEndpoint> metrics_endpoint;
+  if (!config.metrics_listen.empty()) {
+    ExportWorkQueues(&metrics, {&optimize_queue, &control_queue, &upload_queue, &run_queue});
+    ExportCoordinator(&metrics, &coordinator);
+    if (blobs != nullptr) ExportBlobStore(&metrics, blobs.get());
+    ExportTenantUsage(&metrics, &limiter, blobs.get(), &op_store);
+    ExportPassTimes(&metrics, &optimizer);
+    absl::StatusOr<std::unique_ptr<HttpEndpoint>> started =
+        StartMetricsEndpoint(config.metrics_listen, config.metrics_port_file, &metrics, logger);
+    if (!started.ok()) {
+      logger.critical("{}", std::string(started.status().message()));
+      return kExitFailure;
+    }
+    metrics_endpoint = *std::move(started);
+  }
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -556,6 +666,7 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
   builder.AddListeningPort(config.listen, security->listener, &selected_port);
   builder.RegisterService(&service);
   builder.RegisterService(&coordinator_service);
+  if (peer_service != nullptr) builder.RegisterService(peer_service.get());
   builder.SetMaxReceiveMessageSize(max_message_bytes);
   builder.SetMaxSendMessageSize(max_message_bytes);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
@@ -603,6 +714,7 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
       logger.error("etcd: cannot announce this replica as {}: {}", advertised,
                    announced.ToString());
     }
+    if (blob_holders != nullptr) blob_holders->Announce(advertised);
     logger.info("shared state in {} under '{}': replica {}, {} replicas live", etcd->Describe(),
                 config.etcd_prefix, advertised, presence->live_count());
   }
@@ -631,6 +743,7 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
   std::thread canceller([&] {
     if (!stopped.WaitForNotificationWithTimeout(absl::Seconds(config.shutdown_grace_s))) {
       env.CancelAll("the server is shutting down");
+      peer_env.CancelAll("the server is shutting down");
       coordinator.CancelAll();
     }
   });
@@ -645,6 +758,14 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
   // The watch applies to the op store, which goes first; the lease is revoked so the other
   // replicas see this one leave at once.
   if (etcd_ops != nullptr) etcd_ops->StopWatching();
+  if (blob_holders != nullptr) {
+    // Every call is over: nothing commits, evicts or fetches any more. The records go with
+    // the lease.
+    blobs->set_fetcher(nullptr);
+    blobs->set_observer(nullptr);
+    blob_fetcher.reset();
+    blob_holders.reset();
+  }
   presence.reset();
   logger.info("graphopt-server on {} stopped", address);
   logger.flush();
@@ -670,6 +791,7 @@ int Main(int argc, char** argv) {
       "[--tenant_*=N] [--log_level=LEVEL]\n"
       "  [--workers=HOST:PORT,dns:NAME:PORT,...] [--probe_interval_ms=N] [--probe_timeout_ms=N]\n"
       "  [--max_run_attempts=N] [--worker_call_timeout_s=N] [--slot_wait_s=N] [--quarantine_s=N]\n"
+      "  [--metrics_listen=HOST:PORT] [--metrics_port_file=FILE] [--log_format=text|json]\n"
       "Serves graphopt.v1.GraphOptimizer, graphopt.v1.Coordinator, grpc.health.v1.Health and "
       "server reflection.");
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
@@ -688,6 +810,7 @@ int Main(int argc, char** argv) {
   auto logger = std::make_shared<spdlog::logger>("graphopt-server", std::move(sink));
   logger->set_level(config->log_level);
   logger->flush_on(spdlog::level::info);
+  ApplyLogFormat(*logger, config->log_format);
   return RunServer(*config, shutdown_signals, std::move(logger));
 }
 

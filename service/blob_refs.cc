@@ -42,7 +42,7 @@ absl::StatusOr<std::shared_ptr<const std::string>> Resolve(const v1::Tensor& t,
     return absl::FailedPreconditionError(
         absl::StrCat(what, " refers to blob ", t.blob(), " but this server has no blob store"));
   }
-  std::shared_ptr<const std::string> data = blobs->Lookup(tenant, t.blob());
+  std::shared_ptr<const std::string> data = blobs->LookupOrFetch(tenant, t.blob());
   if (data == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat(
         what, " refers to blob ", t.blob(), ", which tenant '", tenant,

@@ -16,7 +16,8 @@ namespace graphopt {
 // their bytes. The tensors looked at are the initializers and the top-level attribute tensors.
 
 // Checks every such tensor of `graph`: the digest is well formed (else INVALID_ARGUMENT), `blobs`
-// holds it in `tenant`'s namespace (else FAILED_PRECONDITION; also when `blobs` is null), and
+// holds it in `tenant`'s namespace, or its fetcher brings it from another replica (else
+// FAILED_PRECONDITION; also when `blobs` is null), and
 // its size matches the tensor's dims and type (else INVALID_ARGUMENT). Messages name the
 // tensor. The blobs found are
 // appended to `pins`, which keeps them from eviction for as long as the caller holds them.

@@ -85,7 +85,9 @@ absl::Status BlobWriter::Commit() {
         absl::StrCat("blob ", digest_, ": received data hashes to ", actual));
   }
   finished_ = true;
-  store_->CommitReserved(tenant_, digest_, std::move(buffer_));
+  if (store_->CommitReserved(tenant_, digest_, std::move(buffer_))) {
+    store_->NotifyCommitted(tenant_, digest_, total_size_);
+  }
   return absl::OkStatus();
 }
 
@@ -110,11 +112,57 @@ std::shared_ptr<const std::string> BlobStore::Lookup(absl::string_view tenant,
                                                      absl::string_view digest) {
   absl::MutexLock lock(&mu_);
   auto ns = tenants_.find(tenant);
-  if (ns == tenants_.end()) return nullptr;
+  if (ns == tenants_.end()) {
+    ++misses_;
+    return nullptr;
+  }
   auto it = ns->second.blobs.find(digest);
-  if (it == ns->second.blobs.end()) return nullptr;
+  if (it == ns->second.blobs.end()) {
+    ++misses_;
+    return nullptr;
+  }
+  ++hits_;
   Touch(ns->second, it->second);
   return it->second.data;
+}
+
+std::shared_ptr<const std::string> BlobStore::LookupOrFetch(absl::string_view tenant,
+                                                            absl::string_view digest) {
+  std::shared_ptr<const std::string> data = Lookup(tenant, digest);
+  if (data != nullptr || fetcher_ == nullptr || !IsBlobDigest(digest)) return data;
+  fetcher_->Fetch(*this, std::string(tenant), {std::string(digest)});
+  return Lookup(tenant, digest);
+}
+
+std::vector<std::string> BlobStore::MissingAfterFetch(
+    absl::string_view tenant, absl::Span<const absl::string_view> digests) {
+  std::vector<std::string> missing = Missing(tenant, digests);
+  if (missing.empty() || fetcher_ == nullptr) return missing;
+  fetcher_->Fetch(*this, std::string(tenant), missing);
+  std::vector<absl::string_view> again(missing.begin(), missing.end());
+  return Missing(tenant, again);
+}
+
+std::vector<BlobStore::Held> BlobStore::List() const {
+  std::vector<Held> out;
+  absl::MutexLock lock(&mu_);
+  for (const auto& [tenant, ns] : tenants_) {
+    for (const auto& [digest, entry] : ns.blobs) {
+      out.push_back({tenant, digest, static_cast<int64_t>(entry.data->size())});
+    }
+  }
+  return out;
+}
+
+void BlobStore::NotifyEvicted(const std::string& tenant,
+                              const std::vector<std::string>& evicted) {
+  if (observer_ == nullptr) return;
+  for (const std::string& digest : evicted) observer_->OnBlobEvicted(tenant, digest);
+}
+
+void BlobStore::NotifyCommitted(const std::string& tenant, const std::string& digest,
+                                int64_t size) {
+  if (observer_ != nullptr) observer_->OnBlobCommitted(tenant, digest, size);
 }
 
 bool BlobStore::Contains(absl::string_view tenant, absl::string_view digest) const {
@@ -132,13 +180,16 @@ std::vector<std::string> BlobStore::Missing(absl::string_view tenant,
   for (absl::string_view digest : digests) {
     if (!seen.insert(digest).second) continue;
     if (ns == tenants_.end()) {
+      ++misses_;
       missing.emplace_back(digest);
       continue;
     }
     auto it = ns->second.blobs.find(digest);
     if (it == ns->second.blobs.end()) {
+      ++misses_;
       missing.emplace_back(digest);
     } else {
+      ++hits_;
       Touch(ns->second, it->second);
     }
   }
@@ -167,7 +218,8 @@ void BlobStore::DropIfEmpty(const std::string& tenant) {
 }
 
 absl::Status BlobStore::Reserve(const std::string& tenant, Namespace& ns,
-                                absl::string_view digest, int64_t size) {
+                                absl::string_view digest, int64_t size,
+                                std::vector<std::string>* evicted) {
   const int64_t limit = TenantLimit(tenant);
   if (size > limit) {
     return absl::ResourceExhaustedError(absl::StrCat(
@@ -215,6 +267,7 @@ absl::Status BlobStore::Reserve(const std::string& tenant, Namespace& ns,
       bytes_held_ -= bytes;
       ++ns.evictions;
       ++evictions_;
+      evicted->push_back(*it);
       ns.blobs.erase(entry);
       it = ns.lru.erase(it);
     }
@@ -273,6 +326,7 @@ absl::StatusOr<std::unique_ptr<BlobWriter>> BlobStore::StartWrite(absl::string_v
   }
   const std::string name(tenant);
   std::shared_ptr<const std::string> existing;
+  std::vector<std::string> evicted;
   {
     absl::MutexLock lock(&mu_);
     Namespace& ns = tenants_[name];
@@ -280,11 +334,13 @@ absl::StatusOr<std::unique_ptr<BlobWriter>> BlobStore::StartWrite(absl::string_v
     if (it != ns.blobs.end()) {
       Touch(ns, it->second);
       existing = it->second.data;
-    } else if (absl::Status status = Reserve(name, ns, digest, total_size); !status.ok()) {
+    } else if (absl::Status status = Reserve(name, ns, digest, total_size, &evicted);
+               !status.ok()) {
       DropIfEmpty(name);
       return status;
     }
   }
+  NotifyEvicted(name, evicted);
   return std::unique_ptr<BlobWriter>(
       new BlobWriter(this, name, std::string(digest), total_size, std::move(existing)));
 }
@@ -293,6 +349,7 @@ absl::StatusOr<std::string> BlobStore::Put(absl::string_view tenant, std::string
   std::string digest = Sha256Digest(data);
   const int64_t size = static_cast<int64_t>(data.size());
   const std::string name(tenant);
+  std::vector<std::string> evicted;
   {
     absl::MutexLock lock(&mu_);
     Namespace& ns = tenants_[name];
@@ -301,12 +358,13 @@ absl::StatusOr<std::string> BlobStore::Put(absl::string_view tenant, std::string
       Touch(ns, it->second);
       return digest;
     }
-    if (absl::Status status = Reserve(name, ns, digest, size); !status.ok()) {
+    if (absl::Status status = Reserve(name, ns, digest, size, &evicted); !status.ok()) {
       DropIfEmpty(name);
       return status;
     }
   }
-  CommitReserved(name, digest, std::move(data));
+  NotifyEvicted(name, evicted);
+  if (CommitReserved(name, digest, std::move(data))) NotifyCommitted(name, digest, size);
   return digest;
 }
 
@@ -332,7 +390,22 @@ BlobStoreStats BlobStore::stats() const {
   stats.evictions = evictions_;
   stats.commits = commits_;
   stats.peak_bytes = peak_bytes_;
+  stats.hits = hits_;
+  stats.misses = misses_;
   return stats;
+}
+
+std::vector<std::pair<std::string, int64_t>> BlobStore::BytesHeldByTenant() const {
+  std::vector<std::pair<std::string, int64_t>> out;
+  {
+    absl::MutexLock lock(&mu_);
+    out.reserve(tenants_.size());
+    for (const auto& [tenant, ns] : tenants_) {
+      if (ns.bytes_held > 0) out.emplace_back(tenant, ns.bytes_held);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 BlobStoreStats BlobStore::stats(absl::string_view tenant) const {

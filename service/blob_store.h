@@ -5,6 +5,7 @@
 #include <list>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -36,9 +37,36 @@ struct BlobStoreStats {
   int64_t commits = 0;
   // Highest bytes_held + bytes_reserved seen.
   int64_t peak_bytes = 0;
+  // Digests looked up (Lookup, Missing) that were held, and that were not, since construction.
+  int64_t hits = 0;
+  int64_t misses = 0;
 };
 
 class BlobStore;
+
+// Told when a tenant's namespace gains or loses a blob, so that others can learn which blobs
+// this store holds (a cluster's replicas record it in etcd). Called after the store's lock is
+// released, on the thread that committed or evicted, once per committed and once per evicted
+// blob; calls for one blob may arrive out of order when a commit and an eviction race, so an
+// observer that needs the truth checks Contains. Must not throw; may block briefly.
+class BlobStoreObserver {
+ public:
+  virtual ~BlobStoreObserver() = default;
+  virtual void OnBlobCommitted(const std::string& tenant, const std::string& digest,
+                               int64_t size) = 0;
+  virtual void OnBlobEvicted(const std::string& tenant, const std::string& digest) = 0;
+};
+
+// Brings blobs the store lacks from elsewhere (another replica that holds them) into the
+// store, through StartWrite/Append/Commit, so they count against the tenant's quota and their
+// digests are verified. Failures are not errors: a blob that could not be brought is simply
+// still missing, and the client uploads it as it would anyway. Thread-safe.
+class BlobFetcher {
+ public:
+  virtual ~BlobFetcher() = default;
+  virtual void Fetch(BlobStore& store, const std::string& tenant,
+                     const std::vector<std::string>& digests) = 0;
+};
 
 // One blob being uploaded (BlobStore::StartWrite). The bytes go, in order, into one buffer of
 // total_size bytes allocated up front, and are hashed as they arrive; Commit checks the digest
@@ -116,8 +144,17 @@ class BlobStore {
   BlobStore(const BlobStore&) = delete;
   BlobStore& operator=(const BlobStore&) = delete;
 
+  // Both optional, set before the store is shared between threads; they must outlive it.
+  void set_observer(BlobStoreObserver* observer) { observer_ = observer; }
+  void set_fetcher(BlobFetcher* fetcher) { fetcher_ = fetcher; }
+  bool has_fetcher() const { return fetcher_ != nullptr; }
+
   // The tenant's blob, or nullptr when absent. Marks it recently used.
   std::shared_ptr<const std::string> Lookup(absl::string_view tenant, absl::string_view digest);
+  // Lookup; on a miss, the fetcher (when set) is asked for the blob first. May block for as
+  // long as the fetch takes.
+  std::shared_ptr<const std::string> LookupOrFetch(absl::string_view tenant,
+                                                   absl::string_view digest);
 
   bool Contains(absl::string_view tenant, absl::string_view digest) const;
 
@@ -125,6 +162,18 @@ class BlobStore {
   // The ones it holds are marked recently used (a client checks, then uses them).
   std::vector<std::string> Missing(absl::string_view tenant,
                                    absl::Span<const absl::string_view> digests);
+  // Missing; the missing ones are then asked of the fetcher (when set), and only those it
+  // could not bring are returned. May block for as long as the fetches take.
+  std::vector<std::string> MissingAfterFetch(absl::string_view tenant,
+                                             absl::Span<const absl::string_view> digests);
+
+  // The tenant's digests and sizes, for an observer that publishes the whole store again.
+  struct Held {
+    std::string tenant;
+    std::string digest;
+    int64_t size = 0;
+  };
+  std::vector<Held> List() const;
 
   // Starts an upload of `total_size` bytes named `digest` into the tenant's namespace,
   // reserving the memory now (evicting the tenant's own blobs as needed). INVALID_ARGUMENT for a
@@ -146,6 +195,8 @@ class BlobStore {
   // The whole store's figures, or (with a tenant) that tenant's share of them.
   BlobStoreStats stats() const;
   BlobStoreStats stats(absl::string_view tenant) const;
+  // Bytes held by each tenant holding any, sorted by tenant (for per-tenant quota metrics).
+  std::vector<std::pair<std::string, int64_t>> BytesHeldByTenant() const;
 
  private:
   friend class BlobWriter;
@@ -170,8 +221,13 @@ class BlobStore {
   int64_t TenantLimit(absl::string_view tenant) const;
   // Reserves `size` bytes for the tenant's `digest`, evicting its unpinned blobs (least
   // recently used first) when needed.
+  // The digests evicted go to `evicted`, for the observer.
   absl::Status Reserve(const std::string& tenant, Namespace& ns, absl::string_view digest,
-                       int64_t size) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                       int64_t size, std::vector<std::string>* evicted)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Tells the observer, outside the lock.
+  void NotifyEvicted(const std::string& tenant, const std::vector<std::string>& evicted);
+  void NotifyCommitted(const std::string& tenant, const std::string& digest, int64_t size);
   void Unreserve(const std::string& tenant, int64_t size);
   // Turns a writer's reservation into a stored blob. Returns true when it was stored, false
   // when the digest had arrived meanwhile by another upload (the data is then dropped).
@@ -184,6 +240,8 @@ class BlobStore {
 
   const int64_t budget_bytes_;
   const QuotaBook* const quotas_;
+  BlobStoreObserver* observer_ = nullptr;
+  BlobFetcher* fetcher_ = nullptr;
   mutable absl::Mutex mu_;
   absl::node_hash_map<std::string, Namespace> tenants_ ABSL_GUARDED_BY(mu_);
   int64_t bytes_held_ ABSL_GUARDED_BY(mu_) = 0;
@@ -191,6 +249,8 @@ class BlobStore {
   int64_t evictions_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t commits_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t peak_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t hits_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t misses_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace graphopt

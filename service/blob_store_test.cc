@@ -1,5 +1,6 @@
 #include "service/blob_store.h"
 
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -347,6 +348,94 @@ TEST(BlobStoreTest, PerTenantQuota) {
   ASSERT_EQ(over.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(over.status().message(), HasSubstr("would go over its quota blob_bytes"));
   EXPECT_TRUE(store.Put("b", std::string(150, 'b')).ok());  // another tenant has its own quota
+}
+
+// Records what the store tells its observer.
+class RecordingObserver : public BlobStoreObserver {
+ public:
+  void OnBlobCommitted(const std::string& tenant, const std::string& digest,
+                       int64_t size) override {
+    events.push_back(absl::StrCat("+", tenant, "/", digest.substr(7, 4), "/", size));
+  }
+  void OnBlobEvicted(const std::string& tenant, const std::string& digest) override {
+    events.push_back(absl::StrCat("-", tenant, "/", digest.substr(7, 4)));
+  }
+  std::vector<std::string> events;
+};
+
+TEST(BlobStoreTest, ObserverSeesEachCommitAndEvictionOnce) {
+  BlobStore store(250);
+  RecordingObserver observer;
+  store.set_observer(&observer);
+  const std::string a(100, 'a'), b(100, 'b'), c(100, 'c');
+  const std::string da = Sha256Digest(a), db = Sha256Digest(b), dc = Sha256Digest(c);
+  ASSERT_TRUE(store.Put("t", a).ok());
+  ASSERT_TRUE(Upload(store, b).ok());  // tenant kT == "t"
+  ASSERT_TRUE(store.Put("t", a).ok());  // already held: no event
+  ASSERT_TRUE(Upload(store, b).ok());   // likewise (the writer skips)
+  ASSERT_TRUE(store.Put("t", c).ok());  // evicts the least recently used (a was touched first)
+  EXPECT_THAT(observer.events,
+              ElementsAre(absl::StrCat("+t/", da.substr(7, 4), "/100"),
+                          absl::StrCat("+t/", db.substr(7, 4), "/100"),
+                          absl::StrCat("-t/", da.substr(7, 4)),
+                          absl::StrCat("+t/", dc.substr(7, 4), "/100")));
+  EXPECT_EQ(store.List().size(), 2u);
+}
+
+// Brings blobs from a map, as another replica would.
+class MapFetcher : public BlobFetcher {
+ public:
+  void Fetch(BlobStore& store, const std::string& tenant,
+             const std::vector<std::string>& digests) override {
+    for (const std::string& digest : digests) {
+      ++asked;
+      auto it = remote.find(digest);
+      if (it == remote.end()) continue;
+      absl::StatusOr<std::unique_ptr<BlobWriter>> w =
+          store.StartWrite(tenant, digest, static_cast<int64_t>(it->second.size()));
+      if (!w.ok()) continue;
+      if ((*w)->Append(it->second).ok()) (void)(*w)->Commit();
+    }
+  }
+  std::map<std::string, std::string> remote;
+  int asked = 0;
+};
+
+TEST(BlobStoreTest, FetcherFillsMissesAndLiesAreRefused) {
+  BlobStore store(1000);
+  MapFetcher fetcher;
+  store.set_fetcher(&fetcher);
+  const std::string a(100, 'a'), b(100, 'b');
+  const std::string da = Sha256Digest(a), db = Sha256Digest(b), dc = Sha256Digest("c");
+  fetcher.remote[da] = a;
+  fetcher.remote[db] = std::string(100, 'x');  // a lying source: refused by the digest check
+  const std::vector<absl::string_view> asked = {da, db, dc, da};
+  EXPECT_THAT(store.Missing(kT, asked), ElementsAre(da, db, dc));  // Missing never fetches
+  EXPECT_EQ(fetcher.asked, 0);
+  EXPECT_THAT(store.MissingAfterFetch(kT, asked), ElementsAre(db, dc));
+  EXPECT_EQ(fetcher.asked, 3);
+  EXPECT_TRUE(store.Contains(kT, da));
+  EXPECT_EQ(store.LookupOrFetch(kT, db), nullptr);
+  EXPECT_EQ(fetcher.asked, 4);
+  ASSERT_NE(store.LookupOrFetch(kT, da), nullptr);
+  EXPECT_EQ(fetcher.asked, 4);  // held now: no fetch
+}
+
+TEST(BlobStoreTest, CountsHitsMissesAndBytesByTenant) {
+  BlobStore store(1000);
+  ASSERT_TRUE(store.Put("b", std::string(30, 'b')).ok());
+  ASSERT_TRUE(store.Put("a", std::string(20, 'a')).ok());
+  EXPECT_NE(store.Lookup("a", Sha256Digest(std::string(20, 'a'))), nullptr);
+  EXPECT_EQ(store.Lookup("a", Sha256Digest("nope")), nullptr);
+  EXPECT_EQ(store.Lookup("nobody", Sha256Digest("nope")), nullptr);
+  const std::string held = Sha256Digest(std::string(30, 'b'));
+  const std::string other = Sha256Digest("other");
+  EXPECT_EQ(store.Missing("b", {held, other, other}).size(), 1u);  // a repeat counts once
+  const BlobStoreStats stats = store.stats();
+  EXPECT_EQ(stats.hits, 2);
+  EXPECT_EQ(stats.misses, 3);
+  EXPECT_EQ(store.BytesHeldByTenant(),
+            (std::vector<std::pair<std::string, int64_t>>{{"a", 20}, {"b", 30}}));
 }
 
 }  // namespace

@@ -55,15 +55,6 @@ absl::Status CheckHostPort(absl::string_view address, absl::string_view what) {
   return absl::OkStatus();
 }
 
-struct Coordinator::Pending {
-  // Digest of what was asked (graph, inputs, options), to refuse an id reused for another request.
-  std::string fingerprint;
-  absl::Notification done;
-  // Set before `done` is notified, never changed after.
-  absl::StatusOr<v1::RunResponse> result = absl::UnknownError("not finished");
-  int64_t bytes = 0;
-};
-
 // A call to a worker, registered with the worker so that marking the worker down cancels the
 // call. A worker already down (or forgotten) gets a call cancelled at once.
 class Coordinator::CallScope {
@@ -114,7 +105,9 @@ Coordinator::Coordinator(CoordinatorOptions options, WorkerClientFactory clients
       clients_(std::move(clients)),
       optimizer_(optimizer),
       blobs_(blobs),
-      logger_(std::move(logger)) {}
+      logger_(std::move(logger)),
+      request_log_(std::make_shared<InMemoryRequestLog>(options_.dedup_entries,
+                                                        options_.dedup_bytes)) {}
 
 Coordinator::~Coordinator() {
   {
@@ -146,6 +139,17 @@ absl::Status Coordinator::AddWorkerLocked(const std::string& address, const std:
   w.client = clients_(address);
   logger_->info("coordinator: worker {} added ({})", address, source);
   return absl::OkStatus();
+}
+
+void Coordinator::RemoveWorker(const std::string& address, const std::string& source) {
+  absl::MutexLock lock(&mu_);
+  auto it = workers_.find(address);
+  if (it == workers_.end() || it->second.source != source) return;
+  // Calls in flight finish or fail on their own: a worker shutting down cleanly gives up its
+  // lease before it drains, and a dead one is found by probing.
+  workers_.erase(it);
+  ++slot_generation_;
+  logger_->info("coordinator: worker {} forgotten ({} membership ended)", address, source);
 }
 
 absl::Status Coordinator::AddDnsName(const std::string& name_and_port) {
@@ -300,7 +304,8 @@ void Coordinator::ProbeNow() {
     const absl::Time now = absl::Now();
     for (auto it = workers_.begin(); it != workers_.end();) {
       const Worker& w = it->second;
-      if (w.source != "flag" && w.health != Health::kUp &&
+      // Named and etcd workers stay until their flag or lease goes; the others until silent.
+      if (w.source != "flag" && w.source != "etcd" && w.health != Health::kUp &&
           now - w.last_heartbeat > options_.forget_after) {
         logger_->info("coordinator: forgetting worker {} (not up, not announced for {})", w.address,
                       absl::FormatDuration(now - w.last_heartbeat));
@@ -777,70 +782,48 @@ absl::StatusOr<v1::RunResponse> Coordinator::Run(v1::RunRequest request, absl::s
   asked.set_memory_limit_bytes(request.memory_limit_bytes());
   const std::string fingerprint =
       Sha256Digest(absl::StrCat(input_digest, SerializeDeterministic(asked)));
-  const std::string key = absl::StrCat(tenant, "\n", request.request_id());
-  std::shared_ptr<Pending> pending;
-  bool first = false;
-  {
-    absl::MutexLock lock(&mu_);
-    auto [it, inserted] = requests_.try_emplace(key);
-    if (inserted) {
-      it->second = std::make_shared<Pending>();
-      it->second->fingerprint = fingerprint;
-      first = true;
-    } else if (it->second->fingerprint != fingerprint) {
+  const std::string id = request.request_id();
+  RequestLog& log = *request_log_;
+  absl::StatusOr<RequestClaim> claim = log.Claim(std::string(tenant), id, fingerprint);
+  while (claim.ok() && claim->kind == RequestClaim::Kind::kRunning) {
+    // The same request again while the first runs: wait for its answer, never a second
+    // execution.
+    absl::StatusOr<RequestClaim> waited =
+        log.Wait(*claim, std::string(tenant), id, fingerprint, token);
+    if (!waited.ok()) {
+      return absl::Status(waited.status().code(),
+                          absl::StrCat("request_id '", id,
+                                       "': the first request with this id is still running; ",
+                                       waited.status().message()));
+    }
+    claim = std::move(waited);
+  }
+  if (!claim.ok()) {
+    return absl::Status(claim.status().code(),
+                        absl::StrCat("request_id '", id, "': ", claim.status().message()));
+  }
+  switch (claim->kind) {
+    case RequestClaim::Kind::kMismatch:
       return absl::InvalidArgumentError(
-          absl::StrCat("request_id: '", request.request_id(),
+          absl::StrCat("request_id: '", id,
                        "' was already used for a different request (graph, inputs or options)"));
+    case RequestClaim::Kind::kDone: {
+      absl::StatusOr<v1::RunResponse> answer = std::move(claim->answer);
+      if (answer.ok()) answer->set_replayed(true);
+      return answer;
     }
-    pending = it->second;
+    default:
+      break;
   }
-  if (!first) {
-    // The same request again: the first one's answer, never a second execution.
-    while (!pending->done.WaitForNotificationWithTimeout(absl::Milliseconds(50))) {
-      if (absl::Status why = token.Check("waiting for the first request with this id");
-          !why.ok()) {
-        return absl::Status(why.code(),
-                            absl::StrCat("request_id '", request.request_id(),
-                                         "': the first request with this id is still running; ",
-                                         why.message()));
-      }
-    }
-    absl::StatusOr<v1::RunResponse> answer = pending->result;
-    if (answer.ok()) answer->set_replayed(true);
-    return answer;
-  }
-  const std::string request_id = request.request_id();
   absl::StatusOr<v1::RunResponse> result =
       RunOnce(std::move(request), tenant, std::move(input_digest), token);
-  if (result.ok()) result->set_request_id(request_id);
-  Finish(key, pending, result);
+  if (result.ok()) {
+    result->set_request_id(id);
+    log.Complete(std::string(tenant), id, *result);
+  } else {
+    log.Abandon(std::string(tenant), id, result.status());
+  }
   return result;
-}
-
-void Coordinator::Finish(const std::string& key, const std::shared_ptr<Pending>& pending,
-                         absl::StatusOr<v1::RunResponse> result) {
-  pending->bytes = result.ok() ? static_cast<int64_t>(result->ByteSizeLong()) : 0;
-  const bool ok = result.ok();
-  pending->result = std::move(result);
-  pending->done.Notify();
-  absl::MutexLock lock(&mu_);
-  if (!ok) {
-    // Failures are not kept: the caller may try again with the same id.
-    auto it = requests_.find(key);
-    if (it != requests_.end() && it->second == pending) requests_.erase(it);
-    return;
-  }
-  completed_.push_back(key);
-  completed_bytes_ += pending->bytes;
-  while (!completed_.empty() && (static_cast<int>(completed_.size()) > options_.dedup_entries ||
-                                 completed_bytes_ > options_.dedup_bytes)) {
-    auto old = requests_.find(completed_.front());
-    if (old != requests_.end()) {
-      completed_bytes_ -= old->second->bytes;
-      requests_.erase(old);
-    }
-    completed_.pop_front();
-  }
 }
 
 absl::StatusOr<v1::RunResponse> Coordinator::RunOnce(v1::RunRequest request,

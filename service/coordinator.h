@@ -22,6 +22,7 @@
 #include "proto/worker.pb.h"
 #include "service/blob_store.h"
 #include "service/optimizer.h"
+#include "service/request_log.h"
 #include "service/tenant.h"
 #include "service/worker_client.h"
 #include "spdlog/logger.h"
@@ -53,7 +54,7 @@ struct CoordinatorOptions {
   // DNS names are resolved again this often.
   absl::Duration dns_interval = absl::Seconds(10);
   // Successful answers kept for request-id deduplication, by count and by bytes (oldest
-  // forgotten first).
+  // forgotten first), unless UseRequestLog gives another log.
   int dedup_entries = 1024;
   int64_t dedup_bytes = int64_t{256} << 20;
   // Workers known at once (registered, named and resolved); a registration beyond is refused.
@@ -98,10 +99,17 @@ class Coordinator {
   Coordinator(const Coordinator&) = delete;
   Coordinator& operator=(const Coordinator&) = delete;
 
-  // A worker at `address` (host:port); `source` is "flag", "dns" or "registered". Adding a
+  // A worker at `address` (host:port); `source` is "flag", "dns", "registered" or "etcd" (a
+  // worker's lease in etcd: it stays known, up or down, until RemoveWorker). Adding a
   // known address again changes nothing (a registration refreshes its heartbeat).
   // INVALID_ARGUMENT for a malformed address; RESOURCE_EXHAUSTED when max_workers are known.
   absl::Status AddWorker(const std::string& address, const std::string& source);
+  // Forgets `address` if it was added with `source` (a worker whose etcd key went away); a
+  // worker known through another source stays. Calls in flight on it are cancelled.
+  void RemoveWorker(const std::string& address, const std::string& source);
+  // Request ids are deduplicated through `log` (etcd/etcd_request_log.h: across replicas)
+  // instead of in this process. Call before Start and the first Run.
+  void UseRequestLog(std::shared_ptr<RequestLog> log) { request_log_ = std::move(log); }
   // A DNS name, as "NAME:PORT", whose addresses are all workers. Resolved now and every
   // dns_interval. INVALID_ARGUMENT for a malformed name; a name that does not resolve (yet) is
   // only logged.
@@ -206,8 +214,6 @@ class Coordinator {
     absl::btree_map<std::string, std::string> workers;
     absl::Time quarantined_until = absl::InfinitePast();
   };
-  // A request id's first request: running, or finished and kept for replays.
-  struct Pending;
   class CallScope;
 
   absl::StatusOr<v1::RunResponse> RunOnce(v1::RunRequest request, absl::string_view tenant,
@@ -236,24 +242,18 @@ class Coordinator {
   // RESOURCE_EXHAUSTED for a new address when max_workers are known.
   absl::Status AddWorkerLocked(const std::string& address, const std::string& source)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Stores a finished request's answer for replays (successes only) and evicts the oldest.
-  void Finish(const std::string& key, const std::shared_ptr<Pending>& pending,
-              absl::StatusOr<v1::RunResponse> result);
 
   const CoordinatorOptions options_;
   const WorkerClientFactory clients_;
   const Optimizer* const optimizer_;
   BlobStore* const blobs_;
   std::shared_ptr<spdlog::logger> logger_;
+  // Set before the first Run, not changed after.
+  std::shared_ptr<RequestLog> request_log_;
 
   mutable absl::Mutex mu_;
   absl::btree_map<std::string, Worker> workers_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> dns_names_ ABSL_GUARDED_BY(mu_);
-  // By tenant and request id.
-  absl::flat_hash_map<std::string, std::shared_ptr<Pending>> requests_ ABSL_GUARDED_BY(mu_);
-  // Keys of finished requests kept in requests_, oldest first, and their answers' bytes.
-  std::deque<std::string> completed_ ABSL_GUARDED_BY(mu_);
-  int64_t completed_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
   // Runs waiting for a slot, by arrival ticket; bumped whenever a slot frees.

@@ -52,6 +52,19 @@ int64_t SourcesBytes(const OpSources& sources) {
 
 }  // namespace
 
+std::vector<std::pair<std::string, int64_t>> OpStore::BytesByTenant() const {
+  std::vector<std::shared_ptr<const OpSnapshot>> snapshots;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [tenant, snapshot] : tenants_) snapshots.push_back(snapshot);
+  }
+  // Sized outside the lock: registrations need not wait for a scrape.
+  std::vector<std::pair<std::string, int64_t>> out;
+  out.reserve(snapshots.size());
+  for (const auto& s : snapshots) out.emplace_back(s->tenant(), SourcesBytes(s->sources()));
+  return out;
+}
+
 std::string OpStore::PersistenceDescription() const {
   return options_.persistence == nullptr ? "none (in memory only)"
                                          : options_.persistence->Describe();

@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -129,6 +130,10 @@ class OpStore {
   // Load reports them (skipped ops).
   absl::StatusOr<OpStoreLoadReport> ApplyStored(const std::string& tenant,
                                                 const v1::OpDescriptorList& list);
+
+  // Serialized descriptor bytes of each tenant with ops, sorted by tenant (for per-tenant
+  // quota metrics).
+  std::vector<std::pair<std::string, int64_t>> BytesByTenant() const;
 
   const OpRegistry& builtins() const { return *builtins_; }
   const OpStoreLimits& limits() const { return options_.limits; }

@@ -125,6 +125,19 @@ TEST_F(OpStoreTest, RegistersAndLists) {
   EXPECT_EQ(persistence_->saves(), 1);
 }
 
+TEST_F(OpStoreTest, BytesByTenant) {
+  EXPECT_TRUE(store_->BytesByTenant().empty());
+  const v1::OpDescriptor op = UnaryOp("MyRelu");
+  ASSERT_TRUE(store_->Register("b", List({op}), false).ok());
+  ASSERT_TRUE(store_->Register("a", List({op, UnaryOp("Other")}), false).ok());
+  const auto bytes = store_->BytesByTenant();
+  ASSERT_EQ(bytes.size(), 2u);
+  EXPECT_EQ(bytes[0].first, "a");
+  EXPECT_EQ(bytes[1].first, "b");
+  EXPECT_EQ(bytes[1].second, static_cast<int64_t>(op.ByteSizeLong()));
+  EXPECT_GT(bytes[0].second, bytes[1].second);
+}
+
 TEST_F(OpStoreTest, UnchangedRedefinitionAndVersions) {
   ASSERT_TRUE(store_->Register("a", List({UnaryOp("Op")}), false).ok());
   auto again = store_->Register("a", List({UnaryOp("Op")}), false);

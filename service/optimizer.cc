@@ -118,6 +118,7 @@ absl::StatusOr<v1::OptimizeResponse> Optimizer::Optimize(v1::OptimizeRequest req
     *response.mutable_graph() = std::move(optimized);
   }
   for (PassRun& run : result->runs) {
+    if (pass_observer_) pass_observer_(run.name, run.wall_time_us);
     v1::PassReport* r = response.add_reports();
     r->set_name(run.name);
     r->set_wall_time_us(run.wall_time_us);

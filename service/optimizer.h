@@ -1,6 +1,7 @@
 #ifndef GRAPHOPT_SERVICE_OPTIMIZER_H_
 #define GRAPHOPT_SERVICE_OPTIMIZER_H_
 
+#include <functional>
 #include <memory>
 
 #include "absl/status/statusor.h"
@@ -67,6 +68,12 @@ class Optimizer {
   // DefaultOptionCeilings() until set. Set before serving.
   void set_option_ceilings(OptionCeilings ceilings) { ceilings_ = std::move(ceilings); }
 
+  // Told each pass's name and wall time after every pipeline that ran to the end (for the
+  // per-pass time metrics); runs on the calling thread, so it must be cheap and thread-safe.
+  // Set before serving.
+  using PassObserver = std::function<void(const std::string& pass, int64_t wall_time_us)>;
+  void set_pass_observer(PassObserver observer) { pass_observer_ = std::move(observer); }
+
  private:
   // Set by the registry constructor: the store it wraps.
   std::unique_ptr<OpStore> owned_ops_;
@@ -74,6 +81,7 @@ class Optimizer {
   const PassRegistry* passes_;
   BlobStore* blobs_;
   OptionCeilings ceilings_ = DefaultOptionCeilings();
+  PassObserver pass_observer_;
 };
 
 }  // namespace graphopt

@@ -201,6 +201,18 @@ int TenantLimiter::InFlight(absl::string_view tenant) const {
   return it == tenants_.end() ? 0 : it->second.in_flight;
 }
 
+std::vector<std::pair<std::string, int>> TenantLimiter::InFlightByTenant() const {
+  std::vector<std::pair<std::string, int>> out;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [tenant, state] : tenants_) {
+      if (state.in_flight > 0) out.emplace_back(tenant, state.in_flight);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 void TenantLimiter::Release(const std::string& tenant) {
   absl::MutexLock lock(&mu_);
   auto it = tenants_.find(tenant);

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -131,6 +133,8 @@ class TenantLimiter {
 
   // Calls of `tenant` holding a slot now.
   int InFlight(absl::string_view tenant) const;
+  // Tenants with calls holding a slot now, and how many, sorted by tenant (for metrics).
+  std::vector<std::pair<std::string, int>> InFlightByTenant() const;
   // Tenants with state kept (for tests: bounded however many tenants call).
   int TrackedTenants() const;
 

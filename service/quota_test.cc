@@ -115,5 +115,19 @@ TEST(TenantLimiterTest, CallQuotasAreSplitOverReplicas) {
   EXPECT_EQ(book.For("t").max_concurrent, 5);
 }
 
+TEST(TenantLimiterTest, InFlightByTenantListsTenantsHoldingSlots) {
+  QuotaBook quotas;
+  TenantLimiter limiter(&quotas);
+  absl::StatusOr<TenantLimiter::Admission> b1 = limiter.Admit("b", true);
+  absl::StatusOr<TenantLimiter::Admission> b2 = limiter.Admit("b", true);
+  absl::StatusOr<TenantLimiter::Admission> a = limiter.Admit("a", true);
+  absl::StatusOr<TenantLimiter::Admission> rate_only = limiter.Admit("c", false);
+  ASSERT_TRUE(b1.ok() && b2.ok() && a.ok() && rate_only.ok());
+  EXPECT_EQ(limiter.InFlightByTenant(),
+            (std::vector<std::pair<std::string, int>>{{"a", 1}, {"b", 2}}));
+  a->Release();
+  EXPECT_EQ(limiter.InFlightByTenant(), (std::vector<std::pair<std::string, int>>{{"b", 2}}));
+}
+
 }  // namespace
 }  // namespace graphopt

@@ -13,7 +13,11 @@ std::string Mib(int64_t bytes) { return absl::StrFormat("%.1f MiB", bytes / 1048
 std::shared_ptr<const LoadedPlan> PlanCache::Find(const std::string& id) {
   absl::MutexLock lock(&mu_);
   auto it = plans_.find(id);
-  if (it == plans_.end()) return nullptr;
+  if (it == plans_.end()) {
+    ++misses_;
+    return nullptr;
+  }
+  ++hits_;
   lru_.splice(lru_.begin(), lru_, it->second.lru);
   return it->second.plan;
 }
@@ -67,7 +71,7 @@ bool PlanCache::Remove(const std::string& id) {
 
 PlanCache::Stats PlanCache::stats() const {
   absl::MutexLock lock(&mu_);
-  return Stats{static_cast<int>(plans_.size()), bytes_, capacity_, evictions_};
+  return Stats{static_cast<int>(plans_.size()), bytes_, capacity_, evictions_, hits_, misses_};
 }
 
 }  // namespace graphopt

@@ -47,6 +47,9 @@ class PlanCache {
     int64_t bytes = 0;
     int64_t capacity = 0;
     int64_t evictions = 0;
+    // Find calls that found the plan, and that did not, since construction.
+    int64_t hits = 0;
+    int64_t misses = 0;
   };
   Stats stats() const;
 
@@ -63,6 +66,8 @@ class PlanCache {
   std::list<std::string> lru_ ABSL_GUARDED_BY(mu_);
   int64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t evictions_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t hits_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t misses_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace graphopt

@@ -60,5 +60,16 @@ TEST(PlanCacheTest, RemoveDropsThePlan) {
   EXPECT_EQ(cache.stats().bytes, 0);
 }
 
+TEST(PlanCacheTest, CountsHitsAndMisses) {
+  PlanCache cache(100);
+  bool already;
+  ASSERT_TRUE(cache.Insert(Plan("a", 10), &already).ok());
+  EXPECT_NE(cache.Find("a"), nullptr);
+  EXPECT_NE(cache.Find("a"), nullptr);
+  EXPECT_EQ(cache.Find("b"), nullptr);
+  EXPECT_EQ(cache.stats().hits, 2);
+  EXPECT_EQ(cache.stats().misses, 1);
+}
+
 }  // namespace
 }  // namespace graphopt

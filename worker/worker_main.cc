@@ -1,22 +1,24 @@
 // graphopt-worker: executes plans (optimized graphs with their weights) on this machine's CPU,
 // serving graphopt.v1.Worker and grpc.health.v1: over mTLS, to the cluster's servers only, or
 // with --insecure in plaintext for local development. With --register_with it announces
-// itself to a graphopt-server's coordinator and repeats that as a heartbeat. Every execution
-// runs under a memory budget and a time limit, at most --max_concurrent at once.
+// itself to a graphopt-server's coordinator and repeats that as a heartbeat; with
+// --etcd_endpoints it keeps a key under a lease of its own in etcd, which every server replica
+// watches. Every execution runs under a memory budget and a time limit, at most
+// --max_concurrent at once.
 //
 // Lifecycle as graphopt-server's: SIGINT/SIGTERM turn health NOT_SERVING, in-flight calls get
 // --shutdown_grace_s seconds, then the process exits 0. Exit 2 for bad flags, 1 when the
 // worker cannot start.
 
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <optional>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -24,13 +26,16 @@
 #include "absl/flags/usage.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/notification.h"
+#include "etcd/etcd_client.h"
+#include "etcd/worker_membership.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "proto/coordinator.grpc.pb.h"
-#include "absl/strings/str_split.h"
 #include "runtime/kernels/cpu_kernels.h"
 #include "server/auth.h"
+#include "server/metrics_endpoint.h"
 #include "server/rpc_call.h"
 #include "server/security.h"
 #include "server/serving.h"
@@ -38,7 +43,11 @@
 #include "service/tenant.h"
 #include "spdlog/logger.h"
 #include "spdlog/sinks/stdout_sinks.h"
+#include "util/http_endpoint.h"
+#include "util/log_format.h"
+#include "util/metrics.h"
 #include "util/mutex_mode.h"
+#include "worker/worker_metrics.h"
 #include "worker/worker_service.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50061",
@@ -86,6 +95,26 @@ ABSL_FLAG(std::string, advertise_address, "",
           "With --register_with: the host:port the server should call this worker at (default: "
           "the listen address with the port bound; the host name for a wildcard address).");
 
+ABSL_FLAG(std::string, etcd_endpoints, "",
+          "etcd members' client addresses, host:port,...: keep this worker's membership there "
+          "(PREFIX workers/WORKER_ID -> its advertised address, under its own lease), watched by "
+          "every server replica. Empty: no etcd.");
+ABSL_FLAG(std::string, etcd_prefix, "/graphopt/",
+          "Key prefix of graphopt's state in etcd (the servers' --etcd_prefix).");
+ABSL_FLAG(int, etcd_lease_ttl_s, 10,
+          "TTL of this worker's etcd lease, 2..300: how long after a crash servers still list it "
+          "(their probes mark it down within a second or two anyway).");
+
+// Metrics and logs (docs/operations.md, "Metrics and logs").
+ABSL_FLAG(std::string, metrics_listen, "",
+          "Serve Prometheus metrics (GET /metrics) and GET /healthz over plain HTTP at "
+          "HOST:PORT, on a port of their own; port 0 picks a free one. Empty: off.");
+ABSL_FLAG(std::string, metrics_port_file, "",
+          "If set, write the port --metrics_listen bound to this file (as --port_file).");
+ABSL_FLAG(std::string, log_format, "text",
+          "text, or json: one JSON object per line (ts, level, logger, msg, trace_id, "
+          "request_id).");
+
 namespace graphopt {
 namespace {
 
@@ -126,6 +155,8 @@ int Main(int argc, char** argv) {
       "  [--max_concurrent=N] [--queue=N] [--execution_memory_mb=N] [--max_execution_s=N] "
       "[--plan_cache_mb=N]\n"
       "  [--worker_id=NAME] [--register_with=SERVER] [--advertise_address=HOST:PORT]\n"
+      "  [--etcd_endpoints=HOST:PORT,... [--etcd_prefix=/graphopt/] [--etcd_lease_ttl_s=N]]\n"
+      "  [--metrics_listen=HOST:PORT] [--metrics_port_file=FILE] [--log_format=text|json]\n"
       "Serves graphopt.v1.Worker and grpc.health.v1.");
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   if (positional.size() > 1) return Usage(absl::StrCat("unexpected argument '", positional[1], "'"));
@@ -167,8 +198,33 @@ int Main(int argc, char** argv) {
     return Usage(absl::StrCat("--max_message_mb must be in 1..2047, got ", max_message_mb));
   }
   if (grace_s < 0 || grace_s > 600) return Usage(absl::StrCat("--shutdown_grace_s must be in 0..600, got ", grace_s));
+  std::vector<std::string> etcd_endpoints;
+  if (const std::string etcd = absl::GetFlag(FLAGS_etcd_endpoints); !etcd.empty()) {
+    absl::StatusOr<std::vector<std::string>> parsed = ParseEtcdEndpoints(etcd, "--etcd_endpoints");
+    if (!parsed.ok()) return Usage(std::string(parsed.status().message()));
+    etcd_endpoints = *std::move(parsed);
+  }
+  const std::string etcd_prefix = absl::GetFlag(FLAGS_etcd_prefix);
+  if (etcd_prefix.empty() || etcd_prefix.back() != '/') {
+    return Usage(absl::StrCat("--etcd_prefix must end with '/', got '", etcd_prefix, "'"));
+  }
+  const int etcd_lease_ttl_s = absl::GetFlag(FLAGS_etcd_lease_ttl_s);
+  if (etcd_lease_ttl_s < 2 || etcd_lease_ttl_s > 300) {
+    return Usage(absl::StrCat("--etcd_lease_ttl_s must be in 2..300, got ", etcd_lease_ttl_s));
+  }
   std::optional<spdlog::level::level_enum> level = ParseLogLevel(absl::GetFlag(FLAGS_log_level));
   if (!level.has_value()) return Usage("--log_level must be one of trace, debug, info, warn, error, critical, off");
+  // Metrics and logs.
+  const std::string metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  if (!metrics_listen.empty()) {
+    std::string host;
+    int port = 0;
+    if (absl::Status s = SplitHostPort(metrics_listen, "--metrics_listen", &host, &port); !s.ok()) {
+      return Usage(std::string(s.message()));
+    }
+  }
+  absl::StatusOr<LogFormat> log_format = ParseLogFormat(absl::GetFlag(FLAGS_log_format));
+  if (!log_format.ok()) return Usage(std::string(log_format.status().message()));
 
   WorkerSecurityFlags security_flags;
   security_flags.insecure = absl::GetFlag(FLAGS_insecure);
@@ -185,6 +241,7 @@ int Main(int argc, char** argv) {
       "graphopt-worker", std::make_shared<spdlog::sinks::stderr_sink_mt>());
   logger->set_level(*level);
   logger->flush_on(spdlog::level::info);
+  ApplyLogFormat(*logger, *log_format);
 
   runtime::KernelRegistry kernels;
   if (absl::Status s = runtime::RegisterCpuKernels(kernels); !s.ok()) {
@@ -199,6 +256,8 @@ int Main(int argc, char** argv) {
   RpcEnvironment env(WorkerCallAuthenticator(security->auth, security->allowed_peers), nullptr,
                      logger, absl::Seconds(max_execution_s) + absl::Minutes(1));
   env.set_answer_trailers({{kOriginKey, kOriginWorker}});
+  MetricsRegistry metrics;
+  if (!metrics_listen.empty()) env.EnableMetrics(&metrics);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
@@ -232,6 +291,20 @@ int Main(int argc, char** argv) {
                           : absl::GetFlag(FLAGS_worker_id);
   core = std::make_unique<WorkerCore>(&kernels, options);
   service.set_core(core.get());
+  // Metrics: the endpoint is made after everything its collectors read, so it stops first.
+  std::unique_ptr<HttpEndpoint> metrics_endpoint;
+  if (!metrics_listen.empty()) {
+    ExportWorkQueues(&metrics, {&execute_queue, &load_queue});
+    ExportWorkerCore(&metrics, core.get());
+    absl::StatusOr<std::unique_ptr<HttpEndpoint>> started = StartMetricsEndpoint(
+        metrics_listen, absl::GetFlag(FLAGS_metrics_port_file), &metrics, *logger);
+    if (!started.ok()) {
+      logger->critical("{}", std::string(started.status().message()));
+      server->Shutdown(std::chrono::system_clock::now());
+      return kExitFailure;
+    }
+    metrics_endpoint = *std::move(started);
+  }
   grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
   if (health == nullptr) {
     logger->critical("the gRPC health service is not available");
@@ -251,20 +324,43 @@ int Main(int argc, char** argv) {
       "execution_memory_mb={}, max_execution_s={}, plan_cache_mb={}, kernels={})",
       options.worker_id, address, security->description, threads, max_concurrent, queue,
       execution_mb, max_execution_s, cache_mb, kernels.Keys().size());
+  std::string advertised = absl::GetFlag(FLAGS_advertise_address);
+  if (advertised.empty()) {
+    // A wildcard listen address is no address to call: name the host instead.
+    const std::string host = address.substr(0, address.rfind(':'));
+    advertised = host == "0.0.0.0" || host == "[::]" || host.empty()
+                     ? absl::StrCat(hostname, ":", port)
+                     : address;
+  }
+  // Membership in etcd: this worker's key under its own lease, renewed until shutdown.
+  std::unique_ptr<EtcdClient> etcd;
+  std::unique_ptr<EtcdWorkerAnnouncer> announcer;
+  if (!etcd_endpoints.empty()) {
+    EtcdOptions etcd_options;
+    etcd_options.endpoints = etcd_endpoints;
+    absl::StatusOr<std::unique_ptr<EtcdClient>> client = EtcdClient::Create(etcd_options);
+    absl::Status ready = client.ok() ? (*client)->WaitReady(absl::Seconds(30)) : client.status();
+    if (ready.ok()) {
+      etcd = *std::move(client);
+      announcer = std::make_unique<EtcdWorkerAnnouncer>(etcd.get(), etcd_prefix, options.worker_id,
+                                                        advertised,
+                                                        absl::Seconds(etcd_lease_ttl_s));
+      ready = announcer->Start();
+    }
+    if (!ready.ok()) {
+      logger->critical("etcd: cannot announce this worker: {}", ready.ToString());
+      server->Shutdown(std::chrono::system_clock::now());
+      return kExitFailure;
+    }
+    logger->info("announced in {} as {} -> {} (lease TTL {} s)", etcd->Describe(),
+                 announcer->key(), advertised, etcd_lease_ttl_s);
+  }
   // Announce this worker to a server's coordinator, and keep announcing it (the heartbeat, which
   // also brings it back after a server restart) until shutdown.
   absl::Notification stop_heartbeat;
   std::thread heartbeat;
   if (const std::string server_address = absl::GetFlag(FLAGS_register_with);
       !server_address.empty()) {
-    std::string advertised = absl::GetFlag(FLAGS_advertise_address);
-    if (advertised.empty()) {
-      // A wildcard listen address is no address to call: name the host instead.
-      const std::string host = address.substr(0, address.rfind(':'));
-      advertised = host == "0.0.0.0" || host == "[::]" || host.empty()
-                       ? absl::StrCat(hostname, ":", port)
-                       : address;
-    }
     heartbeat = std::thread([&stop_heartbeat, &logger, &security, server_address, advertised,
                              worker_id = options.worker_id] {
       auto stub = v1::Coordinator::NewStub(security->to_server.CreateChannel(server_address));
@@ -295,6 +391,8 @@ int Main(int argc, char** argv) {
     });
   }
   const std::string signal_name = WaitForShutdownSignal(shutdown_signals, *logger);
+  // Out of etcd first, so that servers stop sending work while the calls in flight finish.
+  announcer.reset();
   stop_heartbeat.Notify();
   if (heartbeat.joinable()) heartbeat.join();
   logger->info("received {}: not serving any more, letting in-flight calls finish (up to {} s)",

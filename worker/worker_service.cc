@@ -227,6 +227,7 @@ grpc::ServerUnaryReactor* WorkerService::Execute(grpc::CallbackServerContext* co
       [this](CallState& call, v1::ExecuteRequest& request, v1::ExecuteResponse& response) {
         WorkerCore* c = core();
         if (c == nullptr) return absl::UnavailableError(kStarting);
+        call.set_request_id(request.request_id());
         call.stop().TightenDeadline(absl::Now() + c->options().max_execution);
         int64_t peak = 0;
         absl::StatusOr<v1::ExecuteResponse> r = c->Execute(request, &call.stop(), &peak);

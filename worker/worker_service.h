@@ -49,6 +49,9 @@ class WorkerCore {
   v1::UnloadPlanResponse UnloadPlan(const v1::UnloadPlanRequest& request);
   v1::DescribeResponse Describe() const;
   const WorkerOptions& options() const { return options_; }
+  PlanCache::Stats plan_cache_stats() const { return cache_.stats(); }
+  // Executions running now.
+  int executing() const { return executing_.load(); }
 
  private:
   const runtime::KernelRegistry* kernels_;

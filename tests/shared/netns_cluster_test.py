@@ -25,6 +25,7 @@ Where network namespaces cannot be made (not root, no iproute2, a sandbox forbid
 the test is skipped, visibly, with the reason.
 """
 
+import base64
 import collections
 import json
 import os
@@ -51,6 +52,11 @@ PORT = 7000
 SETTLE_S = 3.0       # requests flowing between faults
 FAULT_HOLD_S = 3.0   # how long a replica / cable / etcd member stays down
 BOUND_S = 30.0       # any recovery slower than this fails the test
+# A killed replica's claims on running request ids lapse after this; short, so that failover
+# is quick, and so that a replica cut off from etcd for longer (an election) must take a new
+# lease rather than lose requests.
+REPLICA_LEASE_TTL_S = 4
+WORKER_LEASE_TTL_S = 2   # a worker cut off from etcd leaves the membership after this
 ETCD_HOSTS = ["e1", "e2", "e3"]
 SERVER_HOSTS = ["s1", "s2"]
 WORKER_HOSTS = ["w1", "w2", "w3"]
@@ -115,7 +121,8 @@ class Cluster:
         if self.server_etcd:
             # A short lease: a killed replica's claims on running request ids lapse sooner.
             args += [f"--etcd_endpoints={self.etcd_urls}", "--etcd_prefix=/graphopt/",
-                     f"--advertise_address={self.addr(host)}", "--etcd_lease_ttl_s=4"]
+                     f"--advertise_address={self.addr(host)}",
+                     f"--etcd_lease_ttl_s={REPLICA_LEASE_TTL_S}"]
         if not self.worker_etcd:
             args += ["--workers=" + ",".join(self.addr(w) for w in WORKER_HOSTS)]
         self.procs[host] = self.net.spawn(host, args, os.path.join(self.dir, host + ".log"))
@@ -124,7 +131,10 @@ class Cluster:
         args = [WORKER, "--insecure", f"--listen={self.addr(host)}", f"--worker_id={host}",
                 "--threads=1"]
         if self.worker_etcd:
-            args += [f"--etcd_endpoints={self.etcd_urls}", f"--advertise_address={self.addr(host)}"]
+            # A short lease, so that it lapses while the worker's cable is out.
+            args += [f"--etcd_endpoints={self.etcd_urls}", "--etcd_prefix=/graphopt/",
+                     f"--advertise_address={self.addr(host)}",
+                     f"--etcd_lease_ttl_s={WORKER_LEASE_TTL_S}"]
         self.procs[host] = self.net.spawn(host, args, os.path.join(self.dir, host + ".log"))
 
     def kill(self, host):
@@ -166,14 +176,14 @@ class Cluster:
             return {}
         return {w.worker_id or w.address: (w.health, w.executed) for w in answer.workers}
 
-    def busy(self, server):
-        """Whether `server` has a call in flight on some worker now."""
+    def busy(self, server, worker=None):
+        """Whether `server` has a call in flight on `worker` (any worker: None) now."""
         try:
             answer = self.coordinator(server).ListWorkers(coordinator_pb2.ListWorkersRequest(),
                                                           timeout=2)
         except grpc.RpcError:
             return False
-        return any(w.executing > 0 for w in answer.workers)
+        return any(w.executing > 0 and worker in (None, w.worker_id) for w in answer.workers)
 
     def wait_listening(self, host, bound_s=BOUND_S):
         """Waits for host's port to take connections (before any gRPC channel tries it: a
@@ -206,9 +216,20 @@ class Cluster:
             leader = s.get("leader", leader)
         return ids.get(leader)
 
+    def etcd_has(self, key):
+        """Whether `key` exists in etcd (read through any member; None when none answers)."""
+        body = {"key": base64.b64encode(key.encode()).decode()}
+        for h in ETCD_HOSTS:
+            try:
+                answer = http_json(f"http://{self.net.address(h)}:2379/v3/kv/range", body,
+                                   timeout=0.25)
+                return bool(answer.get("kvs"))
+            except (OSError, ValueError):
+                continue
+        return None
+
     def etcd_put(self, key, value):
         """A write through the first etcd member that takes it (needs a quorum)."""
-        import base64
         body = {"key": base64.b64encode(key.encode()).decode(),
                 "value": base64.b64encode(value.encode()).decode()}
         for h in ETCD_HOSTS:
@@ -367,27 +388,48 @@ class NetnsClusterTest(unittest.TestCase):
         c.check_alive()
 
     def pull_cable(self, c, fig, cut="w2"):
-        """A worker's cable is pulled and plugged back."""
+        """A worker's cable is pulled, preferably while it runs a call, and plugged back."""
+        busy_until = time.time() + 5
+        while time.time() < busy_until and not any(c.busy(s, cut) for s in SERVER_HOSTS):
+            pass
         t_cut = time.time()
         c.net.link(cut, up=False)
         log(f"cable of {cut} pulled")
 
         def listed(server, health):
-            return c.worker_health(server).get(cut, ("",))[0] == health
+            """Whether `server` lists `cut` as `health`; "gone": no longer listed at all (its
+            etcd membership ended)."""
+            workers = c.worker_health(server)
+            if not workers:
+                return False  # the replica did not answer: nothing known
+            return workers.get(cut, ("gone",))[0] == health
 
-        fig["down"] = wait_until(f"{cut} listed down by both replicas",
-                                 lambda: all(listed(s, "down") for s in SERVER_HOSTS))
+        fig["down"] = wait_until(
+            f"{cut} listed down (or gone) by both replicas",
+            lambda: all(listed(s, "down") or listed(s, "gone") for s in SERVER_HOSTS))
+        key = f"/graphopt/workers/{cut}"
+        if c.worker_etcd:
+            wait_until(f"{cut}'s etcd membership lapsing while cut off",
+                       lambda: c.etcd_has(key) is False)
+            fig["lease_gone"] = time.time() - t_cut
         time.sleep(max(0.0, FAULT_HOLD_S - (time.time() - t_cut)))
         slow = [r["answered"] - r["sent"] for r in self.answered_since(t_cut - 1.0)
                 if r["sent"] < t_cut + fig["down"]]
         fig["cut_slowest"] = max(slow, default=0.0)
+        t_plug = time.time()
         c.net.link(cut, up=True)
+        if c.worker_etcd:
+            fig["lease_back"] = wait_until(f"{cut} registered in etcd again",
+                                           lambda: c.etcd_has(key) is True)
         fig["up"] = wait_until(f"{cut} listed up by both replicas after its cable is back",
                                lambda: all(listed(s, "up") for s in SERVER_HOSTS))
+        fig["up"] = time.time() - t_plug
         fig["windows"]["cable"] = (t_cut, time.time())
-        log(f"{cut} listed down by both replicas {fig['down']:.2f} s after the cut (slowest "
-            f"request meanwhile {fig['cut_slowest']:.2f} s); up {fig['up']:.2f} s after the "
-            f"cable was back")
+        lease = (f"; its etcd membership lapsed {fig['lease_gone']:.2f} s after the cut and was "
+                 f"back {fig['lease_back']:.2f} s after the replug" if c.worker_etcd else "")
+        log(f"{cut} listed down or gone by both replicas {fig['down']:.2f} s after the "
+            f"cut (slowest request meanwhile {fig['cut_slowest']:.2f} s); up {fig['up']:.2f} s "
+            f"after the cable was back{lease}")
         time.sleep(SETTLE_S)
         c.check_alive()
 
@@ -476,10 +518,15 @@ class NetnsClusterTest(unittest.TestCase):
             f"{sent} requests sent, lost {len(lost)}, answered twice {len(twice)}, wrong "
             f"outputs {wrong}, failed over {len(failed_over)}, rate-limited attempts {limited}; "
             f"server kill "
-            f"({fig['in_flight']} in flight on it): failover {fig['failover']:.2f} s, restarted "
+            f"({fig['in_flight']} in flight on it"
+            + (f", replica lease {REPLICA_LEASE_TTL_S} s" if c.server_etcd else "")
+            + f"): failover {fig['failover']:.2f} s, restarted "
             f"replica serving {fig['restart']:.2f} s; "
-            f"worker cable cut: listed down {fig['down']:.2f} s, slowest request "
-            f"{fig['cut_slowest']:.2f} s, listed up {fig['up']:.2f} s after replug; etcd leader "
+            f"worker cable cut: listed down/gone {fig['down']:.2f} s, slowest request "
+            f"{fig['cut_slowest']:.2f} s, listed up {fig['up']:.2f} s after replug"
+            + (f" (etcd membership lapsed {fig['lease_gone']:.2f} s after the cut with a "
+               f"{WORKER_LEASE_TTL_S} s lease, back {fig['lease_back']:.2f} s after replug)"
+               if c.worker_etcd else "") + "; etcd leader "
             f"kill: quorum write {fig['etcd_write']:.2f} s, member healthy "
             f"{fig['etcd_rejoin']:.2f} s after restart; {sum(runs.values())} worker executions for "
             f"{len(first_answers)} answers, {len(rerun)} ids run again after their call was cut "

@@ -40,6 +40,8 @@ class ReplicaPresence {
   std::vector<std::string> LiveReplicas() const;
   // At least 1.
   int live_count() const;
+  // Leases granted so far: 1, plus one per lease lost (etcd out of reach past the TTL).
+  int lease_grants() const { return keeper_ == nullptr ? 0 : keeper_->grants(); }
 
  private:
   void PutSelf(int64_t lease);

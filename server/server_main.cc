@@ -51,6 +51,7 @@
 #include "passes/pass.h"
 #include "passes/pipeline.h"
 #include "server/auth.h"
+#include "server/health_port.h"
 #include "server/coordinator_service.h"
 #include "server/grpc_worker_client.h"
 #include "server/metrics_endpoint.h"
@@ -194,6 +195,9 @@ ABSL_FLAG(std::string, advertise_address, "",
 ABSL_FLAG(std::string, metrics_listen, "",
           "Serve Prometheus metrics (GET /metrics) and GET /healthz over plain HTTP at "
           "HOST:PORT, on a port of their own; port 0 picks a free one. Empty: off.");
+ABSL_FLAG(std::string, health_listen, "",
+          "Also serve grpc.health.v1.Health, and nothing else, in plaintext at HOST:PORT: for "
+          "the kubelet's gRPC probes, which cannot speak TLS. Empty: off.");
 ABSL_FLAG(std::string, metrics_port_file, "",
           "If set, write the port --metrics_listen bound to this file (as --port_file).");
 ABSL_FLAG(std::string, log_format, "text",
@@ -648,6 +652,30 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
     if (blobs != nullptr) ExportBlobStore(&metrics, blobs.get());
     ExportTenantUsage(&metrics, &limiter, blobs.get(), &op_store);
     ExportPassTimes(&metrics, &optimizer);
+    if (presence != nullptr) {
+      // Shared state's health: replicas seen, leases lost (etcd out of reach past the TTL) and
+      // blobs brought from other replicas.
+      metrics.AddCollector([p = presence.get(), f = blob_fetcher.get()](CollectedGauges& out) {
+        out.Declare({"graphopt_replicas", "Live server replicas this one sees in etcd.", {}});
+        out.Declare({"graphopt_etcd_lease_grants_total",
+                     "Leases this replica was granted: 1, plus one per lease lost because etcd "
+                     "was out of reach for longer than --etcd_lease_ttl_s.",
+                     {}},
+                    /*counter=*/true);
+        out.Set("graphopt_replicas", {}, p->live_count());
+        out.Set("graphopt_etcd_lease_grants_total", {}, p->lease_grants());
+        if (f != nullptr) {
+          out.Declare({"graphopt_peer_blob_fetches_total",
+                       "Blobs sought from other replicas, by result (fetched, failed).",
+                       {"result"}},
+                      /*counter=*/true);
+          out.Set("graphopt_peer_blob_fetches_total", {"fetched"},
+                  static_cast<double>(f->fetched()));
+          out.Set("graphopt_peer_blob_fetches_total", {"failed"},
+                  static_cast<double>(f->failures()));
+        }
+      });
+    }
     absl::StatusOr<std::unique_ptr<HttpEndpoint>> started =
         StartMetricsEndpoint(config.metrics_listen, config.metrics_port_file, &metrics, logger);
     if (!started.ok()) {
@@ -682,6 +710,17 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
     return kExitFailure;
   }
   health->SetServingStatus(true);
+  std::unique_ptr<HealthPort> health_port;
+  if (const std::string listen = absl::GetFlag(FLAGS_health_listen); !listen.empty()) {
+    absl::StatusOr<std::unique_ptr<HealthPort>> started = HealthPort::Start(listen);
+    if (!started.ok()) {
+      logger.critical("{}", started.status().ToString());
+      server->Shutdown(std::chrono::system_clock::now());
+      return kExitFailure;
+    }
+    health_port = *std::move(started);
+    health_port->SetServingStatus(true);
+  }
 
   // --quotas_file is re-read when it changes; a broken file keeps the quotas in force.
   absl::Notification stop_watching;
@@ -736,6 +775,7 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
   logger.info("received {}: not serving any more, letting in-flight calls finish (up to {} s)",
               signal_name, config.shutdown_grace_s);
   health->SetServingStatus(false);
+  if (health_port != nullptr) health_port->SetServingStatus(false);
   // When the grace period ends, every call still running is told to stop (its stop token
   // fires, so CPU-bound optimization ends at its next check), and Runs waiting on workers are
   // cancelled.
@@ -758,6 +798,8 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
   // The watch applies to the op store, which goes first; the lease is revoked so the other
   // replicas see this one leave at once.
   if (etcd_ops != nullptr) etcd_ops->StopWatching();
+  // Its collectors read the shared-state parts released below.
+  metrics_endpoint.reset();
   if (blob_holders != nullptr) {
     // Every call is over: nothing commits, evicts or fetches any more. The records go with
     // the lease.

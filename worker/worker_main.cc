@@ -35,6 +35,7 @@
 #include "proto/coordinator.grpc.pb.h"
 #include "runtime/kernels/cpu_kernels.h"
 #include "server/auth.h"
+#include "server/health_port.h"
 #include "server/metrics_endpoint.h"
 #include "server/rpc_call.h"
 #include "server/security.h"
@@ -109,6 +110,9 @@ ABSL_FLAG(int, etcd_lease_ttl_s, 10,
 ABSL_FLAG(std::string, metrics_listen, "",
           "Serve Prometheus metrics (GET /metrics) and GET /healthz over plain HTTP at "
           "HOST:PORT, on a port of their own; port 0 picks a free one. Empty: off.");
+ABSL_FLAG(std::string, health_listen, "",
+          "Also serve grpc.health.v1.Health, and nothing else, in plaintext at HOST:PORT: for "
+          "the kubelet's gRPC probes, which cannot speak TLS. Empty: off.");
 ABSL_FLAG(std::string, metrics_port_file, "",
           "If set, write the port --metrics_listen bound to this file (as --port_file).");
 ABSL_FLAG(std::string, log_format, "text",
@@ -312,6 +316,17 @@ int Main(int argc, char** argv) {
     return kExitFailure;
   }
   health->SetServingStatus(true);
+  std::unique_ptr<HealthPort> health_port;
+  if (const std::string listen = absl::GetFlag(FLAGS_health_listen); !listen.empty()) {
+    absl::StatusOr<std::unique_ptr<HealthPort>> started = HealthPort::Start(listen);
+    if (!started.ok()) {
+      logger->critical("{}", started.status().ToString());
+      server->Shutdown(std::chrono::system_clock::now());
+      return kExitFailure;
+    }
+    health_port = *std::move(started);
+    health_port->SetServingStatus(true);
+  }
   if (const std::string port_file = absl::GetFlag(FLAGS_port_file); !port_file.empty()) {
     if (absl::Status s = WritePortFile(port_file, port); !s.ok()) {
       logger->critical("--port_file: {}", s.ToString());
@@ -398,6 +413,7 @@ int Main(int argc, char** argv) {
   logger->info("received {}: not serving any more, letting in-flight calls finish (up to {} s)",
                signal_name, grace_s);
   health->SetServingStatus(false);
+  if (health_port != nullptr) health_port->SetServingStatus(false);
   absl::Notification stopped;
   std::thread canceller([&] {
     if (!stopped.WaitForNotificationWithTimeout(absl::Seconds(grace_s))) {

@@ -284,23 +284,27 @@ def serves_health(runner, image, inside, extra_args=()):
 
 
 def manifest_probe_and_args():
-    """The server's readiness probe command and TLS flags, from deploy/k8s's base."""
+    """The server's probe port, the flags it is served with, and the TLS flags, from
+    deploy/k8s's base."""
     import yaml  # Debian's python3-yaml
 
     with open(os.path.join(RUNFILES, "deploy/k8s/base/server-deployment.yaml")) as f:
         deployment = yaml.safe_load(f)
     container = deployment["spec"]["template"]["spec"]["containers"][0]
-    probe = container["readinessProbe"]["exec"]["command"]
-    # The flags this server build knows; etcd, metrics and logging flags come with issue 32's
-    # other parts.
+    probe_port = container["readinessProbe"]["grpc"]["port"]
+    assert container["livenessProbe"]["grpc"]["port"] == probe_port
+    health = [a for a in container["args"] if a.startswith("--health_listen=")]
+    assert health == [f"--health_listen=0.0.0.0:{probe_port}"], health
     flags = [a for a in container["args"] if a.startswith(("--tls_", "--tokens_file="))]
     mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
-    return probe, flags, mounts
+    return probe_port, flags, mounts
 
 
 def serves_tls_probe(runner):
-    """The manifest's exec probe, verbatim but for the port, against the server with TLS."""
-    probe, flags, mounts = manifest_probe_and_args()
+    """The server as the manifest runs it (TLS, tokens, a health-only port): the kubelet's
+    plaintext gRPC probe on the health port answers SERVING, and so does a TLS check of the
+    main port."""
+    _, flags, mounts = manifest_probe_and_args()
     certs = os.path.join(TMP, "certs")
     run([os.path.join(RUNFILES, "scripts/make_dev_certs.sh"), certs])
     tls, tokens = os.path.join(TMP, "tls"), os.path.join(TMP, "tokens")
@@ -314,21 +318,26 @@ def serves_tls_probe(runner):
     os.chmod(os.path.join(tokens, "tokens"), 0o444)
     for d in (TMP, tls, tokens):
         os.chmod(d, 0o755)
-    port = free_port()
-    args = [f"--listen=127.0.0.1:{port}", "--op_store_dir=/tmp/ops", *flags]
+    port, health_port = free_port(), free_port()
+    args = [f"--listen=127.0.0.1:{port}", f"--health_listen=127.0.0.1:{health_port}",
+            "--op_store_dir=/tmp/ops", *flags]
     handle = runner.start("graphopt-server", args,
                           [(tls, mounts["tls"]), (tokens, mounts["tokens"])])
-    probe = [a.replace("127.0.0.1:50051", f"127.0.0.1:{port}") for a in probe]
+    kubelet_probe = ["/usr/local/bin/graphopt", "health", f"--server=127.0.0.1:{health_port}",
+                     "--timeout=2"]
+    tls_check = ["/usr/local/bin/graphopt", "health", f"--server=127.0.0.1:{port}", "--timeout=2",
+                 f"--tls-ca={mounts['tls']}/ca.crt", "--tls-server-name=graphopt-server"]
 
-    def probe_passes():
-        return runner.exec(handle, probe).returncode == 0
+    def probes_pass():
+        return all(runner.exec(handle, c).returncode == 0 for c in (kubelet_probe, tls_check))
 
     try:
-        wait_for(probe_passes, 30, f"the manifest's readiness probe on {port}")
+        wait_for(probes_pass, 30, f"the health port {health_port} and the TLS port {port}")
     except AssertionError:
         print(runner.logs(handle)[-3000:])
         raise
-    log(f"manifest probe {' '.join(probe)} -> {runner.exec(handle, probe).stdout.strip()}")
+    log(f"plaintext probe on the health port -> {runner.exec(handle, kubelet_probe).stdout.strip()}"
+        f"; TLS check of the main port -> {runner.exec(handle, tls_check).stdout.strip()}")
 
 
 def etcd_runs(runner):

@@ -123,6 +123,9 @@ def check_workload(obj, errors):
         for probe in ("readinessProbe", "livenessProbe"):
             if not c.get(probe):
                 errors.append(f"{where}: no {probe}")
+            elif c.get("name") in ("server", "worker") and not (c[probe].get("grpc") or {}).get(
+                    "port"):
+                errors.append(f"{where}: {probe} must be the kubelet's gRPC probe")
         res = c.get("resources") or {}
         for part in ("requests", "limits"):
             for r in ("cpu", "memory"):

@@ -50,7 +50,8 @@ def one_request(n):
         try:
             response = stubs[addr].Run(request, timeout=CALL_TIMEOUT_S)
         except grpc.RpcError as e:
-            record["attempts"].append([addr, e.code().name, time.time()])
+            record["attempts"].append([addr, e.code().name, time.time(),
+                                       (e.details() or "")[:200]])
             if e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED:
                 time.sleep(0.05)  # over the tenant's rate: the same replica, a little later
                 continue

@@ -540,8 +540,8 @@ class NetnsClusterTest(unittest.TestCase):
         log(summary)
         if lost:
             self.fail(f"{len(lost)} requests lost (no answer), the first with their last "
-                      "status: " + "; ".join(f"{r['id']}: {r['attempts'][-1][1]}"
-                                             for r in lost[:5]))
+                      "status: " + "; ".join(f"{r['id']}: {r['attempts'][-1][1]} "
+                                             f"{r['attempts'][-1][3]}" for r in lost[:3]))
         self.assertEqual(twice, {}, "request ids executed twice")
         self.assertEqual(unexplained, [], "ids run twice by workers without a fault")
         self.assertEqual(wrong, 0, f"equal inputs gave different outputs: {dict(by_seed)}")

@@ -1,11 +1,13 @@
 """A client host of netns_cluster_test: a steady stream of Coordinator.Run requests, each with a
-request id of its own, sent first to this client's home replica and, on UNAVAILABLE (the replica
-died or cannot be reached), again to the other replica with the SAME request id, until answered
-or a bound passes. Runs inside its own network namespace (ip netns exec), so every call crosses
+request id of its own, sent first to this client's home replica and, on UNAVAILABLE or
+DEADLINE_EXCEEDED (the replica died or cannot be reached), again to the other replica with the
+SAME request id, until answered or a bound passes (RESOURCE_EXHAUSTED: the same replica again,
+a little later; any other error ends the request unanswered). Runs inside its own network namespace (ip netns exec), so every call crosses
 the test's bridge.
 
 One JSON line per request goes to OUT as soon as it ends: id, input seed, send and answer times
-(time.time(), comparable across the hosts' processes), the attempts (replica, status code), and
+(time.time(), comparable across the hosts' processes), the attempts (replica, status code,
+time, the replica's message), and
 for the answer the replica, worker, replayed flag and a digest of the outputs.
 
 Usage: netns_client.py NAME OUT STOP_FILE HOME_ADDR OTHER_ADDR [THREADS]

@@ -2,8 +2,8 @@
 request id of its own, sent first to this client's home replica and, on UNAVAILABLE or
 DEADLINE_EXCEEDED (the replica died or cannot be reached), again to the other replica with the
 SAME request id, until answered or a bound passes (RESOURCE_EXHAUSTED: the same replica again,
-a little later; any other error ends the request unanswered). Runs inside its own network namespace (ip netns exec), so every call crosses
-the test's bridge.
+a little later; any other error ends the request unanswered). Runs inside its own network
+namespace (ip netns exec), so every call crosses the test's bridge.
 
 One JSON line per request goes to OUT as soon as it ends: id, input seed, send and answer times
 (time.time(), comparable across the hosts' processes), the attempts (replica, status code,

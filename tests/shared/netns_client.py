@@ -7,8 +7,8 @@ namespace (ip netns exec), so every call crosses the test's bridge.
 
 One JSON line per request goes to OUT as soon as it ends: id, input seed, send and answer times
 (time.time(), comparable across the hosts' processes), the attempts (replica, status code,
-time, the replica's message), and
-for the answer the replica, worker, replayed flag and a digest of the outputs.
+time, the replica's message), and for the answer the replica, worker, replayed flag and a
+digest of the outputs.
 
 Usage: netns_client.py NAME OUT STOP_FILE HOME_ADDR OTHER_ADDR [THREADS]
 Each thread sends 15 requests a second; the stream stops once STOP_FILE exists.

@@ -23,20 +23,15 @@ import time
 BIN = ".bazel/bin"
 CORPUS = f"{BIN}/models/corpus"
 sys.path.insert(0, f"{BIN}/tests/shared")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import grpc  # noqa: E402
+
+from cluster_bench import wait_port  # noqa: E402
 
 from proto import optimizer_pb2, optimizer_pb2_grpc  # noqa: E402
 
 
-def wait_port(path, proc, what):
-    for _ in range(600):
-        if proc.poll() is not None:
-            raise SystemExit(f"{what} exited with {proc.returncode}")
-        if os.path.exists(path) and open(path).read().strip():
-            return int(open(path).read())
-        time.sleep(0.05)
-    raise SystemExit(f"{what}: no port file")
 
 
 def start(args, tmp, name, cpu):

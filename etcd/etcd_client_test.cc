@@ -12,29 +12,42 @@
 namespace graphopt {
 namespace {
 
-std::string TestDir(const std::string& name) {
-  const std::string dir = ::testing::TempDir() + "/" + name;
-  std::string cmd = "rm -rf '" + dir + "' && mkdir -p '" + dir + "'";
-  EXPECT_EQ(std::system(cmd.c_str()), 0);
-  return dir;
-}
 
-std::unique_ptr<EtcdClient> Client(const EtcdTestCluster& cluster) {
-  EtcdOptions options;
-  options.endpoints = cluster.endpoints();
-  return *EtcdClient::Create(options);
-}
 
-// Waits until `pred` holds, up to `limit`.
-template <typename Pred>
-bool Eventually(Pred pred, absl::Duration limit = absl::Seconds(10)) {
-  const absl::Time until = absl::Now() + limit;
-  while (absl::Now() < until) {
-    if (pred()) return true;
-    absl::SleepFor(absl::Milliseconds(20));
+
+// What an EtcdPrefixWatcher has delivered, as a key -> value map.
+class Mirror {
+ public:
+  EtcdPrefixWatcher::SnapshotFn OnSnapshot() {
+    return [this](const std::vector<EtcdKeyValue>& kvs) {
+      absl::MutexLock lock(&mu_);
+      kvs_.clear();
+      for (const EtcdKeyValue& kv : kvs) kvs_[kv.key] = kv.value;
+    };
   }
-  return pred();
-}
+  EtcdPrefixWatcher::EventFn OnEvent() {
+    return [this](const EtcdPrefixWatcher::Event& e) {
+      absl::MutexLock lock(&mu_);
+      if (e.deleted) {
+        kvs_.erase(e.kv.key);
+      } else {
+        kvs_[e.kv.key] = e.kv.value;
+      }
+    };
+  }
+  size_t Size() {
+    absl::MutexLock lock(&mu_);
+    return kvs_.size();
+  }
+  bool Has(const std::string& key) {
+    absl::MutexLock lock(&mu_);
+    return kvs_.count(key) == 1;
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::map<std::string, std::string> kvs_;
+};
 
 TEST(EtcdPrefixEndTest, IncrementsTheLastByte) {
   EXPECT_EQ(EtcdPrefixEnd("a/"), "a0");
@@ -55,7 +68,7 @@ TEST(ParseEtcdEndpointsTest, AcceptsHostPortsAndRefusesTheRest) {
 class EtcdClientTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    auto started = EtcdTestCluster::Start(TestDir("single"), 1);
+    auto started = EtcdTestCluster::Start(FreshTestDir("single"), 1);
     ASSERT_TRUE(started.ok()) << started.status();
     cluster_ = started->release();
   }
@@ -65,7 +78,7 @@ class EtcdClientTest : public ::testing::Test {
 EtcdTestCluster* EtcdClientTest::cluster_ = nullptr;
 
 TEST_F(EtcdClientTest, PutGetRangeDelete) {
-  auto client = Client(*cluster_);
+  auto client = cluster_->Client();
   ASSERT_TRUE(client->Put("t/kv/a", "1").ok());
   ASSERT_TRUE(client->Put("t/kv/b", std::string("\0\xff", 2)).ok());
   ASSERT_TRUE(client->Put("t/kw", "outside").ok());
@@ -91,7 +104,7 @@ TEST_F(EtcdClientTest, PutGetRangeDelete) {
 }
 
 TEST_F(EtcdClientTest, TxnCreatesOnlyOnce) {
-  auto client = Client(*cluster_);
+  auto client = cluster_->Client();
   etcdserverpb::TxnRequest txn;
   etcdserverpb::Compare* cmp = txn.add_compare();
   cmp->set_key("t/once");
@@ -114,7 +127,7 @@ TEST_F(EtcdClientTest, TxnCreatesOnlyOnce) {
 }
 
 TEST_F(EtcdClientTest, LeaseKeysVanishOnRevoke) {
-  auto client = Client(*cluster_);
+  auto client = cluster_->Client();
   std::atomic<int> granted{0};
   {
     EtcdLeaseKeeper keeper(client.get(), absl::Seconds(2), [&](int64_t lease) {
@@ -137,63 +150,27 @@ TEST_F(EtcdClientTest, LeaseKeysVanishOnRevoke) {
 }
 
 TEST_F(EtcdClientTest, WatcherMirrorsThePrefix) {
-  auto client = Client(*cluster_);
+  auto client = cluster_->Client();
   ASSERT_TRUE(client->Put("t/w/before", "0").ok());
-  absl::Mutex mu;
-  std::map<std::string, std::string> mirror;
-  EtcdPrefixWatcher watcher(
-      client.get(), "t/w/",
-      [&](const std::vector<EtcdKeyValue>& kvs) {
-        absl::MutexLock lock(&mu);
-        mirror.clear();
-        for (const EtcdKeyValue& kv : kvs) mirror[kv.key] = kv.value;
-      },
-      [&](const EtcdPrefixWatcher::Event& e) {
-        absl::MutexLock lock(&mu);
-        if (e.deleted) {
-          mirror.erase(e.kv.key);
-        } else {
-          mirror[e.kv.key] = e.kv.value;
-        }
-      });
+  Mirror mirror;
+  EtcdPrefixWatcher watcher(client.get(), "t/w/", mirror.OnSnapshot(), mirror.OnEvent());
   ASSERT_TRUE(watcher.Start(absl::Seconds(5)).ok());
-  {
-    absl::MutexLock lock(&mu);
-    EXPECT_EQ(mirror.size(), 1u);
-  }
+  EXPECT_EQ(mirror.Size(), 1u);
   ASSERT_TRUE(client->Put("t/w/new", "1").ok());
   ASSERT_TRUE(client->Delete("t/w/before").ok());
   ASSERT_TRUE(client->Put("t/outside", "x").ok());
-  EXPECT_TRUE(Eventually([&] {
-    absl::MutexLock lock(&mu);
-    return mirror.size() == 1 && mirror.count("t/w/new") == 1;
-  }));
+  EXPECT_TRUE(Eventually([&] { return mirror.Size() == 1 && mirror.Has("t/w/new"); }));
 }
 
 // Three members; the one in use is killed: reads, writes and watches carry on through the
 // others, and the member rejoins.
 TEST(EtcdClusterTest, SurvivesAMemberKill) {
-  auto started = EtcdTestCluster::Start(TestDir("three"), 3);
+  auto started = EtcdTestCluster::Start(FreshTestDir("three"), 3);
   ASSERT_TRUE(started.ok()) << started.status();
   EtcdTestCluster& cluster = **started;
-  auto client = Client(cluster);
-  absl::Mutex mu;
-  std::map<std::string, std::string> mirror;
-  EtcdPrefixWatcher watcher(
-      client.get(), "c/",
-      [&](const std::vector<EtcdKeyValue>& kvs) {
-        absl::MutexLock lock(&mu);
-        mirror.clear();
-        for (const EtcdKeyValue& kv : kvs) mirror[kv.key] = kv.value;
-      },
-      [&](const EtcdPrefixWatcher::Event& e) {
-        absl::MutexLock lock(&mu);
-        if (e.deleted) {
-          mirror.erase(e.kv.key);
-        } else {
-          mirror[e.kv.key] = e.kv.value;
-        }
-      });
+  auto client = cluster.Client();
+  Mirror mirror;
+  EtcdPrefixWatcher watcher(client.get(), "c/", mirror.OnSnapshot(), mirror.OnEvent());
   ASSERT_TRUE(watcher.Start(absl::Seconds(5)).ok());
   ASSERT_TRUE(client->Put("c/1", "a").ok());
   int in_use = 0;
@@ -205,10 +182,7 @@ TEST(EtcdClusterTest, SurvivesAMemberKill) {
     put = client->Put("c/2", "b").status();
   }
   ASSERT_TRUE(put.ok()) << put;
-  EXPECT_TRUE(Eventually([&] {
-    absl::MutexLock lock(&mu);
-    return mirror.count("c/2") == 1;
-  }));
+  EXPECT_TRUE(Eventually([&] { return mirror.Has("c/2"); }));
   ASSERT_TRUE(cluster.Restart(in_use).ok());
   EtcdOptions only;
   only.endpoints = {cluster.endpoints()[in_use]};

@@ -26,22 +26,7 @@
 namespace graphopt {
 namespace {
 
-std::string TestDir(const std::string& name) {
-  const std::string dir = ::testing::TempDir() + "/" + name;
-  const std::string cmd = "rm -rf '" + dir + "' && mkdir -p '" + dir + "'";
-  EXPECT_EQ(std::system(cmd.c_str()), 0);
-  return dir;
-}
 
-template <typename Pred>
-bool Eventually(Pred pred, absl::Duration limit = absl::Seconds(10)) {
-  const absl::Time until = absl::Now() + limit;
-  while (absl::Now() < until) {
-    if (pred()) return true;
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  return pred();
-}
 
 // One worker shared by both replicas' coordinators; Execute holds until `release`.
 struct SharedWorker {
@@ -128,16 +113,14 @@ std::string Source(const Coordinator& c, const std::string& address) {
 class EtcdCoordinatorTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    auto started = EtcdTestCluster::Start(TestDir("coordinator"), 1);
+    auto started = EtcdTestCluster::Start(FreshTestDir("coordinator"), 1);
     ASSERT_TRUE(started.ok()) << started.status();
     cluster_ = started->release();
   }
   static void TearDownTestSuite() { delete cluster_; }
 
   void SetUp() override {
-    EtcdOptions options;
-    options.endpoints = cluster_->endpoints();
-    client_ = *EtcdClient::Create(options);
+    client_ = cluster_->Client();
     ASSERT_TRUE(client_->WaitReady(absl::Seconds(10)).ok());
     prefix_ =
         absl::StrCat("/t/", ::testing::UnitTest::GetInstance()->current_test_info()->name(), "/");

@@ -25,14 +25,10 @@ v1::OpDescriptorList Ops(const std::string& name) {
 class EtcdOpPersistenceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const std::string dir = ::testing::TempDir() + "/ops";
-    ASSERT_EQ(std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str()), 0);
-    auto cluster = EtcdTestCluster::Start(dir, 1);
+    auto cluster = EtcdTestCluster::Start(FreshTestDir("ops"), 1);
     ASSERT_TRUE(cluster.ok()) << cluster.status();
     cluster_ = *std::move(cluster);
-    EtcdOptions options;
-    options.endpoints = cluster_->endpoints();
-    client_ = *EtcdClient::Create(options);
+    client_ = cluster_->Client();
   }
   std::unique_ptr<EtcdTestCluster> cluster_;
   std::unique_ptr<EtcdClient> client_;
@@ -77,18 +73,10 @@ TEST_F(EtcdOpPersistenceTest, WatchAppliesOtherReplicasChangesAndReportsGarbage)
                   .ok());
   ASSERT_TRUE(writer.LoadAll().ok());
   ASSERT_TRUE(writer.Save("globex", Ops("G")).ok());
-  const absl::Time until = absl::Now() + absl::Seconds(5);
-  while (absl::Now() < until) {
+  EXPECT_TRUE(Eventually([&] {
     absl::MutexLock lock(&mu);
-    if (seen.count("globex") && seen["globex"] == 1) break;
-    mu.Unlock();
-    absl::SleepFor(absl::Milliseconds(10));
-    mu.Lock();
-  }
-  {
-    absl::MutexLock lock(&mu);
-    EXPECT_EQ(seen["globex"], 1);
-  }
+    return seen.count("globex") == 1 && seen["globex"] == 1;
+  }));
   // The watch noted the revision: the reader can now save on top of the writer's change.
   v1::OpDescriptorList more = Ops("G");
   *more.add_ops() = Ops("H").ops(0);

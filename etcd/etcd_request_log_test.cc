@@ -19,12 +19,6 @@ using Kind = RequestClaim::Kind;
 
 constexpr char kFp[] = "sha256:aaaa";
 
-std::string TestDir(const std::string& name) {
-  const std::string dir = ::testing::TempDir() + "/" + name;
-  const std::string cmd = "rm -rf '" + dir + "' && mkdir -p '" + dir + "'";
-  EXPECT_EQ(std::system(cmd.c_str()), 0);
-  return dir;
-}
 
 v1::RunResponse Answer(const std::string& worker, size_t payload_bytes = 0) {
   v1::RunResponse r;
@@ -40,16 +34,14 @@ v1::RunResponse Answer(const std::string& worker, size_t payload_bytes = 0) {
 class EtcdRequestLogTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    auto started = EtcdTestCluster::Start(TestDir("request_log"), 1);
+    auto started = EtcdTestCluster::Start(FreshTestDir("request_log"), 1);
     ASSERT_TRUE(started.ok()) << started.status();
     cluster_ = started->release();
   }
   static void TearDownTestSuite() { delete cluster_; }
 
   void SetUp() override {
-    EtcdOptions options;
-    options.endpoints = cluster_->endpoints();
-    client_ = *EtcdClient::Create(options);
+    client_ = cluster_->Client();
     ASSERT_TRUE(client_->WaitReady(absl::Seconds(10)).ok());
     prefix_ =
         absl::StrCat("/t/", ::testing::UnitTest::GetInstance()->current_test_info()->name(), "/");

@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <system_error>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -37,6 +39,30 @@ int FreePort() {
 }
 
 }  // namespace
+
+std::string FreshTestDir(const std::string& name) {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::string dir = absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/", name);
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
+  std::filesystem::create_directories(dir, ignored);
+  return dir;
+}
+
+bool Eventually(const std::function<bool()>& pred, absl::Duration limit) {
+  const absl::Time until = absl::Now() + limit;
+  while (absl::Now() < until) {
+    if (pred()) return true;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  return pred();
+}
+
+std::unique_ptr<EtcdClient> EtcdTestCluster::Client() const {
+  EtcdOptions options;
+  options.endpoints = client_addresses_;
+  return *EtcdClient::Create(options);
+}
 
 std::string EtcdBinary() {
   if (const char* env = std::getenv("GRAPHOPT_ETCD"); env != nullptr && *env != '\0') return env;

@@ -6,14 +6,24 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 
 namespace graphopt {
+
+class EtcdClient;
+
+// An empty directory `name` under the test's temporary directory (removed first if present).
+std::string FreshTestDir(const std::string& name);
+
+// Polls `pred` every 20 ms until it holds or `limit` passes; its last answer.
+bool Eventually(const std::function<bool()>& pred, absl::Duration limit = absl::Seconds(10));
 
 // The etcd binary to use: $GRAPHOPT_ETCD, else /usr/bin/etcd. Empty when neither exists.
 std::string EtcdBinary();
@@ -28,6 +38,8 @@ class EtcdTestCluster {
   // "127.0.0.1:PORT" client addresses, one per member.
   const std::vector<std::string>& endpoints() const { return client_addresses_; }
   std::string EndpointList() const;
+  // A client of every member.
+  std::unique_ptr<EtcdClient> Client() const;
 
   // SIGKILLs member `i` (its data stays) / starts it again on the same ports and data.
   void Kill(int i);

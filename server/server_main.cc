@@ -59,6 +59,7 @@
 #include "server/optimizer_service.h"
 #include "server/peer_blob_fetcher.h"
 #include "server/peer_service.h"
+#include "server/process_flags.h"
 #include "server/rpc_call.h"
 #include "server/security.h"
 #include "server/serving.h"
@@ -170,17 +171,8 @@ ABSL_FLAG(int, worker_call_timeout_s, 120,
           "Deadline of one LoadPlan or Execute call on a worker; a worker past it is taken as "
           "stalled (marked down, the request retried elsewhere), 1..86400.");
 
-// Shared state (docs/operations.md, *Replicas and etcd*). Without --etcd_endpoints the server
-// keeps its state itself (--op_store_dir and memory): one server, no etcd needed.
-ABSL_FLAG(std::string, etcd_endpoints, "",
-          "etcd members' client addresses, host:port,...: keep tenants' ops, worker membership, "
-          "request ids and blob holders in etcd, shared by every replica. Empty: this server "
-          "alone (--op_store_dir).");
-ABSL_FLAG(std::string, etcd_prefix, "/graphopt/",
-          "Key prefix of graphopt's state in etcd (one per graphopt cluster).");
-ABSL_FLAG(int, etcd_lease_ttl_s, 10,
-          "TTL of this replica's etcd lease, 2..300: how long after a crash its claims (running "
-          "request ids, blob holdings) outlive it.");
+// Shared state with --etcd_endpoints (server/process_flags.h), docs/operations.md, "Replicas and
+// shared state".
 ABSL_FLAG(int, request_id_ttl_s, 86400,
           "With --etcd_endpoints: how long an answered Run request id is remembered (replayed "
           "by any replica), 60..2592000.");
@@ -190,19 +182,6 @@ ABSL_FLAG(int, request_ids_per_tenant, 10000,
 ABSL_FLAG(std::string, advertise_address, "",
           "host:port at which the other replicas reach this one (with --etcd_endpoints); "
           "default: --listen with the selected port.");
-
-// Metrics and logs (docs/operations.md, "Metrics and logs").
-ABSL_FLAG(std::string, metrics_listen, "",
-          "Serve Prometheus metrics (GET /metrics) and GET /healthz over plain HTTP at "
-          "HOST:PORT, on a port of their own; port 0 picks a free one. Empty: off.");
-ABSL_FLAG(std::string, health_listen, "",
-          "Also serve grpc.health.v1.Health, and nothing else, in plaintext at HOST:PORT: for "
-          "the kubelet's gRPC probes, which cannot speak TLS. Empty: off.");
-ABSL_FLAG(std::string, metrics_port_file, "",
-          "If set, write the port --metrics_listen bound to this file (as --port_file).");
-ABSL_FLAG(std::string, log_format, "text",
-          "text, or json: one JSON object per line (ts, level, logger, msg, trace_id, "
-          "request_id).");
 
 namespace graphopt {
 namespace {
@@ -239,16 +218,10 @@ struct ServerConfig {
   TenantQuota default_quota;
   std::string quotas_file;
   int64_t max_fold_bytes = 0;
-  // Empty: no etcd (the embedded default).
-  std::vector<std::string> etcd_endpoints;
-  std::string etcd_prefix;
-  absl::Duration etcd_lease_ttl;
+  // Shared state, metrics, logs, the health port: the flags shared with the worker.
+  ProcessFlags process;
   EtcdRequestLogOptions request_ids;
   std::string advertise_address;
-  // Metrics and logs.
-  std::string metrics_listen;
-  std::string metrics_port_file;
-  LogFormat log_format = LogFormat::kText;
 };
 
 // A flag's value with its allowed range, for one check loop.
@@ -355,26 +328,17 @@ absl::StatusOr<ServerConfig> ConfigFromFlags() {
   config.default_quota.op_store_bytes = absl::GetFlag(FLAGS_tenant_op_store_mb) << 20;
   config.default_quota.max_ops = absl::GetFlag(FLAGS_tenant_max_ops);
   config.quotas_file = absl::GetFlag(FLAGS_quotas_file);
-  if (const std::string etcd = absl::GetFlag(FLAGS_etcd_endpoints); !etcd.empty()) {
-    absl::StatusOr<std::vector<std::string>> endpoints =
-        ParseEtcdEndpoints(etcd, "--etcd_endpoints");
-    if (!endpoints.ok()) return endpoints.status();
-    config.etcd_endpoints = *std::move(endpoints);
-  }
-  config.etcd_prefix = absl::GetFlag(FLAGS_etcd_prefix);
-  if (config.etcd_prefix.empty() || config.etcd_prefix.back() != '/') {
-    return absl::InvalidArgumentError("--etcd_prefix must end with '/'");
-  }
+  absl::StatusOr<ProcessFlags> process = ReadProcessFlags();
+  if (!process.ok()) return process.status();
+  config.process = *std::move(process);
   if (absl::Status s = CheckRanges(
-          {{"--etcd_lease_ttl_s", absl::GetFlag(FLAGS_etcd_lease_ttl_s), 2, 300},
-           {"--request_id_ttl_s", absl::GetFlag(FLAGS_request_id_ttl_s), 60, 2592000},
+          {{"--request_id_ttl_s", absl::GetFlag(FLAGS_request_id_ttl_s), 60, 2592000},
            {"--request_ids_per_tenant", absl::GetFlag(FLAGS_request_ids_per_tenant), 1, 10000000}});
       !s.ok()) {
     return s;
   }
   config.request_ids.answer_ttl = absl::Seconds(absl::GetFlag(FLAGS_request_id_ttl_s));
   config.request_ids.max_per_tenant = absl::GetFlag(FLAGS_request_ids_per_tenant);
-  config.etcd_lease_ttl = absl::Seconds(absl::GetFlag(FLAGS_etcd_lease_ttl_s));
   config.advertise_address = absl::GetFlag(FLAGS_advertise_address);
   if (!config.advertise_address.empty()) {
     if (absl::Status s = CheckHostPort(config.advertise_address, "--advertise_address");
@@ -390,20 +354,6 @@ absl::StatusOr<ServerConfig> ConfigFromFlags() {
         level_name, "'"));
   }
   config.log_level = *level;
-  // Metrics and logs.
-  config.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
-  config.metrics_port_file = absl::GetFlag(FLAGS_metrics_port_file);
-  if (!config.metrics_listen.empty()) {
-    std::string host;
-    int port = 0;
-    if (absl::Status s = SplitHostPort(config.metrics_listen, "--metrics_listen", &host, &port);
-        !s.ok()) {
-      return s;
-    }
-  }
-  absl::StatusOr<LogFormat> log_format = ParseLogFormat(absl::GetFlag(FLAGS_log_format));
-  if (!log_format.ok()) return log_format.status();
-  config.log_format = *log_format;
   return config;
 }
 
@@ -496,9 +446,9 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
   std::unique_ptr<EtcdClient> etcd;
   std::unique_ptr<ReplicaPresence> presence;
   std::shared_ptr<EtcdOpPersistence> etcd_ops;
-  if (!config.etcd_endpoints.empty()) {
+  if (!config.process.etcd_endpoints.empty()) {
     EtcdOptions etcd_options;
-    etcd_options.endpoints = config.etcd_endpoints;
+    etcd_options.endpoints = config.process.etcd_endpoints;
     absl::StatusOr<std::unique_ptr<EtcdClient>> client = EtcdClient::Create(etcd_options);
     if (!client.ok()) {
       logger.critical("--etcd_endpoints: {}", client.status().ToString());
@@ -509,15 +459,15 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
       logger.critical("{}", ready.ToString());
       return kExitFailure;
     }
-    presence = std::make_unique<ReplicaPresence>(etcd.get(), config.etcd_prefix,
-                                                 config.etcd_lease_ttl);
+    presence = std::make_unique<ReplicaPresence>(etcd.get(), config.process.etcd_prefix,
+                                                 config.process.etcd_lease_ttl);
     // Call quotas are the whole service's: each replica enforces its share.
     presence->set_on_count([&quotas](int replicas) { quotas.set_replicas(replicas); });
     if (absl::Status started = presence->Start(); !started.ok()) {
       logger.critical("etcd: cannot take this replica's lease: {}", started.ToString());
       return kExitFailure;
     }
-    etcd_ops = std::make_shared<EtcdOpPersistence>(etcd.get(), config.etcd_prefix);
+    etcd_ops = std::make_shared<EtcdOpPersistence>(etcd.get(), config.process.etcd_prefix);
   }
   // Weight blobs; absent with --blob_store_mb=0.
   std::unique_ptr<BlobStore> blobs;
@@ -529,7 +479,7 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
   std::unique_ptr<EtcdBlobHolders> blob_holders;
   std::unique_ptr<PeerBlobFetcher> blob_fetcher;
   if (blobs != nullptr && presence != nullptr) {
-    blob_holders = std::make_unique<EtcdBlobHolders>(etcd.get(), config.etcd_prefix,
+    blob_holders = std::make_unique<EtcdBlobHolders>(etcd.get(), config.process.etcd_prefix,
                                                      presence.get(), blobs.get(), logger_ptr);
     PeerFetchOptions fetch_options;
     if (security->to_workers.is_tls()) {
@@ -598,7 +548,7 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
   RpcEnvironment env(ServerCallAuthenticator(security->auth, security->worker_identities),
                      &limiter, logger_ptr, config.max_call_time);
   MetricsRegistry metrics;
-  if (!config.metrics_listen.empty()) env.EnableMetrics(&metrics);
+  if (!config.process.metrics_listen.empty()) env.EnableMetrics(&metrics);
 
   OptimizerService service(&optimizer, &env, blobs.get(), config.blob_limits,
                            {&optimize_queue, &control_queue, &upload_queue});
@@ -621,11 +571,11 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
   std::unique_ptr<EtcdWorkerWatcher> worker_watcher;
   if (etcd != nullptr) {
     coordinator.UseRequestLog(std::make_shared<EtcdRequestLog>(
-        etcd.get(), config.etcd_prefix,
+        etcd.get(), config.process.etcd_prefix,
         config.advertise_address.empty() ? config.listen : config.advertise_address,
         [p = presence.get()] { return p->lease(); }, config.request_ids));
     worker_watcher = std::make_unique<EtcdWorkerWatcher>(
-        etcd.get(), config.etcd_prefix,
+        etcd.get(), config.process.etcd_prefix,
         [&coordinator, logger_ptr](const std::string& address) {
           if (absl::Status s = coordinator.AddWorker(address, "etcd"); !s.ok()) {
             logger_ptr->error("etcd: worker {}: {}", address, s.ToString());
@@ -646,7 +596,7 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
 
   // Metrics: the endpoint is made after everything its collectors read, so it stops first.
   std::unique_ptr<HttpEndpoint> metrics_endpoint;
-  if (!config.metrics_listen.empty()) {
+  if (!config.process.metrics_listen.empty()) {
     ExportWorkQueues(&metrics, {&optimize_queue, &control_queue, &upload_queue, &run_queue});
     ExportCoordinator(&metrics, &coordinator);
     if (blobs != nullptr) ExportBlobStore(&metrics, blobs.get());
@@ -677,7 +627,7 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
       });
     }
     absl::StatusOr<std::unique_ptr<HttpEndpoint>> started =
-        StartMetricsEndpoint(config.metrics_listen, config.metrics_port_file, &metrics, logger);
+        StartMetricsEndpoint(config.process.metrics_listen, config.process.metrics_port_file, &metrics, logger);
     if (!started.ok()) {
       logger.critical("{}", std::string(started.status().message()));
       return kExitFailure;
@@ -711,8 +661,9 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
   }
   health->SetServingStatus(true);
   std::unique_ptr<HealthPort> health_port;
-  if (const std::string listen = absl::GetFlag(FLAGS_health_listen); !listen.empty()) {
-    absl::StatusOr<std::unique_ptr<HealthPort>> started = HealthPort::Start(listen);
+  if (!config.process.health_listen.empty()) {
+    absl::StatusOr<std::unique_ptr<HealthPort>> started =
+        HealthPort::Start(config.process.health_listen);
     if (!started.ok()) {
       logger.critical("{}", started.status().ToString());
       server->Shutdown(std::chrono::system_clock::now());
@@ -755,7 +706,7 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
     }
     if (blob_holders != nullptr) blob_holders->Announce(advertised);
     logger.info("shared state in {} under '{}': replica {}, {} replicas live", etcd->Describe(),
-                config.etcd_prefix, advertised, presence->live_count());
+                config.process.etcd_prefix, advertised, presence->live_count());
   }
   if (!config.port_file.empty()) {
     if (absl::Status status = WritePortFile(config.port_file, selected_port); !status.ok()) {
@@ -825,7 +776,7 @@ int Main(int argc, char** argv) {
     return kExitFailure;
   }
 
-  absl::SetProgramUsageMessage(
+  absl::SetProgramUsageMessage(absl::StrCat(
       "graphopt-server (--tls_cert=PEM --tls_key=PEM --tls_ca=PEM --tokens_file=FILE | "
       "--insecure) [--listen=HOST:PORT] [--port_file=FILE]\n"
       "  [--threads=N] [--optimize_queue=N] [--run_threads=N] [--run_queue=N] [--max_call_s=N]\n"
@@ -833,9 +784,10 @@ int Main(int argc, char** argv) {
       "[--tenant_*=N] [--log_level=LEVEL]\n"
       "  [--workers=HOST:PORT,dns:NAME:PORT,...] [--probe_interval_ms=N] [--probe_timeout_ms=N]\n"
       "  [--max_run_attempts=N] [--worker_call_timeout_s=N] [--slot_wait_s=N] [--quarantine_s=N]\n"
-      "  [--metrics_listen=HOST:PORT] [--metrics_port_file=FILE] [--log_format=text|json]\n"
+      "  [--advertise_address=HOST:PORT] [--request_id_ttl_s=N] [--request_ids_per_tenant=N]\n",
+      kProcessFlagsUsage,
       "Serves graphopt.v1.GraphOptimizer, graphopt.v1.Coordinator, grpc.health.v1.Health and "
-      "server reflection.");
+      "server reflection."));
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   if (positional.size() > 1) {
     std::fprintf(stderr, "graphopt-server: unexpected argument '%s' (see --help)\n",
@@ -852,7 +804,7 @@ int Main(int argc, char** argv) {
   auto logger = std::make_shared<spdlog::logger>("graphopt-server", std::move(sink));
   logger->set_level(config->log_level);
   logger->flush_on(spdlog::level::info);
-  ApplyLogFormat(*logger, config->log_format);
+  ApplyLogFormat(*logger, config->process.log_format);
   return RunServer(*config, shutdown_signals, std::move(logger));
 }
 

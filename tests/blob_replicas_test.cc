@@ -87,15 +87,6 @@ std::string Bytes(int64_t size, uint64_t seed) {
   return bytes;
 }
 
-template <typename Pred>
-bool Eventually(Pred pred, absl::Duration limit = absl::Seconds(10)) {
-  const absl::Time until = absl::Now() + limit;
-  while (absl::Now() < until) {
-    if (pred()) return true;
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  return pred();
-}
 
 std::unique_ptr<grpc::Server> Serve(const std::vector<grpc::Service*>& services,
                                     std::string* address) {
@@ -319,9 +310,7 @@ class BlobReplicasTest : public ::testing::Test {
     ASSERT_TRUE(RegisterBuiltinOps(&ops_).ok());
     ASSERT_TRUE(RegisterBuiltinPasses(&passes_).ok());
     ASSERT_TRUE(runtime::RegisterCpuKernels(kernels_).ok());
-    EtcdOptions options;
-    options.endpoints = cluster_->endpoints();
-    etcd_ = *EtcdClient::Create(options);
+    etcd_ = cluster_->Client();
     // Each test starts from an empty prefix.
     ASSERT_TRUE(etcd_->DeletePrefix(kPrefix).ok());
   }

@@ -36,6 +36,7 @@
 #include "runtime/kernels/cpu_kernels.h"
 #include "server/auth.h"
 #include "server/health_port.h"
+#include "server/process_flags.h"
 #include "server/metrics_endpoint.h"
 #include "server/rpc_call.h"
 #include "server/security.h"
@@ -95,29 +96,8 @@ ABSL_FLAG(std::string, register_with, "",
 ABSL_FLAG(std::string, advertise_address, "",
           "With --register_with: the host:port the server should call this worker at (default: "
           "the listen address with the port bound; the host name for a wildcard address).");
-
-ABSL_FLAG(std::string, etcd_endpoints, "",
-          "etcd members' client addresses, host:port,...: keep this worker's membership there "
-          "(PREFIX workers/WORKER_ID -> its advertised address, under its own lease), watched by "
-          "every server replica. Empty: no etcd.");
-ABSL_FLAG(std::string, etcd_prefix, "/graphopt/",
-          "Key prefix of graphopt's state in etcd (the servers' --etcd_prefix).");
-ABSL_FLAG(int, etcd_lease_ttl_s, 10,
-          "TTL of this worker's etcd lease, 2..300: how long after a crash servers still list it "
-          "(their probes mark it down within a second or two anyway).");
-
-// Metrics and logs (docs/operations.md, "Metrics and logs").
-ABSL_FLAG(std::string, metrics_listen, "",
-          "Serve Prometheus metrics (GET /metrics) and GET /healthz over plain HTTP at "
-          "HOST:PORT, on a port of their own; port 0 picks a free one. Empty: off.");
-ABSL_FLAG(std::string, health_listen, "",
-          "Also serve grpc.health.v1.Health, and nothing else, in plaintext at HOST:PORT: for "
-          "the kubelet's gRPC probes, which cannot speak TLS. Empty: off.");
-ABSL_FLAG(std::string, metrics_port_file, "",
-          "If set, write the port --metrics_listen bound to this file (as --port_file).");
-ABSL_FLAG(std::string, log_format, "text",
-          "text, or json: one JSON object per line (ts, level, logger, msg, trace_id, "
-          "request_id).");
+// Shared with graphopt-server (server/process_flags.h): --etcd_*, --metrics_*, --log_format,
+// --health_listen.
 
 namespace graphopt {
 namespace {
@@ -153,15 +133,13 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "graphopt-worker: %s\n", blocked.ToString().c_str());
     return kExitFailure;
   }
-  absl::SetProgramUsageMessage(
+  absl::SetProgramUsageMessage(absl::StrCat(
       "graphopt-worker (--tls_cert=PEM --tls_key=PEM --tls_ca=PEM | --insecure) "
       "[--listen=HOST:PORT] [--port_file=FILE] [--threads=N]\n"
       "  [--max_concurrent=N] [--queue=N] [--execution_memory_mb=N] [--max_execution_s=N] "
       "[--plan_cache_mb=N]\n"
-      "  [--worker_id=NAME] [--register_with=SERVER] [--advertise_address=HOST:PORT]\n"
-      "  [--etcd_endpoints=HOST:PORT,... [--etcd_prefix=/graphopt/] [--etcd_lease_ttl_s=N]]\n"
-      "  [--metrics_listen=HOST:PORT] [--metrics_port_file=FILE] [--log_format=text|json]\n"
-      "Serves graphopt.v1.Worker and grpc.health.v1.");
+      "  [--worker_id=NAME] [--register_with=SERVER] [--advertise_address=HOST:PORT]\n",
+      kProcessFlagsUsage, "Serves graphopt.v1.Worker and grpc.health.v1."));
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   if (positional.size() > 1) return Usage(absl::StrCat("unexpected argument '", positional[1], "'"));
   const std::string listen = absl::GetFlag(FLAGS_listen);
@@ -202,33 +180,14 @@ int Main(int argc, char** argv) {
     return Usage(absl::StrCat("--max_message_mb must be in 1..2047, got ", max_message_mb));
   }
   if (grace_s < 0 || grace_s > 600) return Usage(absl::StrCat("--shutdown_grace_s must be in 0..600, got ", grace_s));
-  std::vector<std::string> etcd_endpoints;
-  if (const std::string etcd = absl::GetFlag(FLAGS_etcd_endpoints); !etcd.empty()) {
-    absl::StatusOr<std::vector<std::string>> parsed = ParseEtcdEndpoints(etcd, "--etcd_endpoints");
-    if (!parsed.ok()) return Usage(std::string(parsed.status().message()));
-    etcd_endpoints = *std::move(parsed);
-  }
-  const std::string etcd_prefix = absl::GetFlag(FLAGS_etcd_prefix);
-  if (etcd_prefix.empty() || etcd_prefix.back() != '/') {
-    return Usage(absl::StrCat("--etcd_prefix must end with '/', got '", etcd_prefix, "'"));
-  }
-  const int etcd_lease_ttl_s = absl::GetFlag(FLAGS_etcd_lease_ttl_s);
-  if (etcd_lease_ttl_s < 2 || etcd_lease_ttl_s > 300) {
-    return Usage(absl::StrCat("--etcd_lease_ttl_s must be in 2..300, got ", etcd_lease_ttl_s));
-  }
+  absl::StatusOr<ProcessFlags> process = ReadProcessFlags();
+  if (!process.ok()) return Usage(std::string(process.status().message()));
+  const std::vector<std::string>& etcd_endpoints = process->etcd_endpoints;
+  const std::string& etcd_prefix = process->etcd_prefix;
+  const int64_t etcd_lease_ttl_s = absl::ToInt64Seconds(process->etcd_lease_ttl);
+  const std::string& metrics_listen = process->metrics_listen;
   std::optional<spdlog::level::level_enum> level = ParseLogLevel(absl::GetFlag(FLAGS_log_level));
   if (!level.has_value()) return Usage("--log_level must be one of trace, debug, info, warn, error, critical, off");
-  // Metrics and logs.
-  const std::string metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
-  if (!metrics_listen.empty()) {
-    std::string host;
-    int port = 0;
-    if (absl::Status s = SplitHostPort(metrics_listen, "--metrics_listen", &host, &port); !s.ok()) {
-      return Usage(std::string(s.message()));
-    }
-  }
-  absl::StatusOr<LogFormat> log_format = ParseLogFormat(absl::GetFlag(FLAGS_log_format));
-  if (!log_format.ok()) return Usage(std::string(log_format.status().message()));
 
   WorkerSecurityFlags security_flags;
   security_flags.insecure = absl::GetFlag(FLAGS_insecure);
@@ -245,7 +204,7 @@ int Main(int argc, char** argv) {
       "graphopt-worker", std::make_shared<spdlog::sinks::stderr_sink_mt>());
   logger->set_level(*level);
   logger->flush_on(spdlog::level::info);
-  ApplyLogFormat(*logger, *log_format);
+  ApplyLogFormat(*logger, process->log_format);
 
   runtime::KernelRegistry kernels;
   if (absl::Status s = runtime::RegisterCpuKernels(kernels); !s.ok()) {
@@ -301,7 +260,7 @@ int Main(int argc, char** argv) {
     ExportWorkQueues(&metrics, {&execute_queue, &load_queue});
     ExportWorkerCore(&metrics, core.get());
     absl::StatusOr<std::unique_ptr<HttpEndpoint>> started = StartMetricsEndpoint(
-        metrics_listen, absl::GetFlag(FLAGS_metrics_port_file), &metrics, *logger);
+        metrics_listen, process->metrics_port_file, &metrics, *logger);
     if (!started.ok()) {
       logger->critical("{}", std::string(started.status().message()));
       server->Shutdown(std::chrono::system_clock::now());
@@ -317,8 +276,8 @@ int Main(int argc, char** argv) {
   }
   health->SetServingStatus(true);
   std::unique_ptr<HealthPort> health_port;
-  if (const std::string listen = absl::GetFlag(FLAGS_health_listen); !listen.empty()) {
-    absl::StatusOr<std::unique_ptr<HealthPort>> started = HealthPort::Start(listen);
+  if (!process->health_listen.empty()) {
+    absl::StatusOr<std::unique_ptr<HealthPort>> started = HealthPort::Start(process->health_listen);
     if (!started.ok()) {
       logger->critical("{}", started.status().ToString());
       server->Shutdown(std::chrono::system_clock::now());

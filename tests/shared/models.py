@@ -3,7 +3,7 @@ computation, and poison models that are tiny on the wire but ask a worker for gi
 forever."""
 
 from harness import floats, int64s, named, tensor, value
-from proto import graph_pb2
+from proto import graph_pb2, op_pb2
 
 F32, I64, STR, BOOL = (graph_pb2.DT_FLOAT32, graph_pb2.DT_INT64, graph_pb2.DT_STRING,
                        graph_pb2.DT_BOOL)
@@ -28,6 +28,19 @@ def node(g, name, op, inputs, outputs, **attrs):
         else:
             raise TypeError(key)
     return n
+
+
+def custom_op(name, domain="com.test"):
+    """An elementwise custom op with a body (x * sigmoid(x)), as examples/custom_ops.pbtxt."""
+    d = op_pb2.OpDescriptor(domain=domain, name=name, version=1)
+    d.inputs.add(name="X", type_constraint="T")
+    d.outputs.add(name="Y", type_constraint="T")
+    d.type_constraints.add(name="T", allowed=[graph_pb2.DT_FLOAT32])
+    d.body.inputs.add(name="x")
+    d.body.outputs.add(name="y")
+    d.body.nodes.add(name="sigmoid", op_type="Sigmoid", inputs=["x"], outputs=["s"])
+    d.body.nodes.add(name="mul", op_type="Mul", inputs=["x", "s"], outputs=["y"])
+    return d
 
 
 def mlp(width=256, depth=4):

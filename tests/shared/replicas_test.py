@@ -16,7 +16,7 @@ import etcd_harness
 import harness
 import models
 from harness import log
-from proto import graph_pb2, op_pb2, optimizer_pb2
+from proto import graph_pb2, optimizer_pb2, optimizer_pb2_grpc
 
 TENANT = "acme"
 
@@ -24,17 +24,6 @@ TENANT = "acme"
 def md(tenant=TENANT):
     return [("graphopt-tenant", tenant)]
 
-
-def custom_op(name):
-    d = op_pb2.OpDescriptor(domain="com.test", name=name, version=1)
-    d.inputs.add(name="X", type_constraint="T")
-    d.outputs.add(name="Y", type_constraint="T")
-    d.type_constraints.add(name="T", allowed=[graph_pb2.DT_FLOAT32])
-    d.body.inputs.add(name="x")
-    d.body.outputs.add(name="y")
-    d.body.nodes.add(name="sigmoid", op_type="Sigmoid", inputs=["x"], outputs=["s"])
-    d.body.nodes.add(name="mul", op_type="Mul", inputs=["x", "s"], outputs=["y"])
-    return d
 
 
 def graph_using(op_name):
@@ -51,7 +40,9 @@ def stub(replica):
     return optimizer_pb2_grpc.GraphOptimizerStub(grpc.insecure_channel(replica.address))
 
 
-from proto import optimizer_pb2_grpc  # noqa: E402
+def register(replica, name, tenant=TENANT, timeout=10):
+    stub(replica).RegisterOps(optimizer_pb2.RegisterOpsRequest(ops=[models.custom_op(name)]),
+                              metadata=md(tenant), timeout=timeout)
 
 
 def registered(replica, tenant=TENANT):
@@ -89,8 +80,7 @@ class ReplicasTest(unittest.TestCase):
         latencies = []
         for i in range(5):
             name = f"Swish{i}"
-            stub(self.a).RegisterOps(optimizer_pb2.RegisterOpsRequest(ops=[custom_op(name)]),
-                                     metadata=md(), timeout=10)
+            register(self.a, name)
             latencies.append(wait_for(lambda: name in registered(self.b), 1.0,
                                       f"{name} visible through replica b"))
             r = stub(self.b).Optimize(optimizer_pb2.OptimizeRequest(graph=graph_using(name)),
@@ -110,9 +100,7 @@ class ReplicasTest(unittest.TestCase):
 
         def register(replica, name):
             try:
-                stub(replica).RegisterOps(
-                    optimizer_pb2.RegisterOpsRequest(ops=[custom_op(name)]),
-                    metadata=md("race"), timeout=10)
+                register(replica, name, tenant="race")
                 with lock:
                     acked.append(name)
             except grpc.RpcError as e:
@@ -138,8 +126,7 @@ class ReplicasTest(unittest.TestCase):
         self.assertTrue(before)
         self.a.kill()
         # Meanwhile the other replica keeps serving and takes a registration.
-        stub(self.b).RegisterOps(optimizer_pb2.RegisterOpsRequest(ops=[custom_op("WhileDown")]),
-                                 metadata=md(), timeout=10)
+        register(self.b, "WhileDown")
         t0 = time.time()
         self.a.restart()
         log(f"replica a restarted in {time.time() - t0:.2f} s")
@@ -150,8 +137,7 @@ class ReplicasTest(unittest.TestCase):
         try:
             for i in range(3):
                 name = f"NoMember{i}"
-                stub(self.a).RegisterOps(optimizer_pb2.RegisterOpsRequest(ops=[custom_op(name)]),
-                                         metadata=md(), timeout=15)
+                register(self.a, name, timeout=15)
                 wait_for(lambda: name in registered(self.b), 5.0, f"{name} on b")
         finally:
             self.etcd.start(0)

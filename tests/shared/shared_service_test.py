@@ -19,7 +19,7 @@ import grpc
 import harness
 import models
 from harness import Cluster, cpu_seconds, log, named, tensor
-from proto import coordinator_pb2, graph_pb2, op_pb2, optimizer_pb2, worker_pb2
+from proto import coordinator_pb2, graph_pb2, optimizer_pb2, worker_pb2
 
 Code = grpc.StatusCode
 
@@ -39,18 +39,6 @@ def run_request(graph, inputs, **kw):
     r.inputs.extend(inputs)
     return r
 
-
-def custom_op(name):
-    """An elementwise custom op with a body (x * sigmoid(x)), as examples/custom_ops.pbtxt."""
-    d = op_pb2.OpDescriptor(domain="com.test", name=name, version=1)
-    d.inputs.add(name="X", type_constraint="T")
-    d.outputs.add(name="Y", type_constraint="T")
-    d.type_constraints.add(name="T", allowed=[graph_pb2.DT_FLOAT32])
-    d.body.inputs.add(name="x")
-    d.body.outputs.add(name="y")
-    d.body.nodes.add(name="sigmoid", op_type="Sigmoid", inputs=["x"], outputs=["s"])
-    d.body.nodes.add(name="mul", op_type="Mul", inputs=["x", "s"], outputs=["y"])
-    return d
 
 
 class AuthTest(unittest.TestCase):
@@ -78,7 +66,8 @@ class AuthTest(unittest.TestCase):
             "ListOps": lambda: stub.ListOps(optimizer_pb2.ListOpsRequest(), metadata=md,
                                             timeout=10),
             "RegisterOps": lambda: stub.RegisterOps(
-                optimizer_pb2.RegisterOpsRequest(ops=[custom_op("AuthProbe")], validate_only=True),
+                optimizer_pb2.RegisterOpsRequest(ops=[models.custom_op("AuthProbe")],
+                                                 validate_only=True),
                 metadata=md, timeout=10),
             "UnregisterOps": lambda: stub.UnregisterOps(
                 optimizer_pb2.UnregisterOpsRequest(ops=[optimizer_pb2.OpRef(domain="com.test",
@@ -198,7 +187,7 @@ class AuthTest(unittest.TestCase):
 
     def test_ops_and_blobs_are_per_tenant(self):
         stub = self.c.optimizer()
-        stub.RegisterOps(optimizer_pb2.RegisterOpsRequest(ops=[custom_op("AcmeOnly")]),
+        stub.RegisterOps(optimizer_pb2.RegisterOpsRequest(ops=[models.custom_op("AcmeOnly")]),
                          metadata=self.c.md("acme"), timeout=10)
         theirs = stub.ListOps(optimizer_pb2.ListOpsRequest(registered_only=True),
                               metadata=self.c.md("globex"), timeout=10)

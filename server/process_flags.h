@@ -1,0 +1,40 @@
+#ifndef GRAPHOPT_SERVER_PROCESS_FLAGS_H_
+#define GRAPHOPT_SERVER_PROCESS_FLAGS_H_
+
+// The flags graphopt-server and graphopt-worker share, defined once for both: shared state in
+// etcd, the metrics endpoint, the log format and the plaintext health port. Each binary reads
+// them once, at start, with ReadProcessFlags.
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "util/log_format.h"
+
+namespace graphopt {
+
+struct ProcessFlags {
+  // --etcd_endpoints; empty: no etcd (the embedded default).
+  std::vector<std::string> etcd_endpoints;
+  std::string etcd_prefix;
+  absl::Duration etcd_lease_ttl;
+  // Empty: off.
+  std::string metrics_listen;
+  std::string metrics_port_file;
+  std::string health_listen;
+  LogFormat log_format = LogFormat::kText;
+};
+
+// INVALID_ARGUMENT naming the flag for a value out of range or malformed.
+absl::StatusOr<ProcessFlags> ReadProcessFlags();
+
+// The usage lines of these flags, for the binaries' --help.
+inline constexpr char kProcessFlagsUsage[] =
+    "  [--etcd_endpoints=HOST:PORT,... [--etcd_prefix=/graphopt/] [--etcd_lease_ttl_s=N]]\n"
+    "  [--metrics_listen=HOST:PORT] [--metrics_port_file=FILE] [--log_format=text|json]\n"
+    "  [--health_listen=HOST:PORT]\n";
+
+}  // namespace graphopt
+
+#endif  // GRAPHOPT_SERVER_PROCESS_FLAGS_H_

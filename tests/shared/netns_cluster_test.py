@@ -34,6 +34,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 import unittest
 import urllib.request
@@ -51,6 +52,7 @@ ETCD = os.environ.get("GRAPHOPT_ETCD") or shutil.which("etcd") or "/usr/bin/etcd
 PORT = 7000
 SETTLE_S = 3.0       # requests flowing between faults
 FAULT_HOLD_S = 3.0   # how long a replica / cable / etcd member stays down
+CUT_CALL_BOUND_S = 15.0  # a call cut off with its worker must be answered elsewhere by then
 BOUND_S = 30.0       # any recovery slower than this fails the test
 # A killed replica's claims on running request ids lapse after this; short, so that failover
 # is quick, and so that a replica cut off from etcd for longer (an election) must take a new
@@ -176,14 +178,22 @@ class Cluster:
             return {}
         return {w.worker_id or w.address: (w.health, w.executed) for w in answer.workers}
 
-    def busy(self, server, worker=None):
-        """Whether `server` has a call in flight on `worker` (any worker: None) now."""
-        try:
-            answer = self.coordinator(server).ListWorkers(coordinator_pb2.ListWorkersRequest(),
-                                                          timeout=2)
-        except grpc.RpcError:
-            return False
-        return any(w.executing > 0 and worker in (None, w.worker_id) for w in answer.workers)
+    def busy(self, server, slow=False):
+        """The id of a worker `server` has a call in flight on now, or None; slow: one still
+        busy at three more looks 50 ms apart (a call of the stream lasts a millisecond or two)."""
+        def executing():
+            try:
+                answer = self.coordinator(server).ListWorkers(
+                    coordinator_pb2.ListWorkersRequest(), timeout=2)
+            except grpc.RpcError:
+                return set()
+            return {w.worker_id for w in answer.workers if w.executing > 0 and w.worker_id}
+
+        now = executing()
+        for _ in range(3 if slow and now else 0):
+            time.sleep(0.05)
+            now &= executing()
+        return min(now) if now else None
 
     def wait_listening(self, host, bound_s=BOUND_S):
         """Waits for host's port to take connections (before any gRPC channel tries it: a
@@ -306,6 +316,7 @@ class NetnsClusterTest(unittest.TestCase):
 
     def faults(self, c):
         t0 = time.time()
+        self.extra_records = []  # calls the control host made, for the workers' accounting
         self.start(c)
         fig = {"windows": {}}
         self.kill_replica(c, fig)
@@ -387,11 +398,29 @@ class NetnsClusterTest(unittest.TestCase):
         time.sleep(SETTLE_S)
         c.check_alive()
 
-    def pull_cable(self, c, fig, cut="w2"):
-        """A worker's cable is pulled, preferably while it runs a call, and plugged back."""
-        busy_until = time.time() + 5
-        while time.time() < busy_until and not any(c.busy(s, cut) for s in SERVER_HOSTS):
-            pass
+    def pull_cable(self, c, fig):
+        """A worker's cable is pulled while it runs a call and plugged back. The call is a slow
+        one the control host sends (the stream's own take milliseconds); it must still be
+        answered, once, by another worker."""
+        slow = {}
+
+        def send_slow():
+            request = netns_requests.run_request("ctl-slow", 0, **netns_requests.SLOW)
+            slow["sent"] = time.time()
+            try:
+                answer = c.coordinator("s2").Run(request, timeout=60)
+                slow.update(answered=time.time(), worker=answer.worker_id,
+                            worker_attempts=answer.attempts, replayed=answer.replayed)
+            except grpc.RpcError as e:
+                slow["error"] = f"{e.code().name}: {e.details()}"
+
+        sender = threading.Thread(target=send_slow)
+        sender.start()
+        cut = None
+        busy_until = time.time() + 10
+        while cut is None and time.time() < busy_until and sender.is_alive():
+            cut = c.busy("s2", slow=True)
+        cut = fig["cut"] = cut or WORKER_HOSTS[0]
         t_cut = time.time()
         c.net.link(cut, up=False)
         log(f"cable of {cut} pulled")
@@ -413,9 +442,14 @@ class NetnsClusterTest(unittest.TestCase):
                        lambda: c.etcd_has(key) is False)
             fig["lease_gone"] = time.time() - t_cut
         time.sleep(max(0.0, FAULT_HOLD_S - (time.time() - t_cut)))
-        slow = [r["answered"] - r["sent"] for r in self.answered_since(t_cut - 1.0)
-                if r["sent"] < t_cut + fig["down"]]
-        fig["cut_slowest"] = max(slow, default=0.0)
+        # The cable stays out until the call cut off with the worker is answered elsewhere (or
+        # CUT_CALL_BOUND_S passes): an answer that only comes back with the cable is a replica
+        # still waiting on a worker it can no longer reach.
+        sender.join(timeout=max(0.0, CUT_CALL_BOUND_S - (time.time() - t_cut)))
+        answered_while_cut = "answered" in slow
+        latencies = [r["answered"] - r["sent"] for r in self.answered_since(t_cut - 1.0)
+                     if r["sent"] < t_cut + fig["down"]]
+        fig["cut_slowest"] = max(latencies, default=0.0)
         t_plug = time.time()
         c.net.link(cut, up=True)
         if c.worker_etcd:
@@ -425,11 +459,30 @@ class NetnsClusterTest(unittest.TestCase):
                                lambda: all(listed(s, "up") for s in SERVER_HOSTS))
         fig["up"] = time.time() - t_plug
         fig["windows"]["cable"] = (t_cut, time.time())
+        sender.join(timeout=60)
+        if "answered" not in slow:
+            raise AssertionError(f"the slow call on {cut} when its cable was pulled was not "
+                                 f"answered: {slow.get('error', 'no answer within 60 s')}")
+        fig["slow"] = slow["answered"] - t_cut
+        if fig["slow"] < 0:
+            raise AssertionError(f"the slow call ({slow['answered'] - slow['sent']:.2f} s) "
+                                 f"ended before {cut}'s cable was pulled")
+        if not answered_while_cut or slow["worker"] == cut:
+            raise AssertionError(
+                f"the call in flight on {cut} when its cable was pulled was answered "
+                f"{fig['slow']:.2f} s after the cut by {slow['worker']} (attempt "
+                f"{slow['worker_attempts']}), not by another worker while {cut} was cut off "
+                f"(waited {CUT_CALL_BOUND_S} s)")
+        fig["slow_attempts"] = slow["worker_attempts"]
+        self.extra_records.append({"id": "ctl-slow", "attempts": [], "answered": slow["answered"],
+                                   "worker_attempts": slow["worker_attempts"]})
         lease = (f"; its etcd membership lapsed {fig['lease_gone']:.2f} s after the cut and was "
                  f"back {fig['lease_back']:.2f} s after the replug" if c.worker_etcd else "")
         log(f"{cut} listed down or gone by both replicas {fig['down']:.2f} s after the "
-            f"cut (slowest request meanwhile {fig['cut_slowest']:.2f} s); up {fig['up']:.2f} s "
-            f"after the cable was back{lease}")
+            f"cut (slowest request of the stream meanwhile {fig['cut_slowest']:.2f} s); up "
+            f"{fig['up']:.2f} s after the cable was back{lease}")
+        log(f"the slow call in flight on {cut} was answered {fig['slow']:.2f} s after the cut, "
+            f"on worker attempt {fig['slow_attempts']}")
         time.sleep(SETTLE_S)
         c.check_alive()
 
@@ -482,7 +535,7 @@ class NetnsClusterTest(unittest.TestCase):
                              r"\] Execute .*request_id='([^']*)'.*status=OK")
         rerun = {i for i, n in runs.items() if n > 1}
         cut_off = {r["id"] for r in failed_over} | {
-            r["id"] for r in records if r.get("worker_attempts", 1) > 1}
+            r["id"] for r in records + self.extra_records if r.get("worker_attempts", 1) > 1}
         unexplained = sorted(rerun - cut_off)
 
         # Executed twice, probed: ids sent again get the first answer, replayed, with the same
@@ -524,15 +577,17 @@ class NetnsClusterTest(unittest.TestCase):
             + (f", replica lease {REPLICA_LEASE_TTL_S} s" if c.server_etcd else "")
             + f"): failover {fig['failover']:.2f} s, restarted "
             f"replica serving {fig['restart']:.2f} s; "
-            f"worker cable cut: listed down/gone {fig['down']:.2f} s, slowest request "
-            f"{fig['cut_slowest']:.2f} s, listed up {fig['up']:.2f} s after replug"
+            f"worker cable cut ({fig['cut']}): listed down/gone {fig['down']:.2f} s, its call in "
+            f"flight answered after {fig['slow']:.2f} s (attempt {fig['slow_attempts']}), "
+            f"slowest stream request {fig['cut_slowest']:.2f} s, listed up {fig['up']:.2f} s "
+            f"after replug"
             + (f" (etcd membership lapsed {fig['lease_gone']:.2f} s after the cut with a "
                f"{WORKER_LEASE_TTL_S} s lease, back {fig['lease_back']:.2f} s after replug)"
                if c.worker_etcd else "") + "; etcd leader "
             f"kill: quorum write {fig['etcd_write']:.2f} s, member healthy "
             f"{fig['etcd_rejoin']:.2f} s after restart; {sum(runs.values())} worker executions for "
-            f"{len(first_answers)} answers, {len(rerun)} ids run again after their call was cut "
-            f"off by a fault, {len(unexplained)} otherwise; {resent} ids sent again to "
+            f"{len(first_answers) + len(self.extra_records)} answers, {len(rerun)} ids run again "
+            f"after their call was cut off by a fault, {len(unexplained)} otherwise; {resent} ids sent again to "
             f"{elsewhere}, "
             f"{resent - len(replay_bad)} replayed, {len(replay_bad)} run again; longest pause in "
             f"answers: replica kill {pause['replica']:.2f} s, cable cut {pause['cable']:.2f} s, "

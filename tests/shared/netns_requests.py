@@ -13,22 +13,23 @@ SEEDS = 8
 WIDTH = 64
 ROWS = 512    # x[1, WIDTH] is expanded to ROWS rows: the work grows, the request does not
 LAYERS = 4
+SLOW = {"rows": 32768, "layers": 96}
 
 
-def _graph():
+def _graph(rows, layers):
     g = graph_pb2.Graph(name="netns_mlp")
     opset(g)
     g.inputs.append(value("x", F32, [1, WIDTH]))
-    g.initializers.append(tensor("rows", I64, [2], int64s([ROWS, WIDTH])))
-    g.initializers.append(tensor("scale", F32, [ROWS, 1],
-                                 floats([(r % 5 + 1) / 5.0 for r in range(ROWS)])))
+    g.initializers.append(tensor("rows", I64, [2], int64s([rows, WIDTH])))
+    g.initializers.append(tensor("scale", F32, [1, 1], floats([0.5])))
     node(g, "expand", "Expand", ["x", "rows"], ["wide"])
     node(g, "scaled", "Mul", ["wide", "scale"], ["h"])
-    prev = "h"
     for i in range(LAYERS):
         w = [((i * 7 + j) % 13 - 6) / 50.0 for j in range(WIDTH * WIDTH)]
         g.initializers.append(tensor(f"w{i}", F32, [WIDTH, WIDTH], floats(w)))
-        node(g, f"mm{i}", "MatMul", [prev, f"w{i}"], [f"m{i}"])
+    prev = "h"
+    for i in range(layers):  # deeper graphs use the same weights again: more work, same bytes
+        node(g, f"mm{i}", "MatMul", [prev, f"w{i % LAYERS}"], [f"m{i}"])
         node(g, f"relu{i}", "Relu", [f"m{i}"], [f"a{i}"])
         prev = f"a{i}"
     node(g, "mean", "ReduceMean", [prev], ["y"], axes=[0], keepdims=1)
@@ -36,12 +37,16 @@ def _graph():
     return g
 
 
-GRAPH = _graph()
+_GRAPHS = {}
 
 
-def run_request(request_id, seed):
+def run_request(request_id, seed, rows=ROWS, layers=LAYERS):
+    """`rows` and `layers` set the work: the defaults take a millisecond or two on a worker;
+    SLOW a second or so (a call surely still in flight when a fault strikes)."""
+    if (rows, layers) not in _GRAPHS:
+        _GRAPHS[rows, layers] = _graph(rows, layers)
     x = floats([(1.0 + seed) * ((j % 7) - 3) / 3.0 for j in range(WIDTH)])
-    return coordinator_pb2.RunRequest(graph=GRAPH, request_id=request_id,
+    return coordinator_pb2.RunRequest(graph=_GRAPHS[rows, layers], request_id=request_id,
                                       inputs=[named("x", tensor("x", F32, [1, WIDTH], x))])
 
 

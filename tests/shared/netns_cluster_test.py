@@ -58,7 +58,10 @@ BOUND_S = 30.0       # any recovery slower than this fails the test
 # is quick, and so that a replica cut off from etcd for longer (an election) must take a new
 # lease rather than lose requests.
 REPLICA_LEASE_TTL_S = 4
-WORKER_LEASE_TTL_S = 2   # a worker cut off from etcd leaves the membership after this
+# A worker cut off from etcd leaves the membership after this: shorter than the probes take to
+# mark it down, so that the membership lapses while the cable is out, and the replicas must
+# fail over the calls they had on it when they forget it.
+WORKER_LEASE_TTL_S = 2
 ETCD_HOSTS = ["e1", "e2", "e3"]
 SERVER_HOSTS = ["s1", "s2"]
 WORKER_HOSTS = ["w1", "w2", "w3"]
@@ -587,8 +590,8 @@ class NetnsClusterTest(unittest.TestCase):
             f"kill: quorum write {fig['etcd_write']:.2f} s, member healthy "
             f"{fig['etcd_rejoin']:.2f} s after restart; {sum(runs.values())} worker executions for "
             f"{len(first_answers) + len(self.extra_records)} answers, {len(rerun)} ids run again "
-            f"after their call was cut off by a fault, {len(unexplained)} otherwise; {resent} ids sent again to "
-            f"{elsewhere}, "
+            f"after their call was cut off by a fault, {len(unexplained)} otherwise; {resent} ids "
+            f"sent again to {elsewhere}, "
             f"{resent - len(replay_bad)} replayed, {len(replay_bad)} run again; longest pause in "
             f"answers: replica kill {pause['replica']:.2f} s, cable cut {pause['cable']:.2f} s, "
             f"etcd leader kill {pause['etcd']:.2f} s; wall {wall_s:.0f} s")

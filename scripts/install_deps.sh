@@ -10,6 +10,8 @@ PACKAGES=(
   libcli11-dev nlohmann-json3-dev libssl-dev openssl libdnnl-dev
   libonnx-dev libonnx-testdata python3-onnx python3-numpy python3-protobuf python3-grpcio
   python3-torch python3-torchvision python3-venv
+  # The multi-host test (tests:netns_cluster_test): network namespaces, veths and a bridge.
+  iproute2
   # The fuzz and tsan configurations (fuzz/, scripts/tsan.sh): clang with its sanitizer and
   # libFuzzer runtimes, LLVM's OpenMP for clang's -fopenmp, llvm-symbolizer for their reports.
   clang-14 libclang-rt-14-dev libomp-14-dev llvm-14

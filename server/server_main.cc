@@ -447,11 +447,11 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
   std::unique_ptr<ReplicaPresence> presence;
   std::shared_ptr<EtcdOpPersistence> etcd_ops;
   if (!config.process.etcd_endpoints.empty()) {
-    EtcdOptions etcd_options;
-    etcd_options.endpoints = config.process.etcd_endpoints;
-    absl::StatusOr<std::unique_ptr<EtcdClient>> client = EtcdClient::Create(etcd_options);
+    absl::StatusOr<EtcdOptions> etcd_options = EtcdOptionsFromFlags(config.process);
+    absl::StatusOr<std::unique_ptr<EtcdClient>> client =
+        etcd_options.ok() ? EtcdClient::Create(*std::move(etcd_options)) : etcd_options.status();
     if (!client.ok()) {
-      logger.critical("--etcd_endpoints: {}", client.status().ToString());
+      logger.critical("{}", std::string(client.status().message()));
       return kExitUsage;
     }
     etcd = *std::move(client);

@@ -310,9 +310,9 @@ int Main(int argc, char** argv) {
   std::unique_ptr<EtcdClient> etcd;
   std::unique_ptr<EtcdWorkerAnnouncer> announcer;
   if (!etcd_endpoints.empty()) {
-    EtcdOptions etcd_options;
-    etcd_options.endpoints = etcd_endpoints;
-    absl::StatusOr<std::unique_ptr<EtcdClient>> client = EtcdClient::Create(etcd_options);
+    absl::StatusOr<EtcdOptions> etcd_options = EtcdOptionsFromFlags(*process);
+    absl::StatusOr<std::unique_ptr<EtcdClient>> client =
+        etcd_options.ok() ? EtcdClient::Create(*std::move(etcd_options)) : etcd_options.status();
     absl::Status ready = client.ok() ? (*client)->WaitReady(absl::Seconds(30)) : client.status();
     if (ready.ok()) {
       etcd = *std::move(client);

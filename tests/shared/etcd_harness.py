@@ -28,8 +28,11 @@ def crash(process):
 class EtcdCluster:
     """`members` etcd processes forming one cluster; kill(i) / restart(i) keep the data."""
 
-    def __init__(self, folder, members=1):
+    def __init__(self, folder, members=1, certs=None):
+        """certs: a make_dev_certs.sh folder: serve clients over TLS with server.pem (it names
+        IP 127.0.0.1) and require client certificates of its CA."""
         self.dir = folder
+        self.certs = certs
         os.makedirs(folder, exist_ok=True)
         self.names = [f"m{i}" for i in range(members)]
         self.client = [f"127.0.0.1:{free_port()}" for _ in range(members)]
@@ -45,15 +48,19 @@ class EtcdCluster:
         return ",".join(self.client)
 
     def start(self, i):
+        scheme = "https" if self.certs else "http"
         args = [ETCD, f"--name={self.names[i]}", f"--data-dir={self.dir}/{self.names[i]}.etcd",
-                f"--listen-client-urls=http://{self.client[i]}",
-                f"--advertise-client-urls=http://{self.client[i]}",
+                f"--listen-client-urls={scheme}://{self.client[i]}",
+                f"--advertise-client-urls={scheme}://{self.client[i]}",
                 f"--listen-peer-urls={self.peer[i]}",
                 f"--initial-advertise-peer-urls={self.peer[i]}",
                 f"--initial-cluster={self.initial}", "--initial-cluster-state=new",
                 "--initial-cluster-token=graphopt-test", "--heartbeat-interval=50",
                 "--election-timeout=500", "--max-request-bytes=33554432", "--logger=zap",
                 "--log-outputs=stderr"]
+        if self.certs:
+            args += [f"--cert-file={self.certs}/server.pem", f"--key-file={self.certs}/server.key",
+                     f"--trusted-ca-file={self.certs}/ca.pem", "--client-cert-auth"]
         self.procs[i] = harness.Process(f"etcd-{self.names[i]}", args,
                                         os.path.join(self.dir, f"{self.names[i]}.log"))
 
@@ -91,20 +98,20 @@ class EtcdCluster:
 class Replica:
     """One graphopt-server with --etcd_endpoints; restart() keeps its flags (and port)."""
 
-    def __init__(self, name, folder, endpoints, extra=()):
+    def __init__(self, name, folder, endpoints, extra=(), wait=True):
         self.name = name
         self.dir = folder
         self.endpoints = endpoints
         self.extra = list(extra)
         self.port = free_port()
         self.proc = None
-        self.start()
+        self.start(wait)
 
     @property
     def address(self):
         return f"127.0.0.1:{self.port}"
 
-    def start(self):
+    def start(self, wait=True):
         port_file = os.path.join(self.dir, f"{self.name}.port")
         if os.path.exists(port_file):
             os.remove(port_file)
@@ -113,7 +120,8 @@ class Replica:
                 "--etcd_lease_ttl_s=3", "--probe_interval_ms=200", "--log_level=info"]
         self.proc = harness.Process(self.name, args + self.extra,
                                     os.path.join(self.dir, f"{self.name}.log"))
-        harness.wait_port_file(port_file, self.proc.proc, self.name)
+        if wait:
+            harness.wait_port_file(port_file, self.proc.proc, self.name)
 
     def kill(self):
         crash(self.proc)

@@ -1,4 +1,5 @@
-"""Two graphopt-server replicas sharing state through a real 3-member etcd (issue 32).
+"""Two graphopt-server replicas sharing state through a real 3-member etcd (issue 32), and
+through an etcd that takes only TLS with client certificates.
 
 Checks: an op registered through one replica is used through the other within 1 s; concurrent
 registrations through both never lose an acknowledged op; a replica killed with SIGKILL and
@@ -98,23 +99,31 @@ class ReplicasTest(unittest.TestCase):
         acked, aborted = [], []
         lock = threading.Lock()
 
-        def register(replica, name):
+        other = []  # anything but success or ABORTED, reported after the threads end
+
+        def attempt(replica, name):
             try:
                 register(replica, name, tenant="race")
                 with lock:
                     acked.append(name)
             except grpc.RpcError as e:
-                self.assertEqual(e.code(), grpc.StatusCode.ABORTED, e.details())
                 with lock:
-                    aborted.append(name)
+                    (aborted if e.code() == grpc.StatusCode.ABORTED else other).append(
+                        f"{name}: {e.code().name} {e.details()}")
+            except Exception as e:  # noqa: BLE001 (a thread's failure must reach the test)
+                with lock:
+                    other.append(f"{name}: {e!r}")
 
         for i in range(15):
-            threads = [threading.Thread(target=register, args=(self.a, f"A{i}")),
-                       threading.Thread(target=register, args=(self.b, f"B{i}"))]
+            threads = [threading.Thread(target=attempt, args=(self.a, f"A{i}")),
+                       threading.Thread(target=attempt, args=(self.b, f"B{i}"))]
             for t in threads:
                 t.start()
             for t in threads:
                 t.join()
+        self.assertEqual(other, [])
+        self.assertEqual(len(acked) + len(aborted), 30)
+        self.assertTrue(acked, "no registration succeeded")
         time.sleep(0.5)
         for replica in (self.a, self.b):
             self.assertEqual(registered(replica, "race"), sorted(acked), replica.name)
@@ -141,6 +150,58 @@ class ReplicasTest(unittest.TestCase):
                 wait_for(lambda: name in registered(self.b), 5.0, f"{name} on b")
         finally:
             self.etcd.start(0)
+
+
+class EtcdTlsTest(unittest.TestCase):
+    """etcd serving clients only over TLS with client certificates (--client-cert-auth): two
+    replicas with --etcd_tls_* share ops through it; one without them, or with a certificate of
+    another CA, does not start (and says why)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = os.path.join(harness.TMP, "etcd_tls")
+        os.makedirs(cls.dir, exist_ok=True)
+        cls.certs = harness.make_certs(os.path.join(cls.dir, "certs"))
+        cls.etcd = etcd_harness.EtcdCluster(os.path.join(cls.dir, "etcd"), members=1,
+                                            certs=cls.certs)
+        cls.replicas = []
+
+    @classmethod
+    def tearDownClass(cls):
+        for r in cls.replicas:
+            r.proc.stop()
+        cls.etcd.stop()
+
+    def replica(self, name, cert):
+        tls = [f"--etcd_tls_ca={self.certs}/ca.pem", f"--etcd_tls_cert={self.certs}/{cert}.pem",
+               f"--etcd_tls_key={self.certs}/{cert}.key"]
+        r = etcd_harness.Replica(name, self.dir, self.etcd.endpoints, extra=tls)
+        self.replicas.append(r)
+        return r
+
+    def test_replicas_share_ops_over_tls(self):
+        a = self.replica("tls-a", "server")
+        b = self.replica("tls-b", "worker")  # any certificate of the cluster CA
+        register(a, "OverTls")
+        wait_for(lambda: "OverTls" in registered(b), 1.0, "OverTls through replica b")
+
+    def test_no_tls_or_another_ca_does_not_start(self):
+        other = harness.make_certs(os.path.join(self.dir, "other-ca"))
+        for name, extra in (("plain", []),
+                            ("other-ca", [f"--etcd_tls_ca={other}/ca.pem",
+                                          f"--etcd_tls_cert={other}/server.pem",
+                                          f"--etcd_tls_key={other}/server.key"])):
+            # The server waits up to 30 s for etcd before it gives up.
+            r = etcd_harness.Replica(f"tls-{name}", self.dir, self.etcd.endpoints, extra=extra,
+                                     wait=False)
+            try:
+                rc = r.proc.proc.wait(timeout=60)
+            except Exception:
+                r.proc.stop(grace_s=0)
+                raise
+            log_text = open(os.path.join(self.dir, f"tls-{name}.log"), errors="replace").read()
+            self.assertEqual(rc, 1, log_text[-2000:])
+            self.assertIn("etcd", log_text.splitlines()[-1], log_text[-2000:])
 
 
 if __name__ == "__main__":

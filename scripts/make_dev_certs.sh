@@ -12,6 +12,8 @@
 #   ca.pem, ca.key          the cluster CA (self-signed)
 #   server.pem, server.key  SAN DNS:graphopt-server, DNS:localhost, IP:127.0.0.1
 #   worker.pem, worker.key  SAN DNS:graphopt-worker, DNS:localhost, IP:127.0.0.1
+#   etcd.pem, etcd.key      SAN DNS:graphopt-etcd, DNS:*.graphopt-etcd, DNS:localhost,
+#                           IP:127.0.0.1 (etcd members behind their headless Service)
 #   client.pem, client.key  SAN DNS:graphopt-client (with --client)
 # The DNS name "graphopt-server" / "graphopt-worker" is the process's cluster identity (see
 # server/tls.h). Every leaf certificate is good for both TLS server and client authentication,
@@ -72,7 +74,7 @@ else
     exit 1
   fi
   # A new CA makes any leaf signed by another one useless: drop those.
-  rm -f "${dir}"/{server,worker,client}.{pem,key}
+  rm -f "${dir}"/{server,worker,etcd,client}.{pem,key}
   new_key "${tmp}/ca.key"
   openssl req -x509 -new -key "${tmp}/ca.key" -sha256 -days "${days}" \
     -subj "/O=graphopt development/CN=graphopt dev CA $(date -u +%Y%m%dT%H%M%S)-${RANDOM}" \
@@ -110,6 +112,7 @@ EOF
 
 make_leaf server graphopt-server "DNS:graphopt-server,DNS:localhost,IP:127.0.0.1"
 make_leaf worker graphopt-worker "DNS:graphopt-worker,DNS:localhost,IP:127.0.0.1"
+make_leaf etcd graphopt-etcd "DNS:graphopt-etcd,DNS:*.graphopt-etcd,DNS:localhost,IP:127.0.0.1"
 if ((client)); then
   make_leaf client graphopt-client "DNS:graphopt-client"
 fi

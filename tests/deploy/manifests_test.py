@@ -35,7 +35,8 @@ WORKER = {"app.kubernetes.io/name": "graphopt", "app.kubernetes.io/component": "
 ETCD = {"app.kubernetes.io/name": "graphopt", "app.kubernetes.io/component": "etcd"}
 # The Secrets the dev overlay generates from make-secrets.sh's files: placeholders will do for
 # rendering, and keep key material out of the test.
-DEV_SECRET_FILES = ("ca.pem", "server.pem", "server.key", "worker.pem", "worker.key", "tokens")
+DEV_SECRET_FILES = ("ca.pem", "server.pem", "server.key", "worker.pem", "worker.key", "etcd.pem",
+                    "etcd.key", "tokens")
 
 checks = Checks("manifests_test")
 
@@ -228,6 +229,17 @@ def policy_errors(objects, overlay):
             etcd_service["spec"].get("clusterIP") != "None":
         errors.append("etcd: 3 members with volume claims behind a headless Service wanted")
     check_network_policies(objects, errors)
+    # etcd holds tenants' ops and Run answers: clients only over TLS with certificates.
+    etcd_args = etcd["spec"]["template"]["spec"]["containers"][0].get("args") or []
+    if "--client-cert-auth" not in etcd_args or \
+            not any(a.startswith("--listen-client-urls=https://") for a in etcd_args):
+        errors.append("etcd: clients must come over TLS with certificates (https client URLs, "
+                      "--client-cert-auth)")
+    for obj in (server, worker):
+        args = obj["spec"]["template"]["spec"]["containers"][0].get("args") or []
+        if not all(any(a.startswith(f"--etcd_tls_{f}=") for a in args)
+                   for f in ("ca", "cert", "key")):
+            errors.append(f"{obj['metadata']['name']}: --etcd_tls_ca/cert/key wanted")
     for obj in (server, worker, etcd):
         for c in obj["spec"]["template"]["spec"]["containers"]:
             if c["image"].split(":")[0] in ("graphopt-server", "graphopt-worker", "graphopt-etcd"):
@@ -317,6 +329,10 @@ def rules_can_fail(objects):
             {"nvidia.com/gpu": "1"}),
         "no anti-affinity": lambda o: server(o)["spec"]["template"]["spec"].pop("affinity"),
         "no metrics flag": lambda o: container(o)["args"].remove("--metrics_listen=0.0.0.0:9090"),
+        "plaintext etcd": lambda o: find(o, "StatefulSet", "graphopt-etcd")["spec"]["template"][
+            "spec"]["containers"][0]["args"].remove("--client-cert-auth"),
+        "no TLS to etcd": lambda o: container(o, "graphopt-worker")["args"].remove(
+            "--etcd_tls_ca=/etc/graphopt/tls/ca.crt"),
     }
     assert not policy_errors(objects, "prod"), "the unbroken overlay must pass"
     for what, change in cases.items():

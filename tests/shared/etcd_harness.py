@@ -29,7 +29,7 @@ class EtcdCluster:
     """`members` etcd processes forming one cluster; kill(i) / restart(i) keep the data."""
 
     def __init__(self, folder, members=1, certs=None):
-        """certs: a make_dev_certs.sh folder: serve clients over TLS with server.pem (it names
+        """certs: a make_dev_certs.sh folder: serve clients over TLS with etcd.pem (it names
         IP 127.0.0.1) and require client certificates of its CA."""
         self.dir = folder
         self.certs = certs
@@ -59,7 +59,7 @@ class EtcdCluster:
                 "--election-timeout=500", "--max-request-bytes=33554432", "--logger=zap",
                 "--log-outputs=stderr"]
         if self.certs:
-            args += [f"--cert-file={self.certs}/server.pem", f"--key-file={self.certs}/server.key",
+            args += [f"--cert-file={self.certs}/etcd.pem", f"--key-file={self.certs}/etcd.key",
                      f"--trusted-ca-file={self.certs}/ca.pem", "--client-cert-auth"]
         self.procs[i] = harness.Process(f"etcd-{self.names[i]}", args,
                                         os.path.join(self.dir, f"{self.names[i]}.log"))

@@ -498,6 +498,10 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
   // RuleLanguageCompiler).
   if (etcd_ops != nullptr) {
     store_options.persistence = etcd_ops;
+    if (!config.op_store_dir.empty()) {
+      logger.info("--op_store_dir '{}' is not used: with --etcd_endpoints ops are kept in etcd",
+                  config.op_store_dir);
+    }
   } else if (!config.op_store_dir.empty()) {
     absl::StatusOr<std::unique_ptr<FileOpPersistence>> persistence =
         FileOpPersistence::Create(config.op_store_dir);

@@ -140,6 +140,25 @@ absl::StatusOr<RequestClaim> EtcdRequestLog::Claim(const std::string& tenant, co
         "this replica holds no etcd lease (etcd out of reach?): request ids cannot be claimed");
   }
   const std::string key = absl::StrCat(etcd_keys::Requests(prefix_, tenant), id);
+  {
+    // The same id on this replica while it is claimed or running here: wait for that one.
+    absl::MutexLock lock(&mu_);
+    if (claims_.contains(key) || !claiming_.insert(key).second) {
+      RequestClaim claim;
+      claim.kind = RequestClaim::Kind::kRunning;
+      return claim;
+    }
+  }
+  absl::StatusOr<RequestClaim> claim = ClaimInEtcd(key, id, fingerprint, lease);
+  absl::MutexLock lock(&mu_);
+  claiming_.erase(key);
+  return claim;
+}
+
+absl::StatusOr<RequestClaim> EtcdRequestLog::ClaimInEtcd(const std::string& key,
+                                                         const std::string& id,
+                                                         const std::string& fingerprint,
+                                                         int64_t lease) {
   Record running;
   running.state = kRunning;
   running.fingerprint = fingerprint;
@@ -152,7 +171,14 @@ absl::StatusOr<RequestClaim> EtcdRequestLog::Claim(const std::string& tenant, co
   put->set_lease(lease);
   txn.add_failure()->mutable_request_range()->set_key(key);
   absl::StatusOr<etcdserverpb::TxnResponse> done = client_->Txn(txn);
-  if (!done.ok()) return EtcdError(done.status(), "claim the request id");
+  if (!done.ok()) {
+    // The claim may have been written all the same (etcd took it, the answer was lost): then
+    // nobody would ever finish it. Checked, and deleted if so, once etcd answers again.
+    absl::MutexLock lock(&mu_);
+    unconfirmed_.push_back(key);
+    while (unconfirmed_.size() > kMaxUnwritten) unconfirmed_.pop_front();
+    return EtcdError(done.status(), "claim the request id");
+  }
   if (done->succeeded()) {
     absl::MutexLock lock(&mu_);
     claims_[key] = OwnClaim{done->header().revision(), fingerprint};
@@ -165,7 +191,52 @@ absl::StatusOr<RequestClaim> EtcdRequestLog::Claim(const std::string& tenant, co
     return absl::InternalError(
         absl::StrCat("etcd answered a failed claim of '", key, "' without the key"));
   }
-  return FromRecord(key, id, fingerprint, done->responses(0).response_range().kvs(0).value());
+  const etcdserverpb::KeyValue& kv = done->responses(0).response_range().kvs(0);
+  Record record;
+  if (Decode(kv.value(), &record) && record.state == kRunning && record.owner == owner_ &&
+      record.fingerprint == fingerprint) {
+    // A claim of this replica's that nothing here runs: the client's own retry of a claim whose
+    // answer etcd lost (a member failing over), or one left by this replica's previous process.
+    // No one else will finish it: this request does.
+    absl::MutexLock lock(&mu_);
+    claims_[key] = OwnClaim{kv.create_revision(), fingerprint};
+    RequestClaim claim;
+    claim.kind = RequestClaim::Kind::kFirst;
+    return claim;
+  }
+  return FromRecord(key, id, fingerprint, kv.value());
+}
+
+void EtcdRequestLog::ReleaseUnconfirmed() {
+  std::deque<std::string> keys;
+  {
+    absl::MutexLock lock(&mu_);
+    if (unconfirmed_.empty()) return;
+    keys.swap(unconfirmed_);
+  }
+  while (!keys.empty()) {
+    const std::string& key = keys.front();
+    absl::StatusOr<std::optional<EtcdKeyValue>> kv = client_->Get(key);
+    if (!kv.ok()) break;  // etcd still away: later
+    Record record;
+    bool ours = false;
+    if (kv->has_value() && Decode((*kv)->value, &record) && record.state == kRunning &&
+        record.owner == owner_) {
+      absl::MutexLock lock(&mu_);
+      ours = !claims_.contains(key) && !claiming_.contains(key);
+    }
+    if (ours) {
+      // Only that claim: another written since stays.
+      etcdserverpb::TxnRequest txn;
+      CompareCreate(&txn, key, (*kv)->create_revision);
+      txn.add_success()->mutable_request_delete_range()->set_key(key);
+      if (!client_->Txn(txn).ok()) break;
+    }
+    keys.pop_front();
+  }
+  absl::MutexLock lock(&mu_);
+  for (std::string& key : keys) unconfirmed_.push_back(std::move(key));
+  while (unconfirmed_.size() > kMaxUnwritten) unconfirmed_.pop_front();
 }
 
 absl::StatusOr<RequestClaim> EtcdRequestLog::Wait(const RequestClaim& running,
@@ -174,7 +245,6 @@ absl::StatusOr<RequestClaim> EtcdRequestLog::Wait(const RequestClaim& running,
                                                   const StopToken& stop) {
   // Every replica's claim looks the same in etcd: `running` adds nothing to a look at the key.
   static_cast<void>(running);
-  const std::string key = absl::StrCat(etcd_keys::Requests(prefix_, tenant), id);
   absl::Status last_error;
   while (true) {
     const absl::Time wake = std::min(absl::Now() + options_.poll_interval, stop.deadline());
@@ -187,20 +257,16 @@ absl::StatusOr<RequestClaim> EtcdRequestLog::Wait(const RequestClaim& running,
           why.code(),
           absl::StrCat(why.message(), " (last look in etcd: ", last_error.message(), ")"));
     }
-    absl::StatusOr<std::optional<EtcdKeyValue>> kv = client_->Get(key);
-    if (!kv.ok()) {
+    // A claim attempt rather than a read: when the first request failed, or its replica died,
+    // this request takes the id, and a claim of this replica's that nothing here runs is
+    // adopted; otherwise it sees the record (still running, or the answer).
+    absl::StatusOr<RequestClaim> claim = Claim(tenant, id, fingerprint);
+    if (!claim.ok() && absl::IsUnavailable(claim.status())) {
       // An outage shorter than the caller's deadline only delays the answer.
-      last_error = kv.status();
+      last_error = claim.status();
       continue;
     }
     last_error = absl::OkStatus();
-    absl::StatusOr<RequestClaim> claim;
-    if (!kv->has_value()) {
-      // The first one failed, or its replica died: this request takes the id (or sees who did).
-      claim = Claim(tenant, id, fingerprint);
-    } else {
-      claim = FromRecord(key, id, fingerprint, (*kv)->value);
-    }
     if (!claim.ok() || claim->kind != RequestClaim::Kind::kRunning) return claim;
   }
 }
@@ -286,6 +352,7 @@ absl::Status EtcdRequestLog::WriteAnswer(const std::string& key, const OwnClaim&
 }
 
 void EtcdRequestLog::WriteUnwritten() {
+  ReleaseUnconfirmed();
   std::deque<Unwritten> pending;
   {
     absl::MutexLock lock(&mu_);

@@ -9,6 +9,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -103,7 +104,13 @@ class EtcdRequestLog final : public RequestLog {
   OwnClaim TakeClaim(const std::string& key);
   // Replaces this replica's claim by `record` under the answer lease.
   absl::Status WriteAnswer(const std::string& key, const OwnClaim& claim, const Record& record);
-  // Retries answers that could not be written before.
+  // The claim transaction for `key` (Claim without the local bookkeeping).
+  absl::StatusOr<RequestClaim> ClaimInEtcd(const std::string& key, const std::string& id,
+                                           const std::string& fingerprint, int64_t lease);
+  // Deletes claims this replica may have written without hearing etcd's answer, where nothing
+  // here runs them, so that a retry elsewhere does not wait on a claim no one will finish.
+  void ReleaseUnconfirmed();
+  // Retries answers that could not be written before (and releases unconfirmed claims).
   void WriteUnwritten();
   void RememberLocally(const std::string& key, const std::string& fingerprint,
                        const v1::RunResponse& response);
@@ -120,6 +127,10 @@ class EtcdRequestLog final : public RequestLog {
   // This replica's claims now running, by key.
   absl::flat_hash_map<std::string, OwnClaim> claims_ ABSL_GUARDED_BY(mu_);
   std::deque<Unwritten> unwritten_ ABSL_GUARDED_BY(mu_);
+  // Ids being claimed here now (their transaction in flight).
+  absl::flat_hash_set<std::string> claiming_ ABSL_GUARDED_BY(mu_);
+  // Claims whose transaction failed on the way: possibly written, see ReleaseUnconfirmed.
+  std::deque<std::string> unconfirmed_ ABSL_GUARDED_BY(mu_);
   int64_t answer_lease_ ABSL_GUARDED_BY(lease_mu_) = 0;
   absl::Time answer_lease_granted_ ABSL_GUARDED_BY(lease_mu_) = absl::InfinitePast();
   absl::flat_hash_map<std::string, LocalAnswer> local_ ABSL_GUARDED_BY(mu_);

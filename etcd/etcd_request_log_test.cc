@@ -135,6 +135,24 @@ TEST_F(EtcdRequestLogTest, ReplaysAfterARestart) {
   EXPECT_EQ(replay->answer->worker_id(), "w1");
 }
 
+// A claim this replica wrote but nothing here runs (etcd took the claim and its answer was
+// lost, so the client retried it; or the replica's previous process left it) is taken over by
+// the next request for the id here, never waited on forever. Other replicas still wait.
+TEST_F(EtcdRequestLogTest, AClaimOfThisReplicaThatNothingRunsIsTakenOver) {
+  auto lost = Replica("a:1");
+  ASSERT_EQ(ClaimKind(*lost, "r1"), Kind::kFirst);
+  auto same_replica = Replica("a:1");  // knows nothing of that claim, as after a lost answer
+  auto other = Replica("b:1");
+  EXPECT_EQ(ClaimKind(*other, "r1"), Kind::kRunning);
+  EXPECT_EQ(ClaimKind(*same_replica, "r1"), Kind::kFirst);
+  // And while it runs here, the same id here waits for it instead of running it again.
+  EXPECT_EQ(ClaimKind(*same_replica, "r1"), Kind::kRunning);
+  same_replica->Complete("acme", "r1", Answer("w1"));
+  absl::StatusOr<RequestClaim> replay = other->Claim("acme", "r1", kFp);
+  ASSERT_TRUE(replay.ok());
+  EXPECT_EQ(replay->kind, Kind::kDone);
+}
+
 TEST_F(EtcdRequestLogTest, AnotherFingerprintIsAMismatch) {
   auto a = Replica("a:1");
   auto b = Replica("b:1");

@@ -65,17 +65,7 @@ TEST(ParseEtcdEndpointsTest, AcceptsHostPortsAndRefusesTheRest) {
   EXPECT_FALSE(ParseEtcdEndpoints(" , ", "--etcd_endpoints").ok());
 }
 
-class EtcdClientTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    auto started = EtcdTestCluster::Start(FreshTestDir("single"), 1);
-    ASSERT_TRUE(started.ok()) << started.status();
-    cluster_ = started->release();
-  }
-  static void TearDownTestSuite() { delete cluster_; }
-  static EtcdTestCluster* cluster_;
-};
-EtcdTestCluster* EtcdClientTest::cluster_ = nullptr;
+using EtcdClientTest = EtcdSuiteTest;
 
 TEST_F(EtcdClientTest, PutGetRangeDelete) {
   auto client = cluster_->Client();

@@ -110,22 +110,8 @@ std::string Source(const Coordinator& c, const std::string& address) {
   return "absent";
 }
 
-class EtcdCoordinatorTest : public ::testing::Test {
+class EtcdCoordinatorTest : public EtcdSuiteTest {
  protected:
-  static void SetUpTestSuite() {
-    auto started = EtcdTestCluster::Start(FreshTestDir("coordinator"), 1);
-    ASSERT_TRUE(started.ok()) << started.status();
-    cluster_ = started->release();
-  }
-  static void TearDownTestSuite() { delete cluster_; }
-
-  void SetUp() override {
-    client_ = cluster_->Client();
-    ASSERT_TRUE(client_->WaitReady(absl::Seconds(10)).ok());
-    prefix_ =
-        absl::StrCat("/t/", ::testing::UnitTest::GetInstance()->current_test_info()->name(), "/");
-  }
-
   // A replica: its lease, its request log in etcd, its coordinator knowing `worker` at "w:1".
   struct Replica {
     std::unique_ptr<EtcdLeaseKeeper> lease;
@@ -153,11 +139,7 @@ class EtcdCoordinatorTest : public ::testing::Test {
     return r;
   }
 
-  static EtcdTestCluster* cluster_;
-  std::unique_ptr<EtcdClient> client_;
-  std::string prefix_;
 };
-EtcdTestCluster* EtcdCoordinatorTest::cluster_ = nullptr;
 
 TEST_F(EtcdCoordinatorTest, ARequestIdRunsOnceAcrossReplicas) {
   SharedWorker worker;

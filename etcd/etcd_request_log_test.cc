@@ -31,20 +31,11 @@ v1::RunResponse Answer(const std::string& worker, size_t payload_bytes = 0) {
   return r;
 }
 
-class EtcdRequestLogTest : public ::testing::Test {
+class EtcdRequestLogTest : public EtcdSuiteTest {
  protected:
-  static void SetUpTestSuite() {
-    auto started = EtcdTestCluster::Start(FreshTestDir("request_log"), 1);
-    ASSERT_TRUE(started.ok()) << started.status();
-    cluster_ = started->release();
-  }
-  static void TearDownTestSuite() { delete cluster_; }
-
   void SetUp() override {
-    client_ = cluster_->Client();
-    ASSERT_TRUE(client_->WaitReady(absl::Seconds(10)).ok());
-    prefix_ =
-        absl::StrCat("/t/", ::testing::UnitTest::GetInstance()->current_test_info()->name(), "/");
+    EtcdSuiteTest::SetUp();
+    if (HasFatalFailure()) return;
     keeper_ = std::make_unique<EtcdLeaseKeeper>(client_.get(), absl::Seconds(10), [](int64_t) {});
     ASSERT_TRUE(keeper_->Start().ok());
   }
@@ -65,12 +56,8 @@ class EtcdRequestLogTest : public ::testing::Test {
     return c.ok() ? c->kind : Kind::kMismatch;
   }
 
-  static EtcdTestCluster* cluster_;
-  std::unique_ptr<EtcdClient> client_;
-  std::string prefix_;
   std::unique_ptr<EtcdLeaseKeeper> keeper_;
 };
-EtcdTestCluster* EtcdRequestLogTest::cluster_ = nullptr;
 
 TEST_F(EtcdRequestLogTest, ClaimsOnceAcrossReplicasAndReplaysTheAnswer) {
   auto a = Replica("a:1");

@@ -153,4 +153,27 @@ EtcdTestCluster::~EtcdTestCluster() {
   for (size_t i = 0; i < pids_.size(); ++i) Kill(static_cast<int>(i));
 }
 
+EtcdTestCluster* EtcdSuiteTest::cluster_ = nullptr;
+
+void EtcdSuiteTest::SetUpTestSuite() {
+  const std::string suite = ::testing::UnitTest::GetInstance()->current_test_suite()->name();
+  absl::StatusOr<std::unique_ptr<EtcdTestCluster>> started =
+      EtcdTestCluster::Start(FreshTestDir(suite), 1);
+  ASSERT_TRUE(started.ok()) << started.status();
+  cluster_ = started->release();
+}
+
+void EtcdSuiteTest::TearDownTestSuite() {
+  delete cluster_;
+  cluster_ = nullptr;
+}
+
+void EtcdSuiteTest::SetUp() {
+  ASSERT_NE(cluster_, nullptr) << "no etcd for this suite";
+  client_ = cluster_->Client();
+  ASSERT_TRUE(client_->WaitReady(absl::Seconds(10)).ok());
+  prefix_ =
+      absl::StrCat("/t/", ::testing::UnitTest::GetInstance()->current_test_info()->name(), "/");
+}
+
 }  // namespace graphopt

@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "gtest/gtest.h"
 
 namespace graphopt {
 
@@ -55,6 +56,21 @@ class EtcdTestCluster {
   std::vector<std::string> peer_urls_;
   std::string initial_cluster_;
   std::vector<pid_t> pids_;
+};
+
+// A one-member etcd for a whole test suite (started in SetUpTestSuite, in a directory named
+// after the suite), a client of it for each test, and a key prefix of the test's own, so the
+// tests of a suite do not see each other's keys.
+class EtcdSuiteTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite();
+  static void TearDownTestSuite();
+  void SetUp() override;
+
+  static EtcdTestCluster* cluster_;
+  std::unique_ptr<EtcdClient> client_;
+  // "/t/TEST_NAME/".
+  std::string prefix_;
 };
 
 }  // namespace graphopt

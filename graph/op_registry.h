@@ -19,6 +19,7 @@
 namespace graphopt {
 
 class InferenceContext;
+class GradientContext;
 
 // Computes output shapes (and, for shape-carrying tensors, their contents) of one node.
 // Returns INVALID_ARGUMENT for inputs the op cannot accept; InferenceContext::Error builds a
@@ -31,6 +32,10 @@ using TypeInferenceFn = std::function<absl::Status(InferenceContext&)>;
 // types and its attributes; nullopt when unknown or symbolic. The context is const: a cost
 // rule only reads the node.
 using CostFn = std::function<absl::StatusOr<std::optional<int64_t>>(const InferenceContext&)>;
+// Optional: emits the backward nodes of one node (graph/gradient.h). Builtin ops carry one
+// (descriptor.gradient.builtin names it); ops registered over the wire carry a gradient body
+// instead, which the gradient pass instantiates itself.
+using GradientFn = std::function<absl::Status(GradientContext&)>;
 
 // An operator known to the registry: its descriptor plus the compiled rules.
 struct OpDef {
@@ -41,6 +46,7 @@ struct OpDef {
   // passes/cost_model.h.
   CostFn flops_fn;
   CostFn bytes_fn;
+  GradientFn gradient_fn;
 
   // Derived by OpRegistry::Register from the descriptor.
   int min_inputs = 0;

@@ -6,6 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "graph/shape_util.h"
 #include "ops/builtin_ops_internal.h"
+#include "ops/grad_table.h"
 
 namespace graphopt {
 namespace builtin_internal {
@@ -374,8 +375,35 @@ absl::Status RegisterBuiltinOps(OpRegistry* registry) {
                    builtin_internal::AddMiscOps, builtin_internal::AddFusedOps}) {
     add(&ops);
   }
+  // The builtin gradients, by op: descriptor.gradient names them, so that a client listing the
+  // ops sees which it can differentiate through.
+  builtin_internal::GradientTable gradients;
+  for (auto add : {builtin_internal::AddElementwiseGradients, builtin_internal::AddNnGradients,
+                   builtin_internal::AddReductionGradients, builtin_internal::AddTensorGradients}) {
+    add(&gradients);
+  }
+  int64_t attached = 0;
   for (OpDef& op : ops) {
+    const std::string key = op.descriptor.domain().empty()
+                                ? op.descriptor.name()
+                                : absl::StrCat(op.descriptor.domain(), "::", op.descriptor.name());
+    if (auto it = gradients.find(key); it != gradients.end()) {
+      op.gradient_fn = it->second.fn;
+      op.descriptor.mutable_gradient()->set_builtin(key);
+      for (int i : it->second.non_differentiable) op.descriptor.add_non_differentiable_inputs(i);
+      ++attached;
+    }
     if (absl::Status s = registry->Register(std::move(op)); !s.ok()) return s;
+  }
+  if (attached != static_cast<int64_t>(gradients.size())) {
+    for (const auto& [key, gradient] : gradients) {
+      const size_t sep = key.find("::");
+      const std::string domain = sep == std::string::npos ? "" : key.substr(0, sep);
+      const std::string name = sep == std::string::npos ? key : key.substr(sep + 2);
+      if (registry->FindLocal(domain, name) == nullptr) {
+        return absl::InternalError(absl::StrCat("builtin gradient for unknown op '", key, "'"));
+      }
+    }
   }
   return absl::OkStatus();
 }

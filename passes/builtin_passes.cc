@@ -9,6 +9,7 @@
 #include "passes/eliminate_identity_pass.h"
 #include "passes/fold_batchnorm_pass.h"
 #include "passes/fuse_ops_pass.h"
+#include "passes/gradient_pass.h"
 #include "passes/infer_shape_pass.h"
 #include "passes/infer_type_pass.h"
 #include "passes/inline_functions_pass.h"
@@ -35,7 +36,7 @@ absl::Status RegisterBuiltinPasses(PassRegistry* registry) {
   //        plan the executor runs from), which must see the final nodes.
   // An analysis is provided by the first pass registered for it (PassRegistry::Provider).
   for (PassInfo info :
-       {InlineFunctionsPassInfo(), InferTypePassInfo(), InferShapePassInfo(),
+       {InlineFunctionsPassInfo(), InferTypePassInfo(), InferShapePassInfo(), GradientPassInfo(),
         EliminateIdentityPassInfo(), FoldBatchNormPassInfo(), SimplifyPassInfo(),
         ConstantFoldPassInfo(std::move(kernels)), CommonSubexpressionEliminationPassInfo(),
         DeadCodeEliminationPassInfo(), ChannelsLastPassInfo(), FuseOpsPassInfo(),

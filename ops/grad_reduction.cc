@@ -42,7 +42,7 @@ struct ReduceAxesInfo {
 
 absl::StatusOr<ReduceAxesInfo> ReducedAxes(const GradientContext& ctx) {
   GRAD_ASSIGN_OR_RETURN(const int rank, RankOf(ctx, ctx.input(0), "input 0"));
-  GRAD_ASSIGN_OR_RETURN(const IntsOperand axes, IntsAttrOrInput(ctx, "axes", 1));
+  GRAD_ASSIGN_OR_RETURN(const GradInts axes, IntsAttrOrInput(ctx, "axes", 1));
   if (axes.given && !axes.values) {
     return ctx.Error("input 1 (axes) must be a constant to differentiate the reduction");
   }
@@ -65,14 +65,15 @@ absl::StatusOr<ValueId> Unreduce(GradientContext& ctx, ValueId v, const ReduceAx
   return UnsqueezeAxes(ctx, v, info.axes);
 }
 
-// The number of elements each output element reduces, as a scalar of x's type.
-absl::StatusOr<ValueId> ReducedCount(GradientContext& ctx, ValueId x, ValueId y,
+// 1 / (the number of elements each output element reduces), as a scalar of x's type. A
+// product, not a quotient, so that differentiating the gradient again needs only Mul's.
+absl::StatusOr<ValueId> InverseCount(GradientContext& ctx, ValueId x, ValueId y,
                                      const ReduceAxesInfo& info) {
   const v1::DataType dtype = ctx.dtype(x);
   if (std::optional<std::vector<int64_t>> dims = KnownDims(ctx, x)) {
     double count = 1;
     for (int64_t a : info.axes) count *= static_cast<double>((*dims)[a]);
-    return ScalarConstant(ctx, count, dtype);
+    return ScalarConstant(ctx, 1.0 / count, dtype);
   }
   AttributeMap to;
   to["to"] = IntAttr(dtype);
@@ -80,7 +81,7 @@ absl::StatusOr<ValueId> ReducedCount(GradientContext& ctx, ValueId x, ValueId y,
   GRAD_ASSIGN_OR_RETURN(ValueId ny, ctx.Emit1("Size", {y}));
   GRAD_ASSIGN_OR_RETURN(ValueId fx, ctx.Emit1("Cast", {nx}, to));
   GRAD_ASSIGN_OR_RETURN(ValueId fy, ctx.Emit1("Cast", {ny}, to));
-  return ctx.Emit1("Div", {fx, fy});
+  return ctx.Emit1("Div", {fy, fx});
 }
 
 absl::Status ReduceGradient(GradientContext& ctx, Reduce kind) {
@@ -101,8 +102,8 @@ absl::Status ReduceGradient(GradientContext& ctx, Reduce kind) {
       break;
     }
     case Reduce::kMean: {
-      GRAD_ASSIGN_OR_RETURN(ValueId count, ReducedCount(ctx, x, y, info));
-      GRAD_ASSIGN_OR_RETURN(ValueId scaled, ctx.Emit1("Div", {dyb, count}));
+      GRAD_ASSIGN_OR_RETURN(ValueId scale, InverseCount(ctx, x, y, info));
+      GRAD_ASSIGN_OR_RETURN(ValueId scaled, ctx.Emit1("Mul", {dyb, scale}));
       GRAD_ASSIGN_OR_RETURN(dx, ExpandLike(ctx, scaled, x));
       break;
     }

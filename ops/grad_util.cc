@@ -39,9 +39,9 @@ std::optional<std::vector<int64_t>> KnownDims(const GradientContext& ctx, ValueI
   return out;
 }
 
-absl::StatusOr<IntsOperand> IntsAttrOrInput(const GradientContext& ctx,
+absl::StatusOr<GradInts> IntsAttrOrInput(const GradientContext& ctx,
                                             absl::string_view attribute, int input) {
-  IntsOperand out;
+  GradInts out;
   if (ctx.has_input(input)) {
     out.given = true;
     out.values = ConstantInts(ctx, ctx.input(input));

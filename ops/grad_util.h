@@ -31,11 +31,11 @@ std::optional<std::vector<int64_t>> KnownDims(const GradientContext& ctx, ValueI
 // An int list that ONNX moved from attribute `attribute` to input `input`: the input's
 // constant contents when the node has the input, else the attribute's values. `given` is false
 // when neither is present; `values` is nullopt when the input is not a constant.
-struct IntsOperand {
+struct GradInts {
   bool given = false;
   std::optional<std::vector<int64_t>> values;
 };
-absl::StatusOr<IntsOperand> IntsAttrOrInput(const GradientContext& ctx,
+absl::StatusOr<GradInts> IntsAttrOrInput(const GradientContext& ctx,
                                             absl::string_view attribute, int input);
 
 // True when the graph's opset is older than `version` (0, no import, is the newest).

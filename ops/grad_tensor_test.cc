@@ -308,6 +308,25 @@ TEST(GradTensorTest, CumSumTriluDepthSpace) {
   EXPECT_TRUE(s.ok()) << s;
 }
 
+TEST(GradTensorTest, CompressResizeNearestReverseSequence) {
+  absl::Status s = Check(F64Input("x", {"3", "2"}) +
+                             "initializers { name: \"c\" dtype: DT_BOOL dims: 3 raw_data: "
+                             "\"\\001\\000\\001\" }\n" +
+                             NodeText("Compress", {"x", "c"}, "y", IntText("axis", 0)) + OutputText("y"),
+                         {{"x", Rand({3, 2}, 50)}});
+  EXPECT_TRUE(s.ok()) << s;
+  // Nearest upsampling by 2 and 1.5: sources read several times sum their gradients.
+  s = Check(F64Input("x", {"1", "1", "2", "3"}) + Int64Init("sizes", {1, 1, 4, 5}) +
+                NodeText("Resize", {"x", "", "", "sizes"}, "y", StringText("mode", "nearest")) +
+                OutputText("y"),
+            {{"x", Rand({1, 1, 2, 3}, 51)}});
+  EXPECT_TRUE(s.ok()) << s;
+  s = Check(F64Input("x", {"4", "2", "3"}) + Int64Init("lens", {4, 1}) +
+                NodeText("ReverseSequence", {"x", "lens"}, "y") + OutputText("y"),
+            {{"x", Rand({4, 2, 3}, 52)}});
+  EXPECT_TRUE(s.ok()) << s;
+}
+
 // --- Second order ---------------------------------------------------------------------------
 
 TEST(GradTensorTest, SecondOrderThroughReshapeTransposeChain) {

@@ -165,6 +165,69 @@ absl::Status ReduceGradient(GradientContext& ctx, Reduce kind) {
   return ctx.AddInputGrad(0, dx);
 }
 
+// --- LpNormalization, MeanVarianceNormalization -----------------------------------------------
+
+// `op`(x) over `axes` kept as 1, in the graph's opset's form (axes an input from opset 18, 13
+// for ReduceSum).
+absl::StatusOr<ValueId> ReduceKeep(GradientContext& ctx, absl::string_view op, ValueId x,
+                                   const std::vector<int64_t>& axes) {
+  AttributeMap attrs;
+  attrs["keepdims"] = IntAttr(1);
+  return EmitWithInts(ctx, op, {x}, "axes", axes, op == "ReduceSum" ? 13 : 18, std::move(attrs));
+}
+
+// y = x / n, n = ||x||_p along 'axis': dx = (dy - dn/dx * sum(dy * y)) / n, where dn/dx is y
+// for p = 2 and sign(x) for p = 1.
+absl::Status LpNormalizationGradient(GradientContext& ctx) {
+  const ValueId dy = ctx.output_grad(0);
+  if (!dy.valid() || !ctx.needs_input_grad(0)) return absl::OkStatus();
+  const ValueId x = ctx.input(0);
+  const ValueId y = ctx.output(0);
+  GRAD_ASSIGN_OR_RETURN(const int rank, RankOf(ctx, x, "input 0"));
+  GRAD_ASSIGN_OR_RETURN(const int64_t axis, ctx.GetInt("axis", -1));
+  GRAD_ASSIGN_OR_RETURN(const std::vector<int64_t> axes, NormalizedAxes(ctx, {axis}, rank));
+  GRAD_ASSIGN_OR_RETURN(const int64_t p, ctx.GetInt("p", 2));
+  if (p != 1 && p != 2) return ctx.Error("'p' must be 1 or 2, got ", p);
+  GRAD_ASSIGN_OR_RETURN(ValueId n, ReduceKeep(ctx, p == 1 ? "ReduceL1" : "ReduceL2", x, axes));
+  GRAD_ASSIGN_OR_RETURN(ValueId dyy, ctx.Emit1("Mul", {dy, y}));
+  GRAD_ASSIGN_OR_RETURN(ValueId s, ReduceSumAxes(ctx, dyy, axes, true));
+  ValueId dn = y;
+  if (p == 1) {
+    GRAD_ASSIGN_OR_RETURN(dn, ctx.Emit1("Sign", {x}));
+  }
+  GRAD_ASSIGN_OR_RETURN(ValueId along, ctx.Emit1("Mul", {dn, s}));
+  GRAD_ASSIGN_OR_RETURN(ValueId num, ctx.Emit1("Sub", {dy, along}));
+  GRAD_ASSIGN_OR_RETURN(ValueId dx, ctx.Emit1("Div", {num, n}));
+  return ctx.AddInputGrad(0, dx);
+}
+
+// y = (x - mean) / (std + 1e-9) over 'axes': dx = (dy - mean(dy) - y * mean(dy * y)) / (std +
+// 1e-9), the exact gradient up to a relative 1e-9 / std.
+absl::Status MeanVarianceNormalizationGradient(GradientContext& ctx) {
+  const ValueId dy = ctx.output_grad(0);
+  if (!dy.valid() || !ctx.needs_input_grad(0)) return absl::OkStatus();
+  const ValueId x = ctx.input(0);
+  const ValueId y = ctx.output(0);
+  GRAD_ASSIGN_OR_RETURN(const int rank, RankOf(ctx, x, "input 0"));
+  GRAD_ASSIGN_OR_RETURN(std::vector<int64_t> axes, ctx.GetInts("axes", {0, 2, 3}));
+  GRAD_ASSIGN_OR_RETURN(axes, NormalizedAxes(ctx, std::move(axes), rank));
+  const v1::DataType dtype = ctx.dtype(x);
+  GRAD_ASSIGN_OR_RETURN(ValueId mean, ReduceKeep(ctx, "ReduceMean", x, axes));
+  GRAD_ASSIGN_OR_RETURN(ValueId centered, ctx.Emit1("Sub", {x, mean}));
+  GRAD_ASSIGN_OR_RETURN(ValueId sq, ctx.Emit1("Mul", {centered, centered}));
+  GRAD_ASSIGN_OR_RETURN(ValueId var, ReduceKeep(ctx, "ReduceMean", sq, axes));
+  GRAD_ASSIGN_OR_RETURN(ValueId sd, ctx.Emit1("Sqrt", {var}));
+  GRAD_ASSIGN_OR_RETURN(ValueId scale, ctx.Emit1("Add", {sd, ScalarConstant(ctx, 1e-9, dtype)}));
+  GRAD_ASSIGN_OR_RETURN(ValueId mean_dy, ReduceKeep(ctx, "ReduceMean", dy, axes));
+  GRAD_ASSIGN_OR_RETURN(ValueId dyy, ctx.Emit1("Mul", {dy, y}));
+  GRAD_ASSIGN_OR_RETURN(ValueId mean_dyy, ReduceKeep(ctx, "ReduceMean", dyy, axes));
+  GRAD_ASSIGN_OR_RETURN(ValueId a, ctx.Emit1("Sub", {dy, mean_dy}));
+  GRAD_ASSIGN_OR_RETURN(ValueId b, ctx.Emit1("Mul", {y, mean_dyy}));
+  GRAD_ASSIGN_OR_RETURN(ValueId num, ctx.Emit1("Sub", {a, b}));
+  GRAD_ASSIGN_OR_RETURN(ValueId dx, ctx.Emit1("Div", {num, scale}));
+  return ctx.AddInputGrad(0, dx);
+}
+
 // --- Softmax, LogSoftmax ----------------------------------------------------------------------
 
 // The axes Softmax normalizes over: 'axis' from opset 13; before, the input is coerced to 2-D
@@ -500,6 +563,8 @@ void AddReductionGradients(GradientTable* table) {
   (*table)["LogSoftmax"] = {LogSoftmaxGradient, {}};
   (*table)["Hardmax"] = {ZeroGradient, {}};
   (*table)["Einsum"] = {EinsumGradient, {}};
+  (*table)["LpNormalization"] = {LpNormalizationGradient, {}};
+  (*table)["MeanVarianceNormalization"] = {MeanVarianceNormalizationGradient, {}};
   (*table)["NegativeLogLikelihoodLoss"] = {NllLossGradient, {1, 2}};
   (*table)["SoftmaxCrossEntropyLoss"] = {SoftmaxCrossEntropyGradient, {1, 2}};
   (*table)[absl::StrCat(kGraphoptDomain, "::SumToShape")] = {SumToShapeGradient, {1}};

@@ -186,6 +186,27 @@ TEST(GradReductionTest, SoftmaxAndLogSoftmaxAxisSemanticsByOpset) {
   }
 }
 
+TEST(GradReductionTest, LpNormalizationAndMeanVarianceNormalization) {
+  for (int p : {1, 2}) {
+    SCOPED_TRACE(absl::StrCat("p ", p));
+    absl::Status s = Check(F64Input("x", {"3", "4"}) +
+                               NodeText("LpNormalization", {"x"}, "y",
+                                        IntText("axis", 0) + " " + IntText("p", p)) +
+                               OutputText("y"),
+                           {{"x", Rand({3, 4}, 60)}});
+    EXPECT_TRUE(s.ok()) << s;
+  }
+  absl::Status s = Check(F64Input("x", {"2", "3", "2", "2"}) +
+                             NodeText("MeanVarianceNormalization", {"x"}, "y") + OutputText("y"),
+                         {{"x", Rand({2, 3, 2, 2}, 61)}});
+  EXPECT_TRUE(s.ok()) << s;
+  s = Check(Opset(18) + F64Input("x", {"2", "5"}) +
+                NodeText("MeanVarianceNormalization", {"x"}, "y", IntsText("axes", {1})) +
+                OutputText("y"),
+            {{"x", Rand({2, 5}, 62)}});
+  EXPECT_TRUE(s.ok()) << s;
+}
+
 // --- Losses -----------------------------------------------------------------------------------
 
 TEST(GradReductionTest, NegativeLogLikelihoodLoss) {

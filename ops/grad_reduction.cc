@@ -443,7 +443,7 @@ std::string EinsumTermText(const std::string& term) {
 // into the operand's term: "out,others->term". Labels only the operand has were summed in the
 // forward direction: the result is broadcast back over them (Unsqueeze, Expand). Dims that
 // broadcast in the forward direction are summed back (SumToShape). Equations with a label
-// repeated inside one term (diagonals, traces) are refused.
+// repeated inside one term (diagonals, traces) are refused, naming the equation.
 absl::Status EinsumGradient(GradientContext& ctx) {
   const ValueId dy = ctx.output_grad(0);
   if (!dy.valid()) return absl::OkStatus();
@@ -501,11 +501,14 @@ absl::Status EinsumGradient(GradientContext& ctx) {
       absl::StrAppend(&lhs, ",", EinsumTermText(terms[j]));
     }
     const bool has_ellipsis = term.find('.') != std::string::npos;
-    if (any_ellipsis && (!has_ellipsis || out.find('.') == std::string::npos)) {
+    if (any_ellipsis && out.find('.') == std::string::npos) {
       return ctx.Error("equation '", raw, "': the gradient of operand ", k,
-                       " needs '...' in both the operand and the output");
+                       " needs '...' in the output");
     }
-    std::string kept;
+    // An operand without "..." (as "jk" in "...ij,jk->...ik") was broadcast over the "..."
+    // dims: its gradient keeps them in front, and SumToShape sums them away.
+    const bool summed_ellipsis = any_ellipsis && !has_ellipsis;
+    std::string kept = summed_ellipsis ? "." : "";
     std::vector<int> missing;  // positions in the operand's term
     for (size_t i = 0; i < term.size(); ++i) {
       if (term[i] == '.' || available.find(term[i]) != std::string::npos) {
@@ -519,6 +522,10 @@ absl::Status EinsumGradient(GradientContext& ctx) {
     attrs["equation"] = StringAttr(absl::StrCat(lhs, "->", EinsumTermText(kept)));
     GRAD_ASSIGN_OR_RETURN(ValueId g, ctx.Emit1("Einsum", operands, attrs));
     if (!missing.empty()) {
+      if (summed_ellipsis) {
+        return ctx.Error("equation '", raw, "': operand ", k,
+                         " has labels of its own and no '...' while others have one");
+      }
       GRAD_ASSIGN_OR_RETURN(const int rank, RankOf(ctx, x, absl::StrCat("input ", k)));
       const int ellipsis_rank = rank - static_cast<int>(term.size()) + (has_ellipsis ? 1 : 0);
       std::vector<int64_t> axes;

@@ -276,6 +276,9 @@ TEST(GradReductionTest, EinsumEquations) {
       {"...ij,...jk->...ik", {{2, 3, 4}, {1, 4, 2}}},  // '...' broadcast: summed back
       {"i j , j k -> i k", {{2, 3}, {3, 4}}},
       {"ijk,ik->j", {{2, 3, 4}, {2, 4}}},
+      {"...ij,jk->...ik", {{2, 3, 3, 4}, {4, 2}}},  // '...' on one operand only
+      {"...i,...i", {{3, 4}, {2, 1, 4}}},             // implicit output "..."
+      {"i...->...", {{3, 2}}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.equation);

@@ -132,13 +132,15 @@ absl::Status CheckGradients(const PassTestEnv& env, const std::string& text,
       Set(probe[input_index].second, e, x0 + h);
       absl::StatusOr<std::vector<runtime::Tensor>> up = runtime.Run(*forward, probe);
       if (!up.ok()) return up.status();
-      // Taken before the probe changes: an output may be a view of the input (Identity,
-      // Reshape, inference Dropout).
-      const double up_objective = Objective(*up, weights);
+      // An output may share its input's buffer (Reshape, Identity): the second run gets a
+      // copy of the input, so that writing x0 - h leaves the first run's outputs as they were.
+      absl::StatusOr<runtime::Tensor> lowered = Copy(probe[input_index].second);
+      if (!lowered.ok()) return lowered.status();
+      probe[input_index].second = *std::move(lowered);
       Set(probe[input_index].second, e, x0 - h);
       absl::StatusOr<std::vector<runtime::Tensor>> down = runtime.Run(*forward, probe);
       if (!down.ok()) return down.status();
-      const double numeric = (up_objective - Objective(*down, weights)) / (2 * h);
+      const double numeric = (Objective(*up, weights) - Objective(*down, weights)) / (2 * h);
       const double got = Get(analytic, e);
       if (!(std::fabs(got - numeric) <= options.atol + options.rtol * std::fabs(numeric))) {
         return absl::InternalError(absl::StrCat("d/d", name, "[", e, "]: gradient pass ", got,

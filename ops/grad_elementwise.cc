@@ -1,4 +1,4 @@
-// Gradients of the elementwise ops (ops/elementwise.cc) and of Dropout (ops/tensor_shape.cc).
+// Gradients of the elementwise ops (ops/elementwise.cc). (Dropout's is in grad_tensor.cc.)
 //
 // Every gradient is written in differentiable ops (arithmetic, Where over comparisons, Cast, the
 // unary functions), so that the gradient pass can run on its own output. Masks come from
@@ -665,59 +665,6 @@ absl::Status ClipGradient(GradientContext& ctx) {
   return e.status();
 }
 
-// Dropout. In inference (no training_mode input, a constant false one, or opsets < 12 whose
-// kernel never drops) it is the identity. In training, y = x mask / (1 - ratio), so
-// dx = dy mask / (1 - ratio) with the forward node's mask output. When the node has no mask
-// output but a 'seed', the same mask is drawn again by a Dropout with that seed (the kernel's
-// draw is a function of the seed); without either the mask is lost and the gradient is an
-// error naming the node. With a training_mode known only at run time the scale is chosen by
-// Where (the mask is all true in inference). ratio and training_mode get no gradient.
-absl::Status DropoutGradient(GradientContext& ctx) {
-  const ValueId dy = ctx.output_grad(0);
-  if (!dy.valid() || !ctx.needs_input_grad(0)) return absl::OkStatus();
-  Emitter e(ctx);
-  const int64_t opset = ctx.opset_version();
-  const ValueId training = ctx.input(2);
-  std::optional<double> training_const = ScalarConstantValue(ctx, training);
-  if ((opset > 0 && opset < 12) || !training.valid() ||
-      (training_const && *training_const == 0)) {
-    e.Grad(0, dy);
-    return e.status();
-  }
-  const ValueId x = ctx.input(0);
-  ValueId mask = ctx.output(1);
-  if (!mask.valid()) {
-    if (ctx.attr("seed") == nullptr) {
-      return ctx.Error("a training-mode Dropout needs its mask output (or a 'seed' attribute) "
-                       "to be differentiated");
-    }
-    AttributeMap attrs;
-    attrs["seed"] = *ctx.attr("seed");
-    absl::StatusOr<std::vector<ValueId>> again =
-        ctx.Emit("Dropout", {x, ctx.input(1), training}, std::move(attrs), 2);
-    if (!again.ok()) return again.status();
-    mask = (*again)[1];
-  }
-  // scale = 1 / (1 - ratio), in x's type; ratio defaults to 0.5.
-  ValueId scale;
-  const ValueId ratio = ctx.input(1);
-  const std::optional<double> ratio_const =
-      ratio.valid() ? ScalarConstantValue(ctx, ratio) : std::optional<double>(0.5);
-  if (ratio_const) {
-    if (!(*ratio_const >= 0 && *ratio_const < 1)) {
-      return ctx.Error("ratio ", *ratio_const, " is not in [0, 1)");
-    }
-    scale = e.Scalar(1.0 / (1.0 - *ratio_const), x);
-  } else {
-    const ValueId r = e.Cast(ratio, ctx.dtype(x));
-    scale = e.Div(e.Scalar(1, x), e.Rsub(1, r));
-  }
-  if (!training_const) scale = e.Where(training, scale, e.Scalar(1, x));
-  const ValueId zero = e.Scalar(0, x);
-  e.Grad(0, e.Where(e.Cast(mask, v1::DT_BOOL), e.Mul(dy, scale), zero));
-  return e.status();
-}
-
 // The unary ops whose gradient is a formula of (x, y, dy).
 struct UnaryEntry {
   const char* op;
@@ -765,7 +712,6 @@ void AddElementwiseGradients(GradientTable* table) {
   (*table)["Cast"] = {CastGradient, {}};
   (*table)["CastLike"] = {CastGradient, {1}};
   (*table)["Clip"] = {ClipGradient, {}};
-  (*table)["Dropout"] = {DropoutGradient, {1, 2}};
 }
 
 }  // namespace builtin_internal

@@ -202,25 +202,25 @@ TEST(GradNnTest, ConvGradOpsAreDifferentiable) {
   PassTestEnv env;
   const std::string attrs = IntText("group", 2) + IntsText("strides", {2, 1}) +
                             IntsText("pads", {1, 0, 1, 1});
-  // Conv X [1, 4, 5, 5] * W [4, 2, 3, 3] -> Y [1, 4, 3, 5].
+  // Conv X [1, 4, 5, 5] * W [4, 2, 3, 3] -> Y [1, 4, 3, 4].
   const std::string data =
-      InputText("dy", {1, 4, 3, 5}) + InputText("w", {4, 2, 3, 3}) + InputText("x", {1, 4, 5, 5}) +
+      InputText("dy", {1, 4, 3, 4}) + InputText("w", {4, 2, 3, 3}) + InputText("x", {1, 4, 5, 5}) +
       NodeText("Shape", {"x"}, "xs") +
       NodesText("ConvGradData", {"dy", "w", "xs"}, {"dx"}, attrs, "graphopt") + OutputText("dx");
   absl::Status s = CheckGradients(env, data,
-                                  {{"dy", RandomTensor(v1::DT_FLOAT32, {1, 4, 3, 5}, 1)},
+                                  {{"dy", RandomTensor(v1::DT_FLOAT32, {1, 4, 3, 4}, 1)},
                                    {"w", RandomTensor(v1::DT_FLOAT32, {4, 2, 3, 3}, 2)},
                                    {"x", RandomTensor(v1::DT_FLOAT32, {1, 4, 5, 5}, 3)}},
                                   Wrt({"dy", "w"}));
   EXPECT_TRUE(s.ok()) << "ConvGradData: " << s;
   const std::string weight =
-      InputText("x", {1, 4, 5, 5}) + InputText("dy", {1, 4, 3, 5}) + InputText("w", {4, 2, 3, 3}) +
+      InputText("x", {1, 4, 5, 5}) + InputText("dy", {1, 4, 3, 4}) + InputText("w", {4, 2, 3, 3}) +
       NodeText("Shape", {"w"}, "ws") +
       NodesText("ConvGradWeight", {"x", "dy", "ws"}, {"dw"}, attrs, "graphopt") +
       OutputText("dw");
   s = CheckGradients(env, weight,
                      {{"x", RandomTensor(v1::DT_FLOAT32, {1, 4, 5, 5}, 4)},
-                      {"dy", RandomTensor(v1::DT_FLOAT32, {1, 4, 3, 5}, 5)},
+                      {"dy", RandomTensor(v1::DT_FLOAT32, {1, 4, 3, 4}, 5)},
                       {"w", RandomTensor(v1::DT_FLOAT32, {4, 2, 3, 3}, 6)}},
                      Wrt({"x", "dy"}));
   EXPECT_TRUE(s.ok()) << "ConvGradWeight: " << s;
@@ -235,13 +235,13 @@ TEST(GradNnTest, ConvDoubleBackward) {
                            NodeText("Mul", {"y", "y"}, "l") + OutputText("l");
   absl::StatusOr<v1::Graph> first =
       env.RunSpecs(text, {{"infer_type", {}}, {"infer_shape", {}},
-                          {"gradient", {{"wrt", "x;w"}, {"loss", "l"}}}});
+                          {"gradient", {{"wrt", "x;w"}, {"loss", "l"}, {"suffix", "_d1"}}}});
   ASSERT_TRUE(first.ok()) << first.status();
-  // l = y^2: x_grad and w_grad depend on x and w through Conv, ConvGradData and ConvGradWeight.
+  // l = y^2: x_d1 and w_d1 depend on x and w through Conv, ConvGradData and ConvGradWeight.
   v1::Graph g = *first;
   g.clear_outputs();
-  g.add_outputs()->set_name("x_grad");
-  g.add_outputs()->set_name("w_grad");
+  g.add_outputs()->set_name("x_d1");
+  g.add_outputs()->set_name("w_d1");
   std::string second;
   google::protobuf::TextFormat::PrintToString(g, &second);
   absl::Status s = CheckGradients(env, second,

@@ -482,6 +482,11 @@ TEST(DecomposeRnnGradientTest, DISABLED_Lstm) {
   peep.peepholes = true;
   peep.layout = 1;
   ExpectGradients(peep);
+  // Without initial states the first step's forget gate is unused (an unread Split output).
+  Case no_state = SmallGradientCase("LSTM", "reverse");
+  no_state.initial_h = false;
+  no_state.initial_c = false;
+  ExpectGradients(no_state);
 }
 
 TEST(DecomposeRnnGradientTest, DISABLED_Gru) {
@@ -489,6 +494,9 @@ TEST(DecomposeRnnGradientTest, DISABLED_Gru) {
   Case lbr = SmallGradientCase("GRU", "bidirectional");
   lbr.attrs = "attributes { name: \"linear_before_reset\" i: 1 }";
   ExpectGradients(lbr);
+  Case no_state = SmallGradientCase("GRU", "forward");
+  no_state.initial_h = false;
+  ExpectGradients(no_state);
 }
 
 TEST(DecomposeRnnGradientTest, DISABLED_Rnn) {

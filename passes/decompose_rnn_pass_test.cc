@@ -474,9 +474,8 @@ Case SmallGradientCase(const std::string& op, const std::string& direction) {
   return c;
 }
 
-// Disabled until Sigmoid and Tanh have builtin gradients, and the gradient pass stops reading
-// a forward node through a reference that its own sums (Accumulate) can invalidate: with both,
-// these pass (checked with stand-in Sigmoid/Tanh gradients and that fix).
+// Disabled until Sigmoid and Tanh have builtin gradients and the gradient pass stops reading a
+// forward node through a reference that its own sums (Accumulate) can invalidate.
 TEST(DecomposeRnnGradientTest, DISABLED_Lstm) {
   ExpectGradients(SmallGradientCase("LSTM", "bidirectional"));
   Case peep = SmallGradientCase("LSTM", "forward");

@@ -1,0 +1,529 @@
+#include "passes/rematerialize_pass.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "passes/cost_model.h"
+#include "passes/effects.h"
+#include "passes/memory_util.h"
+#include "passes/schedule_pass.h"
+
+namespace graphopt {
+namespace {
+
+constexpr char kBudgetOption[] = "budget";
+constexpr char kBudgetBytesOption[] = "budget_bytes";
+constexpr char kMaxExtraFlopsOption[] = "max_extra_flops_percent";
+constexpr char kMaxNewNodesOption[] = "max_new_nodes";
+constexpr int64_t kDefaultMaxExtraPercent = 25;
+
+// A node is cheap to recompute when its estimated work is at most this many flops per byte of
+// its outputs: elementwise ops (Relu, Add, Where, inference BatchNormalization) and small
+// pools are (well under one flop per byte); Conv, MatMul and Gemm (K/2 flops per float32 output
+// byte, K the reduced length) and reductions over large windows are not.
+constexpr int64_t kCheapWorkPerOutputByte = 2;
+
+struct Options {
+  // budget=auto: Chen et al.'s sqrt(n) segments, and expensive nodes recomputed only within
+  // max_extra_percent of the graph's estimated flops. Otherwise the smallest recomputation whose
+  // estimated peak fits budget_bytes.
+  bool auto_budget = true;
+  int64_t budget_bytes = 0;
+  int64_t max_extra_percent = kDefaultMaxExtraPercent;
+  int64_t max_new_nodes = kDefaultMaxRematNodes;
+};
+
+// The work estimate the pass weighs and reports: the cost model's flops where it has them
+// (MatMul, Gemm, Conv, descriptors' cost rules), else one flop per four bytes the node moves
+// (an elementwise op's flop per float32 element read or written).
+int64_t WorkOf(const NodeCost& cost) {
+  if (cost.flops) return *cost.flops;
+  if (cost.bytes) return *cost.bytes / 4;
+  return 0;
+}
+
+int64_t SaturatingAdd(int64_t a, int64_t b) {
+  return a > std::numeric_limits<int64_t>::max() - b ? std::numeric_limits<int64_t>::max()
+                                                     : a + b;
+}
+
+// What the pass knows of the graph before it changes anything. Per-slot tables are sized to
+// the slots before the pass adds clones.
+struct Facts {
+  std::vector<NodeId> order;     // the graph's current node order
+  std::vector<NodeId> forward;   // forward nodes, in order
+  std::vector<NodeId> backward;  // backward nodes, in order
+  std::vector<char> is_backward;                // by node slot
+  std::vector<std::vector<ValueId>> reads;      // by node slot (ValuesReadByNodes)
+  std::vector<int64_t> value_bytes;             // by value slot; 0 when not known
+  std::vector<int64_t> out_bytes;               // by node slot: sum over its outputs
+  std::vector<int64_t> work;                    // by node slot
+  std::vector<char> recomputable;               // by node slot (forward nodes only)
+  std::vector<char> expensive;                  // by node slot
+  std::vector<int32_t> segment;                 // by node slot (forward nodes only)
+  std::vector<char> boundary;                   // by node slot: an output crosses a segment
+  std::vector<int32_t> rank;                    // by node slot: place among expensive candidates
+  std::vector<NodeId> expensive_candidates;     // cheapest recomputation per byte first
+  int64_t total_work = 0;
+  int64_t segment_bytes = 0;
+  int32_t segments = 0;
+};
+
+bool IsForwardNode(const Facts& f, NodeId id) { return id.valid() && !f.is_backward[id.value()]; }
+
+// Splits the nodes into forward and backward, sizes values and estimates work, cuts the
+// forward order into segments and ranks the expensive nodes. O(n log n).
+absl::StatusOr<Facts> Analyze(const Graph& graph, const PassContext& context) {
+  Facts f;
+  absl::StatusOr<std::vector<NodeId>> order = graph.TopologicalOrder();
+  if (!order.ok()) return order.status();
+  f.order = *std::move(order);
+  const int num_nodes = graph.num_node_slots();
+  f.reads = ValuesReadByNodes(graph);
+  f.is_backward.assign(num_nodes, 0);
+  for (NodeId id : f.order) {
+    bool backward = IsBackwardNodeName(graph.node(id).name);
+    for (ValueId v : f.reads[id.value()]) {
+      const NodeId p = graph.value(v).producer;
+      if (p.valid() && f.is_backward[p.value()]) backward = true;
+    }
+    f.is_backward[id.value()] = backward ? 1 : 0;
+    (backward ? f.backward : f.forward).push_back(id);
+  }
+  f.value_bytes.assign(graph.num_value_slots(), 0);
+  std::string why;
+  const DimBounds no_bounds;
+  for (int i = 0; i < graph.num_value_slots(); ++i) {
+    const Value& v = graph.value(ValueId(i));
+    if (v.alive && v.producer.valid()) {
+      f.value_bytes[i] = BoundedBytes(v.type, no_bounds, &why).value_or(0);
+    }
+  }
+  const std::vector<NodeCost> costs = EstimateCosts(graph, *context.ops);
+  f.work.assign(num_nodes, 0);
+  f.out_bytes.assign(num_nodes, 0);
+  f.recomputable.assign(num_nodes, 0);
+  f.expensive.assign(num_nodes, 0);
+  for (NodeId id : f.order) {
+    f.work[id.value()] = WorkOf(costs[id.value()]);
+    f.total_work = SaturatingAdd(f.total_work, f.work[id.value()]);
+  }
+  const HiddenAccess hidden(graph, *context.ops);
+  int64_t total_bytes = 0;
+  int64_t sized = 0;
+  for (NodeId id : f.forward) {
+    const Node& n = graph.node(id);
+    bool ok = !n.has_subgraphs && !hidden.Touches(n);
+    int64_t bytes = 0;
+    for (ValueId v : n.outputs) {
+      if (!v.valid()) continue;
+      if (graph.value(v).graph_output_count > 0 || f.value_bytes[v.value()] == 0) ok = false;
+      bytes = SaturatingAdd(bytes, f.value_bytes[v.value()]);
+    }
+    // Recomputation must give the same bits: nothing with effects, randomness or an op the
+    // registry does not know.
+    const OpDef* op = context.ops->Find(n.domain, n.op_type);
+    if (op == nullptr || HasEffects(*op) || IsNondeterministic(*op)) ok = false;
+    f.out_bytes[id.value()] = bytes;
+    f.recomputable[id.value()] = ok ? 1 : 0;
+    f.expensive[id.value()] =
+        f.work[id.value()] / kCheapWorkPerOutputByte > bytes ? 1 : 0;
+    total_bytes = SaturatingAdd(total_bytes, bytes);
+    if (bytes > 0) ++sized;
+  }
+  // Chen et al.: n values in sqrt(n) segments of sqrt(n) values each; by bytes, segments of
+  // total / ceil(sqrt(n)) bytes in the forward order.
+  const int64_t parts = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(std::sqrt(sized))));
+  f.segment_bytes = std::max<int64_t>(1, (total_bytes + parts - 1) / parts);
+  f.segment.assign(num_nodes, 0);
+  int64_t cumulative = 0;
+  for (NodeId id : f.forward) {
+    f.segment[id.value()] = static_cast<int32_t>(cumulative / f.segment_bytes);
+    f.segments = f.segment[id.value()] + 1;
+    cumulative = SaturatingAdd(cumulative, f.out_bytes[id.value()]);
+  }
+  // A value read by a forward node of a later segment is a checkpoint: kept, so that
+  // recomputation never reaches back further than the segment's start.
+  f.boundary.assign(num_nodes, 0);
+  for (NodeId id : f.forward) {
+    for (ValueId v : graph.node(id).outputs) {
+      if (!v.valid()) continue;
+      for (const Use& u : graph.value(v).uses) {
+        if (IsForwardNode(f, u.node) && f.segment[u.node.value()] > f.segment[id.value()]) {
+          f.boundary[id.value()] = 1;
+        }
+      }
+    }
+  }
+  for (NodeId id : f.forward) {
+    const int i = id.value();
+    if (f.recomputable[i] && f.expensive[i] && !f.boundary[i]) f.expensive_candidates.push_back(id);
+  }
+  // Least work per byte saved first; forward order breaks ties (stable sort).
+  std::stable_sort(f.expensive_candidates.begin(), f.expensive_candidates.end(),
+                   [&](NodeId a, NodeId b) {
+                     return static_cast<__int128>(f.work[a.value()]) * f.out_bytes[b.value()] <
+                            static_cast<__int128>(f.work[b.value()]) * f.out_bytes[a.value()];
+                   });
+  f.rank.assign(num_nodes, std::numeric_limits<int32_t>::max());
+  for (size_t k = 0; k < f.expensive_candidates.size(); ++k) {
+    f.rank[f.expensive_candidates[k].value()] = static_cast<int32_t>(k);
+  }
+  return f;
+}
+
+// The forward nodes to clone when the cheap ones and the first `k` expensive candidates are
+// not kept for the backward part, with the estimates the choice is made on.
+struct Selection {
+  std::vector<char> clone;  // by node slot
+  int64_t clones = 0;
+  int64_t cheap_clones = 0;
+  int64_t extra_work = 0;
+  // Bytes of the forward values kept for the backward part (read there or by clones).
+  int64_t kept_bytes = 0;
+  // The largest sum of clone output bytes in one segment: what one segment's recomputation
+  // holds at most.
+  int64_t segment_clone_bytes = 0;
+  int64_t estimate() const { return SaturatingAdd(kept_bytes, segment_clone_bytes); }
+};
+
+bool Dropped(const Facts& f, int node, int64_t k) {
+  return f.recomputable[node] && !f.boundary[node] && (!f.expensive[node] || f.rank[node] < k);
+}
+
+// O(nodes + edges): the forward nodes that backward reads of dropped values reach through
+// dropped producers.
+Selection Select(const Graph& graph, const Facts& f, int64_t k) {
+  Selection s;
+  s.clone.assign(f.is_backward.size(), 0);
+  std::vector<NodeId> stack;
+  auto reach = [&](ValueId v) {
+    const NodeId p = graph.value(v).producer;
+    if (!IsForwardNode(f, p) || s.clone[p.value()] || !Dropped(f, p.value(), k)) return;
+    s.clone[p.value()] = 1;
+    stack.push_back(p);
+  };
+  for (NodeId b : f.backward) {
+    for (ValueId v : f.reads[b.value()]) reach(v);
+  }
+  while (!stack.empty()) {
+    const NodeId p = stack.back();
+    stack.pop_back();
+    for (ValueId v : f.reads[p.value()]) reach(v);
+  }
+  std::vector<char> counted(graph.num_value_slots(), 0);
+  auto keep = [&](ValueId v) {
+    const Value& value = graph.value(v);
+    if (!IsForwardNode(f, value.producer) || s.clone[value.producer.value()] ||
+        counted[v.value()] || value.graph_output_count > 0) {
+      return;
+    }
+    counted[v.value()] = 1;
+    s.kept_bytes = SaturatingAdd(s.kept_bytes, f.value_bytes[v.value()]);
+  };
+  std::vector<int64_t> per_segment(std::max(f.segments, 1), 0);
+  for (NodeId b : f.backward) {
+    for (ValueId v : f.reads[b.value()]) keep(v);
+  }
+  for (NodeId id : f.forward) {
+    if (!s.clone[id.value()]) continue;
+    ++s.clones;
+    if (!f.expensive[id.value()]) ++s.cheap_clones;
+    s.extra_work = SaturatingAdd(s.extra_work, f.work[id.value()]);
+    for (ValueId v : f.reads[id.value()]) keep(v);
+    int64_t& seg = per_segment[f.segment[id.value()]];
+    seg = SaturatingAdd(seg, f.out_bytes[id.value()]);
+    s.segment_clone_bytes = std::max(s.segment_clone_bytes, seg);
+  }
+  return s;
+}
+
+// How many expensive candidates to recompute: under budget=auto the most whose extra work
+// stays within the limit; under budget_bytes the fewest whose estimate fits the budget (all
+// when none does). Both by bisection over the ranked candidates (extra work only grows with k;
+// the estimate is taken to shrink with it), O((n + e) log n).
+int64_t ChooseK(const Graph& graph, const Facts& f, const Options& options, bool* fits) {
+  const int64_t candidates = static_cast<int64_t>(f.expensive_candidates.size());
+  *fits = true;
+  if (options.auto_budget) {
+    const int64_t limit = static_cast<int64_t>(static_cast<long double>(f.total_work) *
+                                               options.max_extra_percent / 100.0L);
+    if (Select(graph, f, 0).extra_work > limit) {
+      *fits = false;
+      return 0;
+    }
+    int64_t lo = 0, hi = candidates;
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo + 1) / 2;
+      if (Select(graph, f, mid).extra_work <= limit) {
+        lo = mid;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    return lo;
+  }
+  if (Select(graph, f, candidates).estimate() > options.budget_bytes) {
+    *fits = false;
+    return candidates;
+  }
+  int64_t lo = 0, hi = candidates;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (Select(graph, f, mid).estimate() <= options.budget_bytes) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  return lo;
+}
+
+// Recomputes forward values in the backward part of a training graph instead of keeping them
+// alive from the forward pass to their backward uses (NNVM's mirroring, Chen et al. 2016 made
+// cost-aware). See the PassInfo description.
+class RematerializePass : public Pass {
+ public:
+  explicit RematerializePass(Options options) : options_(options) {}
+
+  absl::StatusOr<bool> Run(Graph& graph, const PassContext& context) override {
+    absl::StatusOr<Facts> facts = Analyze(graph, context);
+    if (!facts.ok()) return facts.status();
+    const Facts& f = *facts;
+    if (f.backward.empty()) {
+      context.Note("no backward nodes (named '<node>/grad/...' by the gradient pass): unchanged");
+      return false;
+    }
+    if (absl::Status s = context.CheckStop(); !s.ok()) return s;
+    bool fits = true;
+    const int64_t k = ChooseK(graph, f, options_, &fits);
+    if (absl::Status s = context.CheckStop(); !s.ok()) return s;
+    const Selection sel = Select(graph, f, k);
+    if (sel.clones == 0) {
+      context.Note("no forward value is worth recomputing: unchanged");
+      return false;
+    }
+    if (sel.clones > options_.max_new_nodes) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "rematerialize: would clone ", sel.clones, " nodes, more than ",
+          options_.max_new_nodes, " (option max_new_nodes)"));
+    }
+    const int64_t peak_before = PeakLiveBytes(graph, f.order, f.reads, DimBounds());
+
+    // Clones, in forward order so that a clone's cloned inputs exist before it.
+    const int old_values = graph.num_value_slots();
+    std::vector<ValueId> clone_value(old_values);
+    std::vector<NodeId> clones;
+    clones.reserve(sel.clones);
+    for (NodeId id : f.forward) {
+      if (!sel.clone[id.value()]) continue;
+      const Node& original = graph.node(id);
+      std::vector<ValueId> inputs(original.inputs.begin(), original.inputs.end());
+      for (ValueId& v : inputs) {
+        if (v.valid() && clone_value[v.value()].valid()) v = clone_value[v.value()];
+      }
+      const std::vector<ValueId> outs(original.outputs.begin(), original.outputs.end());
+      const std::string name =
+          original.name.empty()
+              ? absl::StrCat(std::string(original.op_type), "#", id.value(), kRematSuffix)
+              : absl::StrCat(std::string(original.name), kRematSuffix);
+      const std::string op_type(original.op_type);
+      const std::string domain(original.domain);
+      const std::string device(original.device);
+      AttributeMap attributes = original.attributes;
+      std::vector<ValueId> new_outs;
+      for (ValueId v : outs) {
+        if (!v.valid()) {
+          new_outs.push_back(ValueId());
+          continue;
+        }
+        const ValueId c = graph.AddUniqueValue(absl::StrCat(graph.value(v).name, kRematSuffix));
+        graph.mutable_value(c).type = graph.value(v).type;
+        clone_value[v.value()] = c;
+        new_outs.push_back(c);
+      }
+      absl::StatusOr<NodeId> added =
+          graph.AddNode(name, op_type, domain, inputs, new_outs, std::move(attributes));
+      if (!added.ok()) return added.status();
+      graph.mutable_node(*added).device = device;
+      clones.push_back(*added);
+    }
+    // Backward reads of cloned values read the clones.
+    for (NodeId b : f.backward) {
+      const int num_inputs = static_cast<int>(graph.node(b).inputs.size());
+      for (int i = 0; i < num_inputs; ++i) {
+        const ValueId v = graph.node(b).inputs[i];
+        if (v.valid() && v.value() < old_values && clone_value[v.value()].valid()) {
+          graph.SetInput(b, i, clone_value[v.value()]);
+        }
+      }
+    }
+
+    // The order: the forward part as it was, then the backward part with each clone placed
+    // right before the first node that needs it (its cloned inputs before it, depth first), so
+    // that a recomputed value lives only from there to its last backward reader.
+    std::vector<char> placed(graph.num_node_slots(), 0);
+    std::vector<NodeId> order = f.forward;
+    order.reserve(f.order.size() + clones.size());
+    std::vector<std::pair<NodeId, size_t>> stack;
+    auto place = [&](NodeId root) {
+      placed[root.value()] = 1;
+      stack.emplace_back(root, 0);
+      while (!stack.empty()) {
+        auto& [id, next] = stack.back();
+        const Node& n = graph.node(id);
+        if (next < n.inputs.size()) {
+          const ValueId v = n.inputs[next++];
+          if (!v.valid()) continue;
+          const NodeId p = graph.value(v).producer;
+          if (p.valid() && p.value() >= static_cast<int>(f.is_backward.size()) &&
+              !placed[p.value()]) {
+            placed[p.value()] = 1;
+            stack.emplace_back(p, 0);
+          }
+          continue;
+        }
+        order.push_back(id);
+        stack.pop_back();
+      }
+    };
+    for (NodeId b : f.backward) {
+      for (ValueId v : graph.node(b).inputs) {
+        if (!v.valid()) continue;
+        const NodeId p = graph.value(v).producer;
+        if (p.valid() && p.value() >= static_cast<int>(f.is_backward.size()) &&
+            !placed[p.value()]) {
+          place(p);
+        }
+      }
+      order.push_back(b);
+    }
+    const int64_t peak_after =
+        PeakLiveBytes(graph, order, ValuesReadByNodes(graph), DimBounds());
+    if (absl::Status s = graph.SetSchedule(std::move(order)); !s.ok()) {
+      return absl::InternalError(absl::StrCat("rematerialize: ", s.message()));
+    }
+
+    context.Note(absl::StrFormat(
+        "%s: recomputes %d of %d forward nodes in the backward part (%d cheap, %d expensive "
+        "of %d candidates); %d segments of ~%d bytes; kept for the backward part %d bytes, "
+        "at most %d bytes recomputed per segment%s",
+        options_.auto_budget ? "budget auto"
+                             : absl::StrCat("budget ", options_.budget_bytes, " bytes"),
+        sel.clones, f.forward.size(), sel.cheap_clones, sel.clones - sel.cheap_clones,
+        f.expensive_candidates.size(), f.segments, f.segment_bytes, sel.kept_bytes,
+        sel.segment_clone_bytes,
+        fits ? ""
+             : (options_.auto_budget ? " (cheap recomputation alone exceeds the flops limit)"
+                                     : " (the budget is not reached even recomputing every "
+                                       "candidate)")));
+    context.Note(absl::StrFormat(
+        "peak live bytes %d -> %d (%.2fx lower) in this order; extra flops %d (%.1f%% of %d; "
+        "cost model flops, else one per 4 bytes moved)",
+        peak_before, peak_after,
+        peak_after > 0 ? static_cast<double>(peak_before) / peak_after : 0.0, sel.extra_work,
+        f.total_work > 0 ? 100.0 * sel.extra_work / f.total_work : 0.0, f.total_work));
+    return true;
+  }
+
+ private:
+  Options options_;
+};
+
+absl::StatusOr<int64_t> ParseNonNegative(const PassOptions& options, const char* key,
+                                         int64_t fallback) {
+  auto it = options.find(key);
+  if (it == options.end()) return fallback;
+  int64_t value = 0;
+  if (!absl::SimpleAtoi(it->second, &value) || value < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("option '", key, "': '", it->second,
+                                                   "' is not a non-negative integer"));
+  }
+  return value;
+}
+
+absl::StatusOr<Options> ParseOptions(const PassOptions& options) {
+  Options o;
+  auto budget = options.find(kBudgetOption);
+  if (budget != options.end() && budget->second != "auto") {
+    return absl::InvalidArgumentError(absl::StrCat("option '", kBudgetOption, "': '",
+                                                   budget->second, "' is not 'auto'"));
+  }
+  if (options.count(kBudgetBytesOption) > 0) {
+    if (budget != options.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("options '", kBudgetOption, "' and '",
+                                                     kBudgetBytesOption, "' exclude each other"));
+    }
+    absl::StatusOr<int64_t> bytes = ParseNonNegative(options, kBudgetBytesOption, 0);
+    if (!bytes.ok()) return bytes.status();
+    o.auto_budget = false;
+    o.budget_bytes = *bytes;
+  }
+  absl::StatusOr<int64_t> percent =
+      ParseNonNegative(options, kMaxExtraFlopsOption, kDefaultMaxExtraPercent);
+  if (!percent.ok()) return percent.status();
+  o.max_extra_percent = *percent;
+  absl::StatusOr<int64_t> max_nodes =
+      ParseNonNegative(options, kMaxNewNodesOption, kDefaultMaxRematNodes);
+  if (!max_nodes.ok()) return max_nodes.status();
+  o.max_new_nodes = *max_nodes;
+  return o;
+}
+
+}  // namespace
+
+bool IsBackwardNodeName(absl::string_view name) {
+  return absl::StartsWith(name, "grad/") || absl::StrContains(name, "/grad/") ||
+         absl::EndsWith(name, kRematSuffix);
+}
+
+PassInfo RematerializePassInfo() {
+  PassInfo info;
+  info.name = "rematerialize";
+  info.description =
+      "Training graphs: recomputes forward values in the backward part instead of keeping them "
+      "alive from the forward pass to their backward uses (NNVM's mirroring; Chen et al. 2016's "
+      "sqrt(n) checkpointing, made cost-aware). Backward nodes are those the gradient pass "
+      "names '<node>/grad/...' and everything reading their values. The forward order is cut "
+      "into ceil(sqrt(n)) segments of equal bytes; values read in a later segment are kept "
+      "(checkpoints). Within a segment, values of cheap nodes (at most 2 estimated flops per "
+      "output byte: elementwise ops, small pools) are always recomputed, and expensive ones "
+      "(Conv, MatMul, Gemm) least flops per byte first: under budget=auto (the default) as "
+      "many as keep the extra flops within max_extra_flops_percent of the graph's, under "
+      "budget_bytes the fewest whose estimated peak (kept bytes plus the largest segment's "
+      "recomputation) fits. Clones are named '<node>/remat' and are placed right before their "
+      "first backward reader in the recorded node order (the executor's). Nodes with effects, "
+      "nondeterministic ops, subgraphs or graph outputs are never cloned. Recomputation is "
+      "exact: gradients are bit-identical.";
+  info.requires_analyses = {Analysis::kTypes, Analysis::kShapes};
+  info.preserves = AnalysisSet::All();
+  info.options[kBudgetOption] = "'auto' (the default): sqrt(n) segments, extra flops bounded by "
+                                "max_extra_flops_percent.";
+  info.options[kBudgetBytesOption] =
+      "A target for the peak of live bytes (estimate): recompute the fewest expensive nodes "
+      "that fit it. Excludes 'budget'.";
+  info.options[kMaxExtraFlopsOption] = absl::StrCat(
+      "Under budget=auto, the most extra estimated flops, in percent of the graph's (default ",
+      kDefaultMaxExtraPercent, ").");
+  info.options[kMaxNewNodesOption] =
+      absl::StrCat("Most nodes the pass may clone (default ", kDefaultMaxRematNodes, ").");
+  info.budget_options[kMaxNewNodesOption] = {kDefaultMaxRematNodes, nullptr};
+  info.min_opt_level = 0;
+  info.factory = [](const PassOptions& options) -> absl::StatusOr<std::unique_ptr<Pass>> {
+    absl::StatusOr<Options> o = ParseOptions(options);
+    if (!o.ok()) return o.status();
+    return std::unique_ptr<Pass>(std::make_unique<RematerializePass>(*o));
+  };
+  return info;
+}
+
+}  // namespace graphopt

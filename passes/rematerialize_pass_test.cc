@@ -147,7 +147,7 @@ TEST(RematerializePassTest, DeepMlpGradientsBitIdenticalAndPeakLower) {
   std::cout << notes << "\n";
   EXPECT_THAT(notes, HasSubstr("budget auto"));
   EXPECT_THAT(notes, HasSubstr("extra flops"));
-  EXPECT_THAT(notes, HasSubstr("peak live bytes"));
+  EXPECT_THAT(notes, HasSubstr("peak of live planned bytes"));
 }
 
 TEST(RematerializePassTest, ExtraFlopsStayWithinTheLimit) {

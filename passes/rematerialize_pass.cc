@@ -513,11 +513,6 @@ absl::StatusOr<Options> ParseOptions(const PassOptions& options) {
 
 }  // namespace
 
-bool IsBackwardNodeName(absl::string_view name) {
-  return absl::StartsWith(name, "grad/") || absl::StrContains(name, "/grad/") ||
-         absl::EndsWith(name, kRematSuffix);
-}
-
 PassInfo RematerializePassInfo() {
   PassInfo info;
   info.name = "rematerialize";

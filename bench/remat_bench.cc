@@ -4,14 +4,17 @@
 // and with the rematerialize pass; prints the planned arena (peak planned activation memory)
 // before and after and the extra flops.
 //
-//   remat_bench [--batch N] [--remat OPT=VALUE ...] [mlp50 | MODEL_DIR | MODEL.onnx] ...
+//   remat_bench [--batch N] [--explain] [--no_biases] [--remat OPT=VALUE ...] [mlp50 | MODEL_DIR | MODEL.onnx] ...
 //
 // MODEL_DIR is a corpus model directory (.bazel/bin/models/corpus/resnet50 after
 // `bazel build //models:resnet50`); its graph inputs get batch N (default 8). `mlp50` is a
 // built-in 50-layer MLP (MatMul, Add, Relu; batch 32 N, width 512: activations, not weights,
 // dominate its memory, as in a convolutional net). Default: mlp50.
+// --explain lists the values live where the planned bytes peak; --no_biases differentiates with
+// respect to the weights of rank 2 and more only (and the inputs).
 // Flops are the cost model's (passes/cost_model.h: MatMul, Gemm, Conv; elementwise ops have
 // no figure), summed over the graph; the pass's own note also weighs elementwise work.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -25,10 +28,12 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "bench/corpus_model.h"
+#include "graph/liveness.h"
 #include "graph/proto_convert.h"
 #include "ops/builtin_ops.h"
 #include "passes/builtin_passes.h"
 #include "passes/cost_model.h"
+#include "passes/memory_util.h"
 #include "passes/pipeline.h"
 
 namespace graphopt {
@@ -84,16 +89,62 @@ void SetBatch(v1::Graph& g, int64_t batch) {
   g.clear_value_info();
 }
 
-// Every float initializer and graph input, ';'-separated.
-std::string AllTrainable(const v1::Graph& g) {
+// Every float graph input and weight (float initializer of rank `min_rank` or more: 2 leaves
+// biases out), ';'-separated.
+std::string AllTrainable(const v1::Graph& g, int min_rank) {
   std::vector<std::string> names;
   for (const v1::ValueInfo& in : g.inputs()) {
     if (in.type().dtype() == v1::DT_FLOAT32) names.push_back(in.name());
   }
   for (const v1::Tensor& t : g.initializers()) {
-    if (t.dtype() == v1::DT_FLOAT32 && t.dims_size() > 0) names.push_back(t.name());
+    if (t.dtype() == v1::DT_FLOAT32 && t.dims_size() >= min_rank) names.push_back(t.name());
   }
   return absl::StrJoin(names, ";");
+}
+
+// The values live at the step where the planned bytes peak, largest first (at most `limit`).
+std::vector<std::string> ExplainPeak(const Graph& graph, int limit) {
+  const std::vector<NodeId> order = *graph.TopologicalOrder();
+  const Liveness live = ComputeLiveness(graph, order);
+  std::vector<int64_t> bytes(graph.num_value_slots(), 0);
+  std::vector<int64_t> at_step(order.size() + 1, 0);
+  std::string why;
+  for (int v = 0; v < graph.num_value_slots(); ++v) {
+    const Value& value = graph.value(ValueId(v));
+    if (!value.alive || !value.producer.valid() || value.graph_output_count > 0) continue;
+    if (live.def_step[v] < 0) continue;
+    bytes[v] = BoundedBytes(value.type, DimBounds(), &why).value_or(0);
+    const int32_t last = std::max(live.def_step[v], live.last_use[v]);
+    at_step[live.def_step[v]] += bytes[v];
+    at_step[last + 1] -= bytes[v];
+  }
+  int64_t running = 0, peak = -1;
+  int32_t peak_step = 0;
+  for (size_t s = 0; s < order.size(); ++s) {
+    running += at_step[s];
+    if (running > peak) {
+      peak = running;
+      peak_step = static_cast<int32_t>(s);
+    }
+  }
+  std::vector<std::pair<int64_t, int>> live_values;
+  for (int v = 0; v < graph.num_value_slots(); ++v) {
+    if (bytes[v] == 0) continue;
+    const int32_t last = std::max(live.def_step[v], live.last_use[v]);
+    if (live.def_step[v] <= peak_step && peak_step <= last) live_values.emplace_back(-bytes[v], v);
+  }
+  std::sort(live_values.begin(), live_values.end());
+  std::vector<std::string> out = {absl::StrCat(
+      "peak ", peak, " bytes at step ", peak_step, " of ", order.size(), " (",
+      graph.node(order[peak_step]).name.str(), "), ", live_values.size(), " values live:")};
+  for (int i = 0; i < static_cast<int>(live_values.size()) && i < limit; ++i) {
+    const Value& value = graph.value(ValueId(live_values[i].second));
+    const Node& p = graph.node(value.producer);
+    out.push_back(absl::StrCat("  ", -live_values[i].first, " ", value.name, " (",
+                               p.op_type.str(), ", steps ", live.def_step[live_values[i].second],
+                               "-", live.last_use[live_values[i].second], ")"));
+  }
+  return out;
 }
 
 struct Figures {
@@ -102,16 +153,18 @@ struct Figures {
   int64_t nodes = 0;
   int64_t remat_us = 0;
   std::vector<std::string> notes;
+  std::vector<std::string> explain;
 };
 
 absl::StatusOr<Figures> Measure(const v1::Graph& proto, const OpRegistry& ops,
-                                const PassRegistry& passes, const PassOptions* remat) {
+                                const PassRegistry& passes, const PassOptions* remat,
+                                bool explain, int min_rank) {
   absl::StatusOr<Graph> graph = GraphFromProto(proto);
   if (!graph.ok()) return graph.status();
   std::vector<PassSpec> specs = {
       {"infer_type", {}},
       {"infer_shape", {}},
-      {"gradient", {{"wrt", AllTrainable(proto)}, {"loss", proto.outputs(0).name()}}}};
+      {"gradient", {{"wrt", AllTrainable(proto, min_rank)}, {"loss", proto.outputs(0).name()}}}};
   if (remat != nullptr) specs.push_back({"rematerialize", *remat});
   specs.push_back({"schedule", {}});
   specs.push_back({"plan_memory", {}});
@@ -125,12 +178,13 @@ absl::StatusOr<Figures> Measure(const v1::Graph& proto, const OpRegistry& ops,
   const CostTotals totals = SumCosts(*graph, EstimateCosts(*graph, ops));
   f.flops = totals.flops;
   f.nodes = graph->num_live_nodes();
+  if (explain) f.explain = ExplainPeak(*graph, 25);
   for (const PassRun& run : result->runs) {
     if (run.name == "rematerialize") {
       f.notes = run.messages;
       f.remat_us = run.wall_time_us;
     }
-    if (run.name == "plan_memory" || run.name == "schedule") {
+    if (run.name == "plan_memory" || run.name == "schedule" || run.name == "gradient") {
       for (const std::string& m : run.messages) f.notes.push_back(run.name + ": " + m);
     }
   }
@@ -140,10 +194,16 @@ absl::StatusOr<Figures> Measure(const v1::Graph& proto, const OpRegistry& ops,
 int Main(int argc, char** argv) {
   int64_t batch = 8;
   PassOptions remat;
+  bool explain = false;
+  int min_rank = 1;
   std::vector<std::string> models;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--batch") == 0 && i + 1 < argc) {
       batch = std::atoll(argv[++i]);
+    } else if (std::strcmp(argv[i], "--no_biases") == 0) {
+      min_rank = 2;
+    } else if (std::strcmp(argv[i], "--explain") == 0) {
+      explain = true;
     } else if (std::strcmp(argv[i], "--remat") == 0 && i + 1 < argc) {
       std::pair<std::string, std::string> kv = absl::StrSplit(argv[++i], absl::MaxSplits('=', 1));
       remat[kv.first] = kv.second;
@@ -173,9 +233,9 @@ int Main(int argc, char** argv) {
       proto = std::move(m->graph);
       SetBatch(proto, batch);
     }
-    absl::StatusOr<Figures> before = Measure(proto, ops, passes, nullptr);
+    absl::StatusOr<Figures> before = Measure(proto, ops, passes, nullptr, explain, min_rank);
     absl::StatusOr<Figures> after =
-        before.ok() ? Measure(proto, ops, passes, &remat) : before.status();
+        before.ok() ? Measure(proto, ops, passes, &remat, explain, min_rank) : before.status();
     if (!after.ok()) {
       std::fprintf(stderr, "%s: %s\n", model.c_str(), after.status().ToString().c_str());
       ++failures;
@@ -194,6 +254,8 @@ int Main(int argc, char** argv) {
     std::printf("  rematerialize pass: %lld us\n", static_cast<long long>(after->remat_us));
     for (const std::string& note : after->notes) std::printf("  | %s\n", note.c_str());
     for (const std::string& note : before->notes) std::printf("  | before: %s\n", note.c_str());
+    for (const std::string& line : before->explain) std::printf("  before: %s\n", line.c_str());
+    for (const std::string& line : after->explain) std::printf("  after: %s\n", line.c_str());
   }
   return failures == 0 ? 0 : 1;
 }

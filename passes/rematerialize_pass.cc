@@ -96,6 +96,7 @@ struct Facts {
   std::vector<NodeId> forward;   // forward nodes, in order
   std::vector<NodeId> backward;  // backward nodes, in order
   std::vector<char> is_backward;                // by node slot
+  std::vector<char> hoisted;                    // by node slot: backward-named, run forward
   std::vector<std::vector<ValueId>> reads;      // by node slot (ValuesReadByNodes)
   std::vector<int64_t> value_bytes;             // by value slot; 0 when not known
   std::vector<int64_t> out_bytes;               // by node slot: sum over its outputs
@@ -106,7 +107,9 @@ struct Facts {
   std::vector<char> boundary;                   // by node slot: an output crosses a segment
   std::vector<int32_t> rank;                    // by node slot: place among expensive candidates
   std::vector<NodeId> expensive_candidates;     // cheapest recomputation per byte first
+  std::vector<int64_t> crossing;                // by forward position (see Analyze)
   int64_t total_work = 0;
+  int64_t sqrt_segment_bytes = 0;
   int64_t segment_bytes = 0;
   int32_t segments = 0;
 };
@@ -115,23 +118,13 @@ bool IsForwardNode(const Facts& f, NodeId id) { return id.valid() && !f.is_backw
 
 // Splits the nodes into forward and backward, sizes values and estimates work, cuts the
 // forward order into segments and ranks the expensive nodes. O(n log n).
-absl::StatusOr<Facts> Analyze(const Graph& graph, const PassContext& context) {
+absl::StatusOr<Facts> Analyze(const Graph& graph, const PassContext& context, bool hoist) {
   Facts f;
   absl::StatusOr<std::vector<NodeId>> order = graph.TopologicalOrder();
   if (!order.ok()) return order.status();
   f.order = *std::move(order);
   const int num_nodes = graph.num_node_slots();
   f.reads = ValuesReadByNodes(graph);
-  f.is_backward.assign(num_nodes, 0);
-  for (NodeId id : f.order) {
-    bool backward = IsBackwardNodeName(graph.node(id).name);
-    for (ValueId v : f.reads[id.value()]) {
-      const NodeId p = graph.value(v).producer;
-      if (p.valid() && f.is_backward[p.value()]) backward = true;
-    }
-    f.is_backward[id.value()] = backward ? 1 : 0;
-    (backward ? f.backward : f.forward).push_back(id);
-  }
   f.value_bytes.assign(graph.num_value_slots(), 0);
   std::string why;
   const DimBounds no_bounds;
@@ -140,6 +133,64 @@ absl::StatusOr<Facts> Analyze(const Graph& graph, const PassContext& context) {
     if (v.alive && v.producer.valid()) {
       f.value_bytes[i] = BoundedBytes(v.type, no_bounds, &why).value_or(0);
     }
+  }
+  f.is_backward.assign(num_nodes, 0);
+  f.hoisted.assign(num_nodes, 0);
+  // Forward positions: real forward nodes in order; a hoisted node goes right after the last
+  // producer of what it reads (its anchor), so that its larger inputs may die in the forward.
+  std::vector<int32_t> anchor(num_nodes, -1);
+  std::vector<std::vector<NodeId>> hoisted_after;  // by forward position + 1
+  std::vector<NodeId> plain_forward;
+  std::vector<int32_t> plain_position(num_nodes, -1);
+  for (NodeId id : f.order) {
+    const absl::string_view name = graph.node(id).name;
+    bool reads_backward = false;
+    int64_t forward_in_bytes = 0;
+    int32_t last = -1;
+    for (ValueId v : f.reads[id.value()]) {
+      const NodeId p = graph.value(v).producer;
+      if (!p.valid()) continue;
+      if (f.is_backward[p.value()]) {
+        reads_backward = true;
+      } else {
+        forward_in_bytes = SaturatingAdd(forward_in_bytes, f.value_bytes[v.value()]);
+        last = std::max(last, f.hoisted[p.value()] ? anchor[p.value()] : plain_position[p.value()]);
+      }
+    }
+    bool backward = reads_backward || IsBackwardNodeName(name);
+    if (backward && !reads_backward && !absl::StartsWith(name, "grad/") &&
+        !IsRecomputedNodeName(name)) {
+      // A backward node computed from forward values alone (a Relu gradient's mask, a Shape):
+      // when its output is smaller than those values, it runs in the forward part and its
+      // output is kept instead of them.
+      int64_t out = 0;
+      bool sized = true;
+      for (ValueId v : graph.node(id).outputs) {
+        if (!v.valid()) continue;
+        sized &= f.value_bytes[v.value()] > 0 && graph.value(v).graph_output_count == 0;
+        out = SaturatingAdd(out, f.value_bytes[v.value()]);
+      }
+      if (hoist && sized && out < forward_in_bytes) {
+        backward = false;
+        f.hoisted[id.value()] = 1;
+        anchor[id.value()] = last;
+        if (static_cast<int32_t>(hoisted_after.size()) <= last + 1) hoisted_after.resize(last + 2);
+        hoisted_after[last + 1].push_back(id);
+        continue;
+      }
+    }
+    f.is_backward[id.value()] = backward ? 1 : 0;
+    if (backward) {
+      f.backward.push_back(id);
+    } else {
+      plain_position[id.value()] = static_cast<int32_t>(plain_forward.size());
+      plain_forward.push_back(id);
+    }
+  }
+  hoisted_after.resize(plain_forward.size() + 1);
+  for (size_t i = 0; i <= plain_forward.size(); ++i) {
+    for (NodeId h : hoisted_after[i]) f.forward.push_back(h);
+    if (i < plain_forward.size()) f.forward.push_back(plain_forward[i]);
   }
   const std::vector<NodeCost> costs = EstimateCosts(graph, *context.ops);
   f.work.assign(num_nodes, 0);
@@ -155,7 +206,7 @@ absl::StatusOr<Facts> Analyze(const Graph& graph, const PassContext& context) {
   int64_t sized = 0;
   for (NodeId id : f.forward) {
     const Node& n = graph.node(id);
-    bool ok = !n.has_subgraphs && !hidden.Touches(n);
+    bool ok = !n.has_subgraphs && !hidden.Touches(n) && !f.hoisted[id.value()];
     int64_t bytes = 0;
     for (ValueId v : n.outputs) {
       if (!v.valid()) continue;
@@ -174,18 +225,53 @@ absl::StatusOr<Facts> Analyze(const Graph& graph, const PassContext& context) {
     if (bytes > 0) ++sized;
   }
   // Chen et al.: n values in sqrt(n) segments of sqrt(n) values each; by bytes, segments of
-  // total / ceil(sqrt(n)) bytes in the forward order.
+  // total / ceil(sqrt(n)) bytes in the forward order (Segment takes multiples of it).
   const int64_t parts = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(std::sqrt(sized))));
-  f.segment_bytes = std::max<int64_t>(1, (total_bytes + parts - 1) / parts);
-  f.segment.assign(num_nodes, 0);
-  int64_t cumulative = 0;
-  for (NodeId id : f.forward) {
-    f.segment[id.value()] = static_cast<int32_t>(cumulative / f.segment_bytes);
-    f.segments = f.segment[id.value()] + 1;
-    cumulative = SaturatingAdd(cumulative, f.out_bytes[id.value()]);
+  f.sqrt_segment_bytes = std::max<int64_t>(1, (total_bytes + parts - 1) / parts);
+  const int32_t num_forward = static_cast<int32_t>(f.forward.size());
+  std::vector<int32_t> position(num_nodes, -1);
+  for (int32_t i = 0; i < num_forward; ++i) position[f.forward[i].value()] = i;
+  // crossing[i]: the change at position i of the bytes of values made there or before and read
+  // by a forward node after it.
+  f.crossing.assign(num_forward + 1, 0);
+  for (int32_t i = 0; i < num_forward; ++i) {
+    for (ValueId v : graph.node(f.forward[i]).outputs) {
+      if (!v.valid()) continue;
+      int32_t last = i;
+      for (const Use& u : graph.value(v).uses) {
+        if (IsForwardNode(f, u.node)) last = std::max(last, position[u.node.value()]);
+      }
+      f.crossing[i] += f.value_bytes[v.value()];
+      f.crossing[last] -= f.value_bytes[v.value()];
+    }
   }
-  // A value read by a forward node of a later segment is a checkpoint: kept, so that
-  // recomputation never reaches back further than the segment's start.
+  return f;
+}
+
+// Cuts the forward order into segments of about `segment_bytes` of outputs; a segment ends
+// only where what crosses to later forward nodes is no more than the value just made (a
+// residual block's output, not the middle of a block with its shortcut beside it), so that the
+// checkpoints are single values. Values read by a forward node of a later segment are kept
+// (checkpoints): recomputation never reaches back past its segment's start. Ranks the
+// expensive nodes left. O(n log n).
+void Segment(const Graph& graph, Facts& f, int64_t segment_bytes) {
+  const int num_nodes = static_cast<int>(f.is_backward.size());
+  const int32_t num_forward = static_cast<int32_t>(f.forward.size());
+  f.segment_bytes = segment_bytes;
+  f.segment.assign(num_nodes, 0);
+  int64_t accumulated = 0, cut = 0;
+  int32_t segment = 0;
+  for (int32_t i = 0; i < num_forward; ++i) {
+    const NodeId id = f.forward[i];
+    f.segment[id.value()] = segment;
+    accumulated = SaturatingAdd(accumulated, f.out_bytes[id.value()]);
+    cut += f.crossing[i];
+    if (accumulated >= f.segment_bytes && cut <= f.out_bytes[id.value()] && i + 1 < num_forward) {
+      ++segment;
+      accumulated = 0;
+    }
+  }
+  f.segments = segment + 1;
   f.boundary.assign(num_nodes, 0);
   for (NodeId id : f.forward) {
     for (ValueId v : graph.node(id).outputs) {
@@ -197,6 +283,7 @@ absl::StatusOr<Facts> Analyze(const Graph& graph, const PassContext& context) {
       }
     }
   }
+  f.expensive_candidates.clear();
   for (NodeId id : f.forward) {
     const int i = id.value();
     if (f.recomputable[i] && f.expensive[i] && !f.boundary[i]) f.expensive_candidates.push_back(id);
@@ -211,7 +298,6 @@ absl::StatusOr<Facts> Analyze(const Graph& graph, const PassContext& context) {
   for (size_t k = 0; k < f.expensive_candidates.size(); ++k) {
     f.rank[f.expensive_candidates[k].value()] = static_cast<int32_t>(k);
   }
-  return f;
 }
 
 // The forward nodes to clone when the cheap ones and the first `k` expensive candidates are
@@ -280,45 +366,138 @@ Selection Select(const Graph& graph, const Facts& f, int64_t k) {
   return s;
 }
 
-// How many expensive candidates to recompute: under budget=auto the most whose extra work
-// stays within the limit; under budget_bytes the fewest whose estimate fits the budget (all
-// when none does). Both by bisection over the ranked candidates (extra work only grows with k;
-// the estimate is taken to shrink with it), O((n + e) log n).
-int64_t ChooseK(const Graph& graph, const Facts& f, const Options& options, bool* fits) {
-  const int64_t candidates = static_cast<int64_t>(f.expensive_candidates.size());
-  *fits = true;
-  if (options.auto_budget) {
-    const int64_t limit = static_cast<int64_t>(static_cast<long double>(f.total_work) *
-                                               options.max_extra_percent / 100.0L);
-    if (Select(graph, f, 0).extra_work > limit) {
-      *fits = false;
-      return 0;
-    }
-    int64_t lo = 0, hi = candidates;
-    while (lo < hi) {
-      const int64_t mid = lo + (hi - lo + 1) / 2;
-      if (Select(graph, f, mid).extra_work <= limit) {
-        lo = mid;
-      } else {
-        hi = mid - 1;
+// One step of the order the pass records: a node, or the clone of a forward node.
+struct Step {
+  NodeId node;
+  bool clone = false;
+};
+
+// The order with clones: the forward part as it is, then the backward part with each clone
+// right before the first node that needs it (its cloned inputs before it, depth first), so
+// that a recomputed value lives only from there to its last backward reader. O(n + e).
+std::vector<Step> PlanOrder(const Graph& graph, const Facts& f, const Selection& sel) {
+  std::vector<Step> steps;
+  steps.reserve(f.forward.size() + f.backward.size() + sel.clones);
+  for (NodeId id : f.forward) steps.push_back({id, false});
+  std::vector<char> placed(f.is_backward.size(), 0);
+  std::vector<std::pair<NodeId, size_t>> stack;
+  auto needs = [&](ValueId v) {
+    const NodeId p = graph.value(v).producer;
+    return p.valid() && IsForwardNode(f, p) && sel.clone[p.value()] && !placed[p.value()]
+               ? p
+               : NodeId();
+  };
+  auto place = [&](NodeId root) {
+    placed[root.value()] = 1;
+    stack.emplace_back(root, 0);
+    while (!stack.empty()) {
+      auto& [id, next] = stack.back();
+      const std::vector<ValueId>& r = f.reads[id.value()];
+      if (next < r.size()) {
+        const NodeId p = needs(r[next++]);
+        if (p.valid()) {
+          placed[p.value()] = 1;
+          stack.emplace_back(p, 0);
+        }
+        continue;
       }
+      steps.push_back({id, true});
+      stack.pop_back();
     }
-    return lo;
+  };
+  for (NodeId b : f.backward) {
+    for (ValueId v : f.reads[b.value()]) {
+      const NodeId p = needs(v);
+      if (p.valid()) place(p);
+    }
+    steps.push_back({b, false});
   }
-  if (Select(graph, f, candidates).estimate() > options.budget_bytes) {
-    *fits = false;
-    return candidates;
+  return steps;
+}
+
+// The peak of live planned bytes (node outputs that are not graph outputs) of `steps`, with
+// clones read wherever PlanOrder's backward nodes and clones read a cloned value: what
+// plan_memory's liveness lower bound will be for that order. O(n + e), nothing changed.
+int64_t SimulatedPeak(const Graph& graph, const Facts& f, const Selection& sel,
+                      const std::vector<Step>& steps) {
+  const int num_values = graph.num_value_slots();
+  // Ids: a value v, or num_values + v for its clone.
+  std::vector<int32_t> def(2 * num_values, -1), end(2 * num_values, -1);
+  auto read_id = [&](ValueId v, bool reader_is_backward_or_clone) {
+    const NodeId p = graph.value(v).producer;
+    const bool cloned = reader_is_backward_or_clone && p.valid() && IsForwardNode(f, p) &&
+                        sel.clone[p.value()];
+    return cloned ? num_values + v.value() : v.value();
+  };
+  const int32_t n = static_cast<int32_t>(steps.size());
+  for (int32_t i = 0; i < n; ++i) {
+    const Step& st = steps[i];
+    const bool late = st.clone || f.is_backward[st.node.value()];
+    for (ValueId v : f.reads[st.node.value()]) end[read_id(v, late)] = i;
+    for (ValueId v : graph.node(st.node).outputs) {
+      if (!v.valid()) continue;
+      const int id = st.clone ? num_values + v.value() : v.value();
+      def[id] = i;
+      end[id] = std::max(end[id], i);
+    }
   }
+  std::vector<int64_t> delta(n + 1, 0);
+  for (int id = 0; id < 2 * num_values; ++id) {
+    if (def[id] < 0) continue;
+    const ValueId v(id % num_values);
+    if (graph.value(v).graph_output_count > 0 && id < num_values) continue;
+    delta[def[id]] += f.value_bytes[v.value()];
+    delta[end[id] + 1] -= f.value_bytes[v.value()];
+  }
+  int64_t live = 0, peak = 0;
+  for (int32_t i = 0; i < n; ++i) {
+    live += delta[i];
+    peak = std::max(peak, live);
+  }
+  return peak;
+}
+
+// A candidate plan: whether masks are hoisted, the segment size, how many expensive nodes are
+// recomputed, and what the simulation says of it.
+struct Candidate {
+  bool hoist = false;
+  int64_t segment_bytes = 0;
+  int64_t k = 0;
+  int64_t peak = 0;
+  int64_t extra_work = 0;
+};
+
+// Under budget=auto the most expensive candidates whose extra work stays within the limit
+// (bisection: extra work only grows with k); under budget_bytes all of them (the search below
+// tries fewer).
+int64_t MostExpensiveAllowed(const Graph& graph, const Facts& f, const Options& options) {
+  const int64_t candidates = static_cast<int64_t>(f.expensive_candidates.size());
+  if (!options.auto_budget) return candidates;
+  const int64_t limit = static_cast<int64_t>(static_cast<long double>(f.total_work) *
+                                             options.max_extra_percent / 100.0L);
   int64_t lo = 0, hi = candidates;
   while (lo < hi) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    if (Select(graph, f, mid).estimate() <= options.budget_bytes) {
-      hi = mid;
+    const int64_t mid = lo + (hi - lo + 1) / 2;
+    if (Select(graph, f, mid).extra_work <= limit) {
+      lo = mid;
     } else {
-      lo = mid + 1;
+      hi = mid - 1;
     }
   }
   return lo;
+}
+
+// Whether `a` is the better plan: under budget=auto the lower simulated peak, then the fewer
+// extra flops; under budget_bytes the fewer extra flops among those that fit, else the lower
+// peak.
+bool Better(const Candidate& a, const Candidate& b, const Options& options) {
+  if (!options.auto_budget) {
+    const bool fa = a.peak <= options.budget_bytes, fb = b.peak <= options.budget_bytes;
+    if (fa != fb) return fa;
+    if (fa && a.extra_work != b.extra_work) return a.extra_work < b.extra_work;
+  }
+  if (a.peak != b.peak) return a.peak < b.peak;
+  return a.extra_work < b.extra_work;
 }
 
 // Recomputes forward values in the backward part of a training graph instead of keeping them
@@ -329,18 +508,48 @@ class RematerializePass : public Pass {
   explicit RematerializePass(Options options) : options_(options) {}
 
   absl::StatusOr<bool> Run(Graph& graph, const PassContext& context) override {
-    absl::StatusOr<Facts> facts = Analyze(graph, context);
-    if (!facts.ok()) return facts.status();
-    const Facts& f = *facts;
-    if (f.backward.empty()) {
+    absl::StatusOr<Facts> plain = Analyze(graph, context, /*hoist=*/false);
+    if (!plain.ok()) return plain.status();
+    if (plain->backward.empty()) {
       context.Note("no backward nodes (named '<node>/grad/...' by the gradient pass): unchanged");
       return false;
     }
-    if (absl::Status s = context.CheckStop(); !s.ok()) return s;
-    bool fits = true;
-    const int64_t k = ChooseK(graph, f, options_, &fits);
-    if (absl::Status s = context.CheckStop(); !s.ok()) return s;
-    const Selection sel = Select(graph, f, k);
+    const int64_t peak_before = PlannedPeak(graph, plain->order, plain->reads);
+    // The search: segment sizes around Chen's sqrt(n), with and without masks computed in the
+    // forward part, and a few counts of recomputed expensive nodes; each plan simulated. A
+    // fixed, small number of O(n log n) steps.
+    constexpr int64_t kSegmentScales[] = {1, 2, 3, 4, 6};  // halves of the sqrt(n) size
+    Candidate best;
+    bool have_best = false;
+    int64_t tried = 0;
+    for (bool hoist : {false, true}) {
+      absl::StatusOr<Facts> analyzed = hoist ? Analyze(graph, context, true) : std::move(plain);
+      if (!analyzed.ok()) return analyzed.status();
+      Facts& f = *analyzed;
+      for (int64_t scale : kSegmentScales) {
+        if (absl::Status s = context.CheckStop(); !s.ok()) return s;
+        Segment(graph, f, std::max<int64_t>(1, f.sqrt_segment_bytes / 2 * scale));
+        const int64_t most = MostExpensiveAllowed(graph, f, options_);
+        std::vector<int64_t> ks = {most, most * 3 / 4, most / 2, most / 4, 0};
+        std::sort(ks.begin(), ks.end());
+        ks.erase(std::unique(ks.begin(), ks.end()), ks.end());
+        for (int64_t k : ks) {
+          const Selection sel = Select(graph, f, k);
+          Candidate c{hoist, f.segment_bytes, k, SimulatedPeak(graph, f, sel, PlanOrder(graph, f, sel)),
+                      sel.extra_work};
+          ++tried;
+          if (!have_best || Better(c, best, options_)) {
+            best = c;
+            have_best = true;
+          }
+        }
+      }
+    }
+    absl::StatusOr<Facts> chosen = Analyze(graph, context, best.hoist);
+    if (!chosen.ok()) return chosen.status();
+    const Facts& f = *chosen;
+    Segment(graph, *chosen, best.segment_bytes);
+    const Selection sel = Select(graph, f, best.k);
     if (sel.clones == 0) {
       context.Note("no forward value is worth recomputing: unchanged");
       return false;
@@ -350,13 +559,12 @@ class RematerializePass : public Pass {
           "rematerialize: would clone ", sel.clones, " nodes, more than ",
           options_.max_new_nodes, " (option max_new_nodes)"));
     }
-    const int64_t peak_before = PlannedPeak(graph, f.order, f.reads);
+    const std::vector<Step> steps = PlanOrder(graph, f, sel);
 
     // Clones, in forward order so that a clone's cloned inputs exist before it.
     const int old_values = graph.num_value_slots();
     std::vector<ValueId> clone_value(old_values);
-    std::vector<NodeId> clones;
-    clones.reserve(sel.clones);
+    std::vector<NodeId> clone_of(f.is_backward.size());
     for (NodeId id : f.forward) {
       if (!sel.clone[id.value()]) continue;
       const Node& original = graph.node(id);
@@ -388,7 +596,7 @@ class RematerializePass : public Pass {
           graph.AddNode(name, op_type, domain, inputs, new_outs, std::move(attributes));
       if (!added.ok()) return added.status();
       graph.mutable_node(*added).device = device;
-      clones.push_back(*added);
+      clone_of[id.value()] = *added;
     }
     // Backward reads of cloned values read the clones.
     for (NodeId b : f.backward) {
@@ -400,67 +608,29 @@ class RematerializePass : public Pass {
         }
       }
     }
-
-    // The order: the forward part as it was, then the backward part with each clone placed
-    // right before the first node that needs it (its cloned inputs before it, depth first), so
-    // that a recomputed value lives only from there to its last backward reader.
-    std::vector<char> placed(graph.num_node_slots(), 0);
-    std::vector<NodeId> order = f.forward;
-    order.reserve(f.order.size() + clones.size());
-    std::vector<std::pair<NodeId, size_t>> stack;
-    auto place = [&](NodeId root) {
-      placed[root.value()] = 1;
-      stack.emplace_back(root, 0);
-      while (!stack.empty()) {
-        auto& [id, next] = stack.back();
-        const Node& n = graph.node(id);
-        if (next < n.inputs.size()) {
-          const ValueId v = n.inputs[next++];
-          if (!v.valid()) continue;
-          const NodeId p = graph.value(v).producer;
-          if (p.valid() && p.value() >= static_cast<int>(f.is_backward.size()) &&
-              !placed[p.value()]) {
-            placed[p.value()] = 1;
-            stack.emplace_back(p, 0);
-          }
-          continue;
-        }
-        order.push_back(id);
-        stack.pop_back();
-      }
-    };
-    for (NodeId b : f.backward) {
-      for (ValueId v : graph.node(b).inputs) {
-        if (!v.valid()) continue;
-        const NodeId p = graph.value(v).producer;
-        if (p.valid() && p.value() >= static_cast<int>(f.is_backward.size()) &&
-            !placed[p.value()]) {
-          place(p);
-        }
-      }
-      order.push_back(b);
-    }
+    std::vector<NodeId> order;
+    order.reserve(steps.size());
+    for (const Step& st : steps) order.push_back(st.clone ? clone_of[st.node.value()] : st.node);
     const int64_t peak_after = PlannedPeak(graph, order, ValuesReadByNodes(graph));
     if (absl::Status s = graph.SetSchedule(std::move(order)); !s.ok()) {
       return absl::InternalError(absl::StrCat("rematerialize: ", s.message()));
     }
 
+    const bool fits = options_.auto_budget || best.peak <= options_.budget_bytes;
     context.Note(absl::StrFormat(
         "%s: recomputes %d of %d forward nodes in the backward part (%d cheap, %d expensive "
-        "of %d candidates); %d segments of ~%d bytes; kept for the backward part %d bytes, "
-        "at most %d bytes recomputed per segment%s",
+        "of %d candidates); %d segments of ~%d bytes%s; best of %d simulated plans%s",
         options_.auto_budget ? "budget auto"
                              : absl::StrCat("budget ", options_.budget_bytes, " bytes"),
         sel.clones, f.forward.size(), sel.cheap_clones, sel.clones - sel.cheap_clones,
-        f.expensive_candidates.size(), f.segments, f.segment_bytes, sel.kept_bytes,
-        sel.segment_clone_bytes,
-        fits ? ""
-             : (options_.auto_budget ? " (cheap recomputation alone exceeds the flops limit)"
-                                     : " (the budget is not reached even recomputing every "
-                                       "candidate)")));
+        f.expensive_candidates.size(), f.segments, f.segment_bytes,
+        best.hoist ? "; Relu masks and other small backward values of forward ones computed in "
+                     "the forward part"
+                   : "",
+        tried, fits ? "" : " (the budget is not reached)"));
     context.Note(absl::StrFormat(
-        "peak of live planned bytes %d -> %d (%.2fx lower) in the recorded order; extra flops %d (%.1f%% of %d; "
-        "cost model flops, else one per 4 bytes moved)",
+        "peak of live planned bytes %d -> %d (%.2fx lower) in the recorded order; extra flops %d "
+        "(%.1f%% of %d; cost model flops, else one per 4 bytes moved)",
         peak_before, peak_after,
         peak_after > 0 ? static_cast<double>(peak_before) / peak_after : 0.0, sel.extra_work,
         f.total_work > 0 ? 100.0 * sel.extra_work / f.total_work : 0.0, f.total_work));

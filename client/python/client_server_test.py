@@ -35,7 +35,7 @@ import graphopt_client
 from graphopt_client import GraphoptError, weights
 
 # The level-1 pipeline, in order (README.md, docs/architecture.md).
-O1_PASSES = ["inline_functions", "infer_type", "infer_shape", "eliminate_identity",
+O1_PASSES = ["inline_functions", "infer_type", "infer_shape", "gradient", "eliminate_identity",
              "common_subexpression_elimination", "dead_code_elimination"]
 STARTUP_TIMEOUT_S = 30
 

@@ -92,6 +92,10 @@ CLI::App* AddGradCommand(CLI::App& app, GradArgs* args) {
                    "Values treated as constants, comma-separated")
       ->delimiter(',')
       ->allow_extra_args(false);
+  grad->add_option("--suffix", args->suffix,
+                   "Name suffix of the gradient outputs and of the --outputs seed inputs "
+                   "(another one for a second differentiation, e.g. _hvp)")
+      ->capture_default_str();
   grad->add_option("-O,--opt-level", args->opt_level,
                    "Optimization level of the differentiated graph (0 only verifies)")
       ->capture_default_str()
@@ -115,6 +119,8 @@ int RunGrad(const GradArgs& args, OptimizerBackend& backend) {
   absl::StatusOr<std::map<std::string, std::string>> options =
       GradientPassOptions(*model, args.names);
   if (!options.ok()) return ReportError(options.status());
+  if (args.suffix.empty()) return UsageError("--suffix is empty");
+  (*options)["suffix"] = args.suffix;
   const std::string& wrt = options->at("wrt");
   const int num_wrt = 1 + static_cast<int>(std::count(wrt.begin(), wrt.end(), ';'));
   std::string seeds = "every graph output";
@@ -156,10 +162,10 @@ int RunGrad(const GradArgs& args, OptimizerBackend& backend) {
   }
   const bool onnx_out = IsOnnxPath(args.output);
   optimize.set_result_format(onnx_out ? v1::MODEL_FORMAT_ONNX : v1::MODEL_FORMAT_GRAPH);
-  // The pass names the gradient of each wrt value '<name>_grad' (outputs, in wrt order).
+  // The pass names the gradient of each wrt value '<name><suffix>' (outputs, in wrt order).
   absl::flat_hash_set<std::string> expected;
   for (absl::string_view name : absl::StrSplit(wrt, ';')) {
-    expected.insert(absl::StrCat(name, "_grad"));
+    expected.insert(absl::StrCat(name, args.suffix));
   }
   std::vector<std::string> gradient_outputs;
   for (const v1::ValueInfo& out : differentiated->graph().outputs()) {

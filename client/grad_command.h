@@ -15,6 +15,9 @@ struct GradArgs {
   std::string input;
   std::string output;
   GradNames names;
+  // Suffix of the gradient outputs and seed inputs (the pass's default "_grad"); a second
+  // differentiation of a differentiated graph needs another one.
+  std::string suffix = "_grad";
   // The level whose passes optimize the differentiated graph (0: none, only verified).
   int opt_level = 2;
   std::vector<std::string> bindings;

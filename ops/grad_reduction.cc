@@ -1,12 +1,381 @@
-// Gradients of the reduction ops.
+// Gradients of the reduction ops (ops/reduction.cc): the Reduce* ops, Softmax, LogSoftmax,
+// Hardmax, Einsum and graphopt::SumToShape. Each is written in differentiable ops (Mul, Sub,
+// ReduceSum, Expand, Unsqueeze, Softmax, Einsum, ...), so that it can be differentiated again.
 
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "graph/gradient.h"
 #include "ops/grad_table.h"
+#include "ops/grad_util.h"
 
 namespace graphopt {
 namespace builtin_internal {
+namespace {
 
-void AddReductionGradients(GradientTable* table) { (void)table; }
+// Expand(v, Shape(like)), with a constant shape when `like`'s dims are all known.
+absl::StatusOr<ValueId> ExpandLike(GradientContext& ctx, ValueId v, ValueId like) {
+  if (std::optional<std::vector<int64_t>> dims = KnownDims(ctx, like)) {
+    if (ctx.shape(v) && ctx.shape(v) == ctx.shape(like)) return v;
+    return ctx.Emit1("Expand", {v, Int64Constant(ctx, *dims)});
+  }
+  GRAD_ASSIGN_OR_RETURN(ValueId shape, ShapeOf(ctx, like));
+  return ctx.Emit1("Expand", {v, shape});
+}
+
+// --- Reduce* ----------------------------------------------------------------------------------
+
+enum class Reduce { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kSumSquare, kLogSum, kLogSumExp };
+
+// The axes a Reduce* node reduces (normalized, sorted; empty when it reduces none, which
+// noop_with_empty_axes allows) and whether they are kept as 1.
+struct ReduceAxesInfo {
+  std::vector<int64_t> axes;
+  bool keepdims = true;
+};
+
+absl::StatusOr<ReduceAxesInfo> ReducedAxes(const GradientContext& ctx) {
+  GRAD_ASSIGN_OR_RETURN(const int rank, RankOf(ctx, ctx.input(0), "input 0"));
+  GRAD_ASSIGN_OR_RETURN(const GradInts axes, IntsAttrOrInput(ctx, "axes", 1));
+  if (axes.given && !axes.values) {
+    return ctx.Error("input 1 (axes) must be a constant to differentiate the reduction");
+  }
+  GRAD_ASSIGN_OR_RETURN(const int64_t keepdims, ctx.GetInt("keepdims", 1));
+  GRAD_ASSIGN_OR_RETURN(const int64_t noop, ctx.GetInt("noop_with_empty_axes", 0));
+  ReduceAxesInfo info;
+  info.keepdims = keepdims != 0;
+  std::vector<int64_t> list = axes.values ? *axes.values : std::vector<int64_t>();
+  if (list.empty()) {
+    if (noop != 0) return info;
+    for (int i = 0; i < rank; ++i) list.push_back(i);
+  }
+  GRAD_ASSIGN_OR_RETURN(info.axes, NormalizedAxes(ctx, std::move(list), rank));
+  return info;
+}
+
+// `v` (the output or its gradient) in the keepdims form, which broadcasts against the input.
+absl::StatusOr<ValueId> Unreduce(GradientContext& ctx, ValueId v, const ReduceAxesInfo& info) {
+  if (info.keepdims || info.axes.empty()) return v;
+  return UnsqueezeAxes(ctx, v, info.axes);
+}
+
+// 1 / (the number of elements each output element reduces), as a scalar of x's type. A
+// product, not a quotient, so that differentiating the gradient again needs only Mul's.
+absl::StatusOr<ValueId> InverseCount(GradientContext& ctx, ValueId x, ValueId y,
+                                     const ReduceAxesInfo& info) {
+  const v1::DataType dtype = ctx.dtype(x);
+  if (std::optional<std::vector<int64_t>> dims = KnownDims(ctx, x)) {
+    double count = 1;
+    for (int64_t a : info.axes) count *= static_cast<double>((*dims)[a]);
+    return ScalarConstant(ctx, 1.0 / count, dtype);
+  }
+  AttributeMap to;
+  to["to"] = IntAttr(dtype);
+  GRAD_ASSIGN_OR_RETURN(ValueId nx, ctx.Emit1("Size", {x}));
+  GRAD_ASSIGN_OR_RETURN(ValueId ny, ctx.Emit1("Size", {y}));
+  GRAD_ASSIGN_OR_RETURN(ValueId fx, ctx.Emit1("Cast", {nx}, to));
+  GRAD_ASSIGN_OR_RETURN(ValueId fy, ctx.Emit1("Cast", {ny}, to));
+  return ctx.Emit1("Div", {fy, fx});
+}
+
+absl::Status ReduceGradient(GradientContext& ctx, Reduce kind) {
+  const ValueId dy = ctx.output_grad(0);
+  if (!dy.valid() || !ctx.needs_input_grad(0)) return absl::OkStatus();
+  const ValueId x = ctx.input(0);
+  const ValueId y = ctx.output(0);
+  GRAD_ASSIGN_OR_RETURN(const ReduceAxesInfo info, ReducedAxes(ctx));
+  const bool linear_identity = kind == Reduce::kSum || kind == Reduce::kMean ||
+                               kind == Reduce::kMax || kind == Reduce::kMin ||
+                               kind == Reduce::kProd;
+  if (info.axes.empty() && linear_identity) return ctx.AddInputGrad(0, dy);  // y = x
+  GRAD_ASSIGN_OR_RETURN(ValueId dyb, Unreduce(ctx, dy, info));
+  ValueId dx;
+  switch (kind) {
+    case Reduce::kSum: {
+      GRAD_ASSIGN_OR_RETURN(dx, ExpandLike(ctx, dyb, x));
+      break;
+    }
+    case Reduce::kMean: {
+      GRAD_ASSIGN_OR_RETURN(ValueId scale, InverseCount(ctx, x, y, info));
+      GRAD_ASSIGN_OR_RETURN(ValueId scaled, ctx.Emit1("Mul", {dyb, scale}));
+      GRAD_ASSIGN_OR_RETURN(dx, ExpandLike(ctx, scaled, x));
+      break;
+    }
+    case Reduce::kMax:
+    case Reduce::kMin: {
+      // The gradient goes to the extreme elements, shared equally among ties (the mask and
+      // its count depend on x only through a comparison: piecewise constant).
+      GRAD_ASSIGN_OR_RETURN(ValueId yb, Unreduce(ctx, y, info));
+      GRAD_ASSIGN_OR_RETURN(ValueId mask, ctx.Emit1("Equal", {x, yb}));
+      AttributeMap to;
+      to["to"] = IntAttr(ctx.dtype(x));
+      GRAD_ASSIGN_OR_RETURN(ValueId maskf, ctx.Emit1("Cast", {mask}, to));
+      GRAD_ASSIGN_OR_RETURN(ValueId ties, ReduceSumAxes(ctx, maskf, info.axes, true));
+      GRAD_ASSIGN_OR_RETURN(ValueId share, ctx.Emit1("Div", {maskf, ties}));
+      GRAD_ASSIGN_OR_RETURN(dx, ctx.Emit1("Mul", {dyb, share}));
+      break;
+    }
+    case Reduce::kProd: {
+      // d prod / d x_i = prod / x_i: undefined (inf or NaN) where x_i is 0.
+      GRAD_ASSIGN_OR_RETURN(ValueId yb, Unreduce(ctx, y, info));
+      GRAD_ASSIGN_OR_RETURN(ValueId ratio, ctx.Emit1("Div", {yb, x}));
+      GRAD_ASSIGN_OR_RETURN(dx, ctx.Emit1("Mul", {dyb, ratio}));
+      break;
+    }
+    case Reduce::kL1: {
+      GRAD_ASSIGN_OR_RETURN(ValueId sign, ctx.Emit1("Sign", {x}));
+      GRAD_ASSIGN_OR_RETURN(dx, ctx.Emit1("Mul", {dyb, sign}));
+      break;
+    }
+    case Reduce::kL2: {
+      // x / ||x||: undefined where the norm is 0.
+      GRAD_ASSIGN_OR_RETURN(ValueId yb, Unreduce(ctx, y, info));
+      GRAD_ASSIGN_OR_RETURN(ValueId unit, ctx.Emit1("Div", {x, yb}));
+      GRAD_ASSIGN_OR_RETURN(dx, ctx.Emit1("Mul", {dyb, unit}));
+      break;
+    }
+    case Reduce::kSumSquare: {
+      GRAD_ASSIGN_OR_RETURN(ValueId twice, ctx.Emit1("Mul", {x, ScalarConstant(ctx, 2.0, ctx.dtype(x))}));
+      GRAD_ASSIGN_OR_RETURN(dx, ctx.Emit1("Mul", {dyb, twice}));
+      break;
+    }
+    case Reduce::kLogSum: {
+      // d log(sum x) / d x_i = 1 / sum x = 1 / exp(y).
+      GRAD_ASSIGN_OR_RETURN(ValueId yb, Unreduce(ctx, y, info));
+      GRAD_ASSIGN_OR_RETURN(ValueId sum, ctx.Emit1("Exp", {yb}));
+      GRAD_ASSIGN_OR_RETURN(ValueId g, ctx.Emit1("Div", {dyb, sum}));
+      GRAD_ASSIGN_OR_RETURN(dx, ExpandLike(ctx, g, x));
+      break;
+    }
+    case Reduce::kLogSumExp: {
+      // d lse / d x_i = exp(x_i - lse): the softmax over the reduced axes.
+      GRAD_ASSIGN_OR_RETURN(ValueId yb, Unreduce(ctx, y, info));
+      GRAD_ASSIGN_OR_RETURN(ValueId shifted, ctx.Emit1("Sub", {x, yb}));
+      GRAD_ASSIGN_OR_RETURN(ValueId p, ctx.Emit1("Exp", {shifted}));
+      GRAD_ASSIGN_OR_RETURN(dx, ctx.Emit1("Mul", {dyb, p}));
+      break;
+    }
+  }
+  return ctx.AddInputGrad(0, dx);
+}
+
+// --- Softmax, LogSoftmax ----------------------------------------------------------------------
+
+// The axes Softmax normalizes over: 'axis' from opset 13; before, the input is coerced to 2-D
+// at 'axis' (default 1 there), so every axis from 'axis' on.
+absl::StatusOr<std::vector<int64_t>> SoftmaxAxes(const GradientContext& ctx) {
+  GRAD_ASSIGN_OR_RETURN(const int rank, RankOf(ctx, ctx.input(0), "input 0"));
+  if (!OpsetBefore(ctx, 13)) {
+    GRAD_ASSIGN_OR_RETURN(const int64_t axis, ctx.GetInt("axis", -1));
+    return NormalizedAxes(ctx, {axis}, rank);
+  }
+  int64_t axis = 1;
+  if (ctx.node().attributes.contains("axis")) {
+    GRAD_ASSIGN_OR_RETURN(axis, ctx.GetInt("axis", 1));
+  }
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis > rank) return ctx.Error("'axis' is out of range for rank ", rank);
+  std::vector<int64_t> axes;
+  for (int64_t a = axis; a < rank; ++a) axes.push_back(a);
+  return axes;
+}
+
+// y = softmax(x): dx = y * (dy - sum(dy * y)) over the normalized axes.
+absl::Status SoftmaxGradient(GradientContext& ctx) {
+  const ValueId dy = ctx.output_grad(0);
+  if (!dy.valid() || !ctx.needs_input_grad(0)) return absl::OkStatus();
+  const ValueId y = ctx.output(0);
+  GRAD_ASSIGN_OR_RETURN(const std::vector<int64_t> axes, SoftmaxAxes(ctx));
+  if (axes.empty()) return absl::OkStatus();  // softmax over one element: constant 1
+  GRAD_ASSIGN_OR_RETURN(ValueId dyy, ctx.Emit1("Mul", {dy, y}));
+  GRAD_ASSIGN_OR_RETURN(ValueId s, ReduceSumAxes(ctx, dyy, axes, true));
+  GRAD_ASSIGN_OR_RETURN(ValueId centered, ctx.Emit1("Sub", {dy, s}));
+  GRAD_ASSIGN_OR_RETURN(ValueId dx, ctx.Emit1("Mul", {y, centered}));
+  return ctx.AddInputGrad(0, dx);
+}
+
+// y = log_softmax(x): dx = dy - softmax(x) * sum(dy). softmax(x) is recomputed with Softmax
+// (same 'axis' semantics) rather than Exp(y), so that the gradient's own gradient needs no op
+// outside this family.
+absl::Status LogSoftmaxGradient(GradientContext& ctx) {
+  const ValueId dy = ctx.output_grad(0);
+  if (!dy.valid() || !ctx.needs_input_grad(0)) return absl::OkStatus();
+  GRAD_ASSIGN_OR_RETURN(const std::vector<int64_t> axes, SoftmaxAxes(ctx));
+  if (axes.empty()) return absl::OkStatus();  // log softmax over one element: x - x = 0
+  AttributeMap attrs;
+  if (auto it = ctx.node().attributes.find("axis"); it != ctx.node().attributes.end()) {
+    attrs["axis"] = it->second;
+  }
+  GRAD_ASSIGN_OR_RETURN(ValueId p, ctx.Emit1("Softmax", {ctx.input(0)}, attrs));
+  GRAD_ASSIGN_OR_RETURN(ValueId s, ReduceSumAxes(ctx, dy, axes, true));
+  GRAD_ASSIGN_OR_RETURN(ValueId ps, ctx.Emit1("Mul", {p, s}));
+  GRAD_ASSIGN_OR_RETURN(ValueId dx, ctx.Emit1("Sub", {dy, ps}));
+  return ctx.AddInputGrad(0, dx);
+}
+
+// Hardmax's output is piecewise constant in x: no gradient flows (zero, never materialized).
+absl::Status ZeroGradient(GradientContext&) { return absl::OkStatus(); }
+
+// --- Einsum -------------------------------------------------------------------------------------
+
+// An einsum term with "..." written as the one character '.'.
+absl::StatusOr<std::string> EinsumTermOf(const GradientContext& ctx, absl::string_view t) {
+  std::string out;
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (t.substr(i, 3) == "...") {
+      out.push_back('.');
+      i += 2;
+    } else {
+      out.push_back(t[i]);
+    }
+  }
+  return out;
+}
+
+std::string EinsumTermText(const std::string& term) {
+  std::string out;
+  for (char c : term) {
+    if (c == '.') {
+      out += "...";
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+// Each operand's gradient is an Einsum of the output gradient with the other operands, written
+// into the operand's term: "out,others->term". Labels only the operand has were summed in the
+// forward direction: the result is broadcast back over them (Unsqueeze, Expand). Dims that
+// broadcast in the forward direction are summed back (SumToShape). Equations with a label
+// repeated inside one term (diagonals, traces) are refused.
+absl::Status EinsumGradient(GradientContext& ctx) {
+  const ValueId dy = ctx.output_grad(0);
+  if (!dy.valid()) return absl::OkStatus();
+  GRAD_ASSIGN_OR_RETURN(const std::string raw, ctx.GetString("equation", ""));
+  std::string eq;
+  for (char c : raw) {
+    if (c != ' ') eq.push_back(c);
+  }
+  const size_t arrow = eq.find("->");
+  std::vector<std::string> terms;
+  for (absl::string_view t : absl::StrSplit(eq.substr(0, arrow), ',')) {
+    GRAD_ASSIGN_OR_RETURN(std::string term, EinsumTermOf(ctx, t));
+    terms.push_back(std::move(term));
+  }
+  const int n = ctx.num_inputs();
+  if (static_cast<int>(terms.size()) != n) {
+    return ctx.Error("equation '", raw, "' has ", terms.size(), " operands for ", n, " inputs");
+  }
+  std::string out;
+  bool any_ellipsis = false;
+  for (const std::string& t : terms) any_ellipsis |= t.find('.') != std::string::npos;
+  if (arrow != std::string::npos) {
+    GRAD_ASSIGN_OR_RETURN(out, EinsumTermOf(ctx, eq.substr(arrow + 2)));
+  } else {
+    std::vector<int> count(128, 0);
+    for (const std::string& t : terms) {
+      for (char c : t) {
+        if (c != '.') ++count[static_cast<unsigned char>(c)];
+      }
+    }
+    if (any_ellipsis) out.push_back('.');
+    for (int c = 0; c < 128; ++c) {
+      if (count[c] == 1) out.push_back(static_cast<char>(c));
+    }
+  }
+  for (const std::string& t : terms) {
+    std::string sorted = t;
+    std::sort(sorted.begin(), sorted.end());
+    if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+      return ctx.Error("equation '", raw,
+                       "': a label repeated within one term (a diagonal or trace) is not "
+                       "differentiated");
+    }
+  }
+  for (int k = 0; k < n; ++k) {
+    if (!ctx.needs_input_grad(k)) continue;
+    const std::string& term = terms[k];
+    std::string available = out;
+    std::vector<ValueId> operands = {dy};
+    std::string lhs = EinsumTermText(out);
+    for (int j = 0; j < n; ++j) {
+      if (j == k) continue;
+      available += terms[j];
+      operands.push_back(ctx.input(j));
+      absl::StrAppend(&lhs, ",", EinsumTermText(terms[j]));
+    }
+    const bool has_ellipsis = term.find('.') != std::string::npos;
+    if (any_ellipsis && (!has_ellipsis || out.find('.') == std::string::npos)) {
+      return ctx.Error("equation '", raw, "': the gradient of operand ", k,
+                       " needs '...' in both the operand and the output");
+    }
+    std::string kept;
+    std::vector<int> missing;  // positions in the operand's term
+    for (size_t i = 0; i < term.size(); ++i) {
+      if (term[i] == '.' || available.find(term[i]) != std::string::npos) {
+        kept.push_back(term[i]);
+      } else {
+        missing.push_back(static_cast<int>(i));
+      }
+    }
+    const ValueId x = ctx.input(k);
+    AttributeMap attrs;
+    attrs["equation"] = StringAttr(absl::StrCat(lhs, "->", EinsumTermText(kept)));
+    GRAD_ASSIGN_OR_RETURN(ValueId g, ctx.Emit1("Einsum", operands, attrs));
+    if (!missing.empty()) {
+      GRAD_ASSIGN_OR_RETURN(const int rank, RankOf(ctx, x, absl::StrCat("input ", k)));
+      const int ellipsis_rank = rank - static_cast<int>(term.size()) + (has_ellipsis ? 1 : 0);
+      std::vector<int64_t> axes;
+      const size_t dot = term.find('.');
+      for (int i : missing) {
+        const bool after = has_ellipsis && static_cast<size_t>(i) > dot;
+        axes.push_back(after ? i - 1 + ellipsis_rank : i);
+      }
+      GRAD_ASSIGN_OR_RETURN(g, UnsqueezeAxes(ctx, g, axes));
+      GRAD_ASSIGN_OR_RETURN(g, ExpandLike(ctx, g, x));
+    }
+    GRAD_ASSIGN_OR_RETURN(g, SumToShape(ctx, g, x));
+    GRAD_RETURN_IF_ERROR(ctx.AddInputGrad(k, g));
+  }
+  return absl::OkStatus();
+}
+
+// --- graphopt::SumToShape ---------------------------------------------------------------------
+
+// out = sum of grad over its broadcast axes: d grad = Expand(d out, Shape(grad)).
+absl::Status SumToShapeGradient(GradientContext& ctx) {
+  const ValueId dy = ctx.output_grad(0);
+  if (!dy.valid() || !ctx.needs_input_grad(0)) return absl::OkStatus();
+  GRAD_ASSIGN_OR_RETURN(ValueId dx, ExpandLike(ctx, dy, ctx.input(0)));
+  return ctx.AddInputGrad(0, dx);
+}
+
+}  // namespace
+
+void AddReductionGradients(GradientTable* table) {
+  const std::pair<const char*, Reduce> reductions[] = {
+      {"ReduceSum", Reduce::kSum},          {"ReduceMean", Reduce::kMean},
+      {"ReduceMax", Reduce::kMax},          {"ReduceMin", Reduce::kMin},
+      {"ReduceProd", Reduce::kProd},        {"ReduceL1", Reduce::kL1},
+      {"ReduceL2", Reduce::kL2},            {"ReduceSumSquare", Reduce::kSumSquare},
+      {"ReduceLogSum", Reduce::kLogSum},    {"ReduceLogSumExp", Reduce::kLogSumExp}};
+  for (const auto& [name, kind] : reductions) {
+    const Reduce k = kind;
+    (*table)[name] = {[k](GradientContext& ctx) { return ReduceGradient(ctx, k); }, {1}};
+  }
+  (*table)["Softmax"] = {SoftmaxGradient, {}};
+  (*table)["LogSoftmax"] = {LogSoftmaxGradient, {}};
+  (*table)["Hardmax"] = {ZeroGradient, {}};
+  (*table)["Einsum"] = {EinsumGradient, {}};
+  (*table)[absl::StrCat(kGraphoptDomain, "::SumToShape")] = {SumToShapeGradient, {1}};
+}
 
 }  // namespace builtin_internal
 }  // namespace graphopt

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "graph/gradient.h"
 #include "graph/shape_util.h"
 #include "ops/builtin_ops_internal.h"
 
@@ -472,6 +473,57 @@ void AddSoftmaxOps(std::vector<OpDef>* ops) {
                      .Build());
 }
 
+
+// --- graphopt::SumToShape (kernel in reduction.cc) -------------------------------------------
+
+// The shape operand itself (numpy broadcasting reversed: grad must be a broadcast of it).
+absl::Status SumToShapeShapeFn(InferenceContext& ctx) {
+  const std::optional<Dims> grad = InputShape(ctx, 0);
+  const std::optional<Dims> target = ShapeOperand(ctx, 1);
+  if (!target) {
+    ctx.set_output_shape(0, std::nullopt);
+    return absl::OkStatus();
+  }
+  if (grad) {
+    if (target->size() > grad->size()) {
+      return ctx.Error("input 1 (shape) has ", target->size(), " dims, more than input 0 (grad) ",
+                       ShapeToString(grad));
+    }
+    const size_t lead = grad->size() - target->size();
+    for (size_t i = 0; i < target->size(); ++i) {
+      const Dim& t = (*target)[i];
+      const Dim& g = (*grad)[lead + i];
+      if (t.is_known() && t.size() < 0) {
+        return ctx.Error("input 1 (shape) holds a negative size ", t.size());
+      }
+      if (t.is_known() && g.is_known() && t.size() != 1 && t.size() != g.size()) {
+        return ctx.Error("input 0 (grad) ", ShapeToString(grad),
+                         " is not a broadcast of input 1 (shape) ", ShapeToString(target));
+      }
+    }
+  }
+  ctx.set_output_shape(0, *target);
+  return absl::OkStatus();
+}
+
+void AddSumToShapeOp(std::vector<OpDef>* ops) {
+  OpDef def = OpBuilder("SumToShape",
+                        "grad summed over the axes along which a tensor of 'shape' was broadcast "
+                        "(numpy rules) to grad's shape: leading extra axes summed away, axes "
+                        "where 'shape' holds 1 summed and kept. The gradient of a broadcast "
+                        "whose axes are known only at run time.")
+                  .Input("grad", "T")
+                  .Input("shape", "Tshape")
+                  .Output("output", "T")
+                  .Constraint("T", FloatTypes())
+                  .Constraint("Tshape", {v1::DT_INT64})
+                  .Fusion(v1::FUSION_REDUCTION)
+                  .ShapeFn(SumToShapeShapeFn)
+                  .Build();
+  def.descriptor.set_domain(kGraphoptDomain);
+  ops->push_back(std::move(def));
+}
+
 }  // namespace
 
 absl::StatusOr<int64_t> CheckedAxis(const InferenceContext& ctx, const std::optional<Dims>& x) {
@@ -488,6 +540,7 @@ void AddReductionOps(std::vector<OpDef>* ops) {
   AddReduceOps(ops);
   AddEinsumOps(ops);
   AddSoftmaxOps(ops);
+  AddSumToShapeOp(ops);
 }
 
 }  // namespace builtin_internal

@@ -132,6 +132,11 @@ absl::Status CheckGradients(const PassTestEnv& env, const std::string& text,
       Set(probe[input_index].second, e, x0 + h);
       absl::StatusOr<std::vector<runtime::Tensor>> up = runtime.Run(*forward, probe);
       if (!up.ok()) return up.status();
+      // An output may share its input's buffer (Reshape, Identity): the second run gets a
+      // copy of the input, so that writing x0 - h leaves the first run's outputs as they were.
+      absl::StatusOr<runtime::Tensor> lowered = Copy(probe[input_index].second);
+      if (!lowered.ok()) return lowered.status();
+      probe[input_index].second = *std::move(lowered);
       Set(probe[input_index].second, e, x0 - h);
       absl::StatusOr<std::vector<runtime::Tensor>> down = runtime.Run(*forward, probe);
       if (!down.ok()) return down.status();

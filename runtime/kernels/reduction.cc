@@ -596,6 +596,65 @@ absl::Status LpNormKernel(KernelContext& ctx) {
   return s;
 }
 
+
+// graphopt::SumToShape(grad, shape): grad summed over the axes along which a tensor of `shape`
+// was broadcast (numpy rules) to reach grad's shape: grad's leading extra axes are summed away,
+// and axes where `shape` holds 1 and grad does not are summed and kept as 1. The backward of
+// every broadcasting op whose broadcast axes are only known at run time (graph/gradient.h).
+absl::Status SumToShapeKernel(KernelContext& ctx) {
+  absl::StatusOr<const Tensor*> gs = RequireInput(ctx, 0);
+  if (!gs.ok()) return gs.status();
+  const Tensor& grad = **gs;
+  absl::StatusOr<std::vector<int64_t>> target = InputInts(ctx, 1);
+  if (!target.ok()) return target.status();
+  const int rank = grad.rank();
+  const int n = static_cast<int>(target->size());
+  if (n > rank) {
+    return ctx.Invalid(absl::StrCat("input 1 (shape) has ", n, " dims, more than the rank ", rank,
+                                    " of input 0 (grad)"));
+  }
+  const int lead = rank - n;
+  std::vector<bool> mask(rank, false);
+  Shape out_shape;
+  for (int i = 0; i < rank; ++i) {
+    if (i < lead) {
+      mask[i] = true;
+      continue;
+    }
+    const int64_t t = (*target)[i - lead];
+    if (t == grad.dim(i)) {
+      out_shape.push_back(t);
+    } else if (t == 1) {
+      mask[i] = true;
+      out_shape.push_back(1);
+    } else {
+      return ctx.Invalid(absl::StrCat("input 1 (shape) dim ", i - lead, " is ", t,
+                                      ", which does not broadcast to input 0 (grad)'s dim ", i,
+                                      " of size ", grad.dim(i)));
+    }
+  }
+  absl::Status s = DispatchReduceTypes(grad.dtype(), [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    using IntAcc = std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>;
+    using Acc = std::conditional_t<std::is_integral_v<T>, IntAcc, double>;
+    absl::StatusOr<Tensor*> out = ctx.AllocateOutput(0, grad.dtype(), out_shape);
+    if (!out.ok()) return out.status();
+    T* y = (*out)->template data<T>();
+    const int64_t count = (*out)->num_elements();
+    if (grad.num_elements() == 0) {
+      std::fill(y, y + count, FromCompute<T>(Acc(0)));
+      return absl::OkStatus();
+    }
+    std::vector<Acc> acc = ReduceAxes<Acc, T>(grad, mask, Combine::kSum, Pre::kNone, ctx);
+    for (int64_t i = 0; i < count; ++i) y[i] = FromCompute<T>(acc[i]);
+    return absl::OkStatus();
+  });
+  if (!s.ok() && s.code() == absl::StatusCode::kUnimplemented) {
+    return ctx.info().Unimplemented(absl::StrCat("SumToShape: ", s.message()));
+  }
+  return s;
+}
+
 }  // namespace
 
 absl::Status RegisterReductionKernels(KernelRegistry& registry) {
@@ -616,6 +675,8 @@ absl::Status RegisterReductionKernels(KernelRegistry& registry) {
   s.Update(registry.Register("LpNormalization", LpNormKernel));
   s.Update(RegisterSoftmaxKernels(registry));
   s.Update(RegisterEinsumKernels(registry));
+  // graph/gradient.h's kGraphoptDomain.
+  s.Update(registry.Register(KernelRegistry::Key{"graphopt", "SumToShape"}, SumToShapeKernel));
   return s;
 }
 

@@ -463,5 +463,45 @@ TEST(NormalizationTest, MeanVarianceAndLp) {
             absl::StatusCode::kInvalidArgument);
 }
 
+
+// --- graphopt::SumToShape -----------------------------------------------------------------
+
+TEST(SumToShapeTest, SumsLeadingAndSizeOneAxes) {
+  // [2, 3, 4] summed to [3, 1]: axis 0 dropped, axis 2 summed and kept.
+  absl::StatusOr<std::vector<Tensor>> out =
+      RunDomainNode("graphopt", "SumToShape", {}, {F32(Iota(24), {2, 3, 4}), I64({3, 1}, {2})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT((*out)[0].shape(), ElementsAre(3, 1));
+  // Row r sums x[b, r, c] over b and c: 6 + 16 r + (6 + 16 r + 48) = 60 + 32 r.
+  EXPECT_THAT(ToFloats((*out)[0]), ElementsAre(60, 92, 124));
+}
+
+TEST(SumToShapeTest, SameShapeIsACopyAndScalarSumsAll) {
+  absl::StatusOr<std::vector<Tensor>> out =
+      RunDomainNode("graphopt", "SumToShape", {}, {F32(Iota(6), {2, 3}), I64({2, 3}, {2})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(ToFloats((*out)[0]), ElementsAre(0, 1, 2, 3, 4, 5));
+  out = RunDomainNode("graphopt", "SumToShape", {}, {F32(Iota(6), {2, 3}), I64({}, {0})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].rank(), 0);
+  EXPECT_THAT(ToFloats((*out)[0]), ElementsAre(15));
+  // An empty grad sums to zeros of the target shape.
+  out = RunDomainNode("graphopt", "SumToShape", {}, {F32({}, {0, 3}), I64({1, 3}, {2})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(ToFloats((*out)[0]), ElementsAre(0, 0, 0));
+}
+
+TEST(SumToShapeTest, RejectsShapesThatDoNotBroadcast) {
+  EXPECT_EQ(RunDomainNode("graphopt", "SumToShape", {}, {F32(Iota(6), {2, 3}), I64({2}, {1})})
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(RunDomainNode("graphopt", "SumToShape", {},
+                          {F32(Iota(6), {2, 3}), I64({1, 2, 3}, {3})})
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace graphopt::runtime

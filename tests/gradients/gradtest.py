@@ -36,8 +36,10 @@ class Graphopt:
             missing = MISSING_GRADIENT.search(proc.stdout)
             if missing:
                 raise GraphoptError(f"{what}: op '{missing.group(1)}' has no gradient yet")
-            tail = proc.stdout.strip().splitlines()[-3:]
-            raise GraphoptError(f"{what} failed (rc {proc.returncode}): " + " | ".join(tail))
+            lines = proc.stdout.strip().splitlines()
+            errors = [line for line in lines if line.startswith(("error:", "usage error:"))]
+            raise GraphoptError(f"{what} failed (rc {proc.returncode}): " +
+                                " | ".join(errors or lines[-3:]))
         return proc.stdout
 
     def grad(self, model: str, out: str, wrt: Iterable[str], loss: Iterable[str] = (),

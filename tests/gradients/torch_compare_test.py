@@ -6,12 +6,16 @@ seeded random cotangent for every output. graphopt differentiates the exported O
 `graphopt grad --outputs <every output> --wrt inputs,params` (the gradient graph optimized at -O2)
 and runs it with `graphopt run`, the cotangents fed as the seed inputs '<output>_grad'.
 
-Compared: the gradient of the model input, and of every parameter whose ONNX initializer kept
-torch's name (torch.onnx.export names an initializer after the parameter it holds, e.g.
-'layers.0.weight', 'fc.bias'; parameters the export transformed lose that name: a BatchNorm
-folded into its Conv becomes 'onnx::Conv_NNN' holding the folded weight, and the transformer's
-attention projections are re-laid out, so those are not compared). Within 1e-4 relative to the
-tensor's largest magnitude (gradtest.relative_error).
+Compared: the gradient of the model input, and of every initializer that holds torch
+parameters unchanged. The mapping (expected_gradients): torch.onnx.export names an initializer
+after the parameter it holds ('layers.0.weight', 'fc.bias'); it keeps one initializer for
+parameters of equal value (a TransformerEncoder's layers are deep copies of one layer, so
+'layers.0.self_attn.out_proj.weight' also stands for layer 1's; zero biases coincide), whose
+gradient is then the sum of theirs; it stores a Linear weight used by MatMul transposed, as
+'onnx::MatMul_NNN', compared with the transposed torch gradient. Parameters the export changed
+are not compared: a BatchNorm folded into its Conv (eval export) leaves 'onnx::Conv_NNN' holding
+the folded weight, which no torch parameter equals. Within 1e-4 relative to the tensor's largest
+magnitude (gradtest.relative_error).
 
 A model that does not pass is a failure unless known_failures.txt lists it; a missing gradient
 is reported naming the op.
@@ -90,28 +94,63 @@ def torch_gradients(spec, cotangents):
     for k, pname in enumerate(params):
         named[pname] = grads[len(inputs) + k]
     feeds = {n: t.detach().numpy() for n, t in zip(spec.input_names, inputs)}
-    return feeds, {k: (v.numpy() if v is not None else None) for k, v in named.items()}
+    values = {k: v.detach().numpy() for k, v in params.items()}
+    return feeds, {k: (v.numpy() if v is not None else None) for k, v in named.items()}, values
+
+
+def expected_gradients(model, want, values):
+    """Torch's gradient for each ONNX initializer that kept a torch parameter's name.
+
+    torch.onnx.export keeps one initializer for parameters of equal value (a TransformerEncoder's
+    layers are deep copies of one layer; zero biases and unit norm weights coincide): the
+    initializer takes the first one's name and every node reads it, so its gradient is the sum
+    of all their gradients. Each parameter that has no initializer of its own and equals a named
+    initializer element for element is counted there (with the first such initializer). An
+    initializer whose value is not its parameter's (the export changed it) is not compared.
+    """
+    inits = {t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer}
+    named = [n for n in inits if n in values and want.get(n) is not None
+             and inits[n].shape == values[n].shape and np.array_equal(inits[n], values[n])]
+    expected = {n: want[n].astype(np.float64) for n in named}
+    merged = {n: [n] for n in named}
+    for q, value in values.items():
+        if q in inits or want.get(q) is None:
+            continue
+        for n in named:
+            if inits[n].shape == value.shape and np.array_equal(inits[n], value):
+                expected[n] = expected[n] + want[q]
+                merged[n].append(q)
+                break
+        else:
+            # A Linear weight the export stored transposed for MatMul ('onnx::MatMul_NNN').
+            for n, init in inits.items():
+                if (n not in values and value.ndim == 2 and init.shape == value.T.shape
+                        and np.array_equal(init, value.T)):
+                    expected[n] = expected.get(n, 0) + want[q].T
+                    merged.setdefault(n, []).append(q)
+                    break
+    return expected, merged
 
 
 def compare_model(spec, graphopt, model_dir, name):
     model = onnx.load(os.path.join(model_dir, name, "model.onnx"), load_external_data=False)
-    initializers = {t.name: tuple(t.dims) for t in model.graph.initializer}
     # The exported output shapes, from torch's reference outputs.
     ref_dir = os.path.join(model_dir, name, "test_data_set_0")
     shapes = [onnx.numpy_helper.to_array(onnx.load_tensor(os.path.join(ref_dir, f"output_{i}.pb"))).shape
               for i in range(len(spec.output_names))]
     rng = np.random.RandomState(1000 + spec.seed)
     cotangents = [rng.standard_normal(s).astype(np.float32) for s in shapes]
-    feeds, want = torch_gradients(spec, cotangents)
+    feeds, want, values = torch_gradients(spec, cotangents)
+    expected, merged = expected_gradients(model, want, values)
+    for input_name in spec.input_names:
+        expected[input_name] = want[input_name]
 
     grad_model = os.path.join(graphopt.work_dir, f"{name}_grad.onnx")
     start = time.time()
     graphopt.grad(os.path.join(model_dir, name, "model.onnx"), grad_model,
                   wrt=["inputs", "params"], outputs=spec.output_names)
     grad_s = time.time() - start
-    compared = [n for n in spec.input_names]
-    compared += sorted(k for k in want if k in initializers and k not in spec.input_names
-                       and want[k] is not None and tuple(want[k].shape) == initializers[k])
+    compared = list(spec.input_names) + sorted(merged)
     inputs = dict(feeds)
     for out, c in zip(spec.output_names, cotangents):
         inputs[out + "_grad"] = c
@@ -120,12 +159,15 @@ def compare_model(spec, graphopt, model_dir, name):
     run_s = time.time() - start
     worst, worst_name = 0.0, ""
     for value in compared:
-        err = gradtest.relative_error(got[value + "_grad"], want[value])
+        err = gradtest.relative_error(got[value + "_grad"], expected[value])
         if err > worst:
             worst, worst_name = err, value
-    skipped = len([k for k in want if k not in compared])
-    summary = (f"{len(compared)} gradients compared ({len(compared) - len(spec.input_names)} "
-               f"torch-named parameters, {skipped} parameters renamed by the export), worst "
+    covered = sum(len(v) for v in merged.values())
+    shared = covered - len(merged)
+    skipped = len(values) - covered
+    summary = (f"{len(compared)} gradients compared ({len(merged)} initializers standing for "
+               f"{covered} torch parameters ({shared} deduplicated by the export), "
+               f"{skipped} parameters transformed or renamed by the export), worst "
                f"{worst:.2e} ({worst_name}); grad {grad_s:.1f} s, run {run_s:.1f} s")
     if worst > TOLERANCE:
         raise gradtest.GraphoptError(f"gradient of '{worst_name}' differs: {summary}")

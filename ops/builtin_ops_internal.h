@@ -188,6 +188,7 @@ void AddRnnOps(std::vector<OpDef>* ops);
 void AddControlFlowOps(std::vector<OpDef>* ops);
 void AddMiscOps(std::vector<OpDef>* ops);
 void AddFusedOps(std::vector<OpDef>* ops);  // FusedGroup, domain graphopt
+void AddNnGradOps(std::vector<OpDef>* ops);  // ops/nn_grad_ops.h, domain graphopt
 
 }  // namespace builtin_internal
 }  // namespace graphopt

@@ -1,5 +1,6 @@
 #include "service/op_validation.h"
 
+#include <algorithm>
 #include <optional>
 #include <utility>
 
@@ -54,6 +55,53 @@ bool IsIdentifier(absl::string_view s, bool domain) {
   return true;
 }
 
+// The gradient fields on their own: "" or the problem.
+std::string GradientDefinitionProblem(const v1::OpDescriptor& d) {
+  absl::flat_hash_set<int> nondiff;
+  for (int i : d.non_differentiable_inputs()) {
+    if (i < 0 || i >= d.inputs_size()) {
+      return absl::StrCat("non_differentiable_inputs: ", i, " is not an input index (the op has ",
+                          d.inputs_size(), " inputs)");
+    }
+    if (!nondiff.insert(i).second) {
+      return absl::StrCat("non_differentiable_inputs: ", i, " is given twice");
+    }
+  }
+  switch (d.gradient().kind_case()) {
+    case v1::GradientDef::KIND_NOT_SET:
+      return "";
+    case v1::GradientDef::kBuiltin:
+      return "gradient.builtin names a gradient written inside the server, for builtin ops only; "
+             "a custom op sends a gradient body";
+    case v1::GradientDef::kBody:
+      break;
+  }
+  for (const auto* args : {&d.inputs(), &d.outputs()}) {
+    for (const v1::ArgSpec& a : *args) {
+      if (a.arity() == v1::ARITY_VARIADIC) {
+        return absl::StrCat("gradient body: the op has variadic argument '", a.name(),
+                            "'; a gradient body binds arguments by position, so it needs a "
+                            "fixed number of them");
+      }
+    }
+  }
+  const v1::Graph& body = d.gradient().body();
+  const int n = d.inputs_size();
+  const int m = d.outputs_size();
+  if (body.inputs_size() != n + 2 * m) {
+    return absl::StrCat("gradient body has ", body.inputs_size(), " inputs; it takes the op's ", n,
+                        " inputs, its ", m, " outputs and their ", m, " gradients, ", n + 2 * m,
+                        " in all (they bind by position)");
+  }
+  const int differentiable = n - static_cast<int>(nondiff.size());
+  if (body.outputs_size() != differentiable) {
+    return absl::StrCat("gradient body has ", body.outputs_size(),
+                        " outputs; it must give one gradient per differentiable input, ",
+                        differentiable, " (inputs not in non_differentiable_inputs, in order)");
+  }
+  return "";
+}
+
 // The checks that need nothing but the descriptor and the builtins; "" when it passes.
 std::string DescriptorProblem(const v1::OpDescriptor& d, const OpCheckContext& context) {
   const int64_t bytes = static_cast<int64_t>(d.ByteSizeLong());
@@ -85,6 +133,7 @@ std::string DescriptorProblem(const v1::OpDescriptor& d, const OpCheckContext& c
     return "shape_rule is required (or a body the op expands into): every op must state its "
            "output shapes";
   }
+  if (std::string problem = GradientDefinitionProblem(d); !problem.empty()) return problem;
   if (d.has_body()) {
     if (d.body().inputs_size() != d.inputs_size()) {
       return absl::StrCat("body has ", d.body().inputs_size(), " inputs; the op declares ",
@@ -151,14 +200,14 @@ const v1::AttributeSpec* FindAttribute(const v1::OpDescriptor& d, absl::string_v
   return nullptr;
 }
 
-// The body of `d` against `ops` (builtins, the tenant's and the call's ops): "" or the problem,
-// starting with "body: ".
-std::string BodyProblem(const v1::OpDescriptor& d, const OpRegistry& ops) {
-  v1::Graph body = d.body();
+// A body of `d` (its decomposition, or its gradient body) against `ops` (builtins, the tenant's
+// and the call's ops): "" or the problem, starting with `prefix` ("body", "gradient body").
+std::string GraphBodyProblem(const v1::OpDescriptor& d, v1::Graph body, absl::string_view prefix,
+                             const OpRegistry& ops) {
   for (int i = 0; i < body.nodes_size(); ++i) {
     v1::Node& node = *body.mutable_nodes(i);
     const std::string label =
-        absl::StrCat("body: node '", node.name().empty() ? absl::StrCat("#", i) : node.name(),
+        absl::StrCat(prefix, ": node '", node.name().empty() ? absl::StrCat("#", i) : node.name(),
                      "' (", OpLabel(node.domain(), node.op_type()), ")");
     const OpDef* inner = ops.Find(node.domain(), node.op_type());
     for (v1::Attribute& a : *node.mutable_attributes()) {
@@ -186,11 +235,54 @@ std::string BodyProblem(const v1::OpDescriptor& d, const OpRegistry& ops) {
     }
   }
   absl::StatusOr<Graph> graph = GraphFromProto(std::move(body));
-  if (!graph.ok()) return absl::StrCat("body: ", graph.status().message());
+  if (!graph.ok()) return absl::StrCat(prefix, ": ", graph.status().message());
   if (absl::Status s = VerifyGraph(*graph, ops); !s.ok()) {
-    return absl::StrCat("body: ", s.message());
+    return absl::StrCat(prefix, ": ", s.message());
   }
   return "";
+}
+
+std::string BodyProblem(const v1::OpDescriptor& d, const OpRegistry& ops) {
+  return GraphBodyProblem(d, d.body(), "body", ops);
+}
+
+// Whether `dtype` may bind the type constraint of argument `arg` of `d` (true when the argument
+// names no constraint of the descriptor, or the body leaves the type unsaid).
+std::string ArgTypeProblem(const v1::OpDescriptor& d, const v1::ArgSpec& arg,
+                           const v1::ValueInfo& value, absl::string_view role) {
+  if (!value.has_type() || value.type().dtype() == v1::DT_UNDEFINED) return "";
+  for (const v1::TypeConstraint& c : d.type_constraints()) {
+    if (c.name() != arg.type_constraint()) continue;
+    for (int t : c.allowed()) {
+      if (t == value.type().dtype()) return "";
+    }
+    return absl::StrCat("gradient body: ", role, " '", value.name(), "' is ",
+                        v1::DataType_Name(value.type().dtype()), ", which type constraint '",
+                        c.name(), "' of ", role == "output" ? "input" : "argument", " '",
+                        arg.name(), "' does not allow");
+  }
+  return "";
+}
+
+// The gradient body of `d` against `ops`: its types against the op's arguments, then its graph.
+std::string GradientBodyProblem(const v1::OpDescriptor& d, const OpRegistry& ops) {
+  const v1::Graph& body = d.gradient().body();
+  const int n = d.inputs_size();
+  const int m = d.outputs_size();
+  for (int i = 0; i < body.inputs_size(); ++i) {
+    const v1::ArgSpec& arg = i < n ? d.inputs(i) : d.outputs((i - n) % m);
+    if (std::string p = ArgTypeProblem(d, arg, body.inputs(i), "input"); !p.empty()) return p;
+  }
+  absl::flat_hash_set<int> nondiff(d.non_differentiable_inputs().begin(),
+                                   d.non_differentiable_inputs().end());
+  int k = 0;
+  for (int i = 0; i < n && k < body.outputs_size(); ++i) {
+    if (nondiff.contains(i)) continue;
+    if (std::string p = ArgTypeProblem(d, d.inputs(i), body.outputs(k++), "output"); !p.empty()) {
+      return p;
+    }
+  }
+  return GraphBodyProblem(d, body, "gradient body", ops);
 }
 
 // Shapes of a body-only op: unknown rank for every output (the body says more once inlined).
@@ -306,17 +398,27 @@ OpCheckResult CheckOps(const std::vector<const v1::OpDescriptor*>& call,
       error[i] = Refusal(i, *call[i], problem);
     }
   }
+  for (int i = 0; i < n; ++i) {
+    if (!replaces(i) || !call[i]->gradient().has_body()) continue;
+    if (std::string problem = GradientBodyProblem(*call[i], *result.layer); !problem.empty()) {
+      error[i] = Refusal(i, *call[i], problem);
+    }
+  }
   absl::flat_hash_map<OpKey, int> changed;
   for (int i = 0; i < n; ++i) {
     if (replaces(i) && checked[i].kind == CheckedOp::Kind::kChanged) changed[checked[i].key] = i;
   }
   if (!changed.empty()) {
     for (const auto& [key, source] : *context.existing) {
-      if (!source.has_body()) continue;
+      if (!source.has_body() && !source.gradient().has_body()) continue;
       if (auto it = index_of.find(key); it != index_of.end() && replaces(it->second)) continue;
       std::vector<OpKey> used = BodyCustomOps(source, changed);
       if (used.empty()) continue;
-      if (std::string problem = BodyProblem(source, *result.layer); !problem.empty()) {
+      std::string problem = source.has_body() ? BodyProblem(source, *result.layer) : "";
+      if (problem.empty() && source.gradient().has_body()) {
+        problem = GradientBodyProblem(source, *result.layer);
+      }
+      if (!problem.empty()) {
         const int i = changed[used.front()];
         if (error[i].ok()) {
           error[i] = Refusal(i, *call[i],
@@ -344,7 +446,7 @@ OpCheckResult CheckOps(const std::vector<const v1::OpDescriptor*>& call,
   for (const auto& [root, root_source] : final_ops) {
     if (!root_source->has_body() || color[root] != Color::kWhite) continue;
     std::vector<Frame> stack;
-    stack.push_back({root, BodyCustomOps(*root_source, final_ops)});
+    stack.push_back({root, BodyCustomOps(*root_source, final_ops, false)});
     color[root] = Color::kGray;
     while (!stack.empty()) {
       Frame& top = stack.back();
@@ -377,8 +479,41 @@ OpCheckResult CheckOps(const std::vector<const v1::OpDescriptor*>& call,
         continue;
       }
       c = Color::kGray;
-      stack.push_back({next, BodyCustomOps(*final_ops[next], final_ops)});
+      stack.push_back({next, BodyCustomOps(*final_ops[next], final_ops, false)});
     }
+  }
+
+  // 4b. A gradient body must not use its own op, directly or through the decomposition bodies
+  // of the ops it uses: the gradient would be defined in terms of what it defines. Breadth-first
+  // over decomposition edges from the ops the gradient body uses.
+  for (int i = 0; i < n; ++i) {
+    if (!replaces(i) || !call[i]->gradient().has_body()) continue;
+    const OpKey self = checked[i].key;
+    absl::flat_hash_map<OpKey, OpKey> parent;  // op -> the op whose body led to it
+    std::vector<OpKey> queue;
+    for (const v1::Node& node : call[i]->gradient().body().nodes()) {
+      OpKey key(node.domain(), node.op_type());
+      if (final_ops.contains(key) && parent.try_emplace(key, self).second) queue.push_back(key);
+    }
+    bool found = false;
+    for (size_t q = 0; q < queue.size() && !found; ++q) {
+      const OpKey current = queue[q];
+      if (current == self) {
+        found = true;
+        break;
+      }
+      for (OpKey next : BodyCustomOps(*final_ops[current], final_ops, false)) {
+        if (parent.try_emplace(next, current).second) queue.push_back(next);
+      }
+    }
+    if (!found || !error[i].ok()) continue;
+    std::vector<std::string> path = {KeyLabel(self)};
+    for (OpKey k = parent[self]; k != self; k = parent[k]) path.push_back(KeyLabel(k));
+    path.push_back(KeyLabel(self));
+    std::reverse(path.begin() + 1, path.end() - 1);
+    error[i] = Refusal(i, *call[i],
+                       absl::StrCat("gradient body is recursive: ", absl::StrJoin(path, " -> "),
+                                    "; write the gradient in other ops"));
   }
 
   // 5. The tenant's limits.

@@ -102,13 +102,22 @@ OpCheckResult CheckOps(const std::vector<const v1::OpDescriptor*>& call,
                        const OpCheckContext& context);
 
 // The keys of the non-builtin ops `descriptor`'s body uses (sorted, unique): those present
-// in `custom` (a lookup of the tenant's and the call's op keys).
+// in `custom` (a lookup of the tenant's and the call's op keys). With `with_gradient`, the ops
+// its gradient body uses count too (what unregistering and redefining must not break); the
+// recursion check follows decomposition bodies alone.
 template <typename Map>
-std::vector<OpKey> BodyCustomOps(const v1::OpDescriptor& descriptor, const Map& custom) {
+std::vector<OpKey> BodyCustomOps(const v1::OpDescriptor& descriptor, const Map& custom,
+                                 bool with_gradient = true) {
   std::vector<OpKey> out;
   for (const v1::Node& n : descriptor.body().nodes()) {
     OpKey key(n.domain(), n.op_type());
     if (custom.contains(key)) out.push_back(std::move(key));
+  }
+  if (with_gradient) {
+    for (const v1::Node& n : descriptor.gradient().body().nodes()) {
+      OpKey key(n.domain(), n.op_type());
+      if (custom.contains(key)) out.push_back(std::move(key));
+    }
   }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());

@@ -23,6 +23,7 @@
 #include "ops/builtin_ops.h"
 #include "passes/builtin_passes.h"
 #include "passes/pass.h"
+#include "passes/runtime_test_util.h"
 #include "proto/optimizer.grpc.pb.h"
 #include "server/optimizer_service.h"
 #include "service/op_persistence.h"
@@ -406,6 +407,138 @@ TEST_F(OpRegistrationTest, RegisteredOpsSurviveARestart) {
   // Registering the same op again after the restart is "unchanged".
   ASSERT_TRUE(server_->Register("team-a", RegisterRequest({twist_}), &registered).ok());
   EXPECT_EQ(registered.results(0), "unchanged my.ops::Twist v1");
+}
+
+// my.ops::Cube: y = x^3 with a decomposition body (so it runs once inlined) and a gradient body
+// dx = 3 x^2 dy, written over the op's input x, output y and output gradient dy.
+constexpr char kCube[] = R"pb(
+  name: "Cube"
+  domain: "my.ops"
+  version: 1
+  inputs { name: "x" type_constraint: "T" }
+  outputs { name: "y" type_constraint: "T" }
+  type_constraints { name: "T" allowed: DT_FLOAT32 }
+  shape_rule { builtin: "Relu" }
+  body {
+    inputs { name: "x" }
+    outputs { name: "y" }
+    nodes { op_type: "Mul" inputs: "x" inputs: "x" outputs: "x2" }
+    nodes { op_type: "Mul" inputs: "x2" inputs: "x" outputs: "y" }
+  }
+  gradient {
+    body {
+      inputs { name: "x" }
+      inputs { name: "y" }
+      inputs { name: "dy" }
+      outputs { name: "dx" }
+      initializers { name: "three" dtype: DT_FLOAT32 raw_data: "\000\000\100\100" }
+      nodes { name: "sq" op_type: "Mul" inputs: "x" inputs: "x" outputs: "x2" }
+      nodes { name: "scale" op_type: "Mul" inputs: "x2" inputs: "three" outputs: "d" }
+      nodes { name: "chain" op_type: "Mul" inputs: "d" inputs: "dy" outputs: "dx" }
+    }
+  }
+)pb";
+
+TEST_F(OpRegistrationTest, GradientBodiesAreCheckedAtRegistration) {
+  const v1::OpDescriptor cube = Parse<v1::OpDescriptor>(kCube);
+  auto with = [&](auto edit) {
+    v1::OpDescriptor d = cube;
+    edit(d);
+    return d;
+  };
+  struct Case {
+    v1::OpDescriptor descriptor;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {with([](v1::OpDescriptor& d) { d.mutable_gradient()->mutable_body()->mutable_inputs()->RemoveLast(); }),
+       "gradient body has 2 inputs; it takes the op's 1 inputs, its 1 outputs and their 1 "
+       "gradients, 3 in all"},
+      {with([](v1::OpDescriptor& d) { d.mutable_gradient()->mutable_body()->add_outputs()->set_name("x2"); }),
+       "gradient body has 2 outputs; it must give one gradient per differentiable input, 1"},
+      {with([](v1::OpDescriptor& d) { d.mutable_gradient()->set_builtin("Relu"); }),
+       "gradient.builtin names a gradient written inside the server, for builtin ops only"},
+      {with([](v1::OpDescriptor& d) { d.add_non_differentiable_inputs(3); }),
+       "non_differentiable_inputs: 3 is not an input index (the op has 1 inputs)"},
+      {with([](v1::OpDescriptor& d) {
+         d.mutable_gradient()->mutable_body()->mutable_nodes(1)->set_op_type("Scale");
+       }),
+       "gradient body: node 'scale' (Scale)"},
+      {with([](v1::OpDescriptor& d) {
+         d.mutable_gradient()->mutable_body()->mutable_outputs(0)->mutable_type()->set_dtype(
+             v1::DT_INT64);
+       }),
+       "gradient body: output 'dx' is DT_INT64, which type constraint 'T' of input 'x' does not "
+       "allow"},
+      {with([](v1::OpDescriptor& d) {
+         v1::Node* n = d.mutable_gradient()->mutable_body()->mutable_nodes(2);
+         n->set_op_type("Cube");
+         n->set_domain("my.ops");
+         n->clear_inputs();
+         n->add_inputs("d");
+       }),
+       "gradient body is recursive: my.ops::Cube -> my.ops::Cube"},
+      {with([](v1::OpDescriptor& d) { d.mutable_inputs(0)->set_arity(v1::ARITY_VARIADIC); }),
+       "gradient body: the op has variadic argument 'x'"},
+  };
+  for (const Case& c : cases) {
+    v1::RegisterOpsResponse response;
+    grpc::Status status = server_->Register("team-g", RegisterRequest({c.descriptor}), &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << c.message;
+    EXPECT_THAT(status.error_message(), HasSubstr(c.message));
+  }
+  v1::RegisterOpsResponse response;
+  grpc::Status status = server_->Register("team-g", RegisterRequest({cube}), &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+}
+
+TEST_F(OpRegistrationTest, CustomOpWithGradientBodyIsDifferentiatedThroughTheServer) {
+  v1::RegisterOpsResponse registered;
+  grpc::Status status =
+      server_->Register("team-g", RegisterRequest({Parse<v1::OpDescriptor>(kCube)}), &registered);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  v1::OptimizeRequest request;
+  *request.mutable_graph() = Parse<v1::Graph>(R"pb(
+    inputs { name: "x" type { dtype: DT_FLOAT32 shape { dims { size: 3 } } } }
+    nodes { name: "c" op_type: "Cube" domain: "my.ops" inputs: "x" outputs: "y" }
+    outputs { name: "y" }
+  )pb");
+  // The gradient first (it instantiates Cube's gradient body), then Cube is inlined into Muls.
+  for (const char* pass : {"infer_type", "infer_shape", "gradient", "inline_functions"}) {
+    v1::PassSpec* spec = request.mutable_pipeline()->add_passes();
+    spec->set_name(pass);
+    if (std::string(pass) == "gradient") {
+      (*spec->mutable_options())["wrt"] = "x";
+      (*spec->mutable_options())["loss"] = "y";
+    }
+  }
+  v1::OptimizeResponse optimized;
+  status = server_->Optimize("team-g", request, &optimized);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  const v1::Graph& g = optimized.graph();
+  ASSERT_EQ(g.outputs_size(), 2);
+  EXPECT_EQ(g.outputs(1).name(), "x_grad");
+  // The backward nodes are the gradient body's, named after the forward node.
+  std::vector<std::string> names;
+  for (const v1::Node& n : g.nodes()) names.push_back(n.name());
+  EXPECT_THAT(names, ::testing::Contains(HasSubstr("c/grad/Mul")));
+  for (const v1::Node& n : g.nodes()) EXPECT_NE(n.op_type(), "Cube") << "inlined";
+  // And it computes y = x^3, dy/dx = 3 x^2.
+  testing::TestRuntime runtime;
+  auto outputs = runtime.Run(g, {{"x", testing::FloatTensor({3}, {1.0f, 2.0f, -1.5f})}});
+  ASSERT_TRUE(outputs.ok()) << outputs.status();
+  ASSERT_EQ(outputs->size(), 2u);
+  EXPECT_THAT((*outputs)[0].span<float>(), ::testing::ElementsAre(1.0f, 8.0f, -3.375f));
+  EXPECT_THAT((*outputs)[1].span<float>(), ::testing::ElementsAre(3.0f, 12.0f, 6.75f));
+  // Without a gradient body the same request names the op.
+  v1::OpDescriptor plain = Parse<v1::OpDescriptor>(kCube);
+  plain.clear_gradient();
+  plain.set_name("Cube2");
+  ASSERT_TRUE(server_->Register("team-g", RegisterRequest({plain}), &registered).ok());
+  request.mutable_graph()->mutable_nodes(0)->set_op_type("Cube2");
+  status = server_->Optimize("team-g", request, &optimized);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("no gradient definition for op 'my.ops::Cube2'"));
 }
 
 }  // namespace

@@ -14,8 +14,11 @@ parameters of equal value (a TransformerEncoder's layers are deep copies of one 
 gradient is then the sum of theirs; it stores a Linear weight used by MatMul transposed, as
 'onnx::MatMul_NNN', compared with the transposed torch gradient. Parameters the export changed
 are not compared: a BatchNorm folded into its Conv (eval export) leaves 'onnx::Conv_NNN' holding
-the folded weight, which no torch parameter equals. Within 1e-4 relative to the tensor's largest
-magnitude (gradtest.relative_error).
+the folded weight, which no torch parameter equals. The reference is torch in float64 (the
+float32 weights and inputs converted); graphopt (float32) must be within 1e-4 relative to the
+tensor's largest magnitude (gradtest.relative_error), or, where torch's own float32 gradient is
+further than that from the float64 one (deep random-weight CNNs: resnet50's input gradient),
+within 1.5 times torch's float32 error; the output prints both.
 
 A model that does not pass is a failure unless known_failures.txt lists it; a missing gradient
 is reported naming the op.
@@ -39,6 +42,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gradtest  # noqa: E402
 
 TOLERANCE = 1e-4
+# Where torch's own float32 gradient is further than TOLERANCE from its float64 one (resnet50's
+# input gradient: 3e-3), graphopt's may be as far as this many times torch's float32 error.
+TORCH_FACTOR = 1.5
 
 
 def load_export_corpus(path):
@@ -74,19 +80,20 @@ def export_self_check(corpus, work_dir):
     return work_dir
 
 
-def torch_gradients(spec, cotangents):
-    """Torch's gradients of sum(output * cotangent) for the model input and every parameter."""
+def torch_gradients(spec, cotangents, dtype=torch.float32):
+    """Torch's gradients of sum(output * cotangent) for the model input and every parameter,
+    the model built in float32 (as exported) and then run in `dtype`."""
     torch.manual_seed(spec.seed)
-    model = spec.build().eval()
+    model = spec.build().eval().to(dtype)
     inputs = spec.inputs(torch.Generator().manual_seed(spec.seed))
-    inputs = tuple(t.clone().requires_grad_(True) for t in inputs)
+    inputs = tuple(t.clone().to(dtype).requires_grad_(True) for t in inputs)
     outputs = model(*inputs)
     if isinstance(outputs, torch.Tensor):
         outputs = (outputs,)
     params = dict(model.named_parameters())
     targets = list(inputs) + list(params.values())
     grads = torch.autograd.grad(outputs, targets,
-                                grad_outputs=[torch.from_numpy(c) for c in cotangents],
+                                grad_outputs=[torch.from_numpy(c).to(dtype) for c in cotangents],
                                 allow_unused=True)
     named = {}
     for i, input_name in enumerate(spec.input_names):
@@ -140,10 +147,15 @@ def compare_model(spec, graphopt, model_dir, name):
               for i in range(len(spec.output_names))]
     rng = np.random.RandomState(1000 + spec.seed)
     cotangents = [rng.standard_normal(s).astype(np.float32) for s in shapes]
-    feeds, want, values = torch_gradients(spec, cotangents)
+    # The reference is torch in float64; torch's own float32 run says how close float32 can
+    # get on this model.
+    feeds, want32, values = torch_gradients(spec, cotangents)
+    _, want, _ = torch_gradients(spec, cotangents, torch.float64)
     expected, merged = expected_gradients(model, want, values)
+    expected32, _ = expected_gradients(model, want32, values)
     for input_name in spec.input_names:
         expected[input_name] = want[input_name]
+        expected32[input_name] = want32[input_name]
 
     grad_model = os.path.join(graphopt.work_dir, f"{name}_grad.onnx")
     start = time.time()
@@ -157,19 +169,23 @@ def compare_model(spec, graphopt, model_dir, name):
     start = time.time()
     got = graphopt.run(grad_model, inputs, [c + "_grad" for c in compared], tag=name)
     run_s = time.time() - start
-    worst, worst_name = 0.0, ""
+    worst, worst_name, worst_ratio, torch_worst = 0.0, "", 0.0, 0.0
     for value in compared:
         err = gradtest.relative_error(got[value + "_grad"], expected[value])
-        if err > worst:
-            worst, worst_name = err, value
+        own = gradtest.relative_error(expected32[value], expected[value])
+        torch_worst = max(torch_worst, own)
+        ratio = err / max(TOLERANCE, TORCH_FACTOR * own)
+        if ratio > worst_ratio:
+            worst, worst_name, worst_ratio = err, value, ratio
     covered = sum(len(v) for v in merged.values())
     shared = covered - len(merged)
     skipped = len(values) - covered
     summary = (f"{len(compared)} gradients compared ({len(merged)} initializers standing for "
                f"{covered} torch parameters ({shared} deduplicated by the export), "
                f"{skipped} parameters transformed or renamed by the export), worst "
-               f"{worst:.2e} ({worst_name}); grad {grad_s:.1f} s, run {run_s:.1f} s")
-    if worst > TOLERANCE:
+               f"{worst:.2e} ({worst_name}; torch float32's worst {torch_worst:.2e}); grad "
+               f"{grad_s:.1f} s, run {run_s:.1f} s")
+    if worst_ratio > 1:
         raise gradtest.GraphoptError(f"gradient of '{worst_name}' differs: {summary}")
     return summary
 

@@ -13,8 +13,10 @@ parameters of equal value (a TransformerEncoder's layers are deep copies of one 
 'layers.0.self_attn.out_proj.weight' also stands for layer 1's; zero biases coincide), whose
 gradient is then the sum of theirs; it stores a Linear weight used by MatMul transposed, as
 'onnx::MatMul_NNN', compared with the transposed torch gradient. Parameters the export changed
-are not compared: a BatchNorm folded into its Conv (eval export) leaves 'onnx::Conv_NNN' holding
-the folded weight, which no torch parameter equals. The reference is torch in float64 (the
+are matched by value where the change is known: a BatchNorm folded into its Conv (eval export)
+leaves 'onnx::Conv_NNN' holding W * s per output channel, compared with torch's gradient of W
+divided by s (folded_conv_weight); the folded biases and the LSTM's re-laid-out weights are not
+compared. The reference is torch in float64 (the
 float32 weights and inputs converted); graphopt (float32) must be within 1e-4 relative to the
 tensor's largest magnitude (gradtest.relative_error), or, where torch's own float32 gradient is
 further than that from the float64 one (deep random-weight CNNs: resnet50's input gradient),
@@ -136,7 +138,37 @@ def expected_gradients(model, want, values):
                     expected[n] = expected.get(n, 0) + want[q].T
                     merged.setdefault(n, []).append(q)
                     break
+            else:
+                folded = folded_conv_weight(inits, values, value)
+                if folded is not None:
+                    n, scale = folded
+                    expected[n] = want[q] / scale
+                    merged[n] = [q]
     return expected, merged
+
+
+def folded_conv_weight(inits, values, weight):
+    """The initializer holding `weight` with a BatchNorm folded in, and the fold's scale.
+
+    Eval-mode export folds BatchNorm into the Conv before it: the initializer ('onnx::Conv_NNN')
+    is W * s, s = gamma / sqrt(var + eps) per output channel, so the gradient with respect to
+    it is torch's gradient of W divided by s. Found by value: the initializer of W's shape whose
+    every output channel is W's times one factor.
+    """
+    if weight.ndim != 4:
+        return None
+    w = weight.reshape(weight.shape[0], -1).astype(np.float64)
+    norms = np.sum(w * w, axis=1)
+    if np.any(norms == 0):
+        return None
+    for n, init in inits.items():
+        if n in values or init.shape != weight.shape:
+            continue
+        v = init.reshape(init.shape[0], -1).astype(np.float64)
+        scale = np.sum(v * w, axis=1) / norms
+        if np.all(scale != 0) and np.allclose(v, w * scale[:, None], rtol=1e-5, atol=0):
+            return n, scale.reshape(-1, 1, 1, 1)
+    return None
 
 
 def compare_model(spec, graphopt, model_dir, name):
@@ -181,8 +213,8 @@ def compare_model(spec, graphopt, model_dir, name):
     shared = covered - len(merged)
     skipped = len(values) - covered
     summary = (f"{len(compared)} gradients compared ({len(merged)} initializers standing for "
-               f"{covered} torch parameters ({shared} deduplicated by the export), "
-               f"{skipped} parameters transformed or renamed by the export), worst "
+               f"{covered} torch parameters, {shared} of them deduplicated by the export; "
+               f"{skipped} parameters not compared), worst "
                f"{worst:.2e} ({worst_name}; torch float32's worst {torch_worst:.2e}); grad "
                f"{grad_s:.1f} s, run {run_s:.1f} s")
     if worst_ratio > 1:

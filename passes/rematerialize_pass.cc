@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "graph/constant_view.h"
 #include "passes/cost_model.h"
 #include "passes/effects.h"
 #include "passes/memory_util.h"
@@ -366,6 +367,45 @@ Selection Select(const Graph& graph, const Facts& f, int64_t k) {
   return s;
 }
 
+// Greater(x, 0) = Greater(Relu(x), 0) for every x (NaN and -0 included): a Relu gradient's
+// mask may read the Relu's output instead of its input. The output is what the backward part
+// needs anyway (the next layer's weight gradient reads it), so the input then need not be kept
+// or recomputed for the mask. Rewires every backward Greater(x, c), c a one-element constant
+// zero, x read by a forward Relu of the same type; returns how many. O(n + e).
+int64_t ReadReluMasksFromOutputs(Graph& graph) {
+  int64_t rewired = 0;
+  auto default_domain = [](absl::string_view d) { return d.empty() || d == "ai.onnx"; };
+  const int num_nodes = graph.num_node_slots();
+  for (int i = 0; i < num_nodes; ++i) {
+    const NodeId id(i);
+    const Node& n = graph.node(id);
+    if (!n.alive || n.op_type != "Greater" || !default_domain(n.domain) ||
+        n.inputs.size() != 2 || !IsBackwardNodeName(n.name) || !n.inputs[0].valid() ||
+        !n.inputs[1].valid()) {
+      continue;
+    }
+    const std::optional<ConstantView> zero = ConstantView::Of(graph, n.inputs[1], 1);
+    if (!zero || zero->num_elements() != 1 || zero->AsDouble(0) != 0.0) continue;
+    const ValueId x = n.inputs[0];
+    const Value& xv = graph.value(x);
+    if (!xv.producer.valid() || IsBackwardNodeName(graph.node(xv.producer).name)) continue;
+    ValueId y;
+    for (const Use& u : xv.uses) {
+      const Node& r = graph.node(u.node);
+      if (r.op_type == "Relu" && default_domain(r.domain) && !IsBackwardNodeName(r.name) &&
+          r.outputs.size() == 1 && r.outputs[0].valid() &&
+          graph.value(r.outputs[0]).type == xv.type) {
+        y = r.outputs[0];
+        break;
+      }
+    }
+    if (!y.valid()) continue;
+    graph.SetInput(id, 0, y);
+    ++rewired;
+  }
+  return rewired;
+}
+
 // One step of the order the pass records: a node, or the clone of a forward node.
 struct Step {
   NodeId node;
@@ -515,6 +555,11 @@ class RematerializePass : public Pass {
       return false;
     }
     const int64_t peak_before = PlannedPeak(graph, plain->order, plain->reads);
+    const int64_t masks = ReadReluMasksFromOutputs(graph);
+    if (masks > 0) {
+      plain = Analyze(graph, context, /*hoist=*/false);
+      if (!plain.ok()) return plain.status();
+    }
     // The search: segment sizes around Chen's sqrt(n), with and without masks computed in the
     // forward part, and a few counts of recomputed expensive nodes; each plan simulated. A
     // fixed, small number of O(n log n) steps.
@@ -550,9 +595,14 @@ class RematerializePass : public Pass {
     const Facts& f = *chosen;
     Segment(graph, *chosen, best.segment_bytes);
     const Selection sel = Select(graph, f, best.k);
+    const std::string mask_note =
+        masks > 0 ? absl::StrCat("; ", masks,
+                                 " Relu gradient masks read the Relu's output instead of its "
+                                 "input (Greater(x, 0) = Greater(Relu(x), 0))")
+                  : "";
     if (sel.clones == 0) {
-      context.Note("no forward value is worth recomputing: unchanged");
-      return false;
+      context.Note(absl::StrCat("no forward value is worth recomputing", mask_note));
+      return masks > 0;
     }
     if (sel.clones > options_.max_new_nodes) {
       return absl::ResourceExhaustedError(absl::StrCat(
@@ -619,7 +669,7 @@ class RematerializePass : public Pass {
     const bool fits = options_.auto_budget || best.peak <= options_.budget_bytes;
     context.Note(absl::StrFormat(
         "%s: recomputes %d of %d forward nodes in the backward part (%d cheap, %d expensive "
-        "of %d candidates); %d segments of ~%d bytes%s; best of %d simulated plans%s",
+        "of %d candidates); %d segments of ~%d bytes%s; best of %d simulated plans%s%s",
         options_.auto_budget ? "budget auto"
                              : absl::StrCat("budget ", options_.budget_bytes, " bytes"),
         sel.clones, f.forward.size(), sel.cheap_clones, sel.clones - sel.cheap_clones,
@@ -627,7 +677,7 @@ class RematerializePass : public Pass {
         best.hoist ? "; Relu masks and other small backward values of forward ones computed in "
                      "the forward part"
                    : "",
-        tried, fits ? "" : " (the budget is not reached)"));
+        tried, fits ? "" : " (the budget is not reached)", mask_note));
     context.Note(absl::StrFormat(
         "peak of live planned bytes %d -> %d (%.2fx lower) in the recorded order; extra flops %d "
         "(%.1f%% of %d; cost model flops, else one per 4 bytes moved)",

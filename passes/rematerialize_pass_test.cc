@@ -266,6 +266,33 @@ TEST(RematerializePassTest, NondeterministicNodesAreNeverCloned) {
               ::testing::Not(::testing::Contains("a2_node/remat")));
 }
 
+TEST(RematerializePassTest, ReluMasksReadTheReluOutputAndOutputIsDeterministic) {
+  const Mlp m = DeepMlp(6, 8, 16);
+  PassTestEnv env;
+  PipelineResult result;
+  const std::vector<PassSpec> specs = TrainingPipeline(m, "a5", {{"rematerialize", {}}}, true);
+  absl::StatusOr<v1::Graph> g = env.RunSpecs(m.text, specs, &result);
+  ASSERT_TRUE(g.ok()) << g.status();
+  int masks = 0;
+  for (const v1::Node& n : g->nodes()) {
+    if (n.op_type() != "Greater") continue;
+    ++masks;
+    // a<i> (or r<i>) is the Relu's output; s<i> its input.
+    EXPECT_THAT(n.inputs(0), ::testing::AnyOf(::testing::StartsWith("a"),
+                                              ::testing::StartsWith("r")))
+        << n.name();
+  }
+  EXPECT_EQ(masks, 6);
+  std::string notes;
+  for (const auto& run : result.runs) {
+    if (run.name == "rematerialize") notes = absl::StrJoin(run.messages, "\n");
+  }
+  EXPECT_THAT(notes, HasSubstr("6 Relu gradient masks read the Relu's output"));
+  absl::StatusOr<v1::Graph> again = env.RunSpecs(m.text, specs);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(g->SerializeAsString(), again->SerializeAsString());
+}
+
 TEST(RematerializePassTest, BadOptionsAreErrors) {
   const Mlp m = DeepMlp(2, 2, 2);
   PassTestEnv env;

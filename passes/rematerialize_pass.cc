@@ -33,9 +33,8 @@ constexpr int64_t kDefaultMaxExtraPercent = 25;
 constexpr int64_t kCheapWorkPerOutputByte = 2;
 
 struct Options {
-  // budget=auto: Chen et al.'s sqrt(n) segments, and expensive nodes recomputed only within
-  // max_extra_percent of the graph's estimated flops. Otherwise the smallest recomputation whose
-  // estimated peak fits budget_bytes.
+  // budget=auto: the lowest peak whose extra flops stay within max_extra_percent of the graph's
+  // estimated flops. Otherwise the fewest extra flops whose peak fits budget_bytes.
   bool auto_budget = true;
   int64_t budget_bytes = 0;
   int64_t max_extra_percent = kDefaultMaxExtraPercent;
@@ -302,18 +301,12 @@ void Segment(const Graph& graph, Facts& f, int64_t segment_bytes) {
 }
 
 // The forward nodes to clone when the cheap ones and the first `k` expensive candidates are
-// not kept for the backward part, with the estimates the choice is made on.
+// not kept for the backward part.
 struct Selection {
   std::vector<char> clone;  // by node slot
   int64_t clones = 0;
   int64_t cheap_clones = 0;
   int64_t extra_work = 0;
-  // Bytes of the forward values kept for the backward part (read there or by clones).
-  int64_t kept_bytes = 0;
-  // The largest sum of clone output bytes in one segment: what one segment's recomputation
-  // holds at most.
-  int64_t segment_clone_bytes = 0;
-  int64_t estimate() const { return SaturatingAdd(kept_bytes, segment_clone_bytes); }
 };
 
 bool Dropped(const Facts& f, int node, int64_t k) {
@@ -340,29 +333,11 @@ Selection Select(const Graph& graph, const Facts& f, int64_t k) {
     stack.pop_back();
     for (ValueId v : f.reads[p.value()]) reach(v);
   }
-  std::vector<char> counted(graph.num_value_slots(), 0);
-  auto keep = [&](ValueId v) {
-    const Value& value = graph.value(v);
-    if (!IsForwardNode(f, value.producer) || s.clone[value.producer.value()] ||
-        counted[v.value()] || value.graph_output_count > 0) {
-      return;
-    }
-    counted[v.value()] = 1;
-    s.kept_bytes = SaturatingAdd(s.kept_bytes, f.value_bytes[v.value()]);
-  };
-  std::vector<int64_t> per_segment(std::max(f.segments, 1), 0);
-  for (NodeId b : f.backward) {
-    for (ValueId v : f.reads[b.value()]) keep(v);
-  }
   for (NodeId id : f.forward) {
     if (!s.clone[id.value()]) continue;
     ++s.clones;
     if (!f.expensive[id.value()]) ++s.cheap_clones;
     s.extra_work = SaturatingAdd(s.extra_work, f.work[id.value()]);
-    for (ValueId v : f.reads[id.value()]) keep(v);
-    int64_t& seg = per_segment[f.segment[id.value()]];
-    seg = SaturatingAdd(seg, f.out_bytes[id.value()]);
-    s.segment_clone_bytes = std::max(s.segment_clone_bytes, seg);
   }
   return s;
 }
@@ -376,6 +351,8 @@ int64_t ReadReluMasksFromOutputs(Graph& graph) {
   int64_t rewired = 0;
   auto default_domain = [](absl::string_view d) { return d.empty() || d == "ai.onnx"; };
   const int num_nodes = graph.num_node_slots();
+  std::vector<ValueId> relu_output(graph.num_value_slots());
+  std::vector<char> relu_output_known(graph.num_value_slots(), 0);
   for (int i = 0; i < num_nodes; ++i) {
     const NodeId id(i);
     const Node& n = graph.node(id);
@@ -389,16 +366,20 @@ int64_t ReadReluMasksFromOutputs(Graph& graph) {
     const ValueId x = n.inputs[0];
     const Value& xv = graph.value(x);
     if (!xv.producer.valid() || IsBackwardNodeName(graph.node(xv.producer).name)) continue;
-    ValueId y;
-    for (const Use& u : xv.uses) {
-      const Node& r = graph.node(u.node);
-      if (r.op_type == "Relu" && default_domain(r.domain) && !IsBackwardNodeName(r.name) &&
-          r.outputs.size() == 1 && r.outputs[0].valid() &&
-          graph.value(r.outputs[0]).type == xv.type) {
-        y = r.outputs[0];
-        break;
+    // Each x's uses are scanned once, however many masks read it.
+    if (!relu_output_known[x.value()]) {
+      relu_output_known[x.value()] = 1;
+      for (const Use& u : xv.uses) {
+        const Node& r = graph.node(u.node);
+        if (r.op_type == "Relu" && default_domain(r.domain) && !IsBackwardNodeName(r.name) &&
+            r.outputs.size() == 1 && r.outputs[0].valid() &&
+            graph.value(r.outputs[0]).type == xv.type) {
+          relu_output[x.value()] = r.outputs[0];
+          break;
+        }
       }
     }
+    const ValueId y = relu_output[x.value()];
     if (!y.valid()) continue;
     graph.SetInput(id, 0, y);
     ++rewired;
@@ -741,23 +722,26 @@ PassInfo RematerializePassInfo() {
       "alive from the forward pass to their backward uses (NNVM's mirroring; Chen et al. 2016's "
       "sqrt(n) checkpointing, made cost-aware). Backward nodes are those the gradient pass "
       "names '<node>/grad/...' and everything reading their values. The forward order is cut "
-      "into ceil(sqrt(n)) segments of equal bytes; values read in a later segment are kept "
-      "(checkpoints). Within a segment, values of cheap nodes (at most 2 estimated flops per "
-      "output byte: elementwise ops, small pools) are always recomputed, and expensive ones "
-      "(Conv, MatMul, Gemm) least flops per byte first: under budget=auto (the default) as "
-      "many as keep the extra flops within max_extra_flops_percent of the graph's, under "
-      "budget_bytes the fewest whose estimated peak (kept bytes plus the largest segment's "
-      "recomputation) fits. Clones are named '<node>/remat' and are placed right before their "
-      "first backward reader in the recorded node order (the executor's). Nodes with effects, "
-      "nondeterministic ops, subgraphs or graph outputs are never cloned. Recomputation is "
-      "exact: gradients are bit-identical.";
+      "into segments (sizes around total/ceil(sqrt(n)) bytes) where a single value crosses; "
+      "values read in a later segment are kept (checkpoints). Within a segment, cheap nodes "
+      "(at most 2 estimated flops per output byte: elementwise ops, small pools) are "
+      "recomputed, and expensive ones (Conv, MatMul, Gemm; cost model flops) least flops per "
+      "byte first. Candidate plans (segment sizes, counts of expensive nodes, small backward "
+      "values of forward ones such as masks computed in the forward part or not) are "
+      "simulated; under budget=auto (the default) the lowest peak of live planned bytes whose "
+      "extra flops stay within max_extra_flops_percent wins, under budget_bytes the fewest "
+      "extra flops whose peak fits. Relu gradient masks read the Relu's output "
+      "(Greater(x, 0) = Greater(Relu(x), 0)). Clones are named '<node>/remat' and run right "
+      "before their first backward reader in the recorded node order (the executor's). Nodes "
+      "with effects, nondeterministic ops, subgraphs or graph outputs are never cloned. "
+      "Recomputation is exact: gradients are bit-identical.";
   info.requires_analyses = {Analysis::kTypes, Analysis::kShapes};
   info.preserves = AnalysisSet::All();
-  info.options[kBudgetOption] = "'auto' (the default): sqrt(n) segments, extra flops bounded by "
-                                "max_extra_flops_percent.";
+  info.options[kBudgetOption] = "'auto' (the default): the lowest peak with extra flops bounded "
+                                "by max_extra_flops_percent.";
   info.options[kBudgetBytesOption] =
-      "A target for the peak of live bytes (estimate): recompute the fewest expensive nodes "
-      "that fit it. Excludes 'budget'.";
+      "A target for the peak of live planned bytes: the plan with the fewest extra flops that "
+      "fits it (else the lowest peak). Excludes 'budget'.";
   info.options[kMaxExtraFlopsOption] = absl::StrCat(
       "Under budget=auto, the most extra estimated flops, in percent of the graph's (default ",
       kDefaultMaxExtraPercent, ").");

@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "graph/constant_view.h"
 #include "passes/cost_model.h"
 #include "passes/effects.h"
 #include "passes/memory_util.h"
@@ -32,9 +33,8 @@ constexpr int64_t kDefaultMaxExtraPercent = 25;
 constexpr int64_t kCheapWorkPerOutputByte = 2;
 
 struct Options {
-  // budget=auto: Chen et al.'s sqrt(n) segments, and expensive nodes recomputed only within
-  // max_extra_percent of the graph's estimated flops. Otherwise the smallest recomputation whose
-  // estimated peak fits budget_bytes.
+  // budget=auto: the lowest peak whose extra flops stay within max_extra_percent of the graph's
+  // estimated flops. Otherwise the fewest extra flops whose peak fits budget_bytes.
   bool auto_budget = true;
   int64_t budget_bytes = 0;
   int64_t max_extra_percent = kDefaultMaxExtraPercent;
@@ -301,18 +301,12 @@ void Segment(const Graph& graph, Facts& f, int64_t segment_bytes) {
 }
 
 // The forward nodes to clone when the cheap ones and the first `k` expensive candidates are
-// not kept for the backward part, with the estimates the choice is made on.
+// not kept for the backward part.
 struct Selection {
   std::vector<char> clone;  // by node slot
   int64_t clones = 0;
   int64_t cheap_clones = 0;
   int64_t extra_work = 0;
-  // Bytes of the forward values kept for the backward part (read there or by clones).
-  int64_t kept_bytes = 0;
-  // The largest sum of clone output bytes in one segment: what one segment's recomputation
-  // holds at most.
-  int64_t segment_clone_bytes = 0;
-  int64_t estimate() const { return SaturatingAdd(kept_bytes, segment_clone_bytes); }
 };
 
 bool Dropped(const Facts& f, int node, int64_t k) {
@@ -339,31 +333,58 @@ Selection Select(const Graph& graph, const Facts& f, int64_t k) {
     stack.pop_back();
     for (ValueId v : f.reads[p.value()]) reach(v);
   }
-  std::vector<char> counted(graph.num_value_slots(), 0);
-  auto keep = [&](ValueId v) {
-    const Value& value = graph.value(v);
-    if (!IsForwardNode(f, value.producer) || s.clone[value.producer.value()] ||
-        counted[v.value()] || value.graph_output_count > 0) {
-      return;
-    }
-    counted[v.value()] = 1;
-    s.kept_bytes = SaturatingAdd(s.kept_bytes, f.value_bytes[v.value()]);
-  };
-  std::vector<int64_t> per_segment(std::max(f.segments, 1), 0);
-  for (NodeId b : f.backward) {
-    for (ValueId v : f.reads[b.value()]) keep(v);
-  }
   for (NodeId id : f.forward) {
     if (!s.clone[id.value()]) continue;
     ++s.clones;
     if (!f.expensive[id.value()]) ++s.cheap_clones;
     s.extra_work = SaturatingAdd(s.extra_work, f.work[id.value()]);
-    for (ValueId v : f.reads[id.value()]) keep(v);
-    int64_t& seg = per_segment[f.segment[id.value()]];
-    seg = SaturatingAdd(seg, f.out_bytes[id.value()]);
-    s.segment_clone_bytes = std::max(s.segment_clone_bytes, seg);
   }
   return s;
+}
+
+// Greater(x, 0) = Greater(Relu(x), 0) for every x (NaN and -0 included): a Relu gradient's
+// mask may read the Relu's output instead of its input. The output is what the backward part
+// needs anyway (the next layer's weight gradient reads it), so the input then need not be kept
+// or recomputed for the mask. Rewires every backward Greater(x, c), c a one-element constant
+// zero, x read by a forward Relu of the same type; returns how many. O(n + e).
+int64_t ReadReluMasksFromOutputs(Graph& graph) {
+  int64_t rewired = 0;
+  auto default_domain = [](absl::string_view d) { return d.empty() || d == "ai.onnx"; };
+  const int num_nodes = graph.num_node_slots();
+  std::vector<ValueId> relu_output(graph.num_value_slots());
+  std::vector<char> relu_output_known(graph.num_value_slots(), 0);
+  for (int i = 0; i < num_nodes; ++i) {
+    const NodeId id(i);
+    const Node& n = graph.node(id);
+    if (!n.alive || n.op_type != "Greater" || !default_domain(n.domain) ||
+        n.inputs.size() != 2 || !IsBackwardNodeName(n.name) || !n.inputs[0].valid() ||
+        !n.inputs[1].valid()) {
+      continue;
+    }
+    const std::optional<ConstantView> zero = ConstantView::Of(graph, n.inputs[1], 1);
+    if (!zero || zero->num_elements() != 1 || zero->AsDouble(0) != 0.0) continue;
+    const ValueId x = n.inputs[0];
+    const Value& xv = graph.value(x);
+    if (!xv.producer.valid() || IsBackwardNodeName(graph.node(xv.producer).name)) continue;
+    // Each x's uses are scanned once, however many masks read it.
+    if (!relu_output_known[x.value()]) {
+      relu_output_known[x.value()] = 1;
+      for (const Use& u : xv.uses) {
+        const Node& r = graph.node(u.node);
+        if (r.op_type == "Relu" && default_domain(r.domain) && !IsBackwardNodeName(r.name) &&
+            r.outputs.size() == 1 && r.outputs[0].valid() &&
+            graph.value(r.outputs[0]).type == xv.type) {
+          relu_output[x.value()] = r.outputs[0];
+          break;
+        }
+      }
+    }
+    const ValueId y = relu_output[x.value()];
+    if (!y.valid()) continue;
+    graph.SetInput(id, 0, y);
+    ++rewired;
+  }
+  return rewired;
 }
 
 // One step of the order the pass records: a node, or the clone of a forward node.
@@ -515,6 +536,11 @@ class RematerializePass : public Pass {
       return false;
     }
     const int64_t peak_before = PlannedPeak(graph, plain->order, plain->reads);
+    const int64_t masks = ReadReluMasksFromOutputs(graph);
+    if (masks > 0) {
+      plain = Analyze(graph, context, /*hoist=*/false);
+      if (!plain.ok()) return plain.status();
+    }
     // The search: segment sizes around Chen's sqrt(n), with and without masks computed in the
     // forward part, and a few counts of recomputed expensive nodes; each plan simulated. A
     // fixed, small number of O(n log n) steps.
@@ -550,9 +576,14 @@ class RematerializePass : public Pass {
     const Facts& f = *chosen;
     Segment(graph, *chosen, best.segment_bytes);
     const Selection sel = Select(graph, f, best.k);
+    const std::string mask_note =
+        masks > 0 ? absl::StrCat("; ", masks,
+                                 " Relu gradient masks read the Relu's output instead of its "
+                                 "input (Greater(x, 0) = Greater(Relu(x), 0))")
+                  : "";
     if (sel.clones == 0) {
-      context.Note("no forward value is worth recomputing: unchanged");
-      return false;
+      context.Note(absl::StrCat("no forward value is worth recomputing", mask_note));
+      return masks > 0;
     }
     if (sel.clones > options_.max_new_nodes) {
       return absl::ResourceExhaustedError(absl::StrCat(
@@ -619,7 +650,7 @@ class RematerializePass : public Pass {
     const bool fits = options_.auto_budget || best.peak <= options_.budget_bytes;
     context.Note(absl::StrFormat(
         "%s: recomputes %d of %d forward nodes in the backward part (%d cheap, %d expensive "
-        "of %d candidates); %d segments of ~%d bytes%s; best of %d simulated plans%s",
+        "of %d candidates); %d segments of ~%d bytes%s; best of %d simulated plans%s%s",
         options_.auto_budget ? "budget auto"
                              : absl::StrCat("budget ", options_.budget_bytes, " bytes"),
         sel.clones, f.forward.size(), sel.cheap_clones, sel.clones - sel.cheap_clones,
@@ -627,7 +658,7 @@ class RematerializePass : public Pass {
         best.hoist ? "; Relu masks and other small backward values of forward ones computed in "
                      "the forward part"
                    : "",
-        tried, fits ? "" : " (the budget is not reached)"));
+        tried, fits ? "" : " (the budget is not reached)", mask_note));
     context.Note(absl::StrFormat(
         "peak of live planned bytes %d -> %d (%.2fx lower) in the recorded order; extra flops %d "
         "(%.1f%% of %d; cost model flops, else one per 4 bytes moved)",
@@ -691,23 +722,26 @@ PassInfo RematerializePassInfo() {
       "alive from the forward pass to their backward uses (NNVM's mirroring; Chen et al. 2016's "
       "sqrt(n) checkpointing, made cost-aware). Backward nodes are those the gradient pass "
       "names '<node>/grad/...' and everything reading their values. The forward order is cut "
-      "into ceil(sqrt(n)) segments of equal bytes; values read in a later segment are kept "
-      "(checkpoints). Within a segment, values of cheap nodes (at most 2 estimated flops per "
-      "output byte: elementwise ops, small pools) are always recomputed, and expensive ones "
-      "(Conv, MatMul, Gemm) least flops per byte first: under budget=auto (the default) as "
-      "many as keep the extra flops within max_extra_flops_percent of the graph's, under "
-      "budget_bytes the fewest whose estimated peak (kept bytes plus the largest segment's "
-      "recomputation) fits. Clones are named '<node>/remat' and are placed right before their "
-      "first backward reader in the recorded node order (the executor's). Nodes with effects, "
-      "nondeterministic ops, subgraphs or graph outputs are never cloned. Recomputation is "
-      "exact: gradients are bit-identical.";
+      "into segments (sizes around total/ceil(sqrt(n)) bytes) where a single value crosses; "
+      "values read in a later segment are kept (checkpoints). Within a segment, cheap nodes "
+      "(at most 2 estimated flops per output byte: elementwise ops, small pools) are "
+      "recomputed, and expensive ones (Conv, MatMul, Gemm; cost model flops) least flops per "
+      "byte first. Candidate plans (segment sizes, counts of expensive nodes, small backward "
+      "values of forward ones such as masks computed in the forward part or not) are "
+      "simulated; under budget=auto (the default) the lowest peak of live planned bytes whose "
+      "extra flops stay within max_extra_flops_percent wins, under budget_bytes the fewest "
+      "extra flops whose peak fits. Relu gradient masks read the Relu's output "
+      "(Greater(x, 0) = Greater(Relu(x), 0)). Clones are named '<node>/remat' and run right "
+      "before their first backward reader in the recorded node order (the executor's). Nodes "
+      "with effects, nondeterministic ops, subgraphs or graph outputs are never cloned. "
+      "Recomputation is exact: gradients are bit-identical.";
   info.requires_analyses = {Analysis::kTypes, Analysis::kShapes};
   info.preserves = AnalysisSet::All();
-  info.options[kBudgetOption] = "'auto' (the default): sqrt(n) segments, extra flops bounded by "
-                                "max_extra_flops_percent.";
+  info.options[kBudgetOption] = "'auto' (the default): the lowest peak with extra flops bounded "
+                                "by max_extra_flops_percent.";
   info.options[kBudgetBytesOption] =
-      "A target for the peak of live bytes (estimate): recompute the fewest expensive nodes "
-      "that fit it. Excludes 'budget'.";
+      "A target for the peak of live planned bytes: the plan with the fewest extra flops that "
+      "fits it (else the lowest peak). Excludes 'budget'.";
   info.options[kMaxExtraFlopsOption] = absl::StrCat(
       "Under budget=auto, the most extra estimated flops, in percent of the graph's (default ",
       kDefaultMaxExtraPercent, ").");

@@ -150,6 +150,51 @@ TEST(RematerializePassTest, DeepMlpGradientsBitIdenticalAndPeakLower) {
   EXPECT_THAT(notes, HasSubstr("peak of live planned bytes"));
 }
 
+// A small residual CNN: y_i = Relu(Conv(Relu(Conv(y_{i-1}))) + y_{i-1}), then a global average
+// pool; the weights are graph inputs.
+Mlp ResidualCnn(int blocks) {
+  Mlp m;
+  const int c = 4, hw = 8, batch = 2;
+  m.text = InputText("x", {batch, c, hw, hw});
+  m.inputs.emplace_back("x", FloatTensor({batch, c, hw, hw}, SeededFloats(batch * c * hw * hw, 7)));
+  std::vector<std::string> wrt = {"x"};
+  const std::string conv_attrs =
+      graphopt::testing::IntsText("pads", {1, 1, 1, 1}) +
+      graphopt::testing::IntsText("kernel_shape", {3, 3});
+  std::string prev = "x";
+  for (int i = 0; i < blocks; ++i) {
+    for (int j = 0; j < 2; ++j) {
+      const std::string w = absl::StrCat("w", i, "_", j);
+      m.text += InputText(w, {c, c, 3, 3});
+      std::vector<float> wv = SeededFloats(c * c * 9, 300 + 2 * i + j);
+      for (float& v : wv) v *= 0.3f;
+      m.inputs.emplace_back(w, FloatTensor({c, c, 3, 3}, wv));
+      wrt.push_back(w);
+    }
+    const std::string b = absl::StrCat("blk", i);
+    m.text += NodeText("Conv", {prev, absl::StrCat("w", i, "_0")}, b + "_c1", conv_attrs) +
+              NodeText("Relu", {b + "_c1"}, b + "_r1") +
+              NodeText("Conv", {b + "_r1", absl::StrCat("w", i, "_1")}, b + "_c2", conv_attrs) +
+              NodeText("Add", {b + "_c2", prev}, b + "_add") +
+              NodeText("Relu", {b + "_add"}, b + "_out");
+    prev = b + "_out";
+  }
+  m.text += NodeText("GlobalAveragePool", {prev}, "pooled") + OutputText("pooled");
+  m.wrt = absl::StrJoin(wrt, ";");
+  return m;
+}
+
+TEST(RematerializePassTest, ResidualCnnGradientsBitIdentical) {
+  const Mlp m = ResidualCnn(6);
+  int64_t before = 0, after = 0;
+  int clones = 0;
+  CheckBitIdentical(m, "pooled", {"rematerialize", {}}, &before, &after, &clones);
+  EXPECT_GT(clones, 0);
+  EXPECT_LT(after, before);
+  std::cout << "6-block residual CNN: arena " << before << " -> " << after << " bytes, " << clones
+            << " clones\n";
+}
+
 TEST(RematerializePassTest, ExtraFlopsStayWithinTheLimit) {
   const Mlp m = DeepMlp(20, 16, 32);
   PassTestEnv env;
@@ -264,6 +309,33 @@ TEST(RematerializePassTest, NondeterministicNodesAreNeverCloned) {
   EXPECT_THAT(ClonedNodes("Relu", ""), ::testing::Contains("a2_node/remat"));
   EXPECT_THAT(ClonedNodes("Sample", "my.ops"),
               ::testing::Not(::testing::Contains("a2_node/remat")));
+}
+
+TEST(RematerializePassTest, ReluMasksReadTheReluOutputAndOutputIsDeterministic) {
+  const Mlp m = DeepMlp(6, 8, 16);
+  PassTestEnv env;
+  PipelineResult result;
+  const std::vector<PassSpec> specs = TrainingPipeline(m, "a5", {{"rematerialize", {}}}, true);
+  absl::StatusOr<v1::Graph> g = env.RunSpecs(m.text, specs, &result);
+  ASSERT_TRUE(g.ok()) << g.status();
+  int masks = 0;
+  for (const v1::Node& n : g->nodes()) {
+    if (n.op_type() != "Greater") continue;
+    ++masks;
+    // a<i> (or r<i>) is the Relu's output; s<i> its input.
+    EXPECT_THAT(n.inputs(0), ::testing::AnyOf(::testing::StartsWith("a"),
+                                              ::testing::StartsWith("r")))
+        << n.name();
+  }
+  EXPECT_EQ(masks, 6);
+  std::string notes;
+  for (const auto& run : result.runs) {
+    if (run.name == "rematerialize") notes = absl::StrJoin(run.messages, "\n");
+  }
+  EXPECT_THAT(notes, HasSubstr("6 Relu gradient masks read the Relu's output"));
+  absl::StatusOr<v1::Graph> again = env.RunSpecs(m.text, specs);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(g->SerializeAsString(), again->SerializeAsString());
 }
 
 TEST(RematerializePassTest, BadOptionsAreErrors) {

@@ -24,9 +24,11 @@ absl::StatusOr<std::unique_ptr<Env>> Env::Create() {
 
 std::vector<Check> AllChecks(const PassRegistry& passes) {
   // Passes that change how float values are computed (folded weights, fused loops, oneDNN's
-  // channels-last convolutions, which sum in another order).
+  // channels-last convolutions, which sum in another order; recurrent ops unrolled into
+  // MatMuls, which sum each step's products in another order than the RNN kernels).
   auto reassociates = [](const std::string& name) {
-    return name == "fold_batchnorm" || name == "fuse_ops" || name == "channels_last";
+    return name == "fold_batchnorm" || name == "fuse_ops" || name == "channels_last" ||
+           name == "decompose_rnn";
   };
   std::vector<Check> checks;
   for (const PassInfo* info : passes.List()) {

@@ -12,6 +12,7 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
+#include "ops/grad_test_util.h"
 #include "passes/gradient_check.h"
 #include "passes/pass_test_util.h"
 #include "passes/runtime_test_util.h"
@@ -214,6 +215,41 @@ TEST(ElementwiseGradTest, BinaryOpsBroadcast) {
       }
     }
   }
+}
+
+// Symbolic dims: whether an operand was broadcast is known at run time only, so its gradient
+// is summed by graphopt::SumToShape.
+TEST(ElementwiseGradTest, BinaryOpsSymbolicBroadcast) {
+  PassTestEnv env;
+  for (const char* op : {"Add", "Mul", "Div", "Pow", "Max"}) {
+    for (int64_t m : {1, 4}) {
+      SCOPED_TRACE(absl::StrCat(op, " m=", m));
+      const std::string text = testing::F64Input("a", {"n", "3"}) +
+                               testing::F64Input("b", {"m", "3"}) +
+                               NodeText(op, {"a", "b"}, "y") + OutputText("y");
+      absl::Status s = CheckGradients(env, text,
+                                      {{"a", RandomTensor(v1::DT_FLOAT64, {4, 3}, 23, 0.5, 2)},
+                                       {"b", RandomTensor(v1::DT_FLOAT64, {m, 3}, 24, 0.5, 2)}});
+      EXPECT_TRUE(s.ok()) << s;
+    }
+  }
+  const std::string mul = testing::F64Input("a", {"n", "3"}) + testing::F64Input("b", {"m", "3"}) +
+                         NodeText("Mul", {"a", "b"}, "y") + OutputText("y");
+  auto backward = env.RunSpecs(mul, {{"infer_type", {}}, {"infer_shape", {}},
+                                     {"gradient", {{"wrt", "a;b"}}}});
+  ASSERT_TRUE(backward.ok()) << backward.status();
+  EXPECT_THAT(testing::OpTypes(*backward), ::testing::Contains("SumToShape"));
+  const std::string where = InputText("c", {4, 3}, "DT_BOOL") + testing::F64Input("x", {"m", "3"}) +
+                            testing::F64Input("y", {"n", "3"}) +
+                            NodeText("Where", {"c", "x", "y"}, "z") + OutputText("z");
+  runtime::Tensor c = *runtime::Tensor::Allocate(v1::DT_BOOL, runtime::Shape{4, 3});
+  for (int i = 0; i < 12; ++i) c.data<bool>()[i] = i % 2 == 0;
+  absl::Status s = CheckGradients(env, where,
+                                  {{"c", std::move(c)},
+                                   {"x", RandomTensor(v1::DT_FLOAT64, {1, 3}, 25)},
+                                   {"y", RandomTensor(v1::DT_FLOAT64, {4, 3}, 26)}},
+                                  GradientCheckOptions{{"x", "y"}});
+  EXPECT_TRUE(s.ok()) << s;
 }
 
 // The same input on both sides: contributions are summed.

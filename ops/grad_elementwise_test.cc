@@ -505,17 +505,12 @@ absl::StatusOr<std::string> FirstGradient(const PassTestEnv& env, const std::str
 
 TEST(ElementwiseGradTest, SecondOrderUnary) {
   PassTestEnv env;
-  const std::vector<UnaryCase> cases = {
-      {"Tanh", -2, 2, {}},     {"Sigmoid", -3, 3, {}}, {"Exp", -1, 1, {}},
-      {"Log", 0.5, 2, {}},     {"Sqrt", 0.5, 2, {}},   {"Reciprocal", 0.5, 2, {}},
-      {"Erf", -1.5, 1.5, {}},  {"Softplus", -2, 2, {}}, {"Sin", -2, 2, {}},
-      {"Abs", -1, 1, {0}},     {"Elu", -2, 2, {0}},    {"Softsign", -2, 2, {0}},
-      {"Atan", -2, 2, {}},     {"Relu", -1, 1, {0}}};
   for (v1::DataType dtype : {v1::DT_FLOAT32, v1::DT_FLOAT64}) {
-    for (const UnaryCase& c : cases) {
-      SCOPED_TRACE(absl::StrCat(c.op, " ", DtypeName(dtype)));
+    for (const UnaryCase& c : UnaryCases()) {
+      if (dtype == v1::DT_FLOAT64 && !c.float64) continue;
+      SCOPED_TRACE(absl::StrCat(c.op, " ", c.attrs, " ", DtypeName(dtype)));
       const std::string text = InputText("x", {3, 4}, DtypeName(dtype)) +
-                               NodeText(c.op, {"x"}, "y") + OutputText("y");
+                               NodeText(c.op, {"x"}, "y", c.attrs) + OutputText("y");
       absl::StatusOr<std::string> first = FirstGradient(env, text, "x");
       ASSERT_TRUE(first.ok()) << first.status();
       absl::Status s = CheckGradients(
@@ -530,24 +525,60 @@ TEST(ElementwiseGradTest, SecondOrderUnary) {
 TEST(ElementwiseGradTest, SecondOrderBinary) {
   PassTestEnv env;
   const std::vector<BinaryCase> cases = {
-      {"Mul", -1, 1, -1, 1, ""}, {"Div", -1, 1, 0.5, 2, ""}, {"Pow", 0.5, 2, -1.5, 1.5, ""},
-      {"Sub", -1, 1, -1, 1, ""}, {"Max", -1, 1, -1, 1, ""}};
+      {"Mul", -1, 1, -1, 1, ""},   {"Div", -1, 1, 0.5, 2, ""}, {"Pow", 0.5, 2, -1.5, 1.5, ""},
+      {"Sub", -1, 1, -1, 1, ""},   {"Add", -1, 1, -1, 1, ""},  {"Max", -1, 1, -1, 1, ""},
+      {"Min", -1, 1, -1, 1, ""},   {"Mean", -1, 1, -1, 1, ""}, {"PRelu", -1, 1, 0.1, 0.5, ""},
+      {"Mod", 2.1, 2.9, 1.5, 1.9, IntAttrText("fmod", 1)}};
   for (v1::DataType dtype : {v1::DT_FLOAT32, v1::DT_FLOAT64}) {
     for (const BinaryCase& c : cases) {
-      SCOPED_TRACE(absl::StrCat(c.op, " ", DtypeName(dtype)));
-      const std::string text = InputText("a", {3, 4}, DtypeName(dtype)) +
-                               InputText("b", {3, 4}, DtypeName(dtype)) +
-                               NodeText(c.op, {"a", "b"}, "y") + OutputText("y");
-      absl::StatusOr<std::string> first = FirstGradient(env, text, "a;b");
-      ASSERT_TRUE(first.ok()) << first.status();
-      absl::Status s = CheckGradients(
-          env, *first,
-          {{"a", RandomTensor(dtype, {3, 4}, 111, c.a_lo, c.a_hi)},
-           {"b", RandomTensor(dtype, {3, 4}, 112, c.b_lo, c.b_hi)},
-           {"y_d1", RandomTensor(dtype, {3, 4}, 113)}});
-      EXPECT_TRUE(s.ok()) << s;
+      for (const std::vector<int>& sb : {std::vector<int>{3, 4}, std::vector<int>{4}}) {
+        SCOPED_TRACE(absl::StrCat(c.op, " [", absl::StrJoin(sb, ","), "] ", DtypeName(dtype)));
+        const std::string text = InputText("a", {3, 4}, DtypeName(dtype)) +
+                                 InputText("b", sb, DtypeName(dtype)) +
+                                 NodeText(c.op, {"a", "b"}, "y", c.attrs) + OutputText("y");
+        absl::StatusOr<std::string> first = FirstGradient(env, text, "a;b");
+        ASSERT_TRUE(first.ok()) << first.status();
+        std::vector<int64_t> db(sb.begin(), sb.end());
+        absl::Status s = CheckGradients(
+            env, *first,
+            {{"a", Away(dtype, {3, 4}, 111, c.a_lo, c.a_hi, {0})},
+             {"b", RandomTensor(dtype, db, 112, c.b_lo, c.b_hi)},
+             {"y_d1", RandomTensor(dtype, {3, 4}, 113)}});
+        EXPECT_TRUE(s.ok()) << s;
+      }
     }
   }
+}
+
+// Where and Clip (bounds as inputs) differentiated twice.
+TEST(ElementwiseGradTest, SecondOrderSelection) {
+  PassTestEnv env;
+  const std::string where = InputText("c", {3, 4}, "DT_BOOL") + InputText("x", {4}) +
+                            InputText("y", {3, 4}) + NodeText("Mul", {"y", "x"}, "xy") +
+                            NodeText("Where", {"c", "xy", "y"}, "z") + OutputText("z");
+  absl::StatusOr<std::string> first = FirstGradient(env, where, "x;y");
+  ASSERT_TRUE(first.ok()) << first.status();
+  runtime::Tensor c = *runtime::Tensor::Allocate(v1::DT_BOOL, runtime::Shape{3, 4});
+  for (int i = 0; i < 12; ++i) c.data<bool>()[i] = i % 3 != 0;
+  absl::Status s = CheckGradients(env, *first,
+                                  {{"c", std::move(c)},
+                                   {"x", RandomTensor(v1::DT_FLOAT32, {4}, 131)},
+                                   {"y", RandomTensor(v1::DT_FLOAT32, {3, 4}, 132)},
+                                   {"z_d1", RandomTensor(v1::DT_FLOAT32, {3, 4}, 133)}},
+                                  GradientCheckOptions{{"x", "y", "z_d1"}});
+  EXPECT_TRUE(s.ok()) << s;
+
+  const std::string clip = InputText("x", {3, 4}) + InputText("lo", {}) + InputText("hi", {}) +
+                           NodeText("Mul", {"x", "x"}, "xx") +
+                           NodeText("Clip", {"xx", "lo", "hi"}, "y") + OutputText("y");
+  first = FirstGradient(env, clip, "x;lo;hi");
+  ASSERT_TRUE(first.ok()) << first.status();
+  s = CheckGradients(env, *first,
+                     {{"x", Away(v1::DT_FLOAT32, {3, 4}, 134, -1, 1, {-0.548, -0.316, 0.316, 0.548}, 0.04)},
+                      {"lo", testing::FloatTensor({}, {0.1f})},
+                      {"hi", testing::FloatTensor({}, {0.3f})},
+                      {"y_d1", RandomTensor(v1::DT_FLOAT32, {3, 4}, 135)}});
+  EXPECT_TRUE(s.ok()) << s;
 }
 
 // A gradient norm: d/dx sum((d/dx sum(tanh(x) * sigmoid(x)))^2), a chain of several ops.

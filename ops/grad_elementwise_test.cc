@@ -281,6 +281,19 @@ TEST(ElementwiseGradTest, PowConstantExponent) {
   }
 }
 
+// An integer exponent (T1) is cast to the base's type; it gets no gradient itself.
+TEST(ElementwiseGradTest, PowIntegerExponent) {
+  PassTestEnv env;
+  const std::string text = InputText("x", {2, 3}) + InputText("e", {3}, "DT_INT64") +
+                           NodeText("Pow", {"x", "e"}, "y") + OutputText("y");
+  runtime::Tensor e = *runtime::Tensor::Allocate(v1::DT_INT64, runtime::Shape{3});
+  const int64_t exponents[] = {0, 2, 3};
+  for (int i = 0; i < 3; ++i) e.data<int64_t>()[i] = exponents[i];
+  absl::Status s = CheckGradients(
+      env, text, {{"x", RandomTensor(v1::DT_FLOAT32, {2, 3}, 6, -2, 2)}, {"e", std::move(e)}});
+  EXPECT_TRUE(s.ok()) << s;
+}
+
 // Pow's exponent gradient is 0 (not NaN) where the base is not positive, and the base's
 // gradient 0 (not 0 * inf) where the exponent is 0.
 TEST(ElementwiseGradTest, PowGradientsAreFiniteAtTheEdges) {

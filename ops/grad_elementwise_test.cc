@@ -3,6 +3,7 @@
 // gradient pass run on its own output against finite differences of the first gradient.
 
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -493,6 +494,37 @@ TEST(ElementwiseGradTest, ClipBoundsAsAttributes) {
           CheckGradients(env, text, {{"x", Away(v1::DT_FLOAT32, {4, 5}, 82, -1, 1, kinks)}});
       EXPECT_TRUE(s.ok()) << s;
     }
+  }
+}
+
+// DequantizeLinear's float scale, per tensor and per channel, with and without a zero point.
+TEST(ElementwiseGradTest, DequantizeLinearScale) {
+  PassTestEnv env;
+  runtime::Tensor x = *runtime::Tensor::Allocate(v1::DT_INT8, runtime::Shape{2, 3, 4});
+  for (int i = 0; i < 24; ++i) x.data<int8_t>()[i] = static_cast<int8_t>((i * 37) % 200 - 100);
+  struct Case {
+    std::vector<int> scale;
+    bool zero;
+    std::string attrs;
+  };
+  for (const Case& c : {Case{{}, true, ""}, Case{{1}, false, ""}, Case{{3}, true, ""},
+                        Case{{4}, true, IntAttrText("axis", -1)}, Case{{2}, false, IntAttrText("axis", 0)}}) {
+    SCOPED_TRACE(absl::StrCat(absl::StrJoin(c.scale, ","), " ", c.zero, " ", c.attrs));
+    std::vector<std::string> ins = {"x", "s"};
+    if (c.zero) ins.push_back("z");
+    const std::string text = InputText("x", {2, 3, 4}, "DT_INT8") + InputText("s", c.scale) +
+                             InputText("z", c.scale, "DT_INT8") +
+                             NodeText("DequantizeLinear", ins, "y", c.attrs) + OutputText("y");
+    std::vector<int64_t> ds(c.scale.begin(), c.scale.end());
+    runtime::Tensor z = *runtime::Tensor::Allocate(v1::DT_INT8, runtime::Shape(ds.begin(), ds.end()));
+    for (int64_t i = 0; i < z.num_elements(); ++i) z.data<int8_t>()[i] = static_cast<int8_t>(3 * i - 2);
+    runtime::Tensor xc = *runtime::Tensor::Allocate(v1::DT_INT8, x.shape());
+    std::memcpy(xc.raw_data(), x.raw_data(), x.byte_size());
+    absl::Status s = CheckGradients(env, text,
+                                    {{"x", std::move(xc)},
+                                     {"s", RandomTensor(v1::DT_FLOAT32, ds, 141, 0.01, 0.1)},
+                                     {"z", std::move(z)}});
+    EXPECT_TRUE(s.ok()) << s;
   }
 }
 

@@ -676,8 +676,10 @@ class GradientPass : public Pass {
       absl::StatusOr<std::vector<ValueId>> grads = builder.Differentiate(request, stats);
       if (!grads.ok()) return grads.status();
       // The Gradient node's outputs keep their names: each is now copied from its gradient.
-      std::vector<ValueId> outs(n.outputs.begin(), n.outputs.end());
-      const std::string device(n.device);
+      // Differentiating added nodes, so `n` may no longer be valid: read the node again.
+      const Node& node = graph.node(id);
+      std::vector<ValueId> outs(node.outputs.begin(), node.outputs.end());
+      const std::string device(node.device);
       for (size_t k = 0; k < outs.size(); ++k) {
         if (outs[k].valid()) graph.DetachOutput(id, static_cast<int>(k));
       }
@@ -747,7 +749,7 @@ PassInfo GradientPassInfo() {
       {"max_new_nodes", "most nodes the backward graph may have"},
   };
   info.budget_options["max_new_nodes"] = {kDefaultMaxGradientNodes, nullptr};
-  info.min_opt_level = 0;
+  info.min_opt_level = 1;
   info.factory = [](const PassOptions& options) -> absl::StatusOr<std::unique_ptr<Pass>> {
     absl::StatusOr<Options> o = ParseOptions(options);
     if (!o.ok()) return o.status();

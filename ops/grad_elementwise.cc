@@ -627,8 +627,9 @@ absl::Status CastGradient(GradientContext& ctx) {
 //   hi = max(x, min) > max   (the result is max),
 //   lo = x < min and not hi  (the result is min),
 // and x passes where neither holds (inclusive bounds, as torch.clamp). min and max given as
-// inputs (opset 11+) get the sum of the gradients where they were selected; this makes a Clip
-// with tensor bounds differentiable in them (torch.clamp with tensor bounds does the same).
+// inputs (opset 11+) get the sum of the gradients where they were selected, as torch.clamp
+// gives its tensor bounds where min <= max (where min > max every element is max, and only max
+// gets a gradient, which is the derivative of what the kernel computes).
 // Bounds given as attributes (opsets < 11) are constants.
 absl::Status ClipGradient(GradientContext& ctx) {
   const ValueId dy = ctx.output_grad(0);

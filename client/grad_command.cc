@@ -136,8 +136,23 @@ int RunGrad(const GradArgs& args, OptimizerBackend& backend) {
                               " nodes): ", seeds, " with respect to ", num_wrt, " value",
                               num_wrt == 1 ? "" : "s"));
 
-  // First call: the backward graph.
+  // First call: the backward graph. Recurrent ops are differentiated through their unrolled
+  // steps, so a model holding one gets the decompose_rnn pass first where the optimizer has it.
   v1::OptimizeRequest request;
+  bool recurrent = false;
+  for (const v1::Node& node : model->nodes()) {
+    recurrent |= node.domain().empty() &&
+                 (node.op_type() == "LSTM" || node.op_type() == "GRU" || node.op_type() == "RNN");
+  }
+  if (recurrent) {
+    absl::StatusOr<v1::ListPassesResponse> passes = backend.ListPasses();
+    if (!passes.ok()) return ReportError(passes.status());
+    for (const v1::PassInfo& pass : passes->passes()) {
+      if (pass.name() == "decompose_rnn") {
+        request.mutable_pipeline()->add_passes()->set_name(pass.name());
+      }
+    }
+  }
   v1::PassSpec* gradient = request.mutable_pipeline()->add_passes();
   gradient->set_name("gradient");
   for (const auto& [key, value] : *options) (*gradient->mutable_options())[key] = value;

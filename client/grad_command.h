@@ -31,7 +31,8 @@ struct GradArgs {
 CLI::App* AddGradCommand(CLI::App& app, GradArgs* args);
 
 // Runs `grad` on `backend`: the gradient pass with the options (after infer_type and
-// infer_shape), then the passes of -O<opt_level> on its result, in a second Optimize call so
+// infer_shape, and after decompose_rnn for a model holding RNN, GRU or LSTM nodes when the
+// optimizer has that pass), then the passes of -O<opt_level> on its result, in a second Optimize call so
 // that the level's own pass order is the server's. Prints the pass table of both calls and the
 // gradient outputs. Returns the process exit status (0, 1 for a failed request, 2 for usage).
 int RunGrad(const GradArgs& args, OptimizerBackend& backend);

@@ -34,22 +34,25 @@ absl::StatusOr<ValueId> ExpandLike(GradientContext& ctx, ValueId v, ValueId like
 enum class Reduce { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kSumSquare, kLogSum, kLogSumExp };
 
 // The axes a Reduce* node reduces (normalized, sorted; empty when it reduces none, which
-// noop_with_empty_axes allows) and whether they are kept as 1.
+// noop_with_empty_axes allows) and whether they are kept as 1. `runtime_axes` is the axes input
+// when it is not a constant (`axes` is then empty).
 struct ReduceAxesInfo {
   std::vector<int64_t> axes;
   bool keepdims = true;
+  ValueId runtime_axes;
 };
 
 absl::StatusOr<ReduceAxesInfo> ReducedAxes(const GradientContext& ctx) {
   GRAD_ASSIGN_OR_RETURN(const int rank, RankOf(ctx, ctx.input(0), "input 0"));
   GRAD_ASSIGN_OR_RETURN(const GradInts axes, IntsAttrOrInput(ctx, "axes", 1));
-  if (axes.given && !axes.values) {
-    return ctx.Error("input 1 (axes) must be a constant to differentiate the reduction");
-  }
   GRAD_ASSIGN_OR_RETURN(const int64_t keepdims, ctx.GetInt("keepdims", 1));
   GRAD_ASSIGN_OR_RETURN(const int64_t noop, ctx.GetInt("noop_with_empty_axes", 0));
   ReduceAxesInfo info;
   info.keepdims = keepdims != 0;
+  if (axes.given && !axes.values) {
+    info.runtime_axes = ctx.input(1);
+    return info;
+  }
   std::vector<int64_t> list = axes.values ? *axes.values : std::vector<int64_t>();
   if (list.empty()) {
     if (noop != 0) return info;
@@ -60,9 +63,33 @@ absl::StatusOr<ReduceAxesInfo> ReducedAxes(const GradientContext& ctx) {
 }
 
 // `v` (the output or its gradient) in the keepdims form, which broadcasts against the input.
+// With axes known only at run time, that form is Shape(x) with 1 at each axis (a scatter of
+// ones into the shape). A run-time axes list that turns out empty without
+// noop_with_empty_axes (all axes) makes that Reshape fail at run time, not compute wrongly.
 absl::StatusOr<ValueId> Unreduce(GradientContext& ctx, ValueId v, const ReduceAxesInfo& info) {
-  if (info.keepdims || info.axes.empty()) return v;
+  if (info.keepdims) return v;
+  if (info.runtime_axes.valid()) {
+    GRAD_ASSIGN_OR_RETURN(ValueId shape, ShapeOf(ctx, ctx.input(0)));
+    GRAD_ASSIGN_OR_RETURN(ValueId axes_shape, ShapeOf(ctx, info.runtime_axes));
+    GRAD_ASSIGN_OR_RETURN(
+        ValueId ones, ctx.Emit1("Expand", {ScalarConstant(ctx, 1, v1::DT_INT64), axes_shape}));
+    GRAD_ASSIGN_OR_RETURN(ValueId kept,
+                          ctx.Emit1("ScatterElements", {shape, info.runtime_axes, ones}));
+    return ctx.Emit1("Reshape", {v, kept});
+  }
+  if (info.axes.empty()) return v;
   return UnsqueezeAxes(ctx, v, info.axes);
+}
+
+// ReduceSum(x) over the node's axes, kept as 1.
+absl::StatusOr<ValueId> SumOverReduced(GradientContext& ctx, ValueId x,
+                                       const ReduceAxesInfo& info) {
+  if (!info.runtime_axes.valid()) return ReduceSumAxes(ctx, x, info.axes, true);
+  AttributeMap attrs;
+  attrs["keepdims"] = IntAttr(1);
+  GRAD_ASSIGN_OR_RETURN(const int64_t noop, ctx.GetInt("noop_with_empty_axes", 0));
+  attrs["noop_with_empty_axes"] = IntAttr(noop);
+  return ctx.Emit1("ReduceSum", {x, info.runtime_axes}, std::move(attrs));
 }
 
 // 1 / (the number of elements each output element reduces), as a scalar of x's type. A
@@ -70,7 +97,8 @@ absl::StatusOr<ValueId> Unreduce(GradientContext& ctx, ValueId v, const ReduceAx
 absl::StatusOr<ValueId> InverseCount(GradientContext& ctx, ValueId x, ValueId y,
                                      const ReduceAxesInfo& info) {
   const v1::DataType dtype = ctx.dtype(x);
-  if (std::optional<std::vector<int64_t>> dims = KnownDims(ctx, x)) {
+  std::optional<std::vector<int64_t>> dims = KnownDims(ctx, x);
+  if (dims && !info.runtime_axes.valid()) {
     double count = 1;
     for (int64_t a : info.axes) count *= static_cast<double>((*dims)[a]);
     return ScalarConstant(ctx, 1.0 / count, dtype);
@@ -93,7 +121,9 @@ absl::Status ReduceGradient(GradientContext& ctx, Reduce kind) {
   const bool linear_identity = kind == Reduce::kSum || kind == Reduce::kMean ||
                                kind == Reduce::kMax || kind == Reduce::kMin ||
                                kind == Reduce::kProd;
-  if (info.axes.empty() && linear_identity) return ctx.AddInputGrad(0, dy);  // y = x
+  if (info.axes.empty() && !info.runtime_axes.valid() && linear_identity) {
+    return ctx.AddInputGrad(0, dy);  // y = x
+  }
   GRAD_ASSIGN_OR_RETURN(ValueId dyb, Unreduce(ctx, dy, info));
   ValueId dx;
   switch (kind) {
@@ -116,7 +146,7 @@ absl::Status ReduceGradient(GradientContext& ctx, Reduce kind) {
       AttributeMap to;
       to["to"] = IntAttr(ctx.dtype(x));
       GRAD_ASSIGN_OR_RETURN(ValueId maskf, ctx.Emit1("Cast", {mask}, to));
-      GRAD_ASSIGN_OR_RETURN(ValueId ties, ReduceSumAxes(ctx, maskf, info.axes, true));
+      GRAD_ASSIGN_OR_RETURN(ValueId ties, SumOverReduced(ctx, maskf, info));
       GRAD_ASSIGN_OR_RETURN(ValueId share, ctx.Emit1("Div", {maskf, ties}));
       GRAD_ASSIGN_OR_RETURN(dx, ctx.Emit1("Mul", {dyb, share}));
       break;
@@ -443,7 +473,7 @@ std::string EinsumTermText(const std::string& term) {
 // into the operand's term: "out,others->term". Labels only the operand has were summed in the
 // forward direction: the result is broadcast back over them (Unsqueeze, Expand). Dims that
 // broadcast in the forward direction are summed back (SumToShape). Equations with a label
-// repeated inside one term (diagonals, traces) are refused.
+// repeated inside one term (diagonals, traces) are refused, naming the equation.
 absl::Status EinsumGradient(GradientContext& ctx) {
   const ValueId dy = ctx.output_grad(0);
   if (!dy.valid()) return absl::OkStatus();
@@ -501,11 +531,14 @@ absl::Status EinsumGradient(GradientContext& ctx) {
       absl::StrAppend(&lhs, ",", EinsumTermText(terms[j]));
     }
     const bool has_ellipsis = term.find('.') != std::string::npos;
-    if (any_ellipsis && (!has_ellipsis || out.find('.') == std::string::npos)) {
+    if (any_ellipsis && out.find('.') == std::string::npos) {
       return ctx.Error("equation '", raw, "': the gradient of operand ", k,
-                       " needs '...' in both the operand and the output");
+                       " needs '...' in the output");
     }
-    std::string kept;
+    // An operand without "..." (as "jk" in "...ij,jk->...ik") was broadcast over the "..."
+    // dims: its gradient keeps them in front, and SumToShape sums them away.
+    const bool summed_ellipsis = any_ellipsis && !has_ellipsis;
+    std::string kept = summed_ellipsis ? "." : "";
     std::vector<int> missing;  // positions in the operand's term
     for (size_t i = 0; i < term.size(); ++i) {
       if (term[i] == '.' || available.find(term[i]) != std::string::npos) {
@@ -519,6 +552,10 @@ absl::Status EinsumGradient(GradientContext& ctx) {
     attrs["equation"] = StringAttr(absl::StrCat(lhs, "->", EinsumTermText(kept)));
     GRAD_ASSIGN_OR_RETURN(ValueId g, ctx.Emit1("Einsum", operands, attrs));
     if (!missing.empty()) {
+      if (summed_ellipsis) {
+        return ctx.Error("equation '", raw, "': operand ", k,
+                         " has labels of its own and no '...' while others have one");
+      }
       GRAD_ASSIGN_OR_RETURN(const int rank, RankOf(ctx, x, absl::StrCat("input ", k)));
       const int ellipsis_rank = rank - static_cast<int>(term.size()) + (has_ellipsis ? 1 : 0);
       std::vector<int64_t> axes;

@@ -575,17 +575,36 @@ absl::Status TriluGradient(GradientContext& ctx) {
 }
 
 // SpaceToDepth and DepthToSpace in mode DCR are each other's inverse permutations of the
-// elements. DepthToSpace in mode CRD is refused.
+// elements. DepthToSpace in mode CRD views x [N, C, H, W] as [N, C/b², b, b, H, W] and permutes
+// it by (0, 1, 4, 2, 5, 3): its gradient views dy as [N, C/b², H, b, W, b] and permutes it back,
+// which needs x's dims.
 absl::Status DepthSpaceGradient(GradientContext& ctx, bool depth_to_space) {
   const Unary u = UnaryOf(ctx);
   if (u.skip) return absl::OkStatus();
   GRAD_ASSIGN_OR_RETURN(const int64_t block, ctx.GetInt("blocksize", 0));
+  std::string mode = "DCR";
+  if (depth_to_space) {
+    GRAD_ASSIGN_OR_RETURN(mode, ctx.GetString("mode", "DCR"));
+  }
+  if (mode == "CRD") {
+    const std::optional<std::vector<int64_t>> dims = KnownDims(ctx, ctx.input(0));
+    if (!dims || dims->size() != 4 || block <= 0) {
+      return ctx.Error("DepthToSpace mode CRD is differentiated for 4-D inputs of known dims");
+    }
+    const std::vector<int64_t>& d = *dims;
+    GRAD_ASSIGN_OR_RETURN(
+        ValueId view,
+        ctx.Emit1("Reshape", {u.dy, Int64Constant(ctx, {d[0], d[1] / (block * block), d[2], block,
+                                                         d[3], block})}));
+    AttributeMap attrs;
+    attrs["perm"] = IntsAttr({0, 1, 3, 5, 2, 4});
+    GRAD_ASSIGN_OR_RETURN(ValueId back, ctx.Emit1("Transpose", {view}, std::move(attrs)));
+    GRAD_ASSIGN_OR_RETURN(ValueId dx, ReshapeLike(ctx, back, ctx.input(0)));
+    return ctx.AddInputGrad(0, dx);
+  }
+  if (mode != "DCR") return ctx.Error("DepthToSpace mode '", mode, "' is not differentiated");
   AttributeMap attrs;
   attrs["blocksize"] = IntAttr(block);
-  if (depth_to_space) {
-    GRAD_ASSIGN_OR_RETURN(const std::string mode, ctx.GetString("mode", "DCR"));
-    if (mode != "DCR") return ctx.Error("DepthToSpace mode '", mode, "' is not differentiated");
-  }
   GRAD_ASSIGN_OR_RETURN(ValueId dx, ctx.Emit1(depth_to_space ? "SpaceToDepth" : "DepthToSpace",
                                               {u.dy}, std::move(attrs)));
   return ctx.AddInputGrad(0, dx);

@@ -338,6 +338,12 @@ TEST(GradTensorTest, CumSumTriluDepthSpace) {
                 NodeText("DepthToSpace", {"x"}, "y", IntText("blocksize", 2)) + OutputText("y"),
             {{"x", Rand({1, 8, 2, 3}, 39)}});
   EXPECT_TRUE(s.ok()) << s;
+  s = Check(F64Input("x", {"2", "8", "2", "3"}) +
+                NodeText("DepthToSpace", {"x"}, "y",
+                         IntText("blocksize", 2) + " " + StringText("mode", "CRD")) +
+                OutputText("y"),
+            {{"x", Rand({2, 8, 2, 3}, 53)}});
+  EXPECT_TRUE(s.ok()) << s;
   s = Check(F64Input("x", {"1", "2", "4", "6"}) +
                 NodeText("SpaceToDepth", {"x"}, "y", IntText("blocksize", 2)) + OutputText("y"),
             {{"x", Rand({1, 2, 4, 6}, 40)}});

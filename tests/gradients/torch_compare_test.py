@@ -13,9 +13,15 @@ parameters of equal value (a TransformerEncoder's layers are deep copies of one 
 'layers.0.self_attn.out_proj.weight' also stands for layer 1's; zero biases coincide), whose
 gradient is then the sum of theirs; it stores a Linear weight used by MatMul transposed, as
 'onnx::MatMul_NNN', compared with the transposed torch gradient. Parameters the export changed
-are not compared: a BatchNorm folded into its Conv (eval export) leaves 'onnx::Conv_NNN' holding
-the folded weight, which no torch parameter equals. Within 1e-4 relative to the tensor's largest
-magnitude (gradtest.relative_error).
+are matched by value where the change is known: a BatchNorm folded into its Conv (eval export)
+leaves 'onnx::Conv_NNN' holding W * s per output channel, compared with torch's gradient of W
+divided by s (folded_conv_weight); the folded biases and the LSTM's re-laid-out weights are not
+compared. The reference is torch in float64 (the
+float32 weights and inputs converted); graphopt (float32) must be within 1e-4 relative to the
+tensor's largest magnitude (gradtest.relative_error), or, where torch's own float32 gradients
+of the model are further than that from the float64 ones (resnet50, whose ReLU kinks float32
+rounding crosses: see TORCH_FACTOR), within 1.5 times torch's worst float32 error; the output
+prints both.
 
 A model that does not pass is a failure unless known_failures.txt lists it; a missing gradient
 is reported naming the op.
@@ -39,6 +45,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gradtest  # noqa: E402
 
 TOLERANCE = 1e-4
+# Where torch's own float32 gradients of a model are further than TOLERANCE from its float64
+# ones, graphopt's may be as far as this many times torch's worst. Found on resnet50: a ReLU
+# input within float32 rounding of zero (layer4.0's bn1, channel 333: 4.2e-6 in float64) falls
+# on the other side of zero in one float32 run, so that run's gradient flows where the other's
+# does not; torch float32 differs from float64 by 2.9e-3 (input gradient), graphopt by 2.5e-3,
+# by 2.1e-3 in the weight of the Conv reading that channel's ReLU.
+TORCH_FACTOR = 1.5
 
 
 def load_export_corpus(path):
@@ -74,19 +87,20 @@ def export_self_check(corpus, work_dir):
     return work_dir
 
 
-def torch_gradients(spec, cotangents):
-    """Torch's gradients of sum(output * cotangent) for the model input and every parameter."""
+def torch_gradients(spec, cotangents, dtype=torch.float32):
+    """Torch's gradients of sum(output * cotangent) for the model input and every parameter,
+    the model built in float32 (as exported) and then run in `dtype`."""
     torch.manual_seed(spec.seed)
-    model = spec.build().eval()
+    model = spec.build().eval().to(dtype)
     inputs = spec.inputs(torch.Generator().manual_seed(spec.seed))
-    inputs = tuple(t.clone().requires_grad_(True) for t in inputs)
+    inputs = tuple(t.clone().to(dtype).requires_grad_(True) for t in inputs)
     outputs = model(*inputs)
     if isinstance(outputs, torch.Tensor):
         outputs = (outputs,)
     params = dict(model.named_parameters())
     targets = list(inputs) + list(params.values())
     grads = torch.autograd.grad(outputs, targets,
-                                grad_outputs=[torch.from_numpy(c) for c in cotangents],
+                                grad_outputs=[torch.from_numpy(c).to(dtype) for c in cotangents],
                                 allow_unused=True)
     named = {}
     for i, input_name in enumerate(spec.input_names):
@@ -129,7 +143,37 @@ def expected_gradients(model, want, values):
                     expected[n] = expected.get(n, 0) + want[q].T
                     merged.setdefault(n, []).append(q)
                     break
+            else:
+                folded = folded_conv_weight(inits, values, value)
+                if folded is not None:
+                    n, scale = folded
+                    expected[n] = want[q] / scale
+                    merged[n] = [q]
     return expected, merged
+
+
+def folded_conv_weight(inits, values, weight):
+    """The initializer holding `weight` with a BatchNorm folded in, and the fold's scale.
+
+    Eval-mode export folds BatchNorm into the Conv before it: the initializer ('onnx::Conv_NNN')
+    is W * s, s = gamma / sqrt(var + eps) per output channel, so the gradient with respect to
+    it is torch's gradient of W divided by s. Found by value: the initializer of W's shape whose
+    every output channel is W's times one factor.
+    """
+    if weight.ndim != 4:
+        return None
+    w = weight.reshape(weight.shape[0], -1).astype(np.float64)
+    norms = np.sum(w * w, axis=1)
+    if np.any(norms == 0):
+        return None
+    for n, init in inits.items():
+        if n in values or init.shape != weight.shape:
+            continue
+        v = init.reshape(init.shape[0], -1).astype(np.float64)
+        scale = np.sum(v * w, axis=1) / norms
+        if np.all(scale != 0) and np.allclose(v, w * scale[:, None], rtol=1e-5, atol=0):
+            return n, scale.reshape(-1, 1, 1, 1)
+    return None
 
 
 def compare_model(spec, graphopt, model_dir, name):
@@ -140,10 +184,15 @@ def compare_model(spec, graphopt, model_dir, name):
               for i in range(len(spec.output_names))]
     rng = np.random.RandomState(1000 + spec.seed)
     cotangents = [rng.standard_normal(s).astype(np.float32) for s in shapes]
-    feeds, want, values = torch_gradients(spec, cotangents)
+    # The reference is torch in float64; torch's own float32 run says how close float32 can
+    # get on this model.
+    feeds, want32, values = torch_gradients(spec, cotangents)
+    _, want, _ = torch_gradients(spec, cotangents, torch.float64)
     expected, merged = expected_gradients(model, want, values)
+    expected32, _ = expected_gradients(model, want32, values)
     for input_name in spec.input_names:
         expected[input_name] = want[input_name]
+        expected32[input_name] = want32[input_name]
 
     grad_model = os.path.join(graphopt.work_dir, f"{name}_grad.onnx")
     start = time.time()
@@ -157,19 +206,22 @@ def compare_model(spec, graphopt, model_dir, name):
     start = time.time()
     got = graphopt.run(grad_model, inputs, [c + "_grad" for c in compared], tag=name)
     run_s = time.time() - start
-    worst, worst_name = 0.0, ""
+    worst, worst_name, torch_worst = 0.0, "", 0.0
     for value in compared:
         err = gradtest.relative_error(got[value + "_grad"], expected[value])
+        own = gradtest.relative_error(expected32[value], expected[value])
+        torch_worst = max(torch_worst, own)
         if err > worst:
             worst, worst_name = err, value
     covered = sum(len(v) for v in merged.values())
     shared = covered - len(merged)
     skipped = len(values) - covered
     summary = (f"{len(compared)} gradients compared ({len(merged)} initializers standing for "
-               f"{covered} torch parameters ({shared} deduplicated by the export), "
-               f"{skipped} parameters transformed or renamed by the export), worst "
-               f"{worst:.2e} ({worst_name}); grad {grad_s:.1f} s, run {run_s:.1f} s")
-    if worst > TOLERANCE:
+               f"{covered} torch parameters, {shared} of them deduplicated by the export; "
+               f"{skipped} parameters not compared), worst "
+               f"{worst:.2e} ({worst_name}; torch float32's worst {torch_worst:.2e}); grad "
+               f"{grad_s:.1f} s, run {run_s:.1f} s")
+    if worst > max(TOLERANCE, TORCH_FACTOR * torch_worst):
         raise gradtest.GraphoptError(f"gradient of '{worst_name}' differs: {summary}")
     return summary
 

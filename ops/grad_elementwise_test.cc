@@ -528,6 +528,36 @@ TEST(ElementwiseGradTest, DequantizeLinearScale) {
   }
 }
 
+// float16 and bfloat16 graphs get backward graphs of their own type (constants included); the
+// finite-difference checker covers float32 and float64 only, so this checks that the pass
+// builds and types them.
+TEST(ElementwiseGradTest, HalfPrecisionBackwardGraphsBuild) {
+  PassTestEnv env;
+  for (const char* dtype : {"DT_FLOAT16", "DT_BFLOAT16"}) {
+    for (const UnaryCase& c : UnaryCases()) {
+      if (!c.float64) continue;  // the same kernels take the 16-bit types
+      SCOPED_TRACE(absl::StrCat(c.op, " ", dtype));
+      const std::string text = InputText("x", {2, 3}, dtype) + NodeText(c.op, {"x"}, "y", c.attrs) +
+                               OutputText("y");
+      if (!env.Run(text, {"infer_type"}).ok()) continue;  // the op does not take this type
+      auto out = env.RunSpecs(text, {{"infer_type", {}}, {"infer_shape", {}},
+                                     {"gradient", {{"wrt", "x"}}}});
+      ASSERT_TRUE(out.ok()) << out.status();
+      EXPECT_EQ(testing::TypeOf(*out, "x_grad"),
+                absl::StrCat(std::string(dtype) == "DT_FLOAT16" ? "float16" : "bfloat16", "[2,3]"));
+    }
+    for (const char* op : {"Div", "Pow", "Max", "PRelu", "Clip"}) {
+      SCOPED_TRACE(absl::StrCat(op, " ", dtype));
+      const std::string text = InputText("a", {2, 3}, dtype) + InputText("b", {}, dtype) +
+                               NodeText(op, {"a", "b"}, "y") + OutputText("y");
+      if (!env.Run(text, {"infer_type"}).ok()) continue;
+      auto out = env.RunSpecs(text, {{"infer_type", {}}, {"infer_shape", {}},
+                                     {"gradient", {{"wrt", "a;b"}}}});
+      ASSERT_TRUE(out.ok()) << out.status();
+    }
+  }
+}
+
 // --- Second order ------------------------------------------------------------------------------
 
 // The first gradient (suffix _d1, seeded by the input y_d1) as a graph of its own, whose

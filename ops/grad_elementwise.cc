@@ -114,6 +114,16 @@ class Emitter {
 
   // `grad` (of the broadcast result's shape) summed to the shape of the forward node's input i.
   ValueId SumToInput(ValueId grad, int i);
+  // `grad` summed to `like`'s shape (numpy rules).
+  ValueId SumToInputShape(ValueId grad, ValueId like) {
+    if (!status_.ok() || !grad.valid()) return ValueId();
+    absl::StatusOr<ValueId> r = SumToShape(ctx_, grad, like);
+    if (!r.ok()) {
+      Fail(r.status());
+      return ValueId();
+    }
+    return *r;
+  }
 
   // Hands `grad` to input i when it is wanted.
   void Grad(int i, ValueId grad) {
@@ -617,8 +627,9 @@ absl::Status CastGradient(GradientContext& ctx) {
 //   hi = max(x, min) > max   (the result is max),
 //   lo = x < min and not hi  (the result is min),
 // and x passes where neither holds (inclusive bounds, as torch.clamp). min and max given as
-// inputs (opset 11+) get the sum of the gradients where they were selected; this makes a Clip
-// with tensor bounds differentiable in them (torch.clamp with tensor bounds does the same).
+// inputs (opset 11+) get the sum of the gradients where they were selected, as torch.clamp
+// gives its tensor bounds where min <= max (where min > max every element is max, and only max
+// gets a gradient, which is the derivative of what the kernel computes).
 // Bounds given as attributes (opsets < 11) are constants.
 absl::Status ClipGradient(GradientContext& ctx) {
   const ValueId dy = ctx.output_grad(0);
@@ -662,6 +673,52 @@ absl::Status ClipGradient(GradientContext& ctx) {
   if (!attribute_bounds && ctx.needs_input_grad(2) && above.valid()) {
     e.Grad(2, e.SumToInput(e.Where(above, dy, zero), 2));
   }
+  return e.status();
+}
+
+// DequantizeLinear(x, scale, zero_point) = (x - zero_point) scale, per tensor (one-element
+// scale) or per channel along 'axis' (a 1-D scale): dscale = sum of dy (x - zero_point) over
+// every element of the scale's tensor or channel. x and zero_point are integers (no gradient).
+// A per-channel scale and zero point are viewed as [C, 1, ...] against x's trailing dims.
+absl::Status DequantizeLinearGradient(GradientContext& ctx) {
+  const ValueId dy = ctx.output_grad(0);
+  if (!dy.valid() || !ctx.needs_input_grad(1)) return absl::OkStatus();
+  Emitter e(ctx);
+  const ValueId x = ctx.input(0);
+  const ValueId scale = ctx.input(1);
+  const ValueId zero = ctx.input(2);
+  const std::optional<Dims>& ss = ctx.shape(scale);
+  const std::optional<Dims>& xs = ctx.shape(x);
+  if (!ss || !xs) return ctx.Error("the ranks of x and x_scale must be known");
+  bool per_tensor = ss->size() <= 1;
+  for (const Dim& d : *ss) per_tensor &= d.is_known() && d.size() == 1;
+  const v1::DataType t = ctx.dtype(scale);
+  ValueId shifted = e.Cast(x, t);
+  ValueId scale_view = scale;
+  if (per_tensor) {
+    if (zero.valid()) shifted = e.Sub(shifted, e.Cast(zero, t));
+  } else {
+    absl::StatusOr<int64_t> axis = ctx.GetInt("axis", 1);
+    if (!axis.ok()) return axis.status();
+    const int64_t rank = static_cast<int64_t>(xs->size());
+    const int64_t a = *axis < 0 ? *axis + rank : *axis;
+    if (ss->size() != 1 || a < 0 || a >= rank || !(*ss)[0].is_known()) {
+      return ctx.Error("x_scale ", ShapeToString(ss), " is neither one element nor 1-D of a "
+                       "known size along axis ", *axis, " of x ", ShapeToString(xs));
+    }
+    std::vector<int64_t> dims(rank - a, 1);
+    dims[0] = (*ss)[0].size();
+    const ValueId view_shape = Int64Constant(ctx, dims);
+    scale_view = e.Op("Reshape", {scale, view_shape});
+    if (zero.valid()) shifted = e.Sub(shifted, e.Cast(e.Op("Reshape", {zero, view_shape}), t));
+  }
+  ValueId g = e.SumToInputShape(e.Mul(dy, shifted), scale_view);
+  if (scale_view != scale && g.valid()) {
+    absl::StatusOr<ValueId> back = ReshapeLike(ctx, g, scale);
+    if (!back.ok()) return back.status();
+    g = *back;
+  }
+  e.Grad(1, g);
   return e.status();
 }
 
@@ -712,6 +769,7 @@ void AddElementwiseGradients(GradientTable* table) {
   (*table)["Cast"] = {CastGradient, {}};
   (*table)["CastLike"] = {CastGradient, {1}};
   (*table)["Clip"] = {ClipGradient, {}};
+  (*table)["DequantizeLinear"] = {DequantizeLinearGradient, {0, 2}};
 }
 
 }  // namespace builtin_internal

@@ -3,6 +3,7 @@
 // gradient pass run on its own output against finite differences of the first gradient.
 
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
+#include "ops/grad_test_util.h"
 #include "passes/gradient_check.h"
 #include "passes/pass_test_util.h"
 #include "passes/runtime_test_util.h"
@@ -216,6 +218,41 @@ TEST(ElementwiseGradTest, BinaryOpsBroadcast) {
   }
 }
 
+// Symbolic dims: whether an operand was broadcast is known at run time only, so its gradient
+// is summed by graphopt::SumToShape.
+TEST(ElementwiseGradTest, BinaryOpsSymbolicBroadcast) {
+  PassTestEnv env;
+  for (const char* op : {"Add", "Mul", "Div", "Pow", "Max"}) {
+    for (int64_t m : {1, 4}) {
+      SCOPED_TRACE(absl::StrCat(op, " m=", m));
+      const std::string text = testing::F64Input("a", {"n", "3"}) +
+                               testing::F64Input("b", {"m", "3"}) +
+                               NodeText(op, {"a", "b"}, "y") + OutputText("y");
+      absl::Status s = CheckGradients(env, text,
+                                      {{"a", RandomTensor(v1::DT_FLOAT64, {4, 3}, 23, 0.5, 2)},
+                                       {"b", RandomTensor(v1::DT_FLOAT64, {m, 3}, 24, 0.5, 2)}});
+      EXPECT_TRUE(s.ok()) << s;
+    }
+  }
+  const std::string mul = testing::F64Input("a", {"n", "3"}) + testing::F64Input("b", {"m", "3"}) +
+                         NodeText("Mul", {"a", "b"}, "y") + OutputText("y");
+  auto backward = env.RunSpecs(mul, {{"infer_type", {}}, {"infer_shape", {}},
+                                     {"gradient", {{"wrt", "a;b"}}}});
+  ASSERT_TRUE(backward.ok()) << backward.status();
+  EXPECT_THAT(testing::OpTypes(*backward), ::testing::Contains("SumToShape"));
+  const std::string where = InputText("c", {4, 3}, "DT_BOOL") + testing::F64Input("x", {"m", "3"}) +
+                            testing::F64Input("y", {"n", "3"}) +
+                            NodeText("Where", {"c", "x", "y"}, "z") + OutputText("z");
+  runtime::Tensor c = *runtime::Tensor::Allocate(v1::DT_BOOL, runtime::Shape{4, 3});
+  for (int i = 0; i < 12; ++i) c.data<bool>()[i] = i % 2 == 0;
+  absl::Status s = CheckGradients(env, where,
+                                  {{"c", std::move(c)},
+                                   {"x", RandomTensor(v1::DT_FLOAT64, {1, 3}, 25)},
+                                   {"y", RandomTensor(v1::DT_FLOAT64, {4, 3}, 26)}},
+                                  GradientCheckOptions{{"x", "y"}});
+  EXPECT_TRUE(s.ok()) << s;
+}
+
 // The same input on both sides: contributions are summed.
 TEST(ElementwiseGradTest, SameInputTwice) {
   PassTestEnv env;
@@ -243,6 +280,19 @@ TEST(ElementwiseGradTest, PowConstantExponent) {
         env, text, {{"x", RandomTensor(v1::DT_FLOAT32, {2, 3}, 5, range.first, range.second)}});
     EXPECT_TRUE(s.ok()) << s;
   }
+}
+
+// An integer exponent (T1) is cast to the base's type; it gets no gradient itself.
+TEST(ElementwiseGradTest, PowIntegerExponent) {
+  PassTestEnv env;
+  const std::string text = InputText("x", {2, 3}) + InputText("e", {3}, "DT_INT64") +
+                           NodeText("Pow", {"x", "e"}, "y") + OutputText("y");
+  runtime::Tensor e = *runtime::Tensor::Allocate(v1::DT_INT64, runtime::Shape{3});
+  const int64_t exponents[] = {0, 2, 3};
+  for (int i = 0; i < 3; ++i) e.data<int64_t>()[i] = exponents[i];
+  absl::Status s = CheckGradients(
+      env, text, {{"x", RandomTensor(v1::DT_FLOAT32, {2, 3}, 6, -2, 2)}, {"e", std::move(e)}});
+  EXPECT_TRUE(s.ok()) << s;
 }
 
 // Pow's exponent gradient is 0 (not NaN) where the base is not positive, and the base's
@@ -447,6 +497,67 @@ TEST(ElementwiseGradTest, ClipBoundsAsAttributes) {
   }
 }
 
+// DequantizeLinear's float scale, per tensor and per channel, with and without a zero point.
+TEST(ElementwiseGradTest, DequantizeLinearScale) {
+  PassTestEnv env;
+  runtime::Tensor x = *runtime::Tensor::Allocate(v1::DT_INT8, runtime::Shape{2, 3, 4});
+  for (int i = 0; i < 24; ++i) x.data<int8_t>()[i] = static_cast<int8_t>((i * 37) % 200 - 100);
+  struct Case {
+    std::vector<int> scale;
+    bool zero;
+    std::string attrs;
+  };
+  for (const Case& c : {Case{{}, true, ""}, Case{{1}, false, ""}, Case{{3}, true, ""},
+                        Case{{4}, true, IntAttrText("axis", -1)}, Case{{2}, false, IntAttrText("axis", 0)}}) {
+    SCOPED_TRACE(absl::StrCat(absl::StrJoin(c.scale, ","), " ", c.zero, " ", c.attrs));
+    std::vector<std::string> ins = {"x", "s"};
+    if (c.zero) ins.push_back("z");
+    const std::string text = InputText("x", {2, 3, 4}, "DT_INT8") + InputText("s", c.scale) +
+                             InputText("z", c.scale, "DT_INT8") +
+                             NodeText("DequantizeLinear", ins, "y", c.attrs) + OutputText("y");
+    std::vector<int64_t> ds(c.scale.begin(), c.scale.end());
+    runtime::Tensor z = *runtime::Tensor::Allocate(v1::DT_INT8, runtime::Shape(ds.begin(), ds.end()));
+    for (int64_t i = 0; i < z.num_elements(); ++i) z.data<int8_t>()[i] = static_cast<int8_t>(3 * i - 2);
+    runtime::Tensor xc = *runtime::Tensor::Allocate(v1::DT_INT8, x.shape());
+    std::memcpy(xc.raw_data(), x.raw_data(), x.byte_size());
+    absl::Status s = CheckGradients(env, text,
+                                    {{"x", std::move(xc)},
+                                     {"s", RandomTensor(v1::DT_FLOAT32, ds, 141, 0.01, 0.1)},
+                                     {"z", std::move(z)}});
+    EXPECT_TRUE(s.ok()) << s;
+  }
+}
+
+// float16 and bfloat16 graphs get backward graphs of their own type (constants included); the
+// finite-difference checker covers float32 and float64 only, so this checks that the pass
+// builds and types them.
+TEST(ElementwiseGradTest, HalfPrecisionBackwardGraphsBuild) {
+  PassTestEnv env;
+  for (const char* dtype : {"DT_FLOAT16", "DT_BFLOAT16"}) {
+    for (const UnaryCase& c : UnaryCases()) {
+      if (!c.float64) continue;  // the same kernels take the 16-bit types
+      SCOPED_TRACE(absl::StrCat(c.op, " ", dtype));
+      const std::string text = InputText("x", {2, 3}, dtype) + NodeText(c.op, {"x"}, "y", c.attrs) +
+                               OutputText("y");
+      if (!env.Run(text, {"infer_type"}).ok()) continue;  // the op does not take this type
+      auto out = env.RunSpecs(text, {{"infer_type", {}}, {"infer_shape", {}},
+                                     {"gradient", {{"wrt", "x"}}}});
+      ASSERT_TRUE(out.ok()) << out.status();
+      EXPECT_EQ(testing::TypeOf(*out, "x_grad"),
+                absl::StrCat(std::string(dtype) == "DT_FLOAT16" ? "float16" : "bfloat16", "[2,3]"));
+    }
+    for (const char* op : {"Div", "Pow", "Max", "PRelu", "Clip"}) {
+      SCOPED_TRACE(absl::StrCat(op, " ", dtype));
+      const std::string text = InputText("a", {2, 3}, dtype) + InputText("b", {}, dtype) +
+                               NodeText(op, {"a", "b"}, "y") + OutputText("y");
+      if (!env.Run(text, {"infer_type"}).ok()) continue;
+      auto out = env.RunSpecs(text, {{"infer_type", {}}, {"infer_shape", {}},
+                                     {"gradient", {{"wrt", "a;b"}}}});
+      ASSERT_TRUE(out.ok()) << out.status();
+    }
+  }
+}
+
 // --- Second order ------------------------------------------------------------------------------
 
 // The first gradient (suffix _d1, seeded by the input y_d1) as a graph of its own, whose
@@ -469,17 +580,12 @@ absl::StatusOr<std::string> FirstGradient(const PassTestEnv& env, const std::str
 
 TEST(ElementwiseGradTest, SecondOrderUnary) {
   PassTestEnv env;
-  const std::vector<UnaryCase> cases = {
-      {"Tanh", -2, 2, {}},     {"Sigmoid", -3, 3, {}}, {"Exp", -1, 1, {}},
-      {"Log", 0.5, 2, {}},     {"Sqrt", 0.5, 2, {}},   {"Reciprocal", 0.5, 2, {}},
-      {"Erf", -1.5, 1.5, {}},  {"Softplus", -2, 2, {}}, {"Sin", -2, 2, {}},
-      {"Abs", -1, 1, {0}},     {"Elu", -2, 2, {0}},    {"Softsign", -2, 2, {0}},
-      {"Atan", -2, 2, {}},     {"Relu", -1, 1, {0}}};
   for (v1::DataType dtype : {v1::DT_FLOAT32, v1::DT_FLOAT64}) {
-    for (const UnaryCase& c : cases) {
-      SCOPED_TRACE(absl::StrCat(c.op, " ", DtypeName(dtype)));
+    for (const UnaryCase& c : UnaryCases()) {
+      if (dtype == v1::DT_FLOAT64 && !c.float64) continue;
+      SCOPED_TRACE(absl::StrCat(c.op, " ", c.attrs, " ", DtypeName(dtype)));
       const std::string text = InputText("x", {3, 4}, DtypeName(dtype)) +
-                               NodeText(c.op, {"x"}, "y") + OutputText("y");
+                               NodeText(c.op, {"x"}, "y", c.attrs) + OutputText("y");
       absl::StatusOr<std::string> first = FirstGradient(env, text, "x");
       ASSERT_TRUE(first.ok()) << first.status();
       absl::Status s = CheckGradients(
@@ -494,24 +600,60 @@ TEST(ElementwiseGradTest, SecondOrderUnary) {
 TEST(ElementwiseGradTest, SecondOrderBinary) {
   PassTestEnv env;
   const std::vector<BinaryCase> cases = {
-      {"Mul", -1, 1, -1, 1, ""}, {"Div", -1, 1, 0.5, 2, ""}, {"Pow", 0.5, 2, -1.5, 1.5, ""},
-      {"Sub", -1, 1, -1, 1, ""}, {"Max", -1, 1, -1, 1, ""}};
+      {"Mul", -1, 1, -1, 1, ""},   {"Div", -1, 1, 0.5, 2, ""}, {"Pow", 0.5, 2, -1.5, 1.5, ""},
+      {"Sub", -1, 1, -1, 1, ""},   {"Add", -1, 1, -1, 1, ""},  {"Max", -1, 1, -1, 1, ""},
+      {"Min", -1, 1, -1, 1, ""},   {"Mean", -1, 1, -1, 1, ""}, {"PRelu", -1, 1, 0.1, 0.5, ""},
+      {"Mod", 2.1, 2.9, 1.5, 1.9, IntAttrText("fmod", 1)}};
   for (v1::DataType dtype : {v1::DT_FLOAT32, v1::DT_FLOAT64}) {
     for (const BinaryCase& c : cases) {
-      SCOPED_TRACE(absl::StrCat(c.op, " ", DtypeName(dtype)));
-      const std::string text = InputText("a", {3, 4}, DtypeName(dtype)) +
-                               InputText("b", {3, 4}, DtypeName(dtype)) +
-                               NodeText(c.op, {"a", "b"}, "y") + OutputText("y");
-      absl::StatusOr<std::string> first = FirstGradient(env, text, "a;b");
-      ASSERT_TRUE(first.ok()) << first.status();
-      absl::Status s = CheckGradients(
-          env, *first,
-          {{"a", RandomTensor(dtype, {3, 4}, 111, c.a_lo, c.a_hi)},
-           {"b", RandomTensor(dtype, {3, 4}, 112, c.b_lo, c.b_hi)},
-           {"y_d1", RandomTensor(dtype, {3, 4}, 113)}});
-      EXPECT_TRUE(s.ok()) << s;
+      for (const std::vector<int>& sb : {std::vector<int>{3, 4}, std::vector<int>{4}}) {
+        SCOPED_TRACE(absl::StrCat(c.op, " [", absl::StrJoin(sb, ","), "] ", DtypeName(dtype)));
+        const std::string text = InputText("a", {3, 4}, DtypeName(dtype)) +
+                                 InputText("b", sb, DtypeName(dtype)) +
+                                 NodeText(c.op, {"a", "b"}, "y", c.attrs) + OutputText("y");
+        absl::StatusOr<std::string> first = FirstGradient(env, text, "a;b");
+        ASSERT_TRUE(first.ok()) << first.status();
+        std::vector<int64_t> db(sb.begin(), sb.end());
+        absl::Status s = CheckGradients(
+            env, *first,
+            {{"a", Away(dtype, {3, 4}, 111, c.a_lo, c.a_hi, {0})},
+             {"b", RandomTensor(dtype, db, 112, c.b_lo, c.b_hi)},
+             {"y_d1", RandomTensor(dtype, {3, 4}, 113)}});
+        EXPECT_TRUE(s.ok()) << s;
+      }
     }
   }
+}
+
+// Where and Clip (bounds as inputs) differentiated twice.
+TEST(ElementwiseGradTest, SecondOrderSelection) {
+  PassTestEnv env;
+  const std::string where = InputText("c", {3, 4}, "DT_BOOL") + InputText("x", {4}) +
+                            InputText("y", {3, 4}) + NodeText("Mul", {"y", "x"}, "xy") +
+                            NodeText("Where", {"c", "xy", "y"}, "z") + OutputText("z");
+  absl::StatusOr<std::string> first = FirstGradient(env, where, "x;y");
+  ASSERT_TRUE(first.ok()) << first.status();
+  runtime::Tensor c = *runtime::Tensor::Allocate(v1::DT_BOOL, runtime::Shape{3, 4});
+  for (int i = 0; i < 12; ++i) c.data<bool>()[i] = i % 3 != 0;
+  absl::Status s = CheckGradients(env, *first,
+                                  {{"c", std::move(c)},
+                                   {"x", RandomTensor(v1::DT_FLOAT32, {4}, 131)},
+                                   {"y", RandomTensor(v1::DT_FLOAT32, {3, 4}, 132)},
+                                   {"z_d1", RandomTensor(v1::DT_FLOAT32, {3, 4}, 133)}},
+                                  GradientCheckOptions{{"x", "y", "z_d1"}});
+  EXPECT_TRUE(s.ok()) << s;
+
+  const std::string clip = InputText("x", {3, 4}) + InputText("lo", {}) + InputText("hi", {}) +
+                           NodeText("Mul", {"x", "x"}, "xx") +
+                           NodeText("Clip", {"xx", "lo", "hi"}, "y") + OutputText("y");
+  first = FirstGradient(env, clip, "x;lo;hi");
+  ASSERT_TRUE(first.ok()) << first.status();
+  s = CheckGradients(env, *first,
+                     {{"x", Away(v1::DT_FLOAT32, {3, 4}, 134, -1, 1, {-0.548, -0.316, 0.316, 0.548}, 0.04)},
+                      {"lo", testing::FloatTensor({}, {0.1f})},
+                      {"hi", testing::FloatTensor({}, {0.3f})},
+                      {"y_d1", RandomTensor(v1::DT_FLOAT32, {3, 4}, 135)}});
+  EXPECT_TRUE(s.ok()) << s;
 }
 
 // A gradient norm: d/dx sum((d/dx sum(tanh(x) * sigmoid(x)))^2), a chain of several ops.

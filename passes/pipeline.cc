@@ -175,6 +175,7 @@ OptionCeilings DefaultOptionCeilings() {
       {"gradient.max_new_nodes", 1000000},
       {"inline_functions.max_new_nodes", 1000000},
       {"plan_memory.dim_bounds", int64_t{1} << 24},
+      {"rematerialize.max_new_nodes", 1000000},
       {"schedule.dim_bounds", int64_t{1} << 24},
   };
 }

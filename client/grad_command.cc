@@ -58,6 +58,18 @@ absl::StatusOr<v1::Graph> ReadModel(const std::string& path) {
   return graph;
 }
 
+// Whether the graph has ONNX RNN, GRU or LSTM nodes, which have no gradient of their own: the
+// gradient pass differentiates them through their unrolling (the decompose_rnn pass).
+bool HasRecurrentNodes(const v1::Graph& graph) {
+  for (const v1::Node& n : graph.nodes()) {
+    if ((n.domain().empty() || n.domain() == "ai.onnx") &&
+        (n.op_type() == "LSTM" || n.op_type() == "GRU" || n.op_type() == "RNN")) {
+      return true;
+    }
+  }
+  return false;
+}
+
 void Progress(const GradArgs& args, const std::string& line) {
   if (!args.quiet) std::fprintf(stderr, "%s\n", line.c_str());
 }
@@ -138,6 +150,9 @@ int RunGrad(const GradArgs& args, OptimizerBackend& backend) {
 
   // First call: the backward graph.
   v1::OptimizeRequest request;
+  if (HasRecurrentNodes(*model)) {
+    request.mutable_pipeline()->add_passes()->set_name("decompose_rnn");
+  }
   v1::PassSpec* gradient = request.mutable_pipeline()->add_passes();
   gradient->set_name("gradient");
   for (const auto& [key, value] : *options) (*gradient->mutable_options())[key] = value;

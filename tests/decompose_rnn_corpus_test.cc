@@ -100,9 +100,7 @@ TEST(DecomposeRnnCorpusTest, LstmUnrolledComputesTheSame) {
 
 // The gradients of L = sum(logits * r0) + sum(h_n * r1) + sum(c_n * r2) with respect to the
 // input and every weight, through the unrolled LSTMs, against torch.autograd's in float32.
-// Disabled until Sigmoid and Tanh have builtin gradients and the gradient pass stops reading a
-// forward node through a reference that its own sums (Accumulate) can invalidate.
-TEST(DecomposeRnnCorpusTest, DISABLED_LstmGradientsMatchTorch) {
+TEST(DecomposeRnnCorpusTest, LstmGradientsMatchTorch) {
   const testing::PassTestEnv env;
   const testing::TestRuntime runtime;
   absl::StatusOr<CorpusModel> model = LoadCorpusModel(TestCorpusDir() + "/lstm");

@@ -220,11 +220,11 @@ absl::StatusOr<ValueId> Unroller::Activate(const std::string& name, ValueId x,
 }
 
 // Shorthands for the chains of Emit1 in Step: each returns on error.
-#define GO_ASSIGN(lhs, expr)                              \
-  do {                                                    \
-    absl::StatusOr<ValueId> go_assign_value_ = (expr);    \
+#define GO_ASSIGN(lhs, expr)                                    \
+  do {                                                          \
+    absl::StatusOr<ValueId> go_assign_value_ = (expr);          \
     if (!go_assign_value_.ok()) return go_assign_value_.status(); \
-    lhs = *go_assign_value_;                              \
+    lhs = *go_assign_value_;                                    \
   } while (0)
 
 absl::Status Unroller::Step(const std::string& at, int d, ValueId x, ValueId* h, ValueId* c) {

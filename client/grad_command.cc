@@ -58,6 +58,18 @@ absl::StatusOr<v1::Graph> ReadModel(const std::string& path) {
   return graph;
 }
 
+// Whether the graph has ONNX RNN, GRU or LSTM nodes, which have no gradient of their own: the
+// gradient pass differentiates them through their unrolling (the decompose_rnn pass).
+bool HasRecurrentNodes(const v1::Graph& graph) {
+  for (const v1::Node& n : graph.nodes()) {
+    if ((n.domain().empty() || n.domain() == "ai.onnx") &&
+        (n.op_type() == "LSTM" || n.op_type() == "GRU" || n.op_type() == "RNN")) {
+      return true;
+    }
+  }
+  return false;
+}
+
 void Progress(const GradArgs& args, const std::string& line) {
   if (!args.quiet) std::fprintf(stderr, "%s\n", line.c_str());
 }
@@ -139,12 +151,7 @@ int RunGrad(const GradArgs& args, OptimizerBackend& backend) {
   // First call: the backward graph. Recurrent ops are differentiated through their unrolled
   // steps, so a model holding one gets the decompose_rnn pass first where the optimizer has it.
   v1::OptimizeRequest request;
-  bool recurrent = false;
-  for (const v1::Node& node : model->nodes()) {
-    recurrent |= node.domain().empty() &&
-                 (node.op_type() == "LSTM" || node.op_type() == "GRU" || node.op_type() == "RNN");
-  }
-  if (recurrent) {
+  if (HasRecurrentNodes(*model)) {
     absl::StatusOr<v1::ListPassesResponse> passes = backend.ListPasses();
     if (!passes.ok()) return ReportError(passes.status());
     for (const v1::PassInfo& pass : passes->passes()) {

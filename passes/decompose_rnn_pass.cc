@@ -1,6 +1,5 @@
 #include "passes/decompose_rnn_pass.h"
 
-#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>

@@ -261,16 +261,20 @@ TEST(DecomposeRnnTest, ActivationsWithAlphaAndBeta) {
 
   Case gru;
   gru.op = "GRU";
-  gru.attrs = R"pb(attributes { name: "activations" strings { values: [ "HardSigmoid", "Softsign" ] } }
-                   attributes { name: "activation_alpha" floats { values: [ 0.3 ] } }
-                   attributes { name: "activation_beta" floats { values: [ 0.4 ] } })pb";
+  gru.attrs =
+      R"pb(attributes { name: "activations" strings { values: [ "HardSigmoid", "Softsign" ] } }
+           attributes { name: "activation_alpha" floats { values: [ 0.3 ] } }
+           attributes { name: "activation_beta" floats { values: [ 0.4 ] } })pb";
   ExpectUnrolled(gru);
 
   // One direction's list serves both; alpha/beta are consumed in order across the list.
   Case lstm;
   lstm.direction = "bidirectional";
   lstm.attrs =
-      R"pb(attributes { name: "activations" strings { values: [ "sigmoid", "ScaledTanh", "Affine" ] } }
+      R"pb(attributes {
+             name: "activations"
+             strings { values: [ "sigmoid", "ScaledTanh", "Affine" ] }
+           }
            attributes { name: "activation_alpha" floats { values: [ 0.9, 0.7 ] } }
            attributes { name: "activation_beta" floats { values: [ 1.1, 0.2 ] } })pb";
   ExpectUnrolled(lstm);
@@ -278,7 +282,8 @@ TEST(DecomposeRnnTest, ActivationsWithAlphaAndBeta) {
   Case more;
   more.op = "RNN";
   more.direction = "bidirectional";
-  more.attrs = R"pb(attributes { name: "activations" strings { values: [ "Elu", "Softplus" ] } })pb";
+  more.attrs =
+      R"pb(attributes { name: "activations" strings { values: [ "Elu", "Softplus" ] } })pb";
   ExpectUnrolled(more);
   more.attrs =
       R"pb(attributes { name: "activations" strings { values: [ "ThresholdedRelu", "Tanh" ] } }
@@ -474,9 +479,7 @@ Case SmallGradientCase(const std::string& op, const std::string& direction) {
   return c;
 }
 
-// Disabled until Sigmoid and Tanh have builtin gradients and the gradient pass stops reading a
-// forward node through a reference that its own sums (Accumulate) can invalidate.
-TEST(DecomposeRnnGradientTest, DISABLED_Lstm) {
+TEST(DecomposeRnnGradientTest, Lstm) {
   ExpectGradients(SmallGradientCase("LSTM", "bidirectional"));
   Case peep = SmallGradientCase("LSTM", "forward");
   peep.peepholes = true;
@@ -489,7 +492,7 @@ TEST(DecomposeRnnGradientTest, DISABLED_Lstm) {
   ExpectGradients(no_state);
 }
 
-TEST(DecomposeRnnGradientTest, DISABLED_Gru) {
+TEST(DecomposeRnnGradientTest, Gru) {
   ExpectGradients(SmallGradientCase("GRU", "reverse"));
   Case lbr = SmallGradientCase("GRU", "bidirectional");
   lbr.attrs = "attributes { name: \"linear_before_reset\" i: 1 }";
@@ -499,7 +502,7 @@ TEST(DecomposeRnnGradientTest, DISABLED_Gru) {
   ExpectGradients(no_state);
 }
 
-TEST(DecomposeRnnGradientTest, DISABLED_Rnn) {
+TEST(DecomposeRnnGradientTest, Rnn) {
   ExpectGradients(SmallGradientCase("RNN", "bidirectional"));
   Case no_state = SmallGradientCase("RNN", "forward");
   no_state.initial_h = false;

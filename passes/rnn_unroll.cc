@@ -134,8 +134,9 @@ absl::StatusOr<std::vector<ValueId>> Unroller::Split(const std::string& name, Va
               n);
 }
 
-absl::StatusOr<std::vector<ValueId>> Unroller::Unstack(const std::string& name, ValueId x,
-                                                       int64_t axis, int64_t count) {
+absl::StatusOr<std::vector<ValueId>> Unroller::Unstack(
+    const std::string& name, ValueId x, int64_t axis, int64_t count,
+    const std::vector<std::string>& piece_names) {
   std::vector<ValueId> pieces = {x};
   if (count > 1) {
     absl::StatusOr<std::vector<ValueId>> s =
@@ -146,8 +147,10 @@ absl::StatusOr<std::vector<ValueId>> Unroller::Unstack(const std::string& name, 
   std::vector<ValueId> out;
   out.reserve(count);
   for (int64_t k = 0; k < count; ++k) {
-    absl::StatusOr<ValueId> v =
-        Squeeze(count > 1 ? absl::StrCat(name, "/", k) : name, pieces[k], {axis});
+    const std::string piece = !piece_names.empty() ? piece_names[k]
+                              : count > 1           ? absl::StrCat(name, "/", k)
+                                                    : name;
+    absl::StatusOr<ValueId> v = Squeeze(piece, pieces[k], {axis});
     if (!v.ok()) return v.status();
     out.push_back(*v);
   }
@@ -217,11 +220,11 @@ absl::StatusOr<ValueId> Unroller::Activate(const std::string& name, ValueId x,
 }
 
 // Shorthands for the chains of Emit1 in Step: each returns on error.
-#define GO_ASSIGN(lhs, expr)                              \
-  do {                                                    \
-    absl::StatusOr<ValueId> go_assign_value_ = (expr);    \
+#define GO_ASSIGN(lhs, expr)                                    \
+  do {                                                          \
+    absl::StatusOr<ValueId> go_assign_value_ = (expr);          \
     if (!go_assign_value_.ok()) return go_assign_value_.status(); \
-    lhs = *go_assign_value_;                              \
+    lhs = *go_assign_value_;                                    \
   } while (0)
 
 absl::Status Unroller::Step(const std::string& at, int d, ValueId x, ValueId* h, ValueId* c) {
@@ -230,9 +233,7 @@ absl::Status Unroller::Step(const std::string& at, int d, ValueId x, ValueId* h,
   const Activation* act = &p.activations[d * NumActivations(p.cell)];
   const int64_t H = p.hidden;
   auto nm = [&](const char* what) { return absl::StrCat(at, what); };
-  ValueId gates;
-  GO_ASSIGN(gates, Emit1(nm("x_proj"), "MatMul", {x, w.wt}));
-  if (w.bias.valid()) GO_ASSIGN(gates, Emit1(nm("x_bias"), "Add", {gates, w.bias}));
+  ValueId gates = x;
   switch (p.cell) {
     case Cell::kRnn: {
       if (h->valid()) {
@@ -431,11 +432,25 @@ absl::StatusOr<int64_t> Unroller::Unroll(const Plan& plan) {
     }
   }
 
-  // The time steps of X, shared by the directions. One Split rather than a Gather per step:
-  // the gradient is then one Concat, where per-step Gathers would sum seq full-size scatters.
-  absl::StatusOr<std::vector<ValueId>> xs =
-      Unstack("X", input(0), plan.layout == 0 ? 0 : 1, plan.seq);
-  if (!xs.ok()) return xs.status();
+  // The input projections of every step at once, X W^T + b over [seq, batch, in] (layout 1:
+  // [batch, seq, in]) as the kernel computes them, then cut into steps: one Split rather than
+  // a Gather per step, so that the gradient is one Concat where per-step Gathers would sum seq
+  // full-size scatters, and one MatMul whose weight gradient is one product.
+  const int64_t seq_axis = plan.layout == 0 ? 0 : 1;
+  std::vector<std::vector<ValueId>> xs(D);
+  for (int d = 0; d < D; ++d) {
+    const std::string dn = D == 2 ? absl::StrCat("d", d, "/") : "";
+    ValueId proj;
+    GO_ASSIGN(proj, Emit1(dn + "x_proj", "MatMul", {input(0), w_[d].wt}));
+    if (w_[d].bias.valid()) GO_ASSIGN(proj, Emit1(dn + "x_bias", "Add", {proj, w_[d].bias}));
+    std::vector<std::string> names;
+    names.reserve(plan.seq);
+    for (int64_t t = 0; t < plan.seq; ++t) names.push_back(absl::StrCat("t", t, "/", dn, "x"));
+    absl::StatusOr<std::vector<ValueId>> steps =
+        Unstack(dn + "x_proj", proj, seq_axis, plan.seq, names);
+    if (!steps.ok()) return steps.status();
+    xs[d] = *std::move(steps);
+  }
 
   // hs[d][t]: direction d's hidden state after time step t.
   std::vector<std::vector<ValueId>> hs(D, std::vector<ValueId>(plan.seq));
@@ -447,7 +462,7 @@ absl::StatusOr<int64_t> Unroller::Unroll(const Plan& plan) {
     for (int64_t s = 0; s < plan.seq; ++s) {
       const int64_t t = reverse ? plan.seq - 1 - s : s;
       const std::string at = absl::StrCat("t", t, "/", D == 2 ? absl::StrCat("d", d, "/") : "");
-      if (absl::Status st = Step(at, d, (*xs)[t], &h, &c); !st.ok()) return st;
+      if (absl::Status st = Step(at, d, xs[d][t], &h, &c); !st.ok()) return st;
       hs[d][t] = h;
     }
     last_h[d] = h;
@@ -456,7 +471,6 @@ absl::StatusOr<int64_t> Unroller::Unroll(const Plan& plan) {
 
   // Y = [seq, D, batch, H] (layout 1: [batch, seq, D, H]); Y_h, Y_c = [D, batch, H] (layout 1:
   // [batch, D, H]).
-  const int64_t seq_axis = plan.layout == 0 ? 0 : 1;
   const int64_t dir_axis = plan.layout == 0 ? 1 : 2;
   if (outs[0].valid()) {
     const std::vector<int64_t> axes = plan.layout == 0 ? std::vector<int64_t>{0, 1}

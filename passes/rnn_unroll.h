@@ -75,11 +75,12 @@ class Unroller {
       : g_(graph), ops_(ops), dims_(dims), opset_(DefaultDomainOpset(graph)) {}
 
   // Replaces plan.node by its unrolled graph; returns how many nodes it added. Per direction,
-  // W, R, B and P are cut and transposed once; per step, x_t W^T + b (+ h R^T) is split into
-  // the gates, which follow the kernel's formulas (a state that is absent, hence zero, drops
-  // its terms); Y, Y_h and Y_c are built only when read, and take the node's output values.
-  // Node and value names are "<prefix>/t<k>/..." ("<prefix>/t<k>/d<dir>/..." when
-  // bidirectional). The plan must come from a check of the node (the pass's MakePlan).
+  // W, R, B and P are cut and transposed once and the input projections X W^T + b of all steps
+  // are one MatMul; per step, the projection (+ h R^T) is split into the gates, which follow
+  // the kernel's formulas (a state that is absent, hence zero, drops its terms); Y, Y_h and Y_c
+  // are built only when read, and take the node's output values. Node and value names are
+  // "<prefix>/t<k>/..." ("<prefix>/t<k>/d<dir>/..." when bidirectional). The plan must come
+  // from a check of the node (the pass's MakePlan).
   absl::StatusOr<int64_t> Unroll(const Plan& plan);
 
  private:
@@ -108,9 +109,11 @@ class Unroller {
                                     ValueId into = ValueId());
   absl::StatusOr<std::vector<ValueId>> Split(const std::string& name, ValueId x, int64_t axis,
                                              const std::vector<int64_t>& sizes);
-  // The `count` slices of x along `axis` with that axis removed.
+  // The `count` slices of x along `axis` with that axis removed, named `piece_names` (default
+  // "<name>/<k>").
   absl::StatusOr<std::vector<ValueId>> Unstack(const std::string& name, ValueId x, int64_t axis,
-                                               int64_t count);
+                                               int64_t count,
+                                               const std::vector<std::string>& piece_names = {});
   // Inverse of Unstack: `parts` given `axes` (Unsqueeze) and joined along `axis`; into `into`.
   absl::StatusOr<ValueId> Stack(const std::string& name, const std::vector<ValueId>& parts,
                                 std::vector<int64_t> axes, int64_t axis, ValueId into);
@@ -118,7 +121,8 @@ class Unroller {
   absl::StatusOr<ValueId> Activate(const std::string& name, ValueId x, const Activation& act,
                                    bool clip);
 
-  // One time step of direction d: the new hidden state (and cell state for LSTM).
+  // One time step of direction d from its input projection x (x W^T + b): the new hidden state
+  // (and cell state for LSTM).
   absl::Status Step(const std::string& at, int d, ValueId x, ValueId* h, ValueId* c);
 
   Graph& g_;

@@ -164,21 +164,40 @@ bool PointwiseGradFits(const ConvShape& s) {
   return true;
 }
 
-absl::Status PointwiseGrad(const KernelContext& ctx, ConvGradKind kind,
-                           const ConvShape& s, const float* a, const float* b, float* out) {
+// Columns of one sgemm unit: a unit's output stays in cache, and units spread over threads
+// (each sgemm single-threaded inside ParallelFor, as Conv's own pointwise path runs).
+constexpr int64_t kColumnBlock = 1024;
+// Rows of dW per unit of the weight gradient.
+constexpr int64_t kRowBlock = 32;
+
+absl::Status PointwiseGrad(const KernelContext& ctx, ConvGradKind kind, const ConvShape& s,
+                           const float* a, const float* b, float* out) {
   const int64_t hw = s.window.in_size();
-  for (int64_t n = 0; n < s.n; ++n) {
-    absl::Status st;
-    if (kind == ConvGradKind::kData) {
-      // a = dY, b = W [M, C].
-      st = Sgemm(ctx, true, false, s.c, hw, s.m, 1.0f, b, s.c, a + n * s.m * hw, hw, 0.0f,
-                 out + n * s.c * hw, hw);
-    } else {
-      // a = X, b = dY; out = dW [M, C].
-      st = Sgemm(ctx, false, true, s.m, s.c, hw, 1.0f, b + n * s.m * hw, hw, a + n * s.c * hw, hw,
-                 n == 0 ? 0.0f : 1.0f, out, s.c);
+  const bool data = kind == ConvGradKind::kData;
+  const int64_t blocks = data ? (hw + kColumnBlock - 1) / kColumnBlock
+                              : (s.m + kRowBlock - 1) / kRowBlock;
+  const int64_t units = data ? s.n * blocks : blocks;
+  std::vector<absl::Status> errors(units);
+  ctx.ParallelFor(units, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t u = begin; u < end; ++u) {
+      if (data) {
+        // a = dY, b = W [M, C]: dX[n][:, cols] = W^T dY[n][:, cols].
+        const int64_t n = u / blocks, j0 = (u % blocks) * kColumnBlock;
+        const int64_t cols = std::min(kColumnBlock, hw - j0);
+        errors[u] = Sgemm(ctx, true, false, s.c, cols, s.m, 1.0f, b, s.c,
+                          a + n * s.m * hw + j0, hw, 0.0f, out + n * s.c * hw + j0, hw);
+        continue;
+      }
+      // a = X, b = dY: dW[rows, C] = sum over images of dY[n][rows, :] X[n]^T.
+      const int64_t m0 = u * kRowBlock, rows = std::min(kRowBlock, s.m - m0);
+      for (int64_t n = 0; n < s.n && errors[u].ok(); ++n) {
+        errors[u] = Sgemm(ctx, false, true, rows, s.c, hw, 1.0f, b + (n * s.m + m0) * hw, hw,
+                          a + n * s.c * hw, hw, n == 0 ? 0.0f : 1.0f, out + m0 * s.c, s.c);
+      }
     }
-    if (!st.ok()) return st;
+  });
+  for (const absl::Status& e : errors) {
+    if (!e.ok()) return e;
   }
   return absl::OkStatus();
 }
@@ -209,10 +228,20 @@ absl::Status FewChannelsGradData(const KernelContext& ctx, const ConvShape& s, c
     }
   }
   std::vector<float> cols(rows * out_size);
+  const int64_t blocks = (out_size + kColumnBlock - 1) / kColumnBlock;
+  std::vector<absl::Status> errors(blocks);
   for (int64_t n = 0; n < s.n; ++n) {
-    absl::Status st = Sgemm(ctx, true, false, rows, out_size, s.m, 1.0f, w, rows,
-                            dy + n * s.m * out_size, out_size, 0.0f, cols.data(), out_size);
-    if (!st.ok()) return st;
+    ctx.ParallelFor(blocks, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t u = begin; u < end; ++u) {
+        const int64_t j0 = u * kColumnBlock, width = std::min(kColumnBlock, out_size - j0);
+        errors[u] = Sgemm(ctx, true, false, rows, width, s.m, 1.0f, w, rows,
+                          dy + n * s.m * out_size + j0, out_size, 0.0f, cols.data() + j0,
+                          out_size);
+      }
+    });
+    for (const absl::Status& e : errors) {
+      if (!e.ok()) return e;
+    }
     ctx.ParallelFor(s.c, 1, [&](int64_t begin, int64_t end) {
       for (int64_t c = begin; c < end; ++c) {
         float* plane = dx + (n * s.c + c) * in_size;

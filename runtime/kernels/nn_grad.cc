@@ -167,15 +167,17 @@ bool PointwiseGradFits(const ConvShape& s) {
 // Columns of one sgemm unit: a unit's output stays in cache, and units spread over threads
 // (each sgemm single-threaded inside ParallelFor, as Conv's own pointwise path runs).
 constexpr int64_t kColumnBlock = 1024;
-// Rows of dW per unit of the weight gradient.
-constexpr int64_t kRowBlock = 32;
 
 absl::Status PointwiseGrad(const KernelContext& ctx, ConvGradKind kind, const ConvShape& s,
                            const float* a, const float* b, float* out) {
   const int64_t hw = s.window.in_size();
   const bool data = kind == ConvGradKind::kData;
+  // The weight gradient sums over the images: one share of dW's rows per thread (a multiple of
+  // 16), each reading every image once.
+  const int64_t threads = std::max(1, ctx.num_threads());
+  const int64_t row_block = std::max<int64_t>(16, (s.m + threads - 1) / threads + 15) / 16 * 16;
   const int64_t blocks = data ? (hw + kColumnBlock - 1) / kColumnBlock
-                              : (s.m + kRowBlock - 1) / kRowBlock;
+                              : (s.m + row_block - 1) / row_block;
   const int64_t units = data ? s.n * blocks : blocks;
   std::vector<absl::Status> errors(units);
   ctx.ParallelFor(units, 1, [&](int64_t begin, int64_t end) {
@@ -189,7 +191,7 @@ absl::Status PointwiseGrad(const KernelContext& ctx, ConvGradKind kind, const Co
         continue;
       }
       // a = X, b = dY: dW[rows, C] = sum over images of dY[n][rows, :] X[n]^T.
-      const int64_t m0 = u * kRowBlock, rows = std::min(kRowBlock, s.m - m0);
+      const int64_t m0 = u * row_block, rows = std::min(row_block, s.m - m0);
       for (int64_t n = 0; n < s.n && errors[u].ok(); ++n) {
         errors[u] = Sgemm(ctx, false, true, rows, s.c, hw, 1.0f, b + (n * s.m + m0) * hw, hw,
                           a + n * s.c * hw, hw, n == 0 ? 0.0f : 1.0f, out + m0 * s.c, s.c);
@@ -205,7 +207,7 @@ absl::Status PointwiseGrad(const KernelContext& ctx, ConvGradKind kind, const Co
 // The data gradient of a convolution of few input channels (an image's: oneDNN's primitive
 // pads them to a vector's 16 and does 5x the work), group 1: per image, the columns
 // cols[C * k, out] = W^T[C * k, M] dY[M, out] on sgemm, then each column entry added to the
-// input element its tap reads (col2im), parallel over channels.
+// input element its tap reads (col2im); parallel over images.
 bool FewChannelsGradDataFits(const ConvShape& s) {
   return s.group == 1 && s.c <= 4 && s.window.in_size() < (int64_t{1} << 31);
 }
@@ -219,7 +221,8 @@ absl::Status FewChannelsGradData(const KernelContext& ctx, const ConvShape& s, c
   const WindowTaps& taps = *computed;
   // The input offset of tap k of output o, at [k * out + o] (-1: in the padding).
   absl::StatusOr<MemoryReservation> charge =
-      ctx.ReserveScratch(4 * k_size * out_size + 4 * rows * out_size, "columns");
+      ctx.ReserveScratch(4 * k_size * out_size + 4 * rows * out_size * ctx.num_threads(),
+                         "columns");
   if (!charge.ok()) return charge.status();
   std::vector<int32_t> offset(k_size * out_size, -1);
   for (int64_t o = 0; o < out_size; ++o) {
@@ -227,23 +230,16 @@ absl::Status FewChannelsGradData(const KernelContext& ctx, const ConvShape& s, c
       offset[taps.kernel_index[t] * out_size + o] = static_cast<int32_t>(taps.input_offset[t]);
     }
   }
-  std::vector<float> cols(rows * out_size);
-  const int64_t blocks = (out_size + kColumnBlock - 1) / kColumnBlock;
-  std::vector<absl::Status> errors(blocks);
-  for (int64_t n = 0; n < s.n; ++n) {
-    ctx.ParallelFor(blocks, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t u = begin; u < end; ++u) {
-        const int64_t j0 = u * kColumnBlock, width = std::min(kColumnBlock, out_size - j0);
-        errors[u] = Sgemm(ctx, true, false, rows, width, s.m, 1.0f, w, rows,
-                          dy + n * s.m * out_size + j0, out_size, 0.0f, cols.data() + j0,
-                          out_size);
-      }
-    });
-    for (const absl::Status& e : errors) {
-      if (!e.ok()) return e;
-    }
-    ctx.ParallelFor(s.c, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t c = begin; c < end; ++c) {
+  // Images spread over the threads, each with its own columns: one parallel region per call.
+  std::vector<absl::Status> errors(s.n);
+  ctx.ParallelFor(s.n, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> cols(rows * out_size);
+    for (int64_t n = begin; n < end; ++n) {
+      if (ctx.ShouldStop()) return;
+      errors[n] = Sgemm(ctx, true, false, rows, out_size, s.m, 1.0f, w, rows,
+                        dy + n * s.m * out_size, out_size, 0.0f, cols.data(), out_size);
+      if (!errors[n].ok()) return;
+      for (int64_t c = 0; c < s.c; ++c) {
         float* plane = dx + (n * s.c + c) * in_size;
         std::fill(plane, plane + in_size, 0.0f);
         for (int64_t k = 0; k < k_size; ++k) {
@@ -254,8 +250,11 @@ absl::Status FewChannelsGradData(const KernelContext& ctx, const ConvShape& s, c
           }
         }
       }
-    });
-    if (ctx.ShouldStop()) return ctx.StopStatus(ctx.info().label());
+    }
+  });
+  if (ctx.stop_seen()) return ctx.StopStatus(ctx.info().label());
+  for (const absl::Status& e : errors) {
+    if (!e.ok()) return e;
   }
   return absl::OkStatus();
 }

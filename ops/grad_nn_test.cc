@@ -472,6 +472,15 @@ TEST(GradNnTest, InstanceNorm) {
   EXPECT_TRUE(s.ok()) << s;
 }
 
+TEST(GradNnTest, Lrn) {
+  for (int size : {3, 4}) {
+    absl::Status s = Check({"LRN", {{"x", {2, 5, 3, 2}}},
+                            IntText("size", size) + FloatText("alpha", 0.5f) +
+                                FloatText("beta", 0.6f) + FloatText("bias", 1.5f)});
+    EXPECT_TRUE(s.ok()) << "size " << size << ": " << s;
+  }
+}
+
 // --- Errors -------------------------------------------------------------------------------------
 
 TEST(GradNnTest, LpPoolOfOtherOrdersIsNamed) {

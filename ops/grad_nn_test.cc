@@ -167,8 +167,10 @@ TEST(GradNnTest, ConvWindowsGroupsAndBias) {
       {"1x1 stride 2, unused rows", {1, 4, 6, 6}, {5, 4, 1, 1}, IntsText("strides", {2, 2}), false},
       {"7x7 stride 2 (a stem)", {1, 3, 11, 11}, {4, 3, 7, 7},
        IntsText("strides", {2, 2}) + IntsText("pads", {3, 3, 3, 3})},
-      {"1-D", {2, 3, 9}, {4, 3, 3}, IntsText("strides", {2}) + IntsText("pads", {1, 2})},
-      {"3-D", {1, 2, 4, 4, 4}, {3, 2, 2, 3, 2}, IntsText("pads", {1, 0, 1, 0, 1, 1})},
+      {"1-D", {2, 6, 9}, {4, 6, 3}, IntsText("strides", {2}) + IntsText("pads", {1, 2})},
+      {"1-D, 3 channels", {2, 3, 9}, {4, 3, 3}, IntsText("pads", {1, 1})},
+      {"3-D", {1, 5, 4, 4, 4}, {3, 5, 2, 3, 2}, IntsText("pads", {1, 0, 1, 0, 1, 1})},
+      {"3-D, 2 channels", {1, 2, 4, 4, 4}, {3, 2, 2, 3, 2}, IntsText("strides", {2, 1, 2})},
   };
   for (const ConvCase& c : cases) {
     Case k{"Conv", {{"x", c.x}, {"w", c.w}}, c.attrs};

@@ -6,6 +6,7 @@
 // reductions, differentiable wherever those are.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -312,6 +313,51 @@ absl::Status InstanceNormGradient(GradientContext& ctx) {
   return absl::OkStatus();
 }
 
+// LRN(X) = x d^-beta, d = bias + alpha / size * S, S[c] = sum of x^2 over the channels
+// [c - lo, c + hi] (lo = (size - 1) / 2, hi = size - 1 - lo):
+//   dX = dY d^-beta - 2 alpha beta / size * x * T,  T[c'] = sum of dY y / d over [c' - hi, c' + lo]
+// (the channels whose window holds c'). A window sum over channels is an AveragePool of
+// [N, 1, C, rest] with a [size, 1] kernel, the pads at either end, every tap counted, times size.
+absl::Status LrnGradient(GradientContext& ctx) {
+  const ValueId dy = ctx.output_grad(0);
+  if (!dy.valid() || !ctx.needs_input_grad(0)) return absl::OkStatus();
+  GradEmitter e(ctx);
+  const ValueId x = ctx.input(0), y = ctx.output(0);
+  absl::StatusOr<int64_t> size = ctx.GetInt("size", 0);
+  if (!size.ok()) return size.status();
+  if (*size <= 0) return ctx.Error("attribute 'size' must be positive");
+  absl::StatusOr<float> alpha = ctx.GetFloat("alpha", 1e-4f);
+  if (!alpha.ok()) return alpha.status();
+  absl::StatusOr<float> beta = ctx.GetFloat("beta", 0.75f);
+  if (!beta.ok()) return beta.status();
+  absl::StatusOr<float> bias = ctx.GetFloat("bias", 1.0f);
+  if (!bias.ok()) return bias.status();
+  const std::optional<Dims>& shape = ctx.shape(x);
+  if (!shape || shape->size() < 2 || !(*shape)[1].is_known()) {
+    return ctx.Error("LRN is differentiated with a known channel count");
+  }
+  const int64_t channels = (*shape)[1].size();
+  const int64_t lo = (*size - 1) / 2, hi = *size - 1 - lo;
+  const ValueId x_shape = e.ShapeValue(x);
+  const ValueId planes = e.Ints({0, 1, channels, -1});
+  auto window_sum = [&](ValueId v, int64_t begin, int64_t end) {
+    AttributeMap attrs;
+    attrs["kernel_shape"] = IntsAttr({*size, 1});
+    attrs["pads"] = IntsAttr({begin, 0, end, 0});
+    attrs["count_include_pad"] = IntAttr(1);
+    const ValueId mean = e.Op("AveragePool", {e.Op("Reshape", {v, planes})}, std::move(attrs));
+    return e.Op("Reshape", {e.Op("Mul", {mean, e.Scalar(static_cast<double>(*size), x)}), x_shape});
+  };
+  const ValueId sum_sq = window_sum(e.Op("Mul", {x, x}), lo, hi);
+  const ValueId d = e.Op("Add", {e.Scalar(*bias, x),
+                                 e.Op("Mul", {sum_sq, e.Scalar(*alpha / *size, x)})});
+  const ValueId direct = e.Op("Mul", {dy, e.Op("Pow", {d, e.Scalar(-*beta, x)})});
+  const ValueId through = window_sum(e.Op("Div", {e.Op("Mul", {dy, y}), d}), hi, lo);
+  const ValueId scaled = e.Op("Mul", {e.Op("Mul", {x, through}),
+                                      e.Scalar(2.0 * *alpha * *beta / *size, x)});
+  return e.Give(0, e.Op("Sub", {direct, scaled}));
+}
+
 std::string GraphoptKey(absl::string_view op) { return absl::StrCat(kNnGradDomain, "::", op); }
 
 }  // namespace
@@ -325,6 +371,7 @@ void AddNnPoolNormGradients(GradientTable* table) {
   (*table)["BatchNormalization"] = {BatchNormGradient, {}};
   (*table)["LayerNormalization"] = {LayerNormGradient, {}};
   (*table)["InstanceNormalization"] = {InstanceNormGradient, {}};
+  (*table)["LRN"] = {LrnGradient, {}};
   (*table)[GraphoptKey(kMaxPoolGradOp)] = {MaxPoolGradGradient, {1}};
   (*table)[GraphoptKey(kAveragePoolGradOp)] = {AveragePoolGradGradient, {1}};
 }

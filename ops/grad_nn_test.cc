@@ -100,6 +100,10 @@ absl::Status Check(const Case& c, const GradientCheckOptions& options = {}) {
   return CheckGradients(env, text, inputs, options);
 }
 
+Inputs BatchNormInputs(const std::vector<int64_t>& x);
+std::string BatchNormText(const std::vector<int64_t>& x, const std::string& extra,
+                          const std::vector<std::string>& outs);
+
 // --- MatMul, Gemm -------------------------------------------------------------------------------
 
 TEST(GradNnTest, MatMulRanks) {
@@ -163,8 +167,10 @@ TEST(GradNnTest, ConvWindowsGroupsAndBias) {
       {"1x1 stride 2, unused rows", {1, 4, 6, 6}, {5, 4, 1, 1}, IntsText("strides", {2, 2}), false},
       {"7x7 stride 2 (a stem)", {1, 3, 11, 11}, {4, 3, 7, 7},
        IntsText("strides", {2, 2}) + IntsText("pads", {3, 3, 3, 3})},
-      {"1-D", {2, 3, 9}, {4, 3, 3}, IntsText("strides", {2}) + IntsText("pads", {1, 2})},
-      {"3-D", {1, 2, 4, 4, 4}, {3, 2, 2, 3, 2}, IntsText("pads", {1, 0, 1, 0, 1, 1})},
+      {"1-D", {2, 6, 9}, {4, 6, 3}, IntsText("strides", {2}) + IntsText("pads", {1, 2})},
+      {"1-D, 3 channels", {2, 3, 9}, {4, 3, 3}, IntsText("pads", {1, 1})},
+      {"3-D", {1, 5, 4, 4, 4}, {3, 5, 2, 3, 2}, IntsText("pads", {1, 0, 1, 0, 1, 1})},
+      {"3-D, 2 channels", {1, 2, 4, 4, 4}, {3, 2, 2, 3, 2}, IntsText("strides", {2, 1, 2})},
   };
   for (const ConvCase& c : cases) {
     Case k{"Conv", {{"x", c.x}, {"w", c.w}}, c.attrs};
@@ -248,6 +254,77 @@ TEST(GradNnTest, ConvDoubleBackward) {
                                   {{"x", RandomTensor(v1::DT_FLOAT32, {1, 2, 5, 5}, 7)},
                                    {"w", RandomTensor(v1::DT_FLOAT32, {3, 2, 3, 3}, 8)}});
   EXPECT_TRUE(s.ok()) << s;
+}
+
+// Double backward through a small CNN: Conv, MaxPool, strided Conv, AveragePool. The second
+// pass differentiates ConvGradData, ConvGradWeight, MaxPoolGrad and AveragePoolGrad. In float64
+// with small steps, so that no step moves a max pool's choice (the direct loops' kernels).
+TEST(GradNnTest, CnnDoubleBackward) {
+  PassTestEnv env;
+  const std::string text =
+      InputText("x", {2, 2, 6, 6}, "DT_FLOAT64") + InputText("w", {3, 2, 3, 3}, "DT_FLOAT64") +
+      InputText("w2", {2, 3, 2, 2}, "DT_FLOAT64") +
+      NodeText("Conv", {"x", "w"}, "c1", IntsText("pads", {1, 1, 1, 1})) +
+      NodeText("MaxPool", {"c1"}, "p1", IntsText("kernel_shape", {2, 2}) +
+                                            IntsText("strides", {1, 1})) +
+      NodeText("Conv", {"p1", "w2"}, "c2", IntsText("strides", {2, 2})) +
+      NodeText("AveragePool", {"c2"}, "p2", IntsText("kernel_shape", {2, 2}) +
+                                                IntsText("pads", {1, 1, 0, 0})) +
+      NodeText("Mul", {"p2", "p2"}, "l") + OutputText("l");
+  absl::StatusOr<v1::Graph> first =
+      env.RunSpecs(text, {{"infer_type", {}}, {"infer_shape", {}},
+                          {"gradient", {{"wrt", "x;w;w2"}, {"loss", "l"}, {"suffix", "_d1"}}}});
+  ASSERT_TRUE(first.ok()) << first.status();
+  v1::Graph g = *first;
+  g.clear_outputs();
+  for (const char* name : {"x_d1", "w_d1", "w2_d1"}) g.add_outputs()->set_name(name);
+  std::string second;
+  google::protobuf::TextFormat::PrintToString(g, &second);
+  GradientCheckOptions options;
+  options.eps = 1e-6;
+  options.rtol = 1e-5;
+  options.atol = 1e-7;
+  absl::Status s = CheckGradients(env, second,
+                                  {{"x", RandomTensor(v1::DT_FLOAT64, {2, 2, 6, 6}, 9)},
+                                   {"w", RandomTensor(v1::DT_FLOAT64, {3, 2, 3, 3}, 10)},
+                                   {"w2", RandomTensor(v1::DT_FLOAT64, {2, 3, 2, 2}, 11)}},
+                                  options);
+  EXPECT_TRUE(s.ok()) << s;
+}
+
+// The attribute forms of older opsets: ReduceSum's and Unsqueeze's axes (before 13),
+// ReduceMean's (before 18), Gemm's required C (before 11).
+TEST(GradNnTest, OlderOpsets) {
+  PassTestEnv env;
+  auto with_opset = [](int v, const std::string& text) {
+    return absl::StrCat("opset_imports { version: ", v, " }\n", text);
+  };
+  const std::string conv = InputText("x", {1, 2, 5, 5}) + InputText("w", {3, 2, 3, 3}) +
+                           InputText("b", {3}) + NodeText("Conv", {"x", "w", "b"}, "y") +
+                           OutputText("y");
+  absl::Status s = CheckGradients(env, with_opset(11, conv),
+                                  {{"x", RandomTensor(v1::DT_FLOAT32, {1, 2, 5, 5}, 1)},
+                                   {"w", RandomTensor(v1::DT_FLOAT32, {3, 2, 3, 3}, 2)},
+                                   {"b", RandomTensor(v1::DT_FLOAT32, {3}, 3)}});
+  EXPECT_TRUE(s.ok()) << "Conv at opset 11: " << s;
+  const std::string gemm = InputText("a", {3, 4}) + InputText("b", {5, 4}) + InputText("c", {5}) +
+                           NodeText("Gemm", {"a", "b", "c"}, "y", IntText("transB", 1)) +
+                           OutputText("y");
+  s = CheckGradients(env, with_opset(9, gemm),
+                     {{"a", RandomTensor(v1::DT_FLOAT32, {3, 4}, 4)},
+                      {"b", RandomTensor(v1::DT_FLOAT32, {5, 4}, 5)},
+                      {"c", RandomTensor(v1::DT_FLOAT32, {5}, 6)}});
+  EXPECT_TRUE(s.ok()) << "Gemm at opset 9: " << s;
+  s = CheckGradients(env, with_opset(9, BatchNormText({2, 3, 4, 4}, "", {"y"})),
+                     BatchNormInputs({2, 3, 4, 4}));
+  EXPECT_TRUE(s.ok()) << "BatchNormalization at opset 9: " << s;
+  const std::string ln = InputText("x", {2, 3, 4}) + InputText("scale", {3, 4}) +
+                         NodeText("LayerNormalization", {"x", "scale"}, "y", IntText("axis", 1)) +
+                         OutputText("y");
+  s = CheckGradients(env, with_opset(17, ln),
+                     {{"x", RandomTensor(v1::DT_FLOAT32, {2, 3, 4}, 7)},
+                      {"scale", RandomTensor(v1::DT_FLOAT32, {3, 4}, 8)}});
+  EXPECT_TRUE(s.ok()) << "LayerNormalization at opset 17: " << s;
 }
 
 // --- Pools --------------------------------------------------------------------------------------
@@ -395,6 +472,15 @@ TEST(GradNnTest, LayerNormWithStatistics) {
 TEST(GradNnTest, InstanceNorm) {
   absl::Status s = Check({"InstanceNormalization", {{"x", {2, 3, 4, 3}}, {"scale", {3}}, {"b", {3}}}});
   EXPECT_TRUE(s.ok()) << s;
+}
+
+TEST(GradNnTest, Lrn) {
+  for (int size : {3, 4}) {
+    absl::Status s = Check({"LRN", {{"x", {2, 5, 3, 2}}},
+                            IntText("size", size) + FloatText("alpha", 0.5f) +
+                                FloatText("beta", 0.6f) + FloatText("bias", 1.5f)});
+    EXPECT_TRUE(s.ok()) << "size " << size << ": " << s;
+  }
 }
 
 // --- Errors -------------------------------------------------------------------------------------

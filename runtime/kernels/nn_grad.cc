@@ -1,6 +1,7 @@
-// The nn family's backward ops (ops/nn_grad_ops.h): ConvGradData and ConvGradWeight (float32
-// with 1-3 spatial dims on oneDNN's convolution_backward_data / backward_weights primitives,
-// everything else on direct loops over the window taps), MaxPoolGrad and AveragePoolGrad
+// The nn family's backward ops (ops/nn_grad_ops.h): ConvGradData and ConvGradWeight (float32:
+// 1x1 convolutions and the data gradient of few input channels on sgemm, other shapes with 1-3
+// spatial dims on oneDNN's convolution_backward_data / backward_weights primitives; everything
+// else on direct loops over the window taps), MaxPoolGrad and AveragePoolGrad
 // (loops over the window taps, as the forward pools in nn_pool.cc).
 #include <algorithm>
 #include <cstring>
@@ -22,6 +23,9 @@
 
 namespace graphopt::runtime {
 namespace {
+
+// Which gradient of a convolution a kernel computes.
+enum class ConvGradKind { kData, kWeights };
 
 // The shape held by the 1-D int64 input i.
 absl::StatusOr<Shape> ShapeInput(const KernelContext& ctx, int i, const char* name) {
@@ -144,6 +148,117 @@ absl::Status DirectConvGradWeight(const KernelContext& ctx, const ConvShape& s, 
   return absl::OkStatus();
 }
 
+// --- GEMM paths (float32) ----------------------------------------------------------------------
+
+// 1x1 kernels, stride 1, no padding, group 1: per image dX[C, HW] = W^T[C, M] dY[M, HW] and
+// dW[M, C] = sum over images of dY[M, HW] X^T[HW, C], on sgemm straight from the NCHW tensors
+// (oneDNN's primitives would reorder the activations in and out of its blocked layouts).
+bool PointwiseGradFits(const ConvShape& s) {
+  if (s.group != 1) return false;
+  for (int i = 0; i < s.window.nd; ++i) {
+    if (s.window.kernel[i] != 1 || s.window.stride[i] != 1 || s.window.pad_begin[i] != 0 ||
+        s.window.pad_end[i] != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Columns of one sgemm unit: a unit's output stays in cache, and units spread over threads
+// (each sgemm single-threaded inside ParallelFor, as Conv's own pointwise path runs).
+constexpr int64_t kColumnBlock = 1024;
+
+absl::Status PointwiseGrad(const KernelContext& ctx, ConvGradKind kind, const ConvShape& s,
+                           const float* a, const float* b, float* out) {
+  const int64_t hw = s.window.in_size();
+  const bool data = kind == ConvGradKind::kData;
+  // The weight gradient sums over the images: one share of dW's rows per thread (a multiple of
+  // 16), each reading every image once.
+  const int64_t threads = std::max(1, ctx.num_threads());
+  const int64_t row_block = std::max<int64_t>(16, (s.m + threads - 1) / threads + 15) / 16 * 16;
+  const int64_t blocks = data ? (hw + kColumnBlock - 1) / kColumnBlock
+                              : (s.m + row_block - 1) / row_block;
+  const int64_t units = data ? s.n * blocks : blocks;
+  std::vector<absl::Status> errors(units);
+  ctx.ParallelFor(units, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t u = begin; u < end; ++u) {
+      if (data) {
+        // a = dY, b = W [M, C]: dX[n][:, cols] = W^T dY[n][:, cols].
+        const int64_t n = u / blocks, j0 = (u % blocks) * kColumnBlock;
+        const int64_t cols = std::min(kColumnBlock, hw - j0);
+        errors[u] = Sgemm(ctx, true, false, s.c, cols, s.m, 1.0f, b, s.c,
+                          a + n * s.m * hw + j0, hw, 0.0f, out + n * s.c * hw + j0, hw);
+        continue;
+      }
+      // a = X, b = dY: dW[rows, C] = sum over images of dY[n][rows, :] X[n]^T.
+      const int64_t m0 = u * row_block, rows = std::min(row_block, s.m - m0);
+      for (int64_t n = 0; n < s.n && errors[u].ok(); ++n) {
+        errors[u] = Sgemm(ctx, false, true, rows, s.c, hw, 1.0f, b + (n * s.m + m0) * hw, hw,
+                          a + n * s.c * hw, hw, n == 0 ? 0.0f : 1.0f, out + m0 * s.c, s.c);
+      }
+    }
+  });
+  for (const absl::Status& e : errors) {
+    if (!e.ok()) return e;
+  }
+  return absl::OkStatus();
+}
+
+// The data gradient of a convolution of few input channels (an image's: oneDNN's primitive
+// pads them to a vector's 16 and does 5x the work), group 1: per image, the columns
+// cols[C * k, out] = W^T[C * k, M] dY[M, out] on sgemm, then each column entry added to the
+// input element its tap reads (col2im); parallel over images.
+bool FewChannelsGradDataFits(const ConvShape& s) {
+  return s.group == 1 && s.c <= 4 && s.window.in_size() < (int64_t{1} << 31);
+}
+
+absl::Status FewChannelsGradData(const KernelContext& ctx, const ConvShape& s, const float* dy,
+                                 const float* w, float* dx) {
+  const int64_t in_size = s.window.in_size(), out_size = s.window.out_size();
+  const int64_t k_size = s.window.kernel_size(), rows = s.c * k_size;
+  absl::StatusOr<WindowTaps> computed = ComputeWindowTaps(s.window, ctx);
+  if (!computed.ok()) return computed.status();
+  const WindowTaps& taps = *computed;
+  // The input offset of tap k of output o, at [k * out + o] (-1: in the padding).
+  absl::StatusOr<MemoryReservation> charge =
+      ctx.ReserveScratch(4 * k_size * out_size + 4 * rows * out_size * ctx.num_threads(),
+                         "columns");
+  if (!charge.ok()) return charge.status();
+  std::vector<int32_t> offset(k_size * out_size, -1);
+  for (int64_t o = 0; o < out_size; ++o) {
+    for (int64_t t = taps.begin[o]; t < taps.begin[o + 1]; ++t) {
+      offset[taps.kernel_index[t] * out_size + o] = static_cast<int32_t>(taps.input_offset[t]);
+    }
+  }
+  // Images spread over the threads, each with its own columns: one parallel region per call.
+  std::vector<absl::Status> errors(s.n);
+  ctx.ParallelFor(s.n, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> cols(rows * out_size);
+    for (int64_t n = begin; n < end; ++n) {
+      if (ctx.ShouldStop()) return;
+      errors[n] = Sgemm(ctx, true, false, rows, out_size, s.m, 1.0f, w, rows,
+                        dy + n * s.m * out_size, out_size, 0.0f, cols.data(), out_size);
+      if (!errors[n].ok()) return;
+      for (int64_t c = 0; c < s.c; ++c) {
+        float* plane = dx + (n * s.c + c) * in_size;
+        std::fill(plane, plane + in_size, 0.0f);
+        for (int64_t k = 0; k < k_size; ++k) {
+          const float* col = cols.data() + (c * k_size + k) * out_size;
+          const int32_t* off = offset.data() + k * out_size;
+          for (int64_t o = 0; o < out_size; ++o) {
+            if (off[o] >= 0) plane[off[o]] += col[o];
+          }
+        }
+      }
+    }
+  });
+  if (ctx.stop_seen()) return ctx.StopStatus(ctx.info().label());
+  for (const absl::Status& e : errors) {
+    if (!e.ok()) return e;
+  }
+  return absl::OkStatus();
+}
+
 // --- oneDNN ---------------------------------------------------------------------------------
 
 // oneDNN's backward convolutions for one node, float32, 1-3 spatial dims. Each primitive takes
@@ -152,7 +267,7 @@ absl::Status DirectConvGradWeight(const KernelContext& ctx, const ConvShape& s, 
 // per shapes. Thread-safe.
 class DnnlConvBackward {
  public:
-  enum class Kind { kData, kWeights };
+  using Kind = ConvGradKind;
 
   static absl::StatusOr<std::unique_ptr<DnnlConvBackward>> Create(const KernelInfo& info,
                                                                   Kind kind) {
@@ -405,6 +520,14 @@ class ConvGradKernel : public OpKernel {
     if ((*a)->num_elements() == 0 || (*b)->num_elements() == 0) {
       std::memset(o.raw_data(), 0, o.byte_size());
       return absl::OkStatus();
+    }
+    if (dtype == v1::DT_FLOAT32 && PointwiseGradFits(*s)) {
+      return PointwiseGrad(ctx, kind_, *s, (*a)->data<float>(), (*b)->data<float>(),
+                           o.data<float>());
+    }
+    if (dtype == v1::DT_FLOAT32 && data && FewChannelsGradDataFits(*s)) {
+      return FewChannelsGradData(ctx, *s, (*a)->data<float>(), (*b)->data<float>(),
+                                 o.data<float>());
     }
     if (dtype == v1::DT_FLOAT32 && s->window.nd <= 3) {
       absl::Status st =

@@ -1,5 +1,5 @@
-// The nn family's backward kernels (ops/nn_grad_ops.h) against naive loops: float32 on oneDNN,
-// float64 on the direct loops.
+// The nn family's backward kernels (ops/nn_grad_ops.h) against naive loops: float32 on oneDNN
+// or sgemm, float64 on the direct loops.
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -60,6 +60,7 @@ const std::vector<Conv2d>& Cases() {
       {1, 4, 9, 8, 6, 3, 2, 2, 2, 1, 1, 2, 0, 1, 2, 0},   // group 2, strides, dilation
       {2, 8, 7, 7, 8, 3, 3, 8, 2, 2, 1, 1, 1, 1, 1, 1},   // depthwise, stride 2
       {1, 16, 8, 8, 32, 1, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0},  // strided 1x1 (unused rows)
+      {2, 16, 5, 6, 8, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},   // 1x1 on sgemm
       {2, 3, 15, 15, 8, 7, 7, 1, 2, 2, 1, 1, 3, 3, 3, 3},  // a stem
   };
   return *cases;

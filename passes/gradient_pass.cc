@@ -17,6 +17,7 @@
 #include "graph/gradient.h"
 #include "graph/inference.h"
 #include "graph/opset.h"
+#include "passes/remat_names.h"
 
 namespace graphopt {
 namespace {
@@ -204,13 +205,14 @@ class Builder : public GradientContext {
     return absl::InvalidArgumentError(absl::StrCat("gradient: ", message));
   }
 
+  // The rematerialize and schedule passes tell backward nodes by these names (remat_names.h).
   std::string BaseName(absl::string_view what) const {
-    if (!node_.valid()) return absl::StrCat("grad/", what);
+    if (!node_.valid()) return absl::StrCat(kGradientSeedPrefix, what);
     const Node& n = graph_.node(node_);
     const absl::string_view name = n.name;
     return absl::StrCat(name.empty() ? absl::StrCat(std::string(n.op_type), "#", node_.value())
                                      : std::string(name),
-                        "/grad/", what);
+                        kGradientNameInfix, what);
   }
 
   // The gradient of `v` from its contributions, summed in the order they were made: the
@@ -332,6 +334,15 @@ absl::Status Builder::InstantiateBody(const OpDef& op) {
 absl::Status Builder::RunGradientOf(NodeId id, const OpDef& op) {
   if (op.descriptor.gradient().has_body()) return InstantiateBody(op);
   if (op.gradient_fn) return op.gradient_fn(*this);
+  const std::string& type = op.descriptor.name();
+  if (op.descriptor.domain().empty() && (type == "LSTM" || type == "GRU" || type == "RNN")) {
+    return Error(kOpsWithoutGradient, " for op '", type,
+                 "': recurrent ops are differentiated through their unrolling; run the "
+                 "decompose_rnn pass before gradient (--passes 'decompose_rnn,gradient:wrt=...'; "
+                 "graphopt grad does this itself). It unrolls RNN, GRU and LSTM nodes whose "
+                 "sequence length is static (bind a symbolic one with dim_bindings or --bind), "
+                 "up to its option max_steps");
+  }
   return Error(kOpsWithoutGradient, " for op '",
                OpLabel(op.descriptor.domain(), op.descriptor.name()),
                "'; register its descriptor with a gradient body, or mark the input a "
@@ -496,8 +507,14 @@ absl::StatusOr<ValueId> FindNamed(const Graph& graph, absl::string_view option,
   return v;
 }
 
+// "'a', 'b'", cut after a few names: a report line of every weight of a large model would be
+// read by nobody.
 std::string Quoted(const std::vector<std::string>& names) {
-  return absl::StrCat("'", absl::StrJoin(names, "', '"), "'");
+  constexpr size_t kShown = 6;
+  if (names.size() <= kShown + 1) return absl::StrCat("'", absl::StrJoin(names, "', '"), "'");
+  std::vector<std::string> head(names.begin(), names.begin() + kShown);
+  return absl::StrCat("'", absl::StrJoin(head, "', '"), "' and ", names.size() - kShown,
+                      " more");
 }
 
 // Gives `grad` the name "<target><suffix>" as a graph output: renamed when the backward graph

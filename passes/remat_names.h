@@ -11,6 +11,11 @@
 
 namespace graphopt {
 
+// What the gradient pass puts in the names of the nodes and values it adds:
+// "<forward node>/grad/<what>", and "grad/<what>" for the seeds of a loss.
+inline constexpr char kGradientNameInfix[] = "/grad/";
+inline constexpr char kGradientSeedPrefix[] = "grad/";
+
 // Suffix of the names of the nodes (and values) the rematerialize pass clones:
 // "<forward node>/remat".
 inline constexpr char kRematSuffix[] = "/remat";
@@ -24,7 +29,8 @@ inline bool IsRecomputedNodeName(absl::string_view name) {
 // gradient pass node or a clone). The rematerialize pass also counts as backward every node
 // that reads a value a backward node produced.
 inline bool IsBackwardNodeName(absl::string_view name) {
-  return absl::StartsWith(name, "grad/") || absl::StrContains(name, "/grad/") ||
+  return absl::StartsWith(name, kGradientSeedPrefix) ||
+         absl::StrContains(name, kGradientNameInfix) ||
          IsRecomputedNodeName(name);
 }
 

@@ -6,7 +6,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -29,41 +28,6 @@ using rnn_unroll::NumGates;
 using rnn_unroll::Plan;
 using rnn_unroll::Unroller;
 
-// ONNX's activation names (case-insensitive, as the kernel reads them), taking alpha/beta from
-// the lists at *ai / *bi when the function has them, its defaults otherwise.
-bool ParseActivation(const std::string& name, const std::vector<float>& alphas,
-                     const std::vector<float>& betas, size_t* ai, size_t* bi, Activation* out) {
-  struct Spec {
-    const char* name;
-    Activation::Kind kind;
-    bool has_alpha, has_beta;
-    float alpha, beta;
-  };
-  static constexpr Spec kSpecs[] = {
-      {"relu", Activation::kRelu, false, false, 0, 0},
-      {"tanh", Activation::kTanh, false, false, 0, 0},
-      {"sigmoid", Activation::kSigmoid, false, false, 0, 0},
-      {"affine", Activation::kAffine, true, true, 1, 0},
-      {"leakyrelu", Activation::kLeakyRelu, true, false, 0.01f, 0},
-      {"thresholdedrelu", Activation::kThresholdedRelu, true, false, 1, 0},
-      {"scaledtanh", Activation::kScaledTanh, true, true, 1, 1},
-      {"hardsigmoid", Activation::kHardSigmoid, true, true, 0.2f, 0.5f},
-      {"elu", Activation::kElu, true, false, 1, 0},
-      {"softsign", Activation::kSoftsign, false, false, 0, 0},
-      {"softplus", Activation::kSoftplus, false, false, 0, 0},
-  };
-  const std::string n = absl::AsciiStrToLower(name);
-  for (const Spec& s : kSpecs) {
-    if (n != s.name) continue;
-    out->kind = s.kind;
-    out->alpha = s.alpha;
-    out->beta = s.beta;
-    if (s.has_alpha && *ai < alphas.size()) out->alpha = alphas[(*ai)++];
-    if (s.has_beta && *bi < betas.size()) out->beta = betas[(*bi)++];
-    return true;
-  }
-  return false;
-}
 
 struct Options {
   bool cells[kNumCells] = {true, true, true};
@@ -207,7 +171,7 @@ absl::StatusOr<std::optional<Plan>> MakePlan(const Graph& g, NodeId id, Cell cel
   size_t ai = 0, bi = 0;
   for (const std::string& name : names) {
     Activation act;
-    if (!ParseActivation(name, alphas, betas, &ai, &bi, &act)) {
+    if (!ParseRnnActivation(name, alphas, betas, &ai, &bi, &act)) {
       return invalid("activation '", name, "' is not supported");
     }
     p.activations.push_back(act);

@@ -16,6 +16,7 @@
 #include "graph/inference.h"
 #include "graph/op_registry.h"
 #include "graph/opset.h"
+#include "ops/rnn_activation.h"
 
 namespace graphopt {
 namespace rnn_unroll {
@@ -30,25 +31,8 @@ inline const char* CellName(Cell c) {
 inline int NumGates(Cell c) { return c == Cell::kRnn ? 1 : c == Cell::kGru ? 3 : 4; }
 inline int NumActivations(Cell c) { return c == Cell::kRnn ? 1 : c == Cell::kGru ? 2 : 3; }
 
-// One activation of the recurrence as runtime/kernels/rnn.cc applies it, with its parameters.
-struct Activation {
-  enum Kind {
-    kRelu,
-    kTanh,
-    kSigmoid,
-    kAffine,
-    kLeakyRelu,
-    kThresholdedRelu,
-    kScaledTanh,
-    kHardSigmoid,
-    kElu,
-    kSoftsign,
-    kSoftplus
-  };
-  Kind kind = kTanh;
-  float alpha = 0;
-  float beta = 0;
-};
+// One activation of the recurrence, as runtime/kernels/rnn.cc reads and applies it.
+using Activation = RnnActivation;
 
 // Everything about one recurrent node that the unrolling needs, checked before any edit.
 struct Plan {

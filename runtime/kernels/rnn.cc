@@ -13,9 +13,9 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ops/rnn_activation.h"
 #include "runtime/kernels/cpu_kernels.h"
 #include "runtime/kernels/fast_math.h"
 #include "runtime/kernels/kernel_util.h"
@@ -33,25 +33,8 @@ int NumGates(Cell c) { return c == Cell::kRnn ? 1 : c == Cell::kGru ? 3 : 4; }
 int NumActivations(Cell c) { return c == Cell::kRnn ? 1 : c == Cell::kGru ? 2 : 3; }
 const char* CellName(Cell c) { return c == Cell::kRnn ? "RNN" : c == Cell::kGru ? "GRU" : "LSTM"; }
 
-// One activation function of the recurrence with its parameters.
-struct Activation {
-  enum Kind {
-    kRelu,
-    kTanh,
-    kSigmoid,
-    kAffine,
-    kLeakyRelu,
-    kThresholdedRelu,
-    kScaledTanh,
-    kHardSigmoid,
-    kElu,
-    kSoftsign,
-    kSoftplus
-  };
-  Kind kind = kTanh;
-  float alpha = 0;
-  float beta = 0;
-
+// One activation function of the recurrence with its parameters, applied elementwise.
+struct Activation : RnnActivation {
   template <typename T>
   T operator()(T x) const {
     switch (kind) {
@@ -82,41 +65,6 @@ struct Activation {
   }
 };
 
-// Parses `name` (case-insensitive ONNX spelling); uses alpha/beta from the lists at *ai / *bi
-// when the function takes them (advancing the cursors), its defaults otherwise.
-bool ParseActivation(const std::string& name, const std::vector<float>& alphas,
-                     const std::vector<float>& betas, size_t* ai, size_t* bi, Activation* out) {
-  const std::string n = absl::AsciiStrToLower(name);
-  struct Spec {
-    const char* name;
-    Activation::Kind kind;
-    bool has_alpha, has_beta;
-    float alpha, beta;
-  };
-  static constexpr Spec kSpecs[] = {
-      {"relu", Activation::kRelu, false, false, 0, 0},
-      {"tanh", Activation::kTanh, false, false, 0, 0},
-      {"sigmoid", Activation::kSigmoid, false, false, 0, 0},
-      {"affine", Activation::kAffine, true, true, 1, 0},
-      {"leakyrelu", Activation::kLeakyRelu, true, false, 0.01f, 0},
-      {"thresholdedrelu", Activation::kThresholdedRelu, true, false, 1, 0},
-      {"scaledtanh", Activation::kScaledTanh, true, true, 1, 1},
-      {"hardsigmoid", Activation::kHardSigmoid, true, true, 0.2f, 0.5f},
-      {"elu", Activation::kElu, true, false, 1, 0},
-      {"softsign", Activation::kSoftsign, false, false, 0, 0},
-      {"softplus", Activation::kSoftplus, false, false, 0, 0},
-  };
-  for (const Spec& s : kSpecs) {
-    if (n != s.name) continue;
-    out->kind = s.kind;
-    out->alpha = s.alpha;
-    out->beta = s.beta;
-    if (s.has_alpha && *ai < alphas.size()) out->alpha = alphas[(*ai)++];
-    if (s.has_beta && *bi < betas.size()) out->beta = betas[(*bi)++];
-    return true;
-  }
-  return false;
-}
 
 // y[0, n) += a[0, k) * b, b a row-major [k, n] block with leading dimension ldb.
 template <typename T>
@@ -200,7 +148,7 @@ class RecurrentKernel : public OpKernel {
     size_t ai = 0, bi = 0;
     for (const std::string& n : names) {
       Activation a;
-      if (!ParseActivation(n, alphas, betas, &ai, &bi, &a)) {
+      if (!ParseRnnActivation(n, alphas, betas, &ai, &bi, &a)) {
         return info.Unimplemented(absl::StrCat("activation '", n, "' is not supported"));
       }
       k->activations_.push_back(a);

@@ -10,6 +10,7 @@
 #include "passes/fold_batchnorm_pass.h"
 #include "passes/fuse_ops_pass.h"
 #include "passes/gradient_pass.h"
+#include "passes/training_step_pass.h"
 #include "passes/infer_shape_pass.h"
 #include "passes/infer_type_pass.h"
 #include "passes/inline_functions_pass.h"
@@ -37,6 +38,7 @@ absl::Status RegisterBuiltinPasses(PassRegistry* registry) {
   // An analysis is provided by the first pass registered for it (PassRegistry::Provider).
   for (PassInfo info :
        {InlineFunctionsPassInfo(), InferTypePassInfo(), InferShapePassInfo(), GradientPassInfo(),
+        TrainingStepPassInfo(),
         EliminateIdentityPassInfo(), FoldBatchNormPassInfo(), SimplifyPassInfo(),
         ConstantFoldPassInfo(std::move(kernels)), CommonSubexpressionEliminationPassInfo(),
         DeadCodeEliminationPassInfo(), ChannelsLastPassInfo(), FuseOpsPassInfo(),

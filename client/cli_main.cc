@@ -1,5 +1,5 @@
 // graphopt: command-line client. Optimizes graph files in-process (the embedded default) or
-// through a graphopt-server (--server), and lists the passes and ops either one knows. Runs
+// through a graphopt-server (--server), differentiates them (`grad`), and lists the passes and ops either one knows. Runs
 // models in-process or, with --server, through the server's coordinator on a worker node
 // (`run`), lists a server's workers (`workers`) and asks its health service (`health`). `token new` makes bearer tokens for a
 // server's tokens file. Calls to a server carry --token (default: GRAPHOPT_TOKEN) and go over
@@ -26,9 +26,11 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "client/backend.h"
+#include "client/backend_args.h"
 #include "client/cli_options.h"
 #include "client/coordinator_client.h"
 #include "client/credentials.h"
+#include "client/grad_command.h"
 #include "client/graph_io.h"
 #include "client/health_check.h"
 #include "client/model_summary.h"
@@ -61,19 +63,6 @@ constexpr char kVersion[] = "0.1.0";
 constexpr int kExitOk = 0;
 constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 2;
-
-// Options shared by every subcommand that talks to an optimizer.
-struct BackendArgs {
-  std::string server;  // empty: embedded
-  double timeout_s = 600;
-  std::string tenant;  // empty: the server's "default" (or the token's tenant)
-  // Credentials, with --server (see client/credentials.h).
-  std::string token;  // --token, default GRAPHOPT_TOKEN
-  std::string tls_ca;
-  std::string tls_cert;
-  std::string tls_key;
-  std::string tls_server_name;
-};
 
 struct TokenNewArgs {
   std::string tenant;
@@ -157,68 +146,6 @@ int UsageError(const std::string& message) {
   std::fprintf(stderr, "usage error: %s\nRun with --help for more information.\n",
                message.c_str());
   return kExitUsage;
-}
-
-// --token and the --tls-* options of a subcommand that talks to --server.
-void AddCredentialOptions(CLI::App* command, BackendArgs* args) {
-  command
-      ->add_option("--token", args->token,
-                   "With --server: the bearer token the server knows you by (made by `graphopt "
-                   "token new`); default: the GRAPHOPT_TOKEN environment variable, which is "
-                   "better than this option since other users can see arguments in `ps`")
-      ->envname("GRAPHOPT_TOKEN");
-  command->add_option("--tls-ca", args->tls_ca,
-                      "With --server: talk TLS, trusting this PEM CA certificate for the "
-                      "server's certificate (without it: plaintext)");
-  command->add_option("--tls-cert", args->tls_cert,
-                      "With --tls-ca: this client's PEM certificate, for servers that ask for one");
-  command->add_option("--tls-key", args->tls_key, "With --tls-cert: its PEM private key");
-  command->add_option("--tls-server-name", args->tls_server_name,
-                      "With --tls-ca: the name the server's certificate must carry (default: "
-                      "the host of --server)");
-}
-
-void AddBackendOptions(CLI::App* command, BackendArgs* args) {
-  command->add_option("--server", args->server,
-                      "graphopt-server address (host:port); without it the optimizer runs "
-                      "in this process");
-  command->add_option("--timeout", args->timeout_s,
-                      "Deadline in seconds for each call to --server")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  command->add_option("--tenant", args->tenant,
-                      "With --server: the tenant whose registered ops the call sees and "
-                      "changes (sent as metadata 'graphopt-tenant'; the server's default "
-                      "is 'default'; a tenant token acts only for its own)");
-  AddCredentialOptions(command, args);
-}
-
-// The channel and call metadata for --server, from the connection options. Warns on stderr
-// when a token would cross the network in plaintext.
-absl::StatusOr<std::shared_ptr<const ServerConnection>> Connect(const BackendArgs& args) {
-  ConnectionFlags flags;
-  flags.server = args.server;
-  flags.token = args.token;
-  flags.tenant = args.tenant;
-  flags.tls_ca = args.tls_ca;
-  flags.tls_cert = args.tls_cert;
-  flags.tls_key = args.tls_key;
-  flags.tls_server_name = args.tls_server_name;
-  absl::StatusOr<std::shared_ptr<const ServerConnection>> connection =
-      ServerConnection::Create(flags, kClientMaxMessageBytes);
-  if (connection.ok()) {
-    if (const std::string warning = (*connection)->PlaintextTokenWarning(); !warning.empty()) {
-      std::fprintf(stderr, "%s\n", warning.c_str());
-    }
-  }
-  return connection;
-}
-
-absl::StatusOr<std::unique_ptr<OptimizerBackend>> MakeBackend(const BackendArgs& args) {
-  if (args.server.empty()) return CreateEmbeddedBackend();
-  absl::StatusOr<std::shared_ptr<const ServerConnection>> connection = Connect(args);
-  if (!connection.ok()) return connection.status();
-  return CreateRemoteBackend(*std::move(connection), absl::Seconds(args.timeout_s));
 }
 
 // Models of at least this size go to a server with their weights sent ahead as blobs when
@@ -807,6 +734,11 @@ int Main(int argc, char** argv) {
                        "request only");
   AddBackendOptions(optimize, &optimize_args.backend);
 
+  GradArgs grad_args;
+  BackendArgs grad_backend;
+  CLI::App* grad = AddGradCommand(app, &grad_args);
+  AddBackendOptions(grad, &grad_backend);
+
   InspectArgs inspect_args;
   CLI::App* inspect = app.add_subcommand(
       "inspect", "Summarize a model: inputs and outputs with shapes, parameter count and bytes, "
@@ -970,6 +902,10 @@ int Main(int argc, char** argv) {
   if (optimize->parsed()) {
     optimize_args.has_opt_level = level_option->count() > 0;
     return RunOptimize(optimize_args);
+  }
+  if (grad->parsed()) {
+    absl::StatusOr<std::unique_ptr<OptimizerBackend>> backend = MakeBackend(grad_backend);
+    return backend.ok() ? RunGrad(grad_args, **backend) : ReportError(backend.status());
   }
   if (inspect->parsed()) return RunInspect(inspect_args);
   if (run->parsed()) {

@@ -25,6 +25,24 @@ absl::StatusOr<std::vector<v1::PassSpec>> ParsePassList(absl::string_view text);
 absl::StatusOr<std::map<std::string, int64_t>> ParseDimBindings(
     const std::vector<std::string>& bindings);
 
+// What `graphopt grad` differentiates, as given on the command line (each list from a
+// repeatable, comma-separated option).
+struct GradNames {
+  std::vector<std::string> loss;           // --loss: seeded with ones
+  std::vector<std::string> wrt;            // --wrt: names, `params` or `inputs`
+  std::vector<std::string> outputs;        // --outputs: seeds given as inputs "<name>_grad"
+  std::vector<std::string> stop_gradient;  // --stop-gradient
+};
+
+// The gradient pass's options for `names` on `model`. In --wrt, `params` stands for every
+// floating-point initializer and `inputs` for every floating-point graph input that is not an
+// initializer (in the model's order; a value named twice counts once). INVALID_ARGUMENT naming
+// the option and the value for a name the model does not have (no graph input, initializer or
+// node output of that name), for --wrt empty after expansion, and for a name holding ',' or ';'
+// (the pass's list separators).
+absl::StatusOr<std::map<std::string, std::string>> GradientPassOptions(const v1::Graph& model,
+                                                                       const GradNames& names);
+
 }  // namespace graphopt
 
 #endif  // GRAPHOPT_CLIENT_CLI_OPTIONS_H_

@@ -51,5 +51,68 @@ TEST(ParseDimBindingsTest, Errors) {
   EXPECT_THAT(ParseDimBindings({"b=1", "b=2"}).status().message(), HasSubstr("twice"));
 }
 
+// x (input), w and b (float initializers), steps (an int64 initializer), y and loss (outputs).
+v1::Graph GradModel() {
+  v1::Graph g;
+  v1::ValueInfo* x = g.add_inputs();
+  x->set_name("x");
+  x->mutable_type()->set_dtype(v1::DT_FLOAT32);
+  v1::ValueInfo* ids = g.add_inputs();
+  ids->set_name("ids");
+  ids->mutable_type()->set_dtype(v1::DT_INT64);
+  for (const char* name : {"w", "b"}) {
+    v1::Tensor* t = g.add_initializers();
+    t->set_name(name);
+    t->set_dtype(v1::DT_FLOAT32);
+  }
+  v1::Tensor* steps = g.add_initializers();
+  steps->set_name("steps");
+  steps->set_dtype(v1::DT_INT64);
+  v1::Node* n = g.add_nodes();
+  n->set_op_type("Foo");
+  n->add_outputs("y");
+  n->add_outputs("loss");
+  return g;
+}
+
+TEST(GradientPassOptionsTest, ExpandsParamsAndInputs) {
+  GradNames names;
+  names.wrt = {"inputs", "params", "x"};
+  names.loss = {"loss"};
+  names.stop_gradient = {"y"};
+  absl::StatusOr<std::map<std::string, std::string>> options =
+      GradientPassOptions(GradModel(), names);
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_THAT(*options, UnorderedElementsAre(Pair("wrt", "x;w;b"), Pair("loss", "loss"),
+                                             Pair("stop_gradient", "y")));
+}
+
+TEST(GradientPassOptionsTest, NamesTheMissingValue) {
+  GradNames names;
+  names.wrt = {"w", "nope"};
+  absl::StatusOr<std::map<std::string, std::string>> options =
+      GradientPassOptions(GradModel(), names);
+  EXPECT_EQ(options.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(options.status().message(), HasSubstr("--wrt: the model has no value 'nope'"));
+  names.wrt = {"w"};
+  names.outputs = {"y", "z"};
+  options = GradientPassOptions(GradModel(), names);
+  EXPECT_THAT(options.status().message(), HasSubstr("--outputs: the model has no value 'z'"));
+  names.outputs = {};
+  names.stop_gradient = {"a;b"};
+  options = GradientPassOptions(GradModel(), names);
+  EXPECT_THAT(options.status().message(), HasSubstr("--stop-gradient"));
+}
+
+TEST(GradientPassOptionsTest, NothingToDifferentiate) {
+  v1::Graph g = GradModel();
+  g.clear_inputs();
+  GradNames names;
+  names.wrt = {"inputs"};
+  absl::StatusOr<std::map<std::string, std::string>> options = GradientPassOptions(g, names);
+  EXPECT_EQ(options.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(options.status().message(), HasSubstr("--wrt"));
+}
+
 }  // namespace
 }  // namespace graphopt

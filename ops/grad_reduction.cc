@@ -34,22 +34,25 @@ absl::StatusOr<ValueId> ExpandLike(GradientContext& ctx, ValueId v, ValueId like
 enum class Reduce { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kSumSquare, kLogSum, kLogSumExp };
 
 // The axes a Reduce* node reduces (normalized, sorted; empty when it reduces none, which
-// noop_with_empty_axes allows) and whether they are kept as 1.
+// noop_with_empty_axes allows) and whether they are kept as 1. `runtime_axes` is the axes input
+// when it is not a constant (`axes` is then empty).
 struct ReduceAxesInfo {
   std::vector<int64_t> axes;
   bool keepdims = true;
+  ValueId runtime_axes;
 };
 
 absl::StatusOr<ReduceAxesInfo> ReducedAxes(const GradientContext& ctx) {
   GRAD_ASSIGN_OR_RETURN(const int rank, RankOf(ctx, ctx.input(0), "input 0"));
   GRAD_ASSIGN_OR_RETURN(const GradInts axes, IntsAttrOrInput(ctx, "axes", 1));
-  if (axes.given && !axes.values) {
-    return ctx.Error("input 1 (axes) must be a constant to differentiate the reduction");
-  }
   GRAD_ASSIGN_OR_RETURN(const int64_t keepdims, ctx.GetInt("keepdims", 1));
   GRAD_ASSIGN_OR_RETURN(const int64_t noop, ctx.GetInt("noop_with_empty_axes", 0));
   ReduceAxesInfo info;
   info.keepdims = keepdims != 0;
+  if (axes.given && !axes.values) {
+    info.runtime_axes = ctx.input(1);
+    return info;
+  }
   std::vector<int64_t> list = axes.values ? *axes.values : std::vector<int64_t>();
   if (list.empty()) {
     if (noop != 0) return info;
@@ -60,9 +63,33 @@ absl::StatusOr<ReduceAxesInfo> ReducedAxes(const GradientContext& ctx) {
 }
 
 // `v` (the output or its gradient) in the keepdims form, which broadcasts against the input.
+// With axes known only at run time, that form is Shape(x) with 1 at each axis (a scatter of
+// ones into the shape). A run-time axes list that turns out empty without
+// noop_with_empty_axes (all axes) makes that Reshape fail at run time, not compute wrongly.
 absl::StatusOr<ValueId> Unreduce(GradientContext& ctx, ValueId v, const ReduceAxesInfo& info) {
-  if (info.keepdims || info.axes.empty()) return v;
+  if (info.keepdims) return v;
+  if (info.runtime_axes.valid()) {
+    GRAD_ASSIGN_OR_RETURN(ValueId shape, ShapeOf(ctx, ctx.input(0)));
+    GRAD_ASSIGN_OR_RETURN(ValueId axes_shape, ShapeOf(ctx, info.runtime_axes));
+    GRAD_ASSIGN_OR_RETURN(
+        ValueId ones, ctx.Emit1("Expand", {ScalarConstant(ctx, 1, v1::DT_INT64), axes_shape}));
+    GRAD_ASSIGN_OR_RETURN(ValueId kept,
+                          ctx.Emit1("ScatterElements", {shape, info.runtime_axes, ones}));
+    return ctx.Emit1("Reshape", {v, kept});
+  }
+  if (info.axes.empty()) return v;
   return UnsqueezeAxes(ctx, v, info.axes);
+}
+
+// ReduceSum(x) over the node's axes, kept as 1.
+absl::StatusOr<ValueId> SumOverReduced(GradientContext& ctx, ValueId x,
+                                       const ReduceAxesInfo& info) {
+  if (!info.runtime_axes.valid()) return ReduceSumAxes(ctx, x, info.axes, true);
+  AttributeMap attrs;
+  attrs["keepdims"] = IntAttr(1);
+  GRAD_ASSIGN_OR_RETURN(const int64_t noop, ctx.GetInt("noop_with_empty_axes", 0));
+  attrs["noop_with_empty_axes"] = IntAttr(noop);
+  return ctx.Emit1("ReduceSum", {x, info.runtime_axes}, std::move(attrs));
 }
 
 // 1 / (the number of elements each output element reduces), as a scalar of x's type. A
@@ -70,7 +97,8 @@ absl::StatusOr<ValueId> Unreduce(GradientContext& ctx, ValueId v, const ReduceAx
 absl::StatusOr<ValueId> InverseCount(GradientContext& ctx, ValueId x, ValueId y,
                                      const ReduceAxesInfo& info) {
   const v1::DataType dtype = ctx.dtype(x);
-  if (std::optional<std::vector<int64_t>> dims = KnownDims(ctx, x)) {
+  std::optional<std::vector<int64_t>> dims = KnownDims(ctx, x);
+  if (dims && !info.runtime_axes.valid()) {
     double count = 1;
     for (int64_t a : info.axes) count *= static_cast<double>((*dims)[a]);
     return ScalarConstant(ctx, 1.0 / count, dtype);
@@ -93,7 +121,9 @@ absl::Status ReduceGradient(GradientContext& ctx, Reduce kind) {
   const bool linear_identity = kind == Reduce::kSum || kind == Reduce::kMean ||
                                kind == Reduce::kMax || kind == Reduce::kMin ||
                                kind == Reduce::kProd;
-  if (info.axes.empty() && linear_identity) return ctx.AddInputGrad(0, dy);  // y = x
+  if (info.axes.empty() && !info.runtime_axes.valid() && linear_identity) {
+    return ctx.AddInputGrad(0, dy);  // y = x
+  }
   GRAD_ASSIGN_OR_RETURN(ValueId dyb, Unreduce(ctx, dy, info));
   ValueId dx;
   switch (kind) {
@@ -116,7 +146,7 @@ absl::Status ReduceGradient(GradientContext& ctx, Reduce kind) {
       AttributeMap to;
       to["to"] = IntAttr(ctx.dtype(x));
       GRAD_ASSIGN_OR_RETURN(ValueId maskf, ctx.Emit1("Cast", {mask}, to));
-      GRAD_ASSIGN_OR_RETURN(ValueId ties, ReduceSumAxes(ctx, maskf, info.axes, true));
+      GRAD_ASSIGN_OR_RETURN(ValueId ties, SumOverReduced(ctx, maskf, info));
       GRAD_ASSIGN_OR_RETURN(ValueId share, ctx.Emit1("Div", {maskf, ties}));
       GRAD_ASSIGN_OR_RETURN(dx, ctx.Emit1("Mul", {dyb, share}));
       break;
@@ -162,6 +192,69 @@ absl::Status ReduceGradient(GradientContext& ctx, Reduce kind) {
       break;
     }
   }
+  return ctx.AddInputGrad(0, dx);
+}
+
+// --- LpNormalization, MeanVarianceNormalization -----------------------------------------------
+
+// `op`(x) over `axes` kept as 1, in the graph's opset's form (axes an input from opset 18, 13
+// for ReduceSum).
+absl::StatusOr<ValueId> ReduceKeep(GradientContext& ctx, absl::string_view op, ValueId x,
+                                   const std::vector<int64_t>& axes) {
+  AttributeMap attrs;
+  attrs["keepdims"] = IntAttr(1);
+  return EmitWithInts(ctx, op, {x}, "axes", axes, op == "ReduceSum" ? 13 : 18, std::move(attrs));
+}
+
+// y = x / n, n = ||x||_p along 'axis': dx = (dy - dn/dx * sum(dy * y)) / n, where dn/dx is y
+// for p = 2 and sign(x) for p = 1.
+absl::Status LpNormalizationGradient(GradientContext& ctx) {
+  const ValueId dy = ctx.output_grad(0);
+  if (!dy.valid() || !ctx.needs_input_grad(0)) return absl::OkStatus();
+  const ValueId x = ctx.input(0);
+  const ValueId y = ctx.output(0);
+  GRAD_ASSIGN_OR_RETURN(const int rank, RankOf(ctx, x, "input 0"));
+  GRAD_ASSIGN_OR_RETURN(const int64_t axis, ctx.GetInt("axis", -1));
+  GRAD_ASSIGN_OR_RETURN(const std::vector<int64_t> axes, NormalizedAxes(ctx, {axis}, rank));
+  GRAD_ASSIGN_OR_RETURN(const int64_t p, ctx.GetInt("p", 2));
+  if (p != 1 && p != 2) return ctx.Error("'p' must be 1 or 2, got ", p);
+  GRAD_ASSIGN_OR_RETURN(ValueId n, ReduceKeep(ctx, p == 1 ? "ReduceL1" : "ReduceL2", x, axes));
+  GRAD_ASSIGN_OR_RETURN(ValueId dyy, ctx.Emit1("Mul", {dy, y}));
+  GRAD_ASSIGN_OR_RETURN(ValueId s, ReduceSumAxes(ctx, dyy, axes, true));
+  ValueId dn = y;
+  if (p == 1) {
+    GRAD_ASSIGN_OR_RETURN(dn, ctx.Emit1("Sign", {x}));
+  }
+  GRAD_ASSIGN_OR_RETURN(ValueId along, ctx.Emit1("Mul", {dn, s}));
+  GRAD_ASSIGN_OR_RETURN(ValueId num, ctx.Emit1("Sub", {dy, along}));
+  GRAD_ASSIGN_OR_RETURN(ValueId dx, ctx.Emit1("Div", {num, n}));
+  return ctx.AddInputGrad(0, dx);
+}
+
+// y = (x - mean) / (std + 1e-9) over 'axes': dx = (dy - mean(dy) - y * mean(dy * y)) / (std +
+// 1e-9), the exact gradient up to a relative 1e-9 / std.
+absl::Status MeanVarianceNormalizationGradient(GradientContext& ctx) {
+  const ValueId dy = ctx.output_grad(0);
+  if (!dy.valid() || !ctx.needs_input_grad(0)) return absl::OkStatus();
+  const ValueId x = ctx.input(0);
+  const ValueId y = ctx.output(0);
+  GRAD_ASSIGN_OR_RETURN(const int rank, RankOf(ctx, x, "input 0"));
+  GRAD_ASSIGN_OR_RETURN(std::vector<int64_t> axes, ctx.GetInts("axes", {0, 2, 3}));
+  GRAD_ASSIGN_OR_RETURN(axes, NormalizedAxes(ctx, std::move(axes), rank));
+  const v1::DataType dtype = ctx.dtype(x);
+  GRAD_ASSIGN_OR_RETURN(ValueId mean, ReduceKeep(ctx, "ReduceMean", x, axes));
+  GRAD_ASSIGN_OR_RETURN(ValueId centered, ctx.Emit1("Sub", {x, mean}));
+  GRAD_ASSIGN_OR_RETURN(ValueId sq, ctx.Emit1("Mul", {centered, centered}));
+  GRAD_ASSIGN_OR_RETURN(ValueId var, ReduceKeep(ctx, "ReduceMean", sq, axes));
+  GRAD_ASSIGN_OR_RETURN(ValueId sd, ctx.Emit1("Sqrt", {var}));
+  GRAD_ASSIGN_OR_RETURN(ValueId scale, ctx.Emit1("Add", {sd, ScalarConstant(ctx, 1e-9, dtype)}));
+  GRAD_ASSIGN_OR_RETURN(ValueId mean_dy, ReduceKeep(ctx, "ReduceMean", dy, axes));
+  GRAD_ASSIGN_OR_RETURN(ValueId dyy, ctx.Emit1("Mul", {dy, y}));
+  GRAD_ASSIGN_OR_RETURN(ValueId mean_dyy, ReduceKeep(ctx, "ReduceMean", dyy, axes));
+  GRAD_ASSIGN_OR_RETURN(ValueId a, ctx.Emit1("Sub", {dy, mean_dy}));
+  GRAD_ASSIGN_OR_RETURN(ValueId b, ctx.Emit1("Mul", {y, mean_dyy}));
+  GRAD_ASSIGN_OR_RETURN(ValueId num, ctx.Emit1("Sub", {a, b}));
+  GRAD_ASSIGN_OR_RETURN(ValueId dx, ctx.Emit1("Div", {num, scale}));
   return ctx.AddInputGrad(0, dx);
 }
 
@@ -222,6 +315,132 @@ absl::Status LogSoftmaxGradient(GradientContext& ctx) {
 // Hardmax's output is piecewise constant in x: no gradient flows (zero, never materialized).
 absl::Status ZeroGradient(GradientContext&) { return absl::OkStatus(); }
 
+// --- NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss -----------------------------------------
+
+absl::StatusOr<ValueId> CastTo(GradientContext& ctx, ValueId v, v1::DataType to) {
+  if (ctx.dtype(v) == to) return v;
+  AttributeMap attrs;
+  attrs["to"] = IntAttr(to);
+  return ctx.Emit1("Cast", {v}, std::move(attrs));
+}
+
+// The gradient, with respect to the log-probabilities `like` ([N, C, d...]), of the NLL loss of
+// this node (its 'reduction', 'ignore_index', target input 1 and optional weight input 2) whose
+// output gradient is dy: -coef[n, d...] at class target[n, d...], 0 elsewhere, where coef is dy
+// times the sample's weight (0 for an ignored sample), divided by the total weight for 'mean'.
+// It does not depend on the log-probabilities, only on dy (linear).
+absl::StatusOr<ValueId> NllGradient(GradientContext& ctx, ValueId like, ValueId dy) {
+  const v1::DataType dtype = ctx.dtype(like);
+  GRAD_ASSIGN_OR_RETURN(const int rank, RankOf(ctx, like, "input 0"));
+  if (rank < 2) return ctx.Error("input 0 must have rank >= 2");
+  GRAD_ASSIGN_OR_RETURN(const std::string reduction, ctx.GetString("reduction", "mean"));
+  GRAD_ASSIGN_OR_RETURN(ValueId target, CastTo(ctx, ctx.input(1), v1::DT_INT64));
+  // Per-sample factor: the class weight and the ignore mask (invalid: 1 everywhere).
+  ValueId factor;
+  if (ctx.attr("ignore_index") != nullptr) {
+    GRAD_ASSIGN_OR_RETURN(const int64_t ignore, ctx.GetInt("ignore_index", 0));
+    const ValueId ignore_value = ScalarConstant(ctx, static_cast<double>(ignore), v1::DT_INT64);
+    GRAD_ASSIGN_OR_RETURN(ValueId ignored, ctx.Emit1("Equal", {target, ignore_value}));
+    // An ignored sample's target may be out of range: class 0 stands in for it (weight 0).
+    GRAD_ASSIGN_OR_RETURN(target, ctx.Emit1("Where", {ignored, ScalarConstant(ctx, 0, v1::DT_INT64),
+                                                      target}));
+    GRAD_ASSIGN_OR_RETURN(factor, ctx.Emit1("Where", {ignored, ScalarConstant(ctx, 0, dtype),
+                                                      ScalarConstant(ctx, 1, dtype)}));
+  }
+  if (ctx.has_input(2)) {
+    GRAD_ASSIGN_OR_RETURN(ValueId w, ctx.Emit1("Gather", {ctx.input(2), target}));
+    if (factor.valid()) {
+      GRAD_ASSIGN_OR_RETURN(factor, ctx.Emit1("Mul", {factor, w}));
+    } else {
+      factor = w;
+    }
+  }
+  ValueId coef = dy;
+  if (reduction == "mean") {
+    ValueId total;
+    if (factor.valid()) {
+      AttributeMap attrs;
+      attrs["keepdims"] = IntAttr(0);
+      GRAD_ASSIGN_OR_RETURN(ValueId f, ExpandLike(ctx, factor, target));
+      GRAD_ASSIGN_OR_RETURN(total, ctx.Emit1("ReduceSum", {f}, std::move(attrs)));
+    } else {
+      GRAD_ASSIGN_OR_RETURN(ValueId n, ctx.Emit1("Size", {target}));
+      GRAD_ASSIGN_OR_RETURN(total, CastTo(ctx, n, dtype));
+    }
+    GRAD_ASSIGN_OR_RETURN(coef, ctx.Emit1("Div", {coef, total}));
+  } else if (reduction != "sum" && reduction != "none") {
+    return ctx.Error("'reduction' must be none, sum or mean, got '", reduction, "'");
+  }
+  if (factor.valid()) {
+    GRAD_ASSIGN_OR_RETURN(coef, ctx.Emit1("Mul", {coef, factor}));
+  }
+  GRAD_ASSIGN_OR_RETURN(coef, ctx.Emit1("Mul", {coef, ScalarConstant(ctx, -1.0, dtype)}));
+  if (reduction == "none" || factor.valid()) {
+    // Per sample [N, d...]: broadcast against the classes at axis 1.
+    GRAD_ASSIGN_OR_RETURN(coef, UnsqueezeAxes(ctx, coef, {1}));
+  }
+  // One-hot of the targets: Unsqueeze(target, 1) == Range(C) shaped [1, C, 1, ...].
+  GRAD_ASSIGN_OR_RETURN(ValueId shape, ShapeOf(ctx, like));
+  GRAD_ASSIGN_OR_RETURN(ValueId classes,
+                        ctx.Emit1("Gather", {shape, ScalarConstant(ctx, 1, v1::DT_INT64)}));
+  GRAD_ASSIGN_OR_RETURN(ValueId range,
+                        ctx.Emit1("Range", {ScalarConstant(ctx, 0, v1::DT_INT64), classes,
+                                            ScalarConstant(ctx, 1, v1::DT_INT64)}));
+  std::vector<int64_t> view(rank, 1);
+  view[1] = -1;
+  GRAD_ASSIGN_OR_RETURN(ValueId range_view, ctx.Emit1("Reshape", {range, Int64Constant(ctx, view)}));
+  GRAD_ASSIGN_OR_RETURN(ValueId target_view, UnsqueezeAxes(ctx, target, {1}));
+  GRAD_ASSIGN_OR_RETURN(ValueId hit, ctx.Emit1("Equal", {target_view, range_view}));
+  GRAD_ASSIGN_OR_RETURN(ValueId onehot, CastTo(ctx, hit, dtype));
+  GRAD_ASSIGN_OR_RETURN(ValueId g, ctx.Emit1("Mul", {onehot, coef}));
+  return ExpandLike(ctx, g, like);
+}
+
+absl::Status NllLossGradient(GradientContext& ctx) {
+  const ValueId dy = ctx.output_grad(0);
+  if (!dy.valid() || !ctx.needs_input_grad(0)) return absl::OkStatus();
+  GRAD_ASSIGN_OR_RETURN(ValueId dx, NllGradient(ctx, ctx.input(0), dy));
+  return ctx.AddInputGrad(0, dx);
+}
+
+// SoftmaxCrossEntropyLoss = NLL(LogSoftmax(scores) along axis 1): the log-probabilities'
+// gradient g (from the loss, plus log_prob's own), then d scores = g - softmax * sum(g, axis 1).
+absl::Status SoftmaxCrossEntropyGradient(GradientContext& ctx) {
+  if (!ctx.needs_input_grad(0)) return absl::OkStatus();
+  const ValueId scores = ctx.input(0);
+  ValueId g;
+  if (ctx.output_grad(0).valid()) {
+    GRAD_ASSIGN_OR_RETURN(g, NllGradient(ctx, scores, ctx.output_grad(0)));
+  }
+  if (ctx.output_grad(1).valid()) {
+    if (g.valid()) {
+      GRAD_ASSIGN_OR_RETURN(g, ctx.Emit1("Add", {g, ctx.output_grad(1)}));
+    } else {
+      g = ctx.output_grad(1);
+    }
+  }
+  if (!g.valid()) return absl::OkStatus();
+  GRAD_ASSIGN_OR_RETURN(const int rank, RankOf(ctx, scores, "input 0"));
+  ValueId p;
+  if (!OpsetBefore(ctx, 13) || rank == 2) {
+    AttributeMap attrs;
+    attrs["axis"] = IntAttr(1);
+    GRAD_ASSIGN_OR_RETURN(p, ctx.Emit1("Softmax", {scores}, std::move(attrs)));
+  } else {
+    // Softmax coerces to 2-D before opset 13: exp(x - logsumexp(x)) along axis 1 instead.
+    AttributeMap attrs;
+    attrs["axes"] = IntsAttr({1});
+    attrs["keepdims"] = IntAttr(1);
+    GRAD_ASSIGN_OR_RETURN(ValueId lse, ctx.Emit1("ReduceLogSumExp", {scores}, std::move(attrs)));
+    GRAD_ASSIGN_OR_RETURN(ValueId shifted, ctx.Emit1("Sub", {scores, lse}));
+    GRAD_ASSIGN_OR_RETURN(p, ctx.Emit1("Exp", {shifted}));
+  }
+  GRAD_ASSIGN_OR_RETURN(ValueId s, ReduceSumAxes(ctx, g, {1}, true));
+  GRAD_ASSIGN_OR_RETURN(ValueId ps, ctx.Emit1("Mul", {p, s}));
+  GRAD_ASSIGN_OR_RETURN(ValueId dx, ctx.Emit1("Sub", {g, ps}));
+  return ctx.AddInputGrad(0, dx);
+}
+
 // --- Einsum -------------------------------------------------------------------------------------
 
 // An einsum term with "..." written as the one character '.'.
@@ -254,7 +473,7 @@ std::string EinsumTermText(const std::string& term) {
 // into the operand's term: "out,others->term". Labels only the operand has were summed in the
 // forward direction: the result is broadcast back over them (Unsqueeze, Expand). Dims that
 // broadcast in the forward direction are summed back (SumToShape). Equations with a label
-// repeated inside one term (diagonals, traces) are refused.
+// repeated inside one term (diagonals, traces) are refused, naming the equation.
 absl::Status EinsumGradient(GradientContext& ctx) {
   const ValueId dy = ctx.output_grad(0);
   if (!dy.valid()) return absl::OkStatus();
@@ -312,11 +531,14 @@ absl::Status EinsumGradient(GradientContext& ctx) {
       absl::StrAppend(&lhs, ",", EinsumTermText(terms[j]));
     }
     const bool has_ellipsis = term.find('.') != std::string::npos;
-    if (any_ellipsis && (!has_ellipsis || out.find('.') == std::string::npos)) {
+    if (any_ellipsis && out.find('.') == std::string::npos) {
       return ctx.Error("equation '", raw, "': the gradient of operand ", k,
-                       " needs '...' in both the operand and the output");
+                       " needs '...' in the output");
     }
-    std::string kept;
+    // An operand without "..." (as "jk" in "...ij,jk->...ik") was broadcast over the "..."
+    // dims: its gradient keeps them in front, and SumToShape sums them away.
+    const bool summed_ellipsis = any_ellipsis && !has_ellipsis;
+    std::string kept = summed_ellipsis ? "." : "";
     std::vector<int> missing;  // positions in the operand's term
     for (size_t i = 0; i < term.size(); ++i) {
       if (term[i] == '.' || available.find(term[i]) != std::string::npos) {
@@ -330,6 +552,10 @@ absl::Status EinsumGradient(GradientContext& ctx) {
     attrs["equation"] = StringAttr(absl::StrCat(lhs, "->", EinsumTermText(kept)));
     GRAD_ASSIGN_OR_RETURN(ValueId g, ctx.Emit1("Einsum", operands, attrs));
     if (!missing.empty()) {
+      if (summed_ellipsis) {
+        return ctx.Error("equation '", raw, "': operand ", k,
+                         " has labels of its own and no '...' while others have one");
+      }
       GRAD_ASSIGN_OR_RETURN(const int rank, RankOf(ctx, x, absl::StrCat("input ", k)));
       const int ellipsis_rank = rank - static_cast<int>(term.size()) + (has_ellipsis ? 1 : 0);
       std::vector<int64_t> axes;
@@ -374,6 +600,10 @@ void AddReductionGradients(GradientTable* table) {
   (*table)["LogSoftmax"] = {LogSoftmaxGradient, {}};
   (*table)["Hardmax"] = {ZeroGradient, {}};
   (*table)["Einsum"] = {EinsumGradient, {}};
+  (*table)["LpNormalization"] = {LpNormalizationGradient, {}};
+  (*table)["MeanVarianceNormalization"] = {MeanVarianceNormalizationGradient, {}};
+  (*table)["NegativeLogLikelihoodLoss"] = {NllLossGradient, {1, 2}};
+  (*table)["SoftmaxCrossEntropyLoss"] = {SoftmaxCrossEntropyGradient, {1, 2}};
   (*table)[absl::StrCat(kGraphoptDomain, "::SumToShape")] = {SumToShapeGradient, {1}};
 }
 

@@ -238,6 +238,43 @@ absl::StatusOr<ValueId> ScatterToPositions(GradientContext& ctx, ValueId x, Valu
   return ReshapeLike(ctx, flat, x);
 }
 
+// The forward node's own op, attributes and operands, with `positions` for input 0: for an op
+// that only moves elements, the flat position in input 0 of each element it produces.
+absl::StatusOr<ValueId> SameOpOnPositions(GradientContext& ctx, ValueId positions) {
+  std::vector<ValueId> inputs = {positions};
+  for (int i = 1; i < ctx.num_inputs(); ++i) inputs.push_back(ctx.input(i));
+  return ctx.Emit1(ctx.node().op_type, inputs, ctx.node().attributes, ctx.node().domain);
+}
+
+// Ops that pick elements of input 0, each at most once (`accumulate` false) or possibly several
+// times (true): dy scattered to the positions they pick (Compress; Resize and Upsample in mode
+// nearest).
+absl::Status PickedGradient(GradientContext& ctx, bool accumulate) {
+  const Unary u = UnaryOf(ctx);
+  if (u.skip) return absl::OkStatus();
+  const std::string& op = ctx.node().op_type;
+  if (op == "Resize" || op == "Upsample") {
+    GRAD_ASSIGN_OR_RETURN(const std::string mode, ctx.GetString("mode", "nearest"));
+    if (mode != "nearest") {
+      return ctx.Error(op, " in mode '", mode, "' is not differentiated (only 'nearest')");
+    }
+  }
+  const ValueId x = ctx.input(0);
+  GRAD_ASSIGN_OR_RETURN(ValueId positions, FlatPositions(ctx, x));
+  GRAD_ASSIGN_OR_RETURN(ValueId picked, SameOpOnPositions(ctx, positions));
+  GRAD_ASSIGN_OR_RETURN(ValueId dx, ScatterToPositions(ctx, x, picked, u.dy, accumulate));
+  return ctx.AddInputGrad(0, dx);
+}
+
+// ReverseSequence reverses each sequence's first sequence_lens[b] steps: its own inverse.
+absl::Status ReverseSequenceGradient(GradientContext& ctx) {
+  const Unary u = UnaryOf(ctx);
+  if (u.skip) return absl::OkStatus();
+  GRAD_ASSIGN_OR_RETURN(ValueId dx,
+                        ctx.Emit1("ReverseSequence", {u.dy, ctx.input(1)}, ctx.node().attributes));
+  return ctx.AddInputGrad(0, dx);
+}
+
 // --- Slice, Pad ---------------------------------------------------------------------------------
 
 // Pad(x, pads) with constant zeros, in the graph's opset's form (pads an attribute before 11).
@@ -301,9 +338,7 @@ absl::Status SliceGradient(GradientContext& ctx) {
     return ctx.Error("differentiating a Slice whose input dims are not all known needs opset 10");
   }
   GRAD_ASSIGN_OR_RETURN(ValueId positions, FlatPositions(ctx, x));
-  std::vector<ValueId> inputs = {positions};
-  for (int i = 1; i < ctx.num_inputs(); ++i) inputs.push_back(ctx.input(i));
-  GRAD_ASSIGN_OR_RETURN(ValueId picked, ctx.Emit1("Slice", inputs));
+  GRAD_ASSIGN_OR_RETURN(ValueId picked, SameOpOnPositions(ctx, positions));
   GRAD_ASSIGN_OR_RETURN(ValueId dx, ScatterToPositions(ctx, x, picked, u.dy, false));
   return ctx.AddInputGrad(0, dx);
 }
@@ -540,17 +575,36 @@ absl::Status TriluGradient(GradientContext& ctx) {
 }
 
 // SpaceToDepth and DepthToSpace in mode DCR are each other's inverse permutations of the
-// elements. DepthToSpace in mode CRD is refused.
+// elements. DepthToSpace in mode CRD views x [N, C, H, W] as [N, C/b², b, b, H, W] and permutes
+// it by (0, 1, 4, 2, 5, 3): its gradient views dy as [N, C/b², H, b, W, b] and permutes it back,
+// which needs x's dims.
 absl::Status DepthSpaceGradient(GradientContext& ctx, bool depth_to_space) {
   const Unary u = UnaryOf(ctx);
   if (u.skip) return absl::OkStatus();
   GRAD_ASSIGN_OR_RETURN(const int64_t block, ctx.GetInt("blocksize", 0));
+  std::string mode = "DCR";
+  if (depth_to_space) {
+    GRAD_ASSIGN_OR_RETURN(mode, ctx.GetString("mode", "DCR"));
+  }
+  if (mode == "CRD") {
+    const std::optional<std::vector<int64_t>> dims = KnownDims(ctx, ctx.input(0));
+    if (!dims || dims->size() != 4 || block <= 0) {
+      return ctx.Error("DepthToSpace mode CRD is differentiated for 4-D inputs of known dims");
+    }
+    const std::vector<int64_t>& d = *dims;
+    GRAD_ASSIGN_OR_RETURN(
+        ValueId view,
+        ctx.Emit1("Reshape", {u.dy, Int64Constant(ctx, {d[0], d[1] / (block * block), d[2], block,
+                                                         d[3], block})}));
+    AttributeMap attrs;
+    attrs["perm"] = IntsAttr({0, 1, 3, 5, 2, 4});
+    GRAD_ASSIGN_OR_RETURN(ValueId back, ctx.Emit1("Transpose", {view}, std::move(attrs)));
+    GRAD_ASSIGN_OR_RETURN(ValueId dx, ReshapeLike(ctx, back, ctx.input(0)));
+    return ctx.AddInputGrad(0, dx);
+  }
+  if (mode != "DCR") return ctx.Error("DepthToSpace mode '", mode, "' is not differentiated");
   AttributeMap attrs;
   attrs["blocksize"] = IntAttr(block);
-  if (depth_to_space) {
-    GRAD_ASSIGN_OR_RETURN(const std::string mode, ctx.GetString("mode", "DCR"));
-    if (mode != "DCR") return ctx.Error("DepthToSpace mode '", mode, "' is not differentiated");
-  }
   GRAD_ASSIGN_OR_RETURN(ValueId dx, ctx.Emit1(depth_to_space ? "SpaceToDepth" : "DepthToSpace",
                                               {u.dy}, std::move(attrs)));
   return ctx.AddInputGrad(0, dx);
@@ -582,6 +636,11 @@ void AddTensorGradients(GradientTable* table) {
   (*table)["Trilu"] = {TriluGradient, {1}};
   (*table)["DepthToSpace"] = {[](GradientContext& ctx) { return DepthSpaceGradient(ctx, true); },
                               {}};
+  (*table)["Compress"] = {[](GradientContext& ctx) { return PickedGradient(ctx, false); }, {1}};
+  (*table)["Resize"] = {[](GradientContext& ctx) { return PickedGradient(ctx, true); },
+                        {1, 2, 3}};
+  (*table)["Upsample"] = {[](GradientContext& ctx) { return PickedGradient(ctx, true); }, {1}};
+  (*table)["ReverseSequence"] = {ReverseSequenceGradient, {1}};
   (*table)["SpaceToDepth"] = {[](GradientContext& ctx) { return DepthSpaceGradient(ctx, false); },
                               {}};
 }

@@ -11,6 +11,7 @@
 #include "ops/grad_test_util.h"
 #include "passes/gradient_check.h"
 #include "passes/pass_test_util.h"
+#include "passes/runtime_test_util.h"
 
 namespace graphopt {
 namespace {
@@ -110,6 +111,41 @@ TEST(GradTensorTest, DropoutInInferenceIsTheIdentity) {
                              NodeText("Dropout", {"x", "", "training"}, "y") + OutputText("y"),
                          {{"x", Rand({2, 3}, 11)}});
   EXPECT_TRUE(s.ok()) << s;
+}
+
+TEST(GradTensorTest, DropoutInTrainingGoesThroughTheMask) {
+  // The forward pass draws its mask at random, so finite differences do not apply: with x = 1
+  // and dy = 1, dx = mask / (1 - ratio) = y.
+  PassTestEnv env;
+  const std::string dropout =
+      "nodes { op_type: \"Dropout\" name: \"drop\" inputs: \"x\" inputs: \"ratio\" inputs: "
+      "\"training\" outputs: \"y\" outputs: \"mask\" }\n";
+  const std::string text = F64Input("x", {"64"}) + testing::F64ScalarInit("ratio", 0.25) +
+                           BoolInit("training", true) + dropout + OutputText("y");
+  auto out = env.RunSpecs(text, {{"infer_type", {}}, {"infer_shape", {}},
+                                 {"gradient", {{"wrt", "x"}}}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  runtime::Tensor ones = Rand({64}, 1, 1.0, 1.0);
+  runtime::Tensor seed = Rand({64}, 1, 1.0, 1.0);
+  testing::TestRuntime runtime;
+  auto got = runtime.Run(*out, {{"x", std::move(ones)}, {"y_grad", std::move(seed)}});
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->size(), 2u);
+  int dropped = 0;
+  for (int i = 0; i < 64; ++i) {
+    // The kernel scales by 1 / (1 - ratio) in float.
+    EXPECT_NEAR((*got)[1].data<double>()[i], (*got)[0].data<double>()[i], 1e-6) << i;
+    dropped += (*got)[0].data<double>()[i] == 0;
+  }
+  EXPECT_GT(dropped, 0);
+  EXPECT_LT(dropped, 64);
+  // Without the mask output, training mode has nothing to differentiate through.
+  const std::string no_mask = F64Input("x", {"4"}) + BoolInit("training", true) +
+                              NodeText("Dropout", {"x", "", "training"}, "y") + OutputText("y");
+  out = env.RunSpecs(no_mask, {{"infer_type", {}}, {"infer_shape", {}},
+                               {"gradient", {{"wrt", "x"}}}});
+  ASSERT_FALSE(out.ok());
+  EXPECT_THAT(std::string(out.status().message()), HasSubstr("mask"));
 }
 
 // --- Concat, Split ----------------------------------------------------------------------------
@@ -302,9 +338,34 @@ TEST(GradTensorTest, CumSumTriluDepthSpace) {
                 NodeText("DepthToSpace", {"x"}, "y", IntText("blocksize", 2)) + OutputText("y"),
             {{"x", Rand({1, 8, 2, 3}, 39)}});
   EXPECT_TRUE(s.ok()) << s;
+  s = Check(F64Input("x", {"2", "8", "2", "3"}) +
+                NodeText("DepthToSpace", {"x"}, "y",
+                         IntText("blocksize", 2) + " " + StringText("mode", "CRD")) +
+                OutputText("y"),
+            {{"x", Rand({2, 8, 2, 3}, 53)}});
+  EXPECT_TRUE(s.ok()) << s;
   s = Check(F64Input("x", {"1", "2", "4", "6"}) +
                 NodeText("SpaceToDepth", {"x"}, "y", IntText("blocksize", 2)) + OutputText("y"),
             {{"x", Rand({1, 2, 4, 6}, 40)}});
+  EXPECT_TRUE(s.ok()) << s;
+}
+
+TEST(GradTensorTest, CompressResizeNearestReverseSequence) {
+  absl::Status s = Check(F64Input("x", {"3", "2"}) +
+                             "initializers { name: \"c\" dtype: DT_BOOL dims: 3 raw_data: "
+                             "\"\\001\\000\\001\" }\n" +
+                             NodeText("Compress", {"x", "c"}, "y", IntText("axis", 0)) + OutputText("y"),
+                         {{"x", Rand({3, 2}, 50)}});
+  EXPECT_TRUE(s.ok()) << s;
+  // Nearest upsampling by 2 and 1.5: sources read several times sum their gradients.
+  s = Check(F64Input("x", {"1", "1", "2", "3"}) + Int64Init("sizes", {1, 1, 4, 5}) +
+                NodeText("Resize", {"x", "", "", "sizes"}, "y", StringText("mode", "nearest")) +
+                OutputText("y"),
+            {{"x", Rand({1, 1, 2, 3}, 51)}});
+  EXPECT_TRUE(s.ok()) << s;
+  s = Check(F64Input("x", {"4", "2", "3"}) + Int64Init("lens", {4, 1}) +
+                NodeText("ReverseSequence", {"x", "lens"}, "y") + OutputText("y"),
+            {{"x", Rand({4, 2, 3}, 52)}});
   EXPECT_TRUE(s.ok()) << s;
 }
 

@@ -1,6 +1,7 @@
 // The misc family, with ONNX semantics; kernels in runtime/kernels/misc*.cc: random generators
 // (RandomNormal, RandomUniform, their *Like forms, Bernoulli, Multinomial), the optimizers of the
-// ai.onnx.preview.training domain (Adagrad, Adam, Momentum), Det, NonMaxSuppression; image
+// ai.onnx.preview.training domain (Adagrad, Adam, Momentum, and Gradient, which the gradient pass
+// expands), Det, NonMaxSuppression; image
 // sampling (GridSample, RoiAlign); text (StringNormalizer, TfIdfVectorizer); signal processing
 // (opset 17: DFT, STFT, the window generators and MelWeightMatrix).
 //
@@ -161,6 +162,51 @@ OpDef Optimizer(OptimizerLayout layout, OpBuilder b) {
   return def;
 }
 
+// ONNX's training Gradient: the gradients of the value named by 'y' with respect to the values
+// named by 'xs', given the values of 'xs' then 'zs' as inputs. The gradient pass expands it
+// (there is no kernel); the rule only lets graphs holding it verify and be inferred, with each
+// output typed and shaped as the xs value it is the gradient of (input i).
+absl::StatusOr<int> GradientXsCount(const InferenceContext& ctx) {
+  const v1::Attribute* xs = ctx.attr("xs");
+  const v1::Attribute* zs = ctx.attr("zs");
+  if (xs == nullptr || xs->strings().values_size() == 0) {
+    return ctx.Error("attribute 'xs' must name the values to differentiate with respect to");
+  }
+  const int nx = xs->strings().values_size();
+  const int nz = zs == nullptr ? 0 : zs->strings().values_size();
+  if (ctx.num_inputs() != nx + nz) {
+    return ctx.Error("takes the values of 'xs' then 'zs' (", nx + nz, " inputs), got ",
+                     ctx.num_inputs());
+  }
+  if (ctx.num_outputs() != nx) {
+    return ctx.Error("gives one gradient per name in 'xs' (", nx, "), not ", ctx.num_outputs(),
+                     " outputs");
+  }
+  return nx;
+}
+
+absl::Status GradientType(InferenceContext& ctx) {
+  absl::StatusOr<int> nx = GradientXsCount(ctx);
+  if (!nx.ok()) return nx.status();
+  for (int i = 0; i < *nx; ++i) {
+    const v1::DataType t = ctx.input_type(i).dtype;
+    if (t != v1::DT_UNDEFINED && t != v1::DT_FLOAT16 && t != v1::DT_FLOAT32 &&
+        t != v1::DT_FLOAT64) {
+      return ctx.Error("input ", i, " (an 'xs' value) is ", DataTypeName(t),
+                       "; only float16, float32 and float64 values have gradients");
+    }
+    ctx.set_output_dtype(i, t);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GradientShape(InferenceContext& ctx) {
+  absl::StatusOr<int> nx = GradientXsCount(ctx);
+  if (!nx.ok()) return nx.status();
+  for (int i = 0; i < *nx; ++i) ctx.set_output_shape(i, ctx.input_shape(i));
+  return absl::OkStatus();
+}
+
 // [*, M, M] -> [*].
 absl::Status DetShape(InferenceContext& ctx) {
   const std::optional<Dims> x = InputShape(ctx, 0);
@@ -288,6 +334,22 @@ void AddGeneralOps(std::vector<OpDef>* ops) {
                                          .RequiredAttr("mode", v1::ATTR_STRING,
                                                        "standard or nesterov.")
                                          .RequiredAttr("norm_coefficient", v1::ATTR_FLOAT))));
+  OpDef gradient = OpBuilder("Gradient",
+                             "Gradients of the value named 'y' with respect to the values named "
+                             "'xs' (inputs: the values of 'xs' then of 'zs'); expanded by the "
+                             "gradient pass.")
+                       .VariadicInput("Inputs", "", 1)
+                       .VariadicOutput("Outputs", "", 1)
+                       .RequiredAttr("xs", v1::ATTR_STRINGS, "Values to differentiate with "
+                                                             "respect to.")
+                       .RequiredAttr("y", v1::ATTR_STRING, "The value differentiated.")
+                       .Attr("zs", v1::ATTR_STRINGS, "Other graph inputs fed to the node.")
+                       .Fusion(v1::FUSION_OPAQUE)
+                       .ShapeFn(GradientShape)
+                       .TypeFn(GradientType)
+                       .Build();
+  gradient.descriptor.set_domain(kTrainingDomain);
+  ops->push_back(std::move(gradient));
   ops->push_back(OpBuilder("Det", "Determinants of the square matrices in the last two dims.")
                      .Input("X", "T")
                      .Output("Y", "T")

@@ -124,6 +124,32 @@ TEST_F(BuiltinOpsTest, AdagradInputsComeInGroupsOfThree) {
   ExpectError({"n0_Adagrad", "3 tensors per optimized tensor"});
 }
 
+TEST_F(BuiltinOpsTest, OnnxGradientOutputsAreTypedLikeTheirXs) {
+  In("a", "float32[batch,3]");
+  In("b", "float64[]");
+  In("z", "int64[2]");
+  Node("Add", {"a", "a"}, {"c"});
+  DomainNode(kTraining, "Gradient", {"a", "b", "z"}, {"da", "db"},
+             {{"xs", AStrings({"a", "b"})}, {"zs", AStrings({"z"})}, {"y", AString("c")}});
+  RUN_OK();
+  EXPECT_EQ(T("da"), "float32[batch,3]");
+  EXPECT_EQ(T("db"), "float64[]");
+}
+
+TEST_F(BuiltinOpsTest, OnnxGradientChecksItsArity) {
+  In("a", "float32[3]");
+  In("b", "float32[3]");
+  DomainNode(kTraining, "Gradient", {"a", "b"}, {"da"},
+             {{"xs", AStrings({"a"})}, {"y", AString("a")}});
+  ExpectError({"n0_Gradient", "1 inputs", "got 2"});
+}
+
+TEST_F(BuiltinOpsTest, OnnxGradientOfAnIntegerIsRefused) {
+  In("i", "int64[3]");
+  DomainNode(kTraining, "Gradient", {"i"}, {"di"}, {{"xs", AStrings({"i"})}, {"y", AString("i")}});
+  ExpectError({"n0_Gradient", "int64", "only float16"});
+}
+
 TEST_F(BuiltinOpsTest, DetDropsTheMatrixDims) {
   In("x", "float32[batch,3,3]");
   In("m", "float64[n,n]");

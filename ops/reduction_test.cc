@@ -176,5 +176,32 @@ TEST_F(BuiltinOpsTest, ArgMaxTakes16BitIntegers) {
   EXPECT_EQ(T("i"), "int64[2,1]");
 }
 
+
+TEST_F(BuiltinOpsTest, SumToShapeTakesTheShapeOperand) {
+  In("g", "float32[batch,3,4]");
+  In("like", "float32[m,1]");
+  Node("Shape", {"like"}, {"s"});
+  DomainNode("graphopt", "SumToShape", {"g", "s"}, {"out"});
+  Ints("c", {3, 1});
+  DomainNode("graphopt", "SumToShape", {"g", "c"}, {"known"});
+  RUN_OK();
+  EXPECT_EQ(T("out"), "float32[m,1]");
+  EXPECT_EQ(T("known"), "float32[3,1]");
+}
+
+TEST_F(BuiltinOpsTest, SumToShapeRejectsAShapeGradDoesNotBroadcastFrom) {
+  In("g", "float32[2,3]");
+  Ints("bad", {4});
+  DomainNode("graphopt", "SumToShape", {"g", "bad"}, {"out"});
+  ExpectError({"SumToShape", "is not a broadcast of input 1"});
+}
+
+TEST_F(BuiltinOpsTest, SumToShapeRejectsALongerShape) {
+  In("g", "float32[3]");
+  Ints("long", {1, 3});
+  DomainNode("graphopt", "SumToShape", {"g", "long"}, {"out"});
+  ExpectError({"SumToShape", "more than input 0"});
+}
+
 }  // namespace
 }  // namespace graphopt

@@ -6,6 +6,7 @@
 #include "passes/common_subexpression_elimination_pass.h"
 #include "passes/constant_fold_pass.h"
 #include "passes/dead_code_elimination_pass.h"
+#include "passes/decompose_rnn_pass.h"
 #include "passes/eliminate_identity_pass.h"
 #include "passes/fold_batchnorm_pass.h"
 #include "passes/fuse_ops_pass.h"
@@ -15,6 +16,7 @@
 #include "passes/infer_type_pass.h"
 #include "passes/inline_functions_pass.h"
 #include "passes/plan_memory_pass.h"
+#include "passes/rematerialize_pass.h"
 #include "passes/schedule_pass.h"
 #include "passes/simplify_pass.h"
 #include "runtime/kernels/cpu_kernels.h"
@@ -35,14 +37,19 @@ absl::Status RegisterBuiltinPasses(PassRegistry* registry) {
   //   -O3: channels_last before fuse_ops, so that fusion sees the channels-last ops; then schedule
   //        and plan_memory (the node order with the lowest peak of live bytes, and the memory
   //        plan the executor runs from), which must see the final nodes.
+  // decompose_rnn, gradient, training_step and rematerialize run only when asked for
+  // (min_opt_level 0);
+  // decompose_rnn comes first because the gradient pass differentiates recurrent ops through
+  // their unrolling; rematerialize after gradient and before schedule and plan_memory (it
+  // records the order its clones need; schedule keeps it unless another has a lower peak).
   // An analysis is provided by the first pass registered for it (PassRegistry::Provider).
   for (PassInfo info :
-       {InlineFunctionsPassInfo(), InferTypePassInfo(), InferShapePassInfo(), GradientPassInfo(),
-        TrainingStepPassInfo(),
+       {InlineFunctionsPassInfo(), InferTypePassInfo(), InferShapePassInfo(),
+        DecomposeRnnPassInfo(), GradientPassInfo(), TrainingStepPassInfo(),
         EliminateIdentityPassInfo(), FoldBatchNormPassInfo(), SimplifyPassInfo(),
         ConstantFoldPassInfo(std::move(kernels)), CommonSubexpressionEliminationPassInfo(),
         DeadCodeEliminationPassInfo(), ChannelsLastPassInfo(), FuseOpsPassInfo(),
-        SchedulePassInfo(), PlanMemoryPassInfo()}) {
+        RematerializePassInfo(), SchedulePassInfo(), PlanMemoryPassInfo()}) {
     if (absl::Status s = registry->Register(std::move(info)); !s.ok()) return s;
   }
   return absl::OkStatus();

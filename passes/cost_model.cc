@@ -7,6 +7,7 @@
 #include "graph/inference.h"
 #include "graph/types.h"
 #include "ops/fused_group.h"
+#include "ops/nn_grad_ops.h"
 
 namespace graphopt {
 namespace {
@@ -66,9 +67,14 @@ int64_t IntAttribute(const v1::Node& node, const char* name, int64_t fallback) {
 }
 
 // Which built-in flops estimate an op kind has (see cost_model.h).
-enum class BuiltinFlops { kNone, kMatMul, kGemm, kConv };
+enum class BuiltinFlops { kNone, kMatMul, kGemm, kConv, kConvGradData, kConvGradWeight };
 
 BuiltinFlops BuiltinFlopsOf(absl::string_view domain, absl::string_view op_type) {
+  if (domain == kNnGradDomain) {
+    if (op_type == kConvGradDataOp) return BuiltinFlops::kConvGradData;
+    if (op_type == kConvGradWeightOp) return BuiltinFlops::kConvGradWeight;
+    return BuiltinFlops::kNone;
+  }
   if (!domain.empty() && domain != "ai.onnx") return BuiltinFlops::kNone;
   if (op_type == "MatMul") return BuiltinFlops::kMatMul;
   if (op_type == "Gemm") return BuiltinFlops::kGemm;
@@ -97,6 +103,12 @@ std::optional<int64_t> EstimateBuiltinFlops(BuiltinFlops kind, const Dims* a, co
       inner = *elements / (*b)[0].size();
       break;
     }
+    // The forward Conv's figure: ConvGradData(dY, W) from dY and W, ConvGradWeight(X, dY) -> dW
+    // from dY and dW.
+    case BuiltinFlops::kConvGradData:
+      return EstimateBuiltinFlops(BuiltinFlops::kConv, nullptr, b, a, 0);
+    case BuiltinFlops::kConvGradWeight:
+      return EstimateBuiltinFlops(BuiltinFlops::kConv, nullptr, y, b, 0);
   }
   return Mul(Mul(y == nullptr ? std::nullopt : NumElements(*y), inner), 2);
 }

@@ -27,7 +27,8 @@ struct NodeCost {
 
 // The estimate of live node `id` of op `op` (null: an op without descriptor, all unknown):
 //  - flops: the descriptor's cost.flops rule (OpDef::flops_fn) when it has one; else the
-//    built-in estimate below for MatMul, Gemm and Conv of the default domain, and for a
+//    built-in estimate below for MatMul, Gemm and Conv of the default domain and for Conv's
+//    backward ops (ops/nn_grad_ops.h), and for a
 //    FusedGroup the sum of those of its body's MatMul, Gemm and Conv nodes (from the body's
 //    value types; unknown when it has none or one is unknown); else unknown.
 //  - bytes: the descriptor's cost.bytes_moved rule (OpDef::bytes_fn) when it has one; else the
@@ -44,6 +45,8 @@ struct NodeCost {
 //   MatMul  2 * |Y| * K, K the last dim of A
 //   Gemm    2 * |Y| * K, K = A's dim 0 with transA, else its dim 1
 //   Conv    2 * |Y| * |W| / W[0]  (C_in / group times the kernel size per output element)
+//   graphopt ConvGradData(dY, W) and ConvGradWeight(X, dY) -> dW: their forward Conv's,
+//           2 * |dY| * |W| / W[0]
 NodeCost EstimateNodeCost(const Graph& graph, NodeId id, const OpDef* op);
 
 // Estimates by node slot (dead slots unknown). Looks each op kind up once; O(nodes + edges),

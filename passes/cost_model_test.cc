@@ -89,6 +89,30 @@ TEST(CostModelTest, MatMulGemmAndConvGetTheirFlops) {
   EXPECT_EQ(e.Of("sq"), (NodeCost{std::nullopt, 2 * 576 * 4}));
 }
 
+TEST(CostModelTest, ConvBackwardOpsGetTheirConvsFlops) {
+  PassTestEnv env;
+  const std::string text = std::string(R"pb(
+    inputs { name: "x" type { dtype: DT_FLOAT32 shape { dims { size: 1 } dims { size: 3 }
+                                                        dims { size: 8 } dims { size: 8 } } } }
+    inputs { name: "w" type { dtype: DT_FLOAT32 shape { dims { size: 16 } dims { size: 3 }
+                                                        dims { size: 3 } dims { size: 3 } } } }
+    inputs { name: "dy" type { dtype: DT_FLOAT32 shape { dims { size: 1 } dims { size: 16 }
+                                                         dims { size: 6 } dims { size: 6 } } } }
+    nodes { name: "xs" op_type: "Shape" inputs: "x" outputs: "xs" }
+    nodes { name: "ws" op_type: "Shape" inputs: "w" outputs: "ws" }
+    nodes { name: "gd" op_type: "ConvGradData" domain: "graphopt"
+            inputs: "dy" inputs: "w" inputs: "xs" outputs: "dx" }
+    nodes { name: "gw" op_type: "ConvGradWeight" domain: "graphopt"
+            inputs: "x" inputs: "dy" inputs: "ws" outputs: "dw" }
+    outputs { name: "dx" }
+    outputs { name: "dw" }
+  )pb");
+  Estimated e = Estimate(env, text);
+  // The forward Conv's: 576 outputs of 27 multiply-adds.
+  EXPECT_EQ(e.Of("gd").flops, 2 * 576 * 27);
+  EXPECT_EQ(e.Of("gw").flops, 2 * 576 * 27);
+}
+
 TEST(CostModelTest, FusedGroupsCountTheirBodiesHeavyOps) {
   PassTestEnv env;
   Graph graph = env.Parse(kMatMulConv).value();

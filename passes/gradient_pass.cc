@@ -400,29 +400,33 @@ absl::StatusOr<std::vector<ValueId>> Builder::Differentiate(const Request& reque
   for (auto it = order->rbegin(); it != order->rend(); ++it) {
     if (absl::Status s = context_.CheckStopEvery(visited++); !s.ok()) return s;
     const NodeId id = *it;
-    const Node& n = graph_.node(id);
     const OpDef* op = node_ops[id.value()];
     if (op == nullptr) continue;
     bool has_grad = false;
-    for (ValueId out : n.outputs) {
+    for (ValueId out : graph_.node(id).outputs) {
       has_grad |= out.valid() && contributions_.contains(out);
     }
     if (!has_grad) continue;
+    // Copies: summing contributions adds nodes, which may move the graph's node storage.
+    const std::vector<ValueId> outputs(graph_.node(id).outputs.begin(),
+                                       graph_.node(id).outputs.end());
+    const std::vector<ValueId> inputs(graph_.node(id).inputs.begin(),
+                                      graph_.node(id).inputs.end());
     node_ = id;
     op_ = op;
-    out_grads_.assign(n.outputs.size(), ValueId());
-    for (size_t j = 0; j < n.outputs.size(); ++j) {
-      const ValueId out = n.outputs[j];
+    out_grads_.assign(outputs.size(), ValueId());
+    for (size_t j = 0; j < outputs.size(); ++j) {
+      const ValueId out = outputs[j];
       if (!out.valid()) continue;
       absl::StatusOr<ValueId> g = Accumulate(out, stats);
       if (!g.ok()) return g.status();
       out_grads_[j] = *g;
       if (is_target[out.value()] && g->valid()) target_grads[out] = *g;
     }
-    wanted_inputs_.assign(n.inputs.size(), false);
+    wanted_inputs_.assign(inputs.size(), false);
     bool wanted_any = false;
-    for (size_t i = 0; i < n.inputs.size(); ++i) {
-      const ValueId in = n.inputs[i];
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const ValueId in = inputs[i];
       wanted_inputs_[i] = in.valid() && active[in.value()] &&
                           differentiable_input(*op, static_cast<int>(i)) &&
                           IsDifferentiableType(graph_.value(in).type.dtype);
@@ -672,8 +676,10 @@ class GradientPass : public Pass {
       absl::StatusOr<std::vector<ValueId>> grads = builder.Differentiate(request, stats);
       if (!grads.ok()) return grads.status();
       // The Gradient node's outputs keep their names: each is now copied from its gradient.
-      std::vector<ValueId> outs(n.outputs.begin(), n.outputs.end());
-      const std::string device(n.device);
+      // Differentiating added nodes, so `n` may no longer be valid: read the node again.
+      const Node& node = graph.node(id);
+      std::vector<ValueId> outs(node.outputs.begin(), node.outputs.end());
+      const std::string device(node.device);
       for (size_t k = 0; k < outs.size(); ++k) {
         if (outs[k].valid()) graph.DetachOutput(id, static_cast<int>(k));
       }
@@ -743,7 +749,7 @@ PassInfo GradientPassInfo() {
       {"max_new_nodes", "most nodes the backward graph may have"},
   };
   info.budget_options["max_new_nodes"] = {kDefaultMaxGradientNodes, nullptr};
-  info.min_opt_level = 0;
+  info.min_opt_level = 1;
   info.factory = [](const PassOptions& options) -> absl::StatusOr<std::unique_ptr<Pass>> {
     absl::StatusOr<Options> o = ParseOptions(options);
     if (!o.ok()) return o.status();

@@ -170,10 +170,12 @@ OptionCeilings DefaultOptionCeilings() {
   return {
       {"constant_fold.max_folded_bytes", int64_t{64} << 20},
       {"constant_fold.max_growth_bytes", int64_t{64} << 20},
+      {"decompose_rnn.max_steps", 16384},
       {"fuse_ops.max_group_size", 1024},
       {"gradient.max_new_nodes", 1000000},
       {"inline_functions.max_new_nodes", 1000000},
       {"plan_memory.dim_bounds", int64_t{1} << 24},
+      {"rematerialize.max_new_nodes", 1000000},
       {"schedule.dim_bounds", int64_t{1} << 24},
   };
 }

@@ -48,7 +48,7 @@ TEST(PipelineTest, LevelOnePipelineOptimizesAndAnnotates) {
   std::vector<std::string> names;
   for (const PassRun& run : result->runs) names.push_back(run.name);
   EXPECT_THAT(names, ::testing::ElementsAre("inline_functions", "infer_type", "infer_shape",
-                                            "eliminate_identity",
+                                            "gradient", "eliminate_identity",
                                             "common_subexpression_elimination",
                                             "dead_code_elimination"));
   for (const PassRun& run : result->runs) EXPECT_EQ(run.added_for, "");
@@ -134,7 +134,8 @@ TEST(PipelineTest, LevelTwoFoldsSimplifiesAndCleansUp) {
   std::vector<std::string> names;
   for (const PassRun& run : result->runs) names.push_back(run.name);
   EXPECT_THAT(names, ::testing::ElementsAre("inline_functions", "infer_type", "infer_shape",
-                                            "eliminate_identity", "fold_batchnorm", "simplify",
+                                            "gradient", "eliminate_identity", "fold_batchnorm",
+                                            "simplify",
                                             "constant_fold", "common_subexpression_elimination",
                                             "dead_code_elimination"));
   // BatchNormalization folded into the Conv, x * 1 gone, the Reshape to the same shape gone,
@@ -158,11 +159,12 @@ std::vector<std::string> Names(const absl::StatusOr<std::vector<PassSpec>>& spec
 TEST(PipelineTest, BuiltinLevels) {
   PassTestEnv env;
   const std::vector<std::string> o1 = {
-      "inline_functions", "infer_type", "infer_shape", "eliminate_identity",
+      "inline_functions", "infer_type", "infer_shape", "gradient", "eliminate_identity",
       "common_subexpression_elimination", "dead_code_elimination"};
   const std::vector<std::string> o2 = {
-      "inline_functions", "infer_type", "infer_shape", "eliminate_identity", "fold_batchnorm",
-      "simplify", "constant_fold", "common_subexpression_elimination", "dead_code_elimination"};
+      "inline_functions", "infer_type", "infer_shape", "gradient", "eliminate_identity",
+      "fold_batchnorm", "simplify", "constant_fold", "common_subexpression_elimination",
+      "dead_code_elimination"};
   std::vector<std::string> o3 = o2;
   for (const char* name : {"channels_last", "fuse_ops", "schedule", "plan_memory"}) {
     o3.push_back(name);

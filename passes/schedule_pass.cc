@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "passes/cost_model.h"
+#include "passes/remat_names.h"
 
 namespace graphopt {
 namespace {
@@ -21,12 +22,25 @@ namespace {
 // weight), saturating.
 struct Footprint {
   int64_t peak = 0;
+  // The same without graph outputs: the peak of what plan_memory places in its arena. The
+  // executor holds the arena for the whole run and every graph output at its end whatever the
+  // order, so in a graph whose outputs are large (a training graph's weight gradients) this is
+  // what an order changes in the memory a planned run takes.
+  int64_t planned_peak = 0;
   unsigned __int128 held = 0;
 };
 
 Footprint FootprintOf(const Graph& graph, const std::vector<NodeId>& order,
                       const std::vector<std::vector<ValueId>>& reads,
                       const std::vector<int64_t>& bytes, const std::vector<int64_t>* weights);
+
+// Orders compare by the peak with graph outputs, except in training graphs (backward nodes,
+// IsBackwardNodeName), whose weight gradients are outputs: there `peak` is set at the end by
+// those, whatever the order, so the planned peak comes first.
+bool LowerPeak(const Footprint& a, const Footprint& b, bool training) {
+  if (training && a.planned_peak != b.planned_peak) return a.planned_peak < b.planned_peak;
+  return a.peak < b.peak;
+}
 
 // Per node slot, the work a step of it stands for in the tie-break between orders of equal
 // peak: 1 + the larger of its estimated flops and bytes moved (passes/cost_model.h; unknown
@@ -263,6 +277,15 @@ class SchedulePass : public Pass {
     }
     const std::vector<std::vector<ValueId>> reads = ValuesReadByNodes(graph);
     const std::vector<int64_t> bytes = ValueBytes(graph, bounds_);
+    bool has_recomputation = false, training = false;
+    for (NodeId id : *base) {
+      const absl::string_view name = graph.node(id).name;
+      has_recomputation |= IsRecomputedNodeName(name);
+      training |= IsBackwardNodeName(name);
+    }
+    auto sink = [&](std::vector<NodeId> order) {
+      return SinkRecomputation(graph, reads, std::move(order), has_recomputation);
+    };
     struct Candidate {
       const char* name;
       std::vector<NodeId> order;
@@ -270,13 +293,13 @@ class SchedulePass : public Pass {
     };
     std::vector<Candidate> candidates;
     // Each candidate is O(n log n): the stop token is polled between them.
-    candidates.push_back({"current", *base});
+    candidates.push_back({"current", sink(*base)});
     if (absl::Status s = context.CheckStop(); !s.ok()) return s;
-    candidates.push_back({"greedy", GreedyOrder(graph, reads, *base, bytes)});
+    candidates.push_back({"greedy", sink(GreedyOrder(graph, reads, *base, bytes))});
     if (absl::Status s = context.CheckStop(); !s.ok()) return s;
-    candidates.push_back({"recent-first", RecentFirstOrder(graph, reads, *base)});
+    candidates.push_back({"recent-first", sink(RecentFirstOrder(graph, reads, *base))});
     if (absl::Status s = context.CheckStop(); !s.ok()) return s;
-    candidates.push_back({"depth-first", DepthFirstOrder(graph, reads, *base)});
+    candidates.push_back({"depth-first", sink(DepthFirstOrder(graph, reads, *base))});
     if (absl::Status s = context.CheckStop(); !s.ok()) return s;
     size_t best = 0;
     std::vector<std::string> peaks;
@@ -288,15 +311,19 @@ class SchedulePass : public Pass {
       }
       c.footprint = FootprintOf(graph, c.order, reads, bytes, nullptr);
       if (absl::Status s = context.CheckStop(); !s.ok()) return s;
-      if (c.footprint.peak < candidates[best].footprint.peak) best = i;
-      peaks.push_back(absl::StrCat(c.name, " ", c.footprint.peak));
+      if (LowerPeak(c.footprint, candidates[best].footprint, training)) best = i;
+      peaks.push_back(training ? absl::StrCat(c.name, " ", c.footprint.peak, " (planned ",
+                                              c.footprint.planned_peak, ")")
+                               : absl::StrCat(c.name, " ", c.footprint.peak));
     }
     // The cost model is consulted only when another order ties with the best one's peak.
     std::vector<size_t> tied;
     for (size_t i = best + 1; i < candidates.size(); ++i) {
       const Candidate& c = candidates[i];
-      if (c.footprint.peak == candidates[best].footprint.peak &&
-          c.order != candidates[best].order) {
+      const Footprint& b = candidates[best].footprint;
+      const bool equal = c.footprint.peak == b.peak &&
+                         (!training || c.footprint.planned_peak == b.planned_peak);
+      if (equal && c.order != candidates[best].order) {
         tied.push_back(i);
       }
     }
@@ -341,6 +368,54 @@ int64_t PeakLiveBytes(const Graph& graph, const std::vector<NodeId>& order,
   return FootprintOf(graph, order, reads, ValueBytes(graph, bounds), nullptr).peak;
 }
 
+// Recomputed nodes (the rematerialize pass's clones, IsRecomputedNodeName) moved in `order` to
+// right before the first other node that reads them, their recomputed inputs right before
+// them: recomputation saves memory only when the value is made again late, next to its
+// backward readers, and none of the orders below knows that (a depth-first order, say, would
+// recompute a whole segment's values at the first backward node that reaches one of them).
+// Stays topological: a clone's other inputs come before its first reader already. `order`
+// unchanged when the graph has no such node. O(n + e).
+std::vector<NodeId> SinkRecomputation(const Graph& graph,
+                                      const std::vector<std::vector<ValueId>>& reads,
+                                      std::vector<NodeId> order, bool has_recomputation) {
+  if (!has_recomputation) return order;
+  std::vector<char> pending(graph.num_node_slots(), 0);  // a recomputed node not placed yet
+  for (NodeId id : order) {
+    if (IsRecomputedNodeName(graph.node(id).name)) pending[id.value()] = 1;
+  }
+  std::vector<NodeId> out;
+  out.reserve(order.size());
+  std::vector<std::pair<NodeId, size_t>> stack;
+  auto place_inputs_of = [&](NodeId reader) {
+    stack.emplace_back(reader, 0);
+    while (!stack.empty()) {
+      auto& [id, next] = stack.back();
+      const std::vector<ValueId>& r = reads[id.value()];
+      if (next < r.size()) {
+        const NodeId p = graph.value(r[next++]).producer;
+        if (p.valid() && pending[p.value()]) {
+          pending[p.value()] = 0;
+          stack.emplace_back(p, 0);
+        }
+        continue;
+      }
+      out.push_back(id);
+      stack.pop_back();
+    }
+  };
+  for (NodeId id : order) {
+    if (!IsRecomputedNodeName(graph.node(id).name)) place_inputs_of(id);
+  }
+  // Those nothing else reads, in their order.
+  for (NodeId id : order) {
+    if (pending[id.value()]) {
+      pending[id.value()] = 0;
+      place_inputs_of(id);
+    }
+  }
+  return out;
+}
+
 namespace {
 
 Footprint FootprintOf(const Graph& graph, const std::vector<NodeId>& order,
@@ -356,17 +431,24 @@ Footprint FootprintOf(const Graph& graph, const std::vector<NodeId>& order,
     for (ValueId v : reads[order[s].value()]) end[v.value()] = std::max(end[v.value()], s);
   }
   std::vector<int64_t> freed(n, 0);
+  std::vector<int64_t> freed_planned(n, 0);
   for (int v = 0; v < graph.num_value_slots(); ++v) {
-    if (end[v] >= 0 && graph.value(ValueId(v)).producer.valid()) freed[end[v]] += bytes[v];
+    const Value& value = graph.value(ValueId(v));
+    if (end[v] < 0 || !value.producer.valid()) continue;
+    freed[end[v]] += bytes[v];
+    if (value.graph_output_count == 0) freed_planned[end[v]] += bytes[v];
   }
   constexpr unsigned __int128 kMaxHeld = ~static_cast<unsigned __int128>(0);
-  int64_t live = 0;
+  int64_t live = 0, live_planned = 0;
   Footprint out;
   for (int32_t s = 0; s < n; ++s) {
     for (ValueId v : graph.node(order[s]).outputs) {
-      if (v.valid()) live += bytes[v.value()];
+      if (!v.valid()) continue;
+      live += bytes[v.value()];
+      if (graph.value(v).graph_output_count == 0) live_planned += bytes[v.value()];
     }
     out.peak = std::max(out.peak, live);
+    out.planned_peak = std::max(out.planned_peak, live_planned);
     if (weights != nullptr) {
       // Both factors are below 2^63, so the product fits; only the sum can saturate.
       const unsigned __int128 step = static_cast<unsigned __int128>(std::max<int64_t>(live, 0)) *
@@ -374,6 +456,7 @@ Footprint FootprintOf(const Graph& graph, const std::vector<NodeId>& order,
       out.held = step > kMaxHeld - out.held ? kMaxHeld : out.held + step;
     }
     live -= freed[s];
+    live_planned -= freed_planned[s];
   }
   return out;
 }
@@ -385,11 +468,13 @@ PassInfo SchedulePassInfo() {
   info.name = "schedule";
   info.description =
       "Chooses the node order (a topological order) with the lowest peak of live intermediate "
-      "bytes among a few: the current one, a greedy one (the ready node that grows the live "
+      "bytes among a few (in training graphs, those with the gradient pass's nodes, the peak "
+      "without graph outputs first, as in the memory plan's arena): the current one, a greedy one (the ready node that grows the live "
       "bytes least), one that runs readers of the newest values first, and a depth-first one. "
       "Of orders with equal peaks it keeps the one that holds its live bytes over the least "
       "estimated work (the cost model's flops and bytes per node; symbolic shapes count as "
-      "none). Records it as the graph's node order.";
+      "none). In every candidate, nodes the rematerialize pass made ('<node>/remat') run right "
+      "before their first reader. Records it as the graph's node order.";
   info.requires_analyses = {Analysis::kTypes, Analysis::kShapes};
   info.preserves = AnalysisSet::All();
   info.options[kDimBoundsOption] =

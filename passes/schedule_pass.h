@@ -19,6 +19,14 @@ PassInfo SchedulePassInfo();
 int64_t PeakLiveBytes(const Graph& graph, const std::vector<NodeId>& order,
                       const std::vector<std::vector<ValueId>>& reads, const DimBounds& bounds);
 
+// `order` with every recomputed node (the rematerialize pass's clones, IsRecomputedNodeName in
+// passes/remat_names.h) moved to right before the first other node that reads it, its
+// recomputed inputs right before it; what the pass does to each order it considers. Unchanged
+// when `has_recomputation` is false. O(n + e). Exposed for tests.
+std::vector<NodeId> SinkRecomputation(const Graph& graph,
+                                      const std::vector<std::vector<ValueId>>& reads,
+                                      std::vector<NodeId> order, bool has_recomputation);
+
 }  // namespace graphopt
 
 #endif  // GRAPHOPT_PASSES_SCHEDULE_PASS_H_

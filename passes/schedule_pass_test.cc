@@ -151,6 +151,33 @@ TEST(SchedulePassTest, RandomGraphsStayTopologicalAndNeverPeakHigher) {
   EXPECT_GT(improved, 10);
 }
 
+// A recomputed node ("<node>/remat", made by the rematerialize pass) placed early in node order.
+constexpr char kEarlyRecomputation[] = R"pb(
+  inputs { name: "x" type { dtype: DT_FLOAT32 shape { dims { size: 64 } dims { size: 64 } } } }
+  nodes { name: "f" op_type: "Relu" inputs: "x" outputs: "f" }
+  nodes { name: "f/remat" op_type: "Relu" inputs: "x" outputs: "f/remat" }
+  nodes { name: "a" op_type: "Relu" inputs: "f" outputs: "a" }
+  nodes { name: "s" op_type: "ReduceSum" inputs: "a" outputs: "s" }
+  nodes { name: "t" op_type: "Relu" inputs: "s" outputs: "t" }
+  nodes { name: "m" op_type: "Mul" inputs: "f/remat" inputs: "t" outputs: "y" }
+  outputs { name: "y" }
+)pb";
+
+TEST(SchedulePassTest, RecomputedNodesRunRightBeforeTheirFirstReader) {
+  PassTestEnv env;
+  auto out = env.Run(kEarlyRecomputation, {"schedule"});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(NodeNames(*out), (std::vector<std::string>{"f", "a", "s", "t", "f/remat", "m"}));
+  // Whatever order it is given.
+  Graph graph = env.Parse(kEarlyRecomputation).value();
+  std::vector<NodeId> order = *graph.TopologicalOrder();
+  std::vector<NodeId> sunk = SinkRecomputation(graph, ValuesReadByNodes(graph), order, true);
+  std::vector<std::string> names;
+  for (NodeId id : sunk) names.push_back(std::string(graph.node(id).name));
+  EXPECT_EQ(names, (std::vector<std::string>{"f", "a", "s", "t", "f/remat", "m"}));
+  EXPECT_EQ(SinkRecomputation(graph, ValuesReadByNodes(graph), order, false), order);
+}
+
 TEST(SchedulePassTest, GraphsWithEffectsKeepTheirOrder) {
   PassTestEnv env;
   OpDef print = graphopt::testing::MakeTestOp("Print", {"x"}, {"y"});

@@ -35,7 +35,7 @@ import graphopt_client
 from graphopt_client import GraphoptError, weights
 
 # The level-1 pipeline, in order (README.md, docs/architecture.md).
-O1_PASSES = ["inline_functions", "infer_type", "infer_shape", "eliminate_identity",
+O1_PASSES = ["inline_functions", "infer_type", "infer_shape", "gradient", "eliminate_identity",
              "common_subexpression_elimination", "dead_code_elimination"]
 STARTUP_TIMEOUT_S = 30
 
@@ -262,6 +262,33 @@ class ClientServerTest(unittest.TestCase):
                                         upload_weights=True)
         self.assertEqual(uploaded.graph, inline.graph)
         self.assertTrue(all(not t.blob for t in uploaded.graph.initializers))
+
+    def test_grad_of_params_and_inputs(self):
+        """grad(): the gradient pass with params/inputs expanded here, then level 2."""
+        from onnx import TensorProto, helper  # pylint: disable=import-outside-toplevel
+
+        rng = np.random.RandomState(2)
+        inits = [onnx.numpy_helper.from_array(rng.standard_normal(shape).astype(np.float32), n)
+                 for n, shape in (("W", (4, 3)), ("b", (3,)))]
+        graph = helper.make_graph(
+            [helper.make_node("MatMul", ["x", "W"], ["h"]),
+             helper.make_node("Add", ["h", "b"], ["z"]),
+             helper.make_node("Relu", ["z"], ["y"])], "g",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])], inits)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+        result = self.client.grad(model.SerializeToString(), "params,inputs", outputs="y")
+        self.assertEqual(result.format, "onnx")
+        out = result.onnx_model()
+        self.assertEqual([o.name for o in out.graph.output], ["y", "W_grad", "b_grad", "x_grad"])
+        self.assertIn("y_grad", [i.name for i in out.graph.input])
+        names = [r.name for r in result.reports]
+        self.assertEqual(names[:3], ["infer_type", "infer_shape", "gradient"])
+        self.assertIn("constant_fold", names)
+        with self.assertRaises(GraphoptError) as raised:
+            self.client.grad(model.SerializeToString(), ["nope"], loss=["y"])
+        self.assertEqual(raised.exception.code, "INVALID_ARGUMENT")
+        self.assertIn("nope", raised.exception.message)
 
     def test_lists(self):
         passes = {p.name: p for p in self.client.list_passes()}

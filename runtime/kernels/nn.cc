@@ -1,5 +1,6 @@
 // The NN family: registration and the window geometry shared by Conv, ConvTranspose and the
-// pools. The kernels live in nn_conv.cc, nn_matmul.cc, nn_pool.cc and nn_norm.cc.
+// pools. The kernels live in nn_conv.cc, nn_matmul.cc, nn_pool.cc, nn_norm.cc and (the
+// backward ops) nn_grad.cc.
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -187,6 +188,7 @@ absl::Status RegisterNnKernels(KernelRegistry& registry) {
   s.Update(RegisterNnMatMulKernels(registry));
   s.Update(RegisterNnPoolKernels(registry));
   s.Update(RegisterNnNormKernels(registry));
+  s.Update(RegisterNnGradKernels(registry));
   return s;
 }
 

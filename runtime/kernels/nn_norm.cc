@@ -67,7 +67,9 @@ absl::Status BatchNormKernel(KernelContext& ctx) {
   }
   const double eps = info.GetFloat("epsilon", 1e-5f);
   const double momentum = info.GetFloat("momentum", 0.9f);
-  const bool training = info.opset() >= 14 && info.GetInt("training_mode", 0) != 0;
+  // Opset 0 (no import): the newest semantics, where training_mode counts.
+  const bool training =
+      (info.opset() == 0 || info.opset() >= 14) && info.GetInt("training_mode", 0) != 0;
   const int64_t n = x.dim(0), c = x.dim(1);
   const int64_t inner = c == 0 ? 0 : x.num_elements() / std::max<int64_t>(n * c, 1);
   absl::StatusOr<std::vector<double>> scale = ParamValues(ctx, 1, c, "scale", c * inner);

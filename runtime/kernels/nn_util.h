@@ -24,6 +24,7 @@ absl::Status RegisterNnConvKernels(KernelRegistry& registry);    // nn_conv.cc
 absl::Status RegisterNnMatMulKernels(KernelRegistry& registry);  // nn_matmul.cc
 absl::Status RegisterNnPoolKernels(KernelRegistry& registry);    // nn_pool.cc
 absl::Status RegisterNnNormKernels(KernelRegistry& registry);    // nn_norm.cc
+absl::Status RegisterNnGradKernels(KernelRegistry& registry);    // nn_grad.cc
 
 // The window attributes of Conv/ConvTranspose/pool nodes as written (empty when absent).
 struct WindowAttrs {

@@ -2,7 +2,8 @@
 // the real-model corpus of models/) through graphopt's runtime and compares
 // every output with the reference (rtol 1e-3, atol 1e-5, NaN equal to NaN, as ONNX Runtime's
 // backend tests do). Each case runs in a child process, so a crash or a hang is reported for that
-// case and the run goes on.
+// case and the run goes on. Models holding ONNX training Gradient nodes run as the gradient pass
+// expands them.
 //
 // Prints one line per case that does not pass, then the counts per suite and in all. With
 // --known_failures FILE, exits non-zero when the set of cases that do not pass differs from the
@@ -34,9 +35,14 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "graph/op_registry.h"
 #include "graph/proto_convert.h"
 #include "onnx/onnx_pb.h"
 #include "onnx_io/onnx_import.h"
+#include "ops/builtin_ops.h"
+#include "passes/builtin_passes.h"
+#include "passes/gradient_pass.h"
+#include "passes/pipeline.h"
 #include "runtime/executor.h"
 #include "runtime/kernels/cpu_kernels.h"
 
@@ -177,14 +183,28 @@ Tensor AsBFloat16IfStoredAsUint16(Tensor t, v1::DataType want) {
   return *std::move(b);
 }
 
+// What the cases need besides kernels: a model holding ONNX training Gradient nodes is run as
+// the gradient pass expands it (the runtime has no kernel for an unexpanded Gradient).
+struct Registries {
+  runtime::KernelRegistry kernels;
+  OpRegistry ops;
+  PassRegistry passes;
+};
+
 // Runs one case in this process.
-CaseResult RunCase(const fs::path& dir, const runtime::KernelRegistry& registry) {
+CaseResult RunCase(const fs::path& dir, const Registries& registries) {
+  const runtime::KernelRegistry& registry = registries.kernels;
   absl::StatusOr<std::string> bytes = ReadFile(dir / "model.onnx");
   if (!bytes.ok()) return FromStatus(bytes.status(), "read");
   absl::StatusOr<v1::Graph> proto = GraphFromOnnxBytes(*std::move(bytes));
   if (!proto.ok()) return FromStatus(proto.status(), "import");
   absl::StatusOr<Graph> graph = GraphFromProto(*std::move(proto));
   if (!graph.ok()) return FromStatus(graph.status(), "import");
+  if (graph->num_live_nodes_of_op(kOnnxTrainingDomain, "Gradient") > 0) {
+    absl::StatusOr<PipelineResult> expanded =
+        RunPipeline(*graph, {{"gradient", {}}}, registries.passes, registries.ops);
+    if (!expanded.ok()) return FromStatus(expanded.status(), "gradient");
+  }
   std::vector<std::string> input_names;
   std::vector<v1::DataType> input_dtypes;
   for (ValueId v : graph->inputs()) {
@@ -266,8 +286,10 @@ int Main() {
 
   // The registry is built before forking; children only read it. Kernels never ran here, so no
   // OpenMP thread pool exists at fork time.
-  runtime::KernelRegistry registry;
-  absl::Status reg = runtime::RegisterCpuKernels(registry);
+  Registries registry;
+  absl::Status reg = runtime::RegisterCpuKernels(registry.kernels);
+  if (reg.ok()) reg = RegisterBuiltinOps(&registry.ops);
+  if (reg.ok()) reg = RegisterBuiltinPasses(&registry.passes);
   if (!reg.ok()) {
     std::fprintf(stderr, "kernel registration failed: %s\n", reg.ToString().c_str());
     return 2;

@@ -12,6 +12,7 @@ A server that requires authentication takes a bearer token (Client's `token`, de
 GRAPHOPT_TOKEN environment variable) and usually TLS (`tls_ca`, the CA of its certificate).
 Errors raise GraphoptError with the gRPC status code name (`code`) and the server's message.
 Large weights can travel once, as content-addressed blobs (Client.optimize's upload_weights).
+Client.grad (and grad) differentiate a model: the gradient pass, then an optimization level.
 The protobuf messages of the wire contract are here too: graph_pb2 (Graph, Tensor, ...),
 op_pb2 (OpDescriptor) and optimizer_pb2 (requests, responses, PassInfo).
 """
@@ -28,6 +29,7 @@ from .client import (
     OptimizeResult,
     PassReport,
     UploadStats,
+    grad,
     optimize,
 )
 from .errors import GraphoptError
@@ -48,6 +50,7 @@ __all__ = [
     "TOKEN_ENV_VAR",
     "UploadStats",
     "blob_digest",
+    "grad",
     "graph_pb2",
     "op_pb2",
     "optimize",

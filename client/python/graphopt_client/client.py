@@ -333,6 +333,68 @@ class Client:
             response = self._call("Optimize", self._stub.Optimize, request, timeout)
         return _result(response, expected_format, blobs, stats)
 
+    def grad(self, model: Model, wrt: Union[str, Sequence[str]], *,
+             loss: Optional[Union[str, Sequence[str]]] = None,
+             outputs: Optional[Union[str, Sequence[str]]] = None,
+             stop_gradient: Optional[Union[str, Sequence[str]]] = None,
+             opt_level: int = 2, suffix: str = "_grad", verify_each_pass: bool = False,
+             dim_bindings: Optional[Mapping[str, int]] = None,
+             result_format: Optional[Union[str, int]] = None,
+             upload_weights: Optional[bool] = None, cost_estimate: Optional[str] = None,
+             timeout: Optional[float] = None) -> OptimizeResult:
+        """Differentiates `model` on the server, as `graphopt grad` does: the gradient pass,
+        then the passes of `opt_level` on its result (a second Optimize call, so the level's
+        pass order is the server's).
+
+        Args:
+          model: as for optimize().
+          wrt: the values to differentiate with respect to (names, or one comma-separated
+            string); "params" stands for every floating-point initializer and "inputs" for
+            every floating-point graph input that is not an initializer. Their gradients become
+            graph outputs '<name><suffix>'.
+          loss: values whose element sum is differentiated (seeded with ones).
+          outputs: values whose gradients the caller gives, as new graph inputs
+            '<name><suffix>' (vector-Jacobian products). With neither loss nor outputs, every
+            graph output is seeded as with outputs.
+          stop_gradient: values treated as constants.
+          opt_level: the level whose passes then optimize the differentiated graph (0: none).
+          suffix: name suffix of the gradients and seed inputs (another one for a second
+            differentiation of a differentiated model).
+          verify_each_pass, dim_bindings, result_format, upload_weights, cost_estimate,
+            timeout: as for optimize() (cost_estimate applies to the final graph).
+
+        Returns:
+          an OptimizeResult of the differentiated, optimized model, whose reports hold both
+          calls' passes.
+        """
+        model_input = _ModelInput.of(model)
+        targets = []
+        for name in _name_list(wrt, "wrt"):
+            for target in (_differentiable_values(model_input, name)
+                           if name in ("params", "inputs") else [name]):
+                if target not in targets:
+                    targets.append(target)
+        if not targets:
+            raise ValueError(f"wrt={wrt!r} names no floating-point value of the model")
+        options = {"wrt": ";".join(targets), "suffix": suffix}
+        for key, names in (("loss", loss), ("outputs", outputs),
+                           ("stop_gradient", stop_gradient)):
+            if names:
+                options[key] = ";".join(_name_list(names, key))
+        first = self.optimize(model, passes=[("gradient", options)],
+                              verify_each_pass=verify_each_pass, dim_bindings=dim_bindings,
+                              result_format="graph", upload_weights=upload_weights,
+                              timeout=timeout)
+        if result_format is None:
+            result_format = "onnx" if model_input.format == optimizer_pb2.MODEL_FORMAT_ONNX \
+                else "graph"
+        second = self.optimize(first.graph, opt_level=opt_level,
+                               verify_each_pass=verify_each_pass, dim_bindings=dim_bindings,
+                               result_format=result_format, upload_weights=upload_weights,
+                               cost_estimate=cost_estimate, timeout=timeout)
+        return dataclasses.replace(second, reports=first.reports + second.reports,
+                                   total_time_us=first.total_time_us + second.total_time_us)
+
     def list_passes(self, *, timeout: Optional[float] = None) -> List[optimizer_pb2.PassInfo]:
         """The passes the server knows (PassInfo: name, description, requires, provides,
         options, min_opt_level)."""
@@ -447,6 +509,18 @@ def optimize(model: Model, passes: Optional[Passes] = None, opt_level: Optional[
     with Client(address, timeout, token=token, tls_ca=tls_ca, tls_cert=tls_cert,
                 tls_key=tls_key, tls_server_name=tls_server_name, tenant=tenant) as client:
         return client.optimize(model, passes, opt_level, **kwargs)
+
+
+def grad(model: Model, wrt: Union[str, Sequence[str]], *, address: str = DEFAULT_ADDRESS,
+         timeout: Optional[float] = DEFAULT_TIMEOUT_S, token: Optional[str] = None,
+         tls_ca: Optional[str] = None, tls_cert: Optional[str] = None,
+         tls_key: Optional[str] = None, tls_server_name: Optional[str] = None,
+         tenant: Optional[str] = None, **kwargs) -> OptimizeResult:
+    """One-shot Client(address, timeout, token=..., tls_*=..., tenant=...).grad(model, wrt,
+    **kwargs)."""
+    with Client(address, timeout, token=token, tls_ca=tls_ca, tls_cert=tls_cert,
+                tls_key=tls_key, tls_server_name=tls_server_name, tenant=tenant) as client:
+        return client.grad(model, wrt, **kwargs)
 
 
 # --- credentials --------------------------------------------------------------------------------
@@ -625,6 +699,42 @@ def _pipeline(passes, opt_level: Optional[int]) -> optimizer_pb2.Pipeline:
             raise TypeError(f"opt_level must be an int, not {type(opt_level).__name__}")
         pipeline.opt_level = opt_level
     return pipeline
+
+
+def _name_list(names, what: str) -> List[str]:
+    """Value names from a list or a comma-separated string; ',' and ';' separate the gradient
+    pass's lists, so no name may hold one."""
+    items = names.split(",") if isinstance(names, str) else list(names)
+    result = [str(item).strip() for item in items if str(item).strip()]
+    for name in result:
+        if ";" in name or "," in name:
+            raise ValueError(f"{what}: the gradient pass cannot name {name!r} (it holds ',' or ';')")
+    return result
+
+
+# Floating-point element types: ONNX's TensorProto numbers and graphopt's DataType names.
+_ONNX_FLOAT_TYPES = (1, 10, 11, 16)  # FLOAT, FLOAT16, DOUBLE, BFLOAT16
+_GRAPH_FLOAT_TYPES = ("DT_FLOAT32", "DT_FLOAT64", "DT_FLOAT16", "DT_BFLOAT16")
+
+
+def _differentiable_values(model_input: "_ModelInput", kind: str) -> List[str]:
+    """The floating-point initializers ("params") or non-initializer graph inputs ("inputs")."""
+    if model_input._graph is not None:  # pylint: disable=protected-access
+        graph = model_input._graph  # pylint: disable=protected-access
+        floats = {graph_pb2.DataType.Value(t) for t in _GRAPH_FLOAT_TYPES}
+        initializers = {t.name: t.dtype for t in graph.initializers}
+        if kind == "params":
+            return [n for n, dtype in initializers.items() if dtype in floats]
+        return [i.name for i in graph.inputs
+                if i.name not in initializers and i.type.dtype in floats]
+    proto = model_input._onnx_proto  # pylint: disable=protected-access
+    if proto is None:
+        proto = _parse_onnx(model_input._onnx_bytes)  # pylint: disable=protected-access
+    initializers = {t.name: t.data_type for t in proto.graph.initializer}
+    if kind == "params":
+        return [n for n, dtype in initializers.items() if dtype in _ONNX_FLOAT_TYPES]
+    return [i.name for i in proto.graph.input if i.name not in initializers
+            and i.type.tensor_type.elem_type in _ONNX_FLOAT_TYPES]
 
 
 def _option_text(value) -> str:

@@ -28,13 +28,11 @@ using ::testing::HasSubstr;
 
 constexpr int kBatch = 4, kIn = 3, kOut = 2;
 
-// loss = sum((x w + b)^2): the gradient pass seeds 'loss' with ones. (y * Identity(y): the
-// gradient pass drops the gradient of Mul(v, v), both inputs one value.)
+// loss = sum((x w + b)^2): the gradient pass seeds 'loss' with ones.
 std::string Model(const std::vector<float>& w, const std::vector<float>& b) {
   return WithInitializers(
       InputText("x", {kBatch, kIn}) + NodeText("MatMul", {"x", "w"}, "xw") +
-          NodeText("Add", {"xw", "b"}, "y") + NodeText("Identity", {"y"}, "y2") +
-          NodeText("Mul", {"y", "y2"}, "loss") +
+          NodeText("Add", {"xw", "b"}, "y") + NodeText("Mul", {"y", "y"}, "loss") +
           OutputText("loss"),
       {FloatTensorProto("w", {kIn, kOut}, w), FloatTensorProto("b", {kOut}, b)});
 }

@@ -256,6 +256,9 @@ class Graph {
   std::optional<v1::ModelMetadata> model;
   // Memory plan annotation (the plan_memory pass); absent when the graph is unplanned.
   std::optional<v1::MemoryPlan> memory_plan;
+  // Persistent state and the outputs that replace it after each execution (see
+  // v1::Graph.state_updates); VerifyGraph checks the names.
+  std::vector<v1::StateUpdate> state_updates;
 
  private:
   // Starts loading the name table's slot for `name` (graph/prefetch.h).

@@ -46,6 +46,8 @@ absl::StatusOr<Graph> GraphFromProto(v1::Graph proto) {
   g.opset_imports.assign(proto.opset_imports().begin(), proto.opset_imports().end());
   if (proto.has_model()) g.model = std::move(*proto.mutable_model());
   if (proto.has_memory_plan()) g.memory_plan = std::move(*proto.mutable_memory_plan());
+  g.state_updates.assign(std::make_move_iterator(proto.mutable_state_updates()->begin()),
+                         std::make_move_iterator(proto.mutable_state_updates()->end()));
   // Roughly one value per node output plus inputs and initializers.
   g.Reserve(proto.nodes_size(),
             proto.nodes_size() + proto.inputs_size() + proto.initializers_size());
@@ -241,6 +243,7 @@ v1::Graph WriteProto(const Graph& graph, const ToProtoOptions& options,
   for (const v1::OpsetImport& o : graph.opset_imports) *out.add_opset_imports() = o;
   if (graph.model) *out.mutable_model() = *graph.model;
   if (graph.memory_plan) *out.mutable_memory_plan() = *graph.memory_plan;
+  for (const v1::StateUpdate& u : graph.state_updates) *out.add_state_updates() = u;
 
   auto write_info = [&](ValueId id, v1::ValueInfo* info) {
     const Value& v = graph.value(id);

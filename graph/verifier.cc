@@ -1,7 +1,9 @@
 #include "graph/verifier.h"
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "graph/prefetch.h"
+#include "graph/types.h"
 
 namespace graphopt {
 namespace {
@@ -123,7 +125,36 @@ absl::StatusOr<const OpDef*> NodeOp(const Graph& graph, NodeId node, const KindO
   return NodeOpOrError(graph, node, ops.Find(node));
 }
 
+absl::Status VerifyStateUpdates(const Graph& graph) {
+  absl::flat_hash_set<std::string> states;
+  for (const v1::StateUpdate& u : graph.state_updates) {
+    const std::string what = absl::StrCat("state update '", u.state(), "' <- '", u.update(), "'");
+    const ValueId state = graph.FindValue(u.state());
+    if (!state.valid() || graph.value(state).initializer < 0 ||
+        !graph.value(state).is_graph_input) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": the state must be an initializer that is also a graph input"));
+    }
+    const ValueId update = graph.FindValue(u.update());
+    if (!update.valid() || graph.value(update).graph_output_count == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": the update must be a graph output"));
+    }
+    const v1::DataType a = graph.value(state).type.dtype;
+    const v1::DataType b = graph.value(update).type.dtype;
+    if (a != v1::DT_UNDEFINED && b != v1::DT_UNDEFINED && a != b) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": the update is ", DataTypeName(b),
+                                                     ", the state ", DataTypeName(a)));
+    }
+    if (!states.insert(u.state()).second) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": the state is updated twice"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status VerifyGraph(const Graph& graph, const OpRegistry& registry) {
+  if (absl::Status s = VerifyStateUpdates(graph); !s.ok()) return s;
   const KindOps ops(graph, registry);
   int subgraph_nodes = 0;
   // Whether node-id order is topological, checked while each node's inputs are at hand: the

@@ -20,6 +20,9 @@ namespace graphopt {
 //  - a graph output that is not defined.
 // Linear in the size of the graph (plus the topological sort), no recursion.
 absl::Status VerifyGraph(const Graph& graph, const OpRegistry& registry);
+// The graph's state updates: each state an initializer that is a graph input, listed once;
+// each update a graph output of the state's dtype. Part of VerifyGraph.
+absl::Status VerifyStateUpdates(const Graph& graph);
 
 // The per-node part of VerifyGraph: the op is known, the input/output counts, required
 // inputs/outputs and attributes match its descriptor, and every input is defined.

@@ -5,7 +5,10 @@
 #include "absl/container/btree_set.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "graph/proto_util.h"
 #include "graph/types.h"
 #include "onnx_io/onnx_import.h"
@@ -237,12 +240,24 @@ absl::StatusOr<onnx::ModelProto> GraphToOnnx(v1::Graph graph) {
     if (meta.model_version() != 0) model.set_model_version(meta.model_version());
     if (!meta.doc_string().empty()) model.set_doc_string(meta.doc_string());
     for (const v1::StringEntry& e : meta.metadata_props()) {
+      if (e.key() == kStateUpdatesMetadataKey) continue;  // written from the graph below
       onnx::StringStringEntryProto* out = model.add_metadata_props();
       out->set_key(e.key());
       out->set_value(e.value());
     }
   } else {
     model.set_producer_name("graphopt");
+  }
+  if (graph.state_updates_size() > 0) {
+    // ONNX has no field for them: a metadata entry, one "state<TAB>update" line each, the
+    // names C-escaped (so neither holds a raw tab or newline).
+    std::vector<std::string> lines;
+    for (const v1::StateUpdate& u : graph.state_updates()) {
+      lines.push_back(absl::StrCat(absl::CEscape(u.state()), "\t", absl::CEscape(u.update())));
+    }
+    onnx::StringStringEntryProto* out = model.add_metadata_props();
+    out->set_key(kStateUpdatesMetadataKey);
+    out->set_value(absl::StrJoin(lines, "\n"));
   }
 
   absl::flat_hash_set<std::string> imported;

@@ -9,7 +9,10 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "graph/proto_util.h"
 #include "graph/types.h"
 
@@ -493,6 +496,23 @@ absl::StatusOr<v1::Graph> GraphFromOnnx(onnx::ModelProto model) {
   meta->set_model_version(model.model_version());
   meta->set_doc_string(std::move(*model.mutable_doc_string()));
   for (onnx::StringStringEntryProto& e : *model.mutable_metadata_props()) {
+    if (e.key() == kStateUpdatesMetadataKey) {
+      // Written by GraphToOnnx: "state<TAB>update" lines, names C-escaped.
+      for (absl::string_view line : absl::StrSplit(e.value(), '\n', absl::SkipEmpty())) {
+        std::vector<absl::string_view> names = absl::StrSplit(line, '\t');
+        std::string state, update;
+        if (names.size() != 2 || !absl::CUnescape(names[0], &state) ||
+            !absl::CUnescape(names[1], &update)) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "metadata_props '", kStateUpdatesMetadataKey, "': the line '",
+              absl::CHexEscape(line.substr(0, 200)), "' is not 'state<TAB>update'"));
+        }
+        v1::StateUpdate* u = graph->add_state_updates();
+        u->set_state(std::move(state));
+        u->set_update(std::move(update));
+      }
+      continue;
+    }
     v1::StringEntry* out = meta->add_metadata_props();
     out->set_key(std::move(*e.mutable_key()));
     out->set_value(std::move(*e.mutable_value()));

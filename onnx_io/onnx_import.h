@@ -14,6 +14,11 @@ namespace graphopt {
 // content-addressed blob store: "graphopt-blob:sha256:<hex>" (see Tensor.blob).
 inline constexpr absl::string_view kBlobLocationPrefix = "graphopt-blob:";
 
+// The ONNX metadata_props key carrying a graph's state updates (Graph.state_updates, which ONNX
+// has no field for): one "state<TAB>update" line each, the names C-escaped. GraphToOnnx writes
+// it; import turns it back into state_updates (and leaves it out of metadata_props).
+inline constexpr char kStateUpdatesMetadataKey[] = "graphopt.state_updates";
+
 // Converts an ONNX model into graphopt's wire graph (the IR is then built by GraphFromProto).
 //
 // Kept: graph name and doc string, model metadata (ir_version, producer, domain, version,

@@ -169,6 +169,32 @@ TEST(OnnxImportTest, ExportThenImportIsIdentity) {
   EXPECT_TRUE(d.Compare(*first, *second)) << diff;
 }
 
+TEST(OnnxImportTest, StateUpdatesTravelInMetadata) {
+  absl::StatusOr<v1::Graph> first = GraphFromOnnx(ParseModel(kModel));
+  ASSERT_TRUE(first.ok()) << first.status();
+  v1::StateUpdate* u = first->add_state_updates();
+  u->set_state("w");
+  u->set_update("w.next");
+  u = first->add_state_updates();
+  u->set_state("odd\tname\n");  // escaped in the metadata
+  u->set_update("o");
+  absl::StatusOr<onnx::ModelProto> exported = GraphToOnnx(*first);
+  ASSERT_TRUE(exported.ok()) << exported.status();
+  ASSERT_EQ(exported->metadata_props_size(), 3);
+  EXPECT_EQ(exported->metadata_props(2).key(), kStateUpdatesMetadataKey);
+  absl::StatusOr<v1::Graph> second = GraphFromOnnx(*exported);
+  ASSERT_TRUE(second.ok()) << second.status();
+  MessageDifferencer d;
+  std::string diff;
+  d.ReportDifferencesToString(&diff);
+  EXPECT_TRUE(d.Compare(*first, *second)) << diff;
+
+  exported->mutable_metadata_props(2)->set_value("no tab here");
+  absl::StatusOr<v1::Graph> bad = GraphFromOnnx(*exported);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad.status().message()), ::testing::HasSubstr("graphopt.state_updates"));
+}
+
 TEST(OnnxImportTest, ExportIsDeterministic) {
   absl::StatusOr<v1::Graph> g = GraphFromOnnx(ParseModel(kModel));
   ASSERT_TRUE(g.ok());

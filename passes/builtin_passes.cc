@@ -11,6 +11,7 @@
 #include "passes/fold_batchnorm_pass.h"
 #include "passes/fuse_ops_pass.h"
 #include "passes/gradient_pass.h"
+#include "passes/training_step_pass.h"
 #include "passes/infer_shape_pass.h"
 #include "passes/infer_type_pass.h"
 #include "passes/inline_functions_pass.h"
@@ -36,14 +37,15 @@ absl::Status RegisterBuiltinPasses(PassRegistry* registry) {
   //   -O3: channels_last before fuse_ops, so that fusion sees the channels-last ops; then schedule
   //        and plan_memory (the node order with the lowest peak of live bytes, and the memory
   //        plan the executor runs from), which must see the final nodes.
-  // decompose_rnn, gradient and rematerialize run only when asked for (min_opt_level 0);
+  // decompose_rnn, gradient, training_step and rematerialize run only when asked for
+  // (min_opt_level 0);
   // decompose_rnn comes first because the gradient pass differentiates recurrent ops through
   // their unrolling; rematerialize after gradient and before schedule and plan_memory (it
   // records the order its clones need; schedule keeps it unless another has a lower peak).
   // An analysis is provided by the first pass registered for it (PassRegistry::Provider).
   for (PassInfo info :
        {InlineFunctionsPassInfo(), InferTypePassInfo(), InferShapePassInfo(),
-        DecomposeRnnPassInfo(), GradientPassInfo(),
+        DecomposeRnnPassInfo(), GradientPassInfo(), TrainingStepPassInfo(),
         EliminateIdentityPassInfo(), FoldBatchNormPassInfo(), SimplifyPassInfo(),
         ConstantFoldPassInfo(std::move(kernels)), CommonSubexpressionEliminationPassInfo(),
         DeadCodeEliminationPassInfo(), ChannelsLastPassInfo(), FuseOpsPassInfo(),

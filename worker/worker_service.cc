@@ -4,12 +4,17 @@
 
 #include <chrono>
 
+#include <optional>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "graph/proto_convert.h"
 #include "graph/proto_util.h"
+#include "graph/verifier.h"
 #include "server/grpc_status.h"
 #include "runtime/memory_budget.h"
 #include "service/digest.h"
@@ -24,13 +29,41 @@ WorkerCore::WorkerCore(const runtime::KernelRegistry* kernels, WorkerOptions opt
 
 absl::StatusOr<v1::LoadPlanResponse> WorkerCore::LoadPlan(v1::LoadPlanRequest request) {
   const std::string id = Sha256Digest(SerializeDeterministic(request.graph()));
+  const std::string session = request.session();
   v1::LoadPlanResponse response;
   response.set_plan_id(id);
-  if (std::shared_ptr<const LoadedPlan> cached = cache_.Find(id)) {
+  std::shared_ptr<const LoadedPlan> plan = cache_.Find(id);
+  if (plan == nullptr) {
+    absl::StatusOr<std::shared_ptr<const LoadedPlan>> built = BuildPlan(id, std::move(request));
+    if (!built.ok()) return built.status();
+    plan = *std::move(built);
+  } else {
     response.set_already_loaded(true);
-    response.set_plan_bytes(cached->bytes);
-    return response;
   }
+  response.set_plan_bytes(plan->bytes);
+  if (!plan->stateful() && !session.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "plan ", id, " has no state updates: it is loaded without a session"));
+  }
+  if (plan->stateful()) {
+    if (session.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("plan ", id, " has state updates (", plan->state.size(),
+                       " state tensors): load it with a session"));
+    }
+    bool session_loaded = false;
+    absl::StatusOr<std::shared_ptr<PlanSession>> s = LoadSession(plan, session, &session_loaded);
+    if (!s.ok()) return s.status();
+    absl::MutexLock lock(&(*s)->mu);
+    response.set_already_loaded(session_loaded);
+    response.set_state_bytes((*s)->bytes);
+    response.set_state_version((*s)->version);
+  }
+  return response;
+}
+
+absl::StatusOr<std::shared_ptr<const LoadedPlan>> WorkerCore::BuildPlan(
+    const std::string& id, v1::LoadPlanRequest request) {
   for (const v1::Tensor& t : request.graph().initializers()) {
     if (!t.blob().empty()) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -41,10 +74,28 @@ absl::StatusOr<v1::LoadPlanResponse> WorkerCore::LoadPlan(v1::LoadPlanRequest re
   const int64_t bytes = static_cast<int64_t>(request.graph().ByteSizeLong());
   absl::StatusOr<Graph> graph = GraphFromProto(std::move(*request.mutable_graph()));
   if (!graph.ok()) return graph.status();
+  if (absl::Status s = VerifyStateUpdates(*graph); !s.ok()) return s;
   auto plan = std::make_shared<LoadedPlan>();
   plan->id = id;
   plan->bytes = bytes;
-  for (ValueId v : graph->outputs()) plan->output_names.push_back(graph->value(v).name);
+  absl::flat_hash_map<std::string, int> output_index;
+  for (ValueId v : graph->outputs()) {
+    output_index.emplace(graph->value(v).name, static_cast<int>(plan->output_names.size()));
+    plan->output_names.push_back(graph->value(v).name);
+  }
+  plan->is_state_update.assign(plan->output_names.size(), false);
+  for (const v1::StateUpdate& u : graph->state_updates) {
+    const int index = output_index.at(u.update());  // VerifyStateUpdates: a graph output
+    plan->state.push_back(StateSlot{u.state(), index});
+    plan->is_state_update[index] = true;
+    // VerifyStateUpdates: the state is an initializer.
+    const v1::Tensor* init = graph->initializer_of(graph->FindValue(u.state()));
+    absl::StatusOr<runtime::Tensor> t =
+        runtime::Tensor::FromProto(*init, absl::StrCat("state '", u.state(), "'"));
+    if (!t.ok()) return t.status();
+    plan->bytes += static_cast<int64_t>(t->byte_size());
+    plan->initial_state.push_back(*std::move(t));
+  }
   runtime::ExecutorOptions executor_options;
   executor_options.num_threads = options_.threads;
   absl::StatusOr<std::unique_ptr<runtime::Executor>> executor =
@@ -52,11 +103,27 @@ absl::StatusOr<v1::LoadPlanResponse> WorkerCore::LoadPlan(v1::LoadPlanRequest re
   if (!executor.ok()) return executor.status();
   plan->executor = *std::move(executor);
   bool already = false;
-  absl::StatusOr<std::shared_ptr<const LoadedPlan>> inserted = cache_.Insert(std::move(plan), &already);
-  if (!inserted.ok()) return inserted.status();
-  response.set_already_loaded(already);
-  response.set_plan_bytes((*inserted)->bytes);
-  return response;
+  return cache_.Insert(std::move(plan), &already);
+}
+
+absl::StatusOr<std::shared_ptr<PlanSession>> WorkerCore::LoadSession(
+    std::shared_ptr<const LoadedPlan> plan, const std::string& name, bool* already_loaded) {
+  *already_loaded = false;
+  if (std::shared_ptr<PlanSession> s = cache_.FindSession(plan->id, name)) {
+    *already_loaded = true;
+    return s;
+  }
+  auto session = std::make_shared<PlanSession>();
+  session->name = name;
+  for (const runtime::Tensor& t : plan->initial_state) {
+    session->bytes += static_cast<int64_t>(t.byte_size());
+  }
+  {
+    absl::MutexLock lock(&session->mu);
+    session->state = plan->initial_state;
+  }
+  session->plan = std::move(plan);
+  return cache_.InsertSession(std::move(session), already_loaded);
 }
 
 absl::StatusOr<v1::ExecuteResponse> WorkerCore::Execute(const v1::ExecuteRequest& request,
@@ -73,6 +140,21 @@ absl::StatusOr<v1::ExecuteResponse> WorkerCore::Execute(const v1::ExecuteRequest
                                             "' is not loaded on worker ", options_.worker_id,
                                             " (never loaded, or evicted): load it again"));
   }
+  std::shared_ptr<PlanSession> session;
+  if (plan->stateful() != !request.session().empty()) {
+    return absl::InvalidArgumentError(
+        plan->stateful()
+            ? absl::StrCat("plan '", request.plan_id(), "' is stateful: execute it in a session")
+            : absl::StrCat("plan '", request.plan_id(), "' has no state: it takes no session"));
+  }
+  if (plan->stateful()) {
+    session = cache_.FindSession(request.plan_id(), request.session());
+    if (session == nullptr) {
+      return absl::NotFoundError(absl::StrCat("session '", request.session(), "' of plan '",
+                                              request.plan_id(), "' is not loaded on worker ",
+                                              options_.worker_id));
+    }
+  }
   const int64_t limit = request.memory_limit_bytes() > 0
                             ? std::min(request.memory_limit_bytes(), options_.execution_memory_bytes)
                             : options_.execution_memory_bytes;
@@ -85,6 +167,23 @@ absl::StatusOr<v1::ExecuteResponse> WorkerCore::Execute(const v1::ExecuteRequest
     if (!t.ok()) return t.status();
     inputs.emplace_back(in.name(), *std::move(t));
   }
+  // A session's executions run one at a time, each from the state the previous one left.
+  std::optional<absl::MutexLock> session_turn;
+  if (session != nullptr) {
+    absl::flat_hash_set<absl::string_view> state_names;
+    for (const StateSlot& slot : plan->state) state_names.insert(slot.name);
+    for (const auto& [name, t] : inputs) {
+      if (state_names.contains(name)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "input '", name, "' is state of session '", session->name, "': it is not fed"));
+      }
+    }
+    session_turn.emplace(&session->run_mu);
+    absl::MutexLock lock(&session->mu);
+    for (size_t i = 0; i < plan->state.size(); ++i) {
+      inputs.emplace_back(plan->state[i].name, session->state[i]);
+    }
+  }
   executing_.fetch_add(1);
   runtime::RunOptions run;
   run.profile = request.profile();
@@ -96,7 +195,13 @@ absl::StatusOr<v1::ExecuteResponse> WorkerCore::Execute(const v1::ExecuteRequest
   if (peak_bytes != nullptr) *peak_bytes = budget->peak();
   if (!result.ok()) return result.status();
   v1::ExecuteResponse response;
+  if (session != nullptr) {
+    absl::StatusOr<int64_t> version = ApplyState(*plan, *session, result->outputs);
+    if (!version.ok()) return version.status();
+    response.set_state_version(*version);
+  }
   for (size_t i = 0; i < result->outputs.size(); ++i) {
+    if (plan->is_state_update[i]) continue;
     v1::NamedTensor* out = response.add_outputs();
     out->set_name(plan->output_names[i]);
     result->outputs[i].ToProto(out->mutable_tensor());
@@ -113,9 +218,71 @@ absl::StatusOr<v1::ExecuteResponse> WorkerCore::Execute(const v1::ExecuteRequest
   return response;
 }
 
+absl::StatusOr<int64_t> WorkerCore::ApplyState(const LoadedPlan& plan, PlanSession& session,
+                                               std::vector<runtime::Tensor>& outputs) {
+  // Every update is checked before any is applied: the state changes whole or not at all.
+  absl::MutexLock lock(&session.mu);
+  for (size_t i = 0; i < plan.state.size(); ++i) {
+    const runtime::Tensor& old = session.state[i];
+    const runtime::Tensor& update = outputs[plan.state[i].output_index];
+    if (update.dtype() != old.dtype() || update.shape() != old.shape()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "state '", plan.state[i].name, "' is ", old.DebugString(), " but its update '",
+          plan.output_names[plan.state[i].output_index], "' is ", update.DebugString(),
+          "; the state was left unchanged"));
+    }
+  }
+  for (size_t i = 0; i < plan.state.size(); ++i) {
+    session.state[i] = std::move(outputs[plan.state[i].output_index]);
+  }
+  return ++session.version;
+}
+
+absl::StatusOr<v1::FetchStateResponse> WorkerCore::FetchState(
+    const v1::FetchStateRequest& request) {
+  std::shared_ptr<PlanSession> session = cache_.FindSession(request.plan_id(), request.session());
+  if (session == nullptr) {
+    return absl::NotFoundError(absl::StrCat("session '", request.session(), "' of plan '",
+                                            request.plan_id(), "' is not loaded on worker ",
+                                            options_.worker_id));
+  }
+  const LoadedPlan& plan = *session->plan;
+  std::vector<int> wanted;
+  if (request.names().empty()) {
+    for (size_t i = 0; i < plan.state.size(); ++i) wanted.push_back(static_cast<int>(i));
+  } else {
+    absl::flat_hash_map<absl::string_view, int> index;
+    for (size_t i = 0; i < plan.state.size(); ++i) index.emplace(plan.state[i].name, i);
+    for (const std::string& name : request.names()) {
+      auto it = index.find(name);
+      if (it == index.end()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("'", name, "' is not state of plan '", request.plan_id(), "'"));
+      }
+      wanted.push_back(it->second);
+    }
+  }
+  // The tensors are shared, not copied, under the lock; encoded after it.
+  std::vector<runtime::Tensor> tensors;
+  v1::FetchStateResponse response;
+  {
+    absl::MutexLock lock(&session->mu);
+    for (int i : wanted) tensors.push_back(session->state[i]);
+    response.set_state_version(session->version);
+  }
+  for (size_t k = 0; k < wanted.size(); ++k) {
+    v1::NamedTensor* out = response.add_state();
+    out->set_name(plan.state[wanted[k]].name);
+    tensors[k].ToProto(out->mutable_tensor());
+  }
+  return response;
+}
+
 v1::UnloadPlanResponse WorkerCore::UnloadPlan(const v1::UnloadPlanRequest& request) {
   v1::UnloadPlanResponse response;
-  response.set_unloaded(cache_.Remove(request.plan_id()));
+  response.set_unloaded(request.session().empty()
+                            ? cache_.Remove(request.plan_id())
+                            : cache_.RemoveSession(request.plan_id(), request.session()));
   return response;
 }
 
@@ -143,6 +310,8 @@ v1::DescribeResponse WorkerCore::Describe() const {
   response.set_executed(executed_.load());
   response.set_execution_memory_bytes(options_.execution_memory_bytes);
   response.set_max_execution_ms(absl::ToInt64Milliseconds(options_.max_execution));
+  response.set_sessions(stats.sessions);
+  response.set_session_bytes(stats.session_bytes);
   return response;
 }
 
@@ -160,6 +329,7 @@ WorkerService::WorkerService(WorkerCore* core, RpcEnvironment* env, WorkerQueues
   load_policy_ = {"LoadPlan", Access::kClusterPeer, queues_.load, false};
   execute_policy_ = {"Execute", Access::kClusterPeer, queues_.execute, false};
   unload_policy_ = {"UnloadPlan", Access::kClusterPeer, nullptr, false};
+  fetch_state_policy_ = {"FetchState", Access::kClusterPeer, queues_.load, false};
 }
 
 WorkerService::WorkerService(WorkerCore* core, std::shared_ptr<spdlog::logger> logger)
@@ -257,6 +427,23 @@ grpc::ServerUnaryReactor* WorkerService::UnloadPlan(grpc::CallbackServerContext*
         WorkerCore* c = core();
         if (c == nullptr) return absl::UnavailableError(kStarting);
         response = c->UnloadPlan(request);
+        return absl::OkStatus();
+      });
+}
+
+grpc::ServerUnaryReactor* WorkerService::FetchState(grpc::CallbackServerContext* context,
+                                                    const grpc::ByteBuffer* in,
+                                                    grpc::ByteBuffer* out) {
+  return ServeRaw<v1::FetchStateRequest, v1::FetchStateResponse>(
+      *env_, context, fetch_state_policy_, in, out,
+      [this](CallState& call, v1::FetchStateRequest& request, v1::FetchStateResponse& response) {
+        WorkerCore* c = core();
+        if (c == nullptr) return absl::UnavailableError(kStarting);
+        absl::StatusOr<v1::FetchStateResponse> r = c->FetchState(request);
+        call.log_fields() = absl::StrCat("plan=", request.plan_id().substr(0, 80), " session='",
+                                         absl::CHexEscape(request.session().substr(0, 80)), "'");
+        if (!r.ok()) return r.status();
+        response = *std::move(r);
         return absl::OkStatus();
       });
 }

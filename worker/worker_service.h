@@ -34,8 +34,8 @@ struct WorkerOptions {
 };
 
 // What a worker does, without gRPC: load plans into the cache, execute them under a memory
-// budget and a stop token, describe itself. Thread-safe; executions of one plan may run
-// concurrently.
+// budget and a stop token, keep the state of stateful plans' sessions, describe itself.
+// Thread-safe; executions of one plan may run concurrently, except those of one session.
 class WorkerCore {
  public:
   WorkerCore(const runtime::KernelRegistry* kernels, WorkerOptions options);
@@ -47,6 +47,7 @@ class WorkerCore {
                                               const StopToken* stop = nullptr,
                                               int64_t* peak_bytes = nullptr);
   v1::UnloadPlanResponse UnloadPlan(const v1::UnloadPlanRequest& request);
+  absl::StatusOr<v1::FetchStateResponse> FetchState(const v1::FetchStateRequest& request);
   v1::DescribeResponse Describe() const;
   const WorkerOptions& options() const { return options_; }
   PlanCache::Stats plan_cache_stats() const { return cache_.stats(); }
@@ -54,6 +55,18 @@ class WorkerCore {
   int executing() const { return executing_.load(); }
 
  private:
+  // Decodes, checks and binds a plan that is not cached, and caches it.
+  absl::StatusOr<std::shared_ptr<const LoadedPlan>> BuildPlan(const std::string& id,
+                                                              v1::LoadPlanRequest request);
+  // The session of `plan` named `name`, made with the plan's initial state when there is none.
+  absl::StatusOr<std::shared_ptr<PlanSession>> LoadSession(std::shared_ptr<const LoadedPlan> plan,
+                                                           const std::string& name,
+                                                           bool* already_loaded);
+  // Replaces the session's state by the run's updates (all of them, or none when one does not
+  // match its state's dtype and shape); returns the new version.
+  static absl::StatusOr<int64_t> ApplyState(const LoadedPlan& plan, PlanSession& session,
+                                            std::vector<runtime::Tensor>& outputs);
+
   const runtime::KernelRegistry* kernels_;
   const WorkerOptions options_;
   // DescribeResponse.instance: this process and its start time.
@@ -65,7 +78,8 @@ class WorkerCore {
 
 // Where a worker's calls run: LoadPlan and Execute each on a bounded queue whose threads are
 // the executions running at once (see server/work_queue.h); Describe and UnloadPlan are
-// answered on gRPC's thread, so health probes never wait behind executions.
+// answered on gRPC's thread, so health probes never wait behind executions; FetchState runs
+// on the load queue (encoding a model's weights is not a probe's work).
 struct WorkerQueues {
   WorkQueue* execute = nullptr;
   WorkQueue* load = nullptr;
@@ -79,7 +93,8 @@ struct WorkerQueues {
 // queue's thread, after admission.
 using WorkerServiceBase = v1::Worker::WithRawCallbackMethod_Describe<
     v1::Worker::WithRawCallbackMethod_LoadPlan<v1::Worker::WithRawCallbackMethod_Execute<
-        v1::Worker::WithRawCallbackMethod_UnloadPlan<v1::Worker::Service>>>>;
+        v1::Worker::WithRawCallbackMethod_UnloadPlan<
+            v1::Worker::WithRawCallbackMethod_FetchState<v1::Worker::Service>>>>>;
 
 class WorkerService final : public WorkerServiceBase {
  public:
@@ -104,6 +119,9 @@ class WorkerService final : public WorkerServiceBase {
   grpc::ServerUnaryReactor* UnloadPlan(grpc::CallbackServerContext* context,
                                      const grpc::ByteBuffer* request,
                                      grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* FetchState(grpc::CallbackServerContext* context,
+                                       const grpc::ByteBuffer* request,
+                                       grpc::ByteBuffer* response) override;
 
  private:
   WorkerCore* core() const { return core_.load(); }
@@ -112,7 +130,8 @@ class WorkerService final : public WorkerServiceBase {
   std::unique_ptr<WorkQueue> owned_execute_, owned_load_;
   RpcEnvironment* env_;
   WorkerQueues queues_;
-  MethodPolicy describe_policy_, load_policy_, execute_policy_, unload_policy_;
+  MethodPolicy describe_policy_, load_policy_, execute_policy_, unload_policy_,
+      fetch_state_policy_;
 };
 
 // Trailing metadata on every worker answer (see worker.proto).

@@ -127,10 +127,17 @@ v1::Tensor ScalarTensor(const std::string& name, v1::DataType dtype, const void*
   return t;
 }
 
+// Parameters a step trains: float32, or float64 (for checks against references in double).
+bool IsTrainableType(v1::DataType dtype) {
+  return dtype == v1::DT_FLOAT32 || dtype == v1::DT_FLOAT64;
+}
+
 // Appends nodes and values to the graph, each value typed as it is made.
 class StepBuilder {
  public:
-  explicit StepBuilder(Graph& graph) : graph_(graph) {}
+  // `dtype`: the parameters' element type (float32 or float64), which the step's scalars take.
+  StepBuilder(Graph& graph, v1::DataType dtype) : graph_(graph), dtype_(dtype) {}
+  v1::DataType dtype() const { return dtype_; }
 
   static TensorType Scalar(v1::DataType dtype) { return TensorType{dtype, Dims{}}; }
 
@@ -144,8 +151,11 @@ class StepBuilder {
     if (input) graph_.AddGraphInput(v);
     return v;
   }
-  ValueId FloatConstant(float value) {
-    return Initializer("training.c", ScalarTensor("", v1::DT_FLOAT32, &value, sizeof(value)),
+  // A scalar of the parameters' type.
+  ValueId FloatConstant(double value) {
+    if (dtype_ == v1::DT_FLOAT64) return DoubleConstant(value);
+    const float f = static_cast<float>(value);
+    return Initializer("training.c", ScalarTensor("", v1::DT_FLOAT32, &f, sizeof(f)),
                        Scalar(v1::DT_FLOAT32), false);
   }
   ValueId DoubleConstant(double value) {
@@ -199,6 +209,7 @@ class StepBuilder {
 
  private:
   Graph& graph_;
+  v1::DataType dtype_;
   int nodes_ = 0;
 };
 
@@ -226,12 +237,16 @@ class TrainingStepPass : public Pass {
   absl::StatusOr<bool> Run(Graph& graph, const PassContext& context) override {
     absl::StatusOr<std::vector<std::pair<ValueId, ValueId>>> params = FindParams(graph);
     if (!params.ok()) return params.status();
-    StepBuilder b(graph);
+    StepBuilder b(graph, graph.value(params->front().first).type.dtype);
     step_ = b.Initializer(kTrainingStepName, Int64Scalar(0), StepBuilder::Scalar(v1::DT_INT64),
                           true);
-    const float lr = static_cast<float>(options_.lr);
-    lr_ = b.Initializer(kTrainingLrName, ScalarTensor("", v1::DT_FLOAT32, &lr, sizeof(lr)),
-                        StepBuilder::Scalar(v1::DT_FLOAT32), true);
+    const float lr32 = static_cast<float>(options_.lr);
+    const double lr64 = options_.lr;
+    lr_ = b.Initializer(kTrainingLrName,
+                        b.dtype() == v1::DT_FLOAT64
+                            ? ScalarTensor("", v1::DT_FLOAT64, &lr64, sizeof(lr64))
+                            : ScalarTensor("", v1::DT_FLOAT32, &lr32, sizeof(lr32)),
+                        StepBuilder::Scalar(b.dtype()), true);
     const ValueId one = b.Initializer("training.one", Int64Scalar(1),
                                       StepBuilder::Scalar(v1::DT_INT64), false);
     TS_ASSIGN(step_next, b.Emit1(absl::StrCat(kTrainingStepName, ".next"), "Add", {step_, one},
@@ -324,10 +339,11 @@ class TrainingStepPass : public Pass {
           return absl::InvalidArgumentError(
               absl::StrCat("training_step: parameter '", name, "' is not an initializer"));
         }
-        if (graph.value(w).type.dtype != v1::DT_FLOAT32) {
+        if (!IsTrainableType(graph.value(w).type.dtype)) {
           return absl::InvalidArgumentError(
               absl::StrCat("training_step: parameter '", name, "' is ",
-                           DataTypeName(graph.value(w).type.dtype), "; float32 expected"));
+                           DataTypeName(graph.value(w).type.dtype),
+                           "; float32 or float64 expected"));
         }
         const ValueId g = grad_of(w);
         if (!g.valid()) {
@@ -339,21 +355,29 @@ class TrainingStepPass : public Pass {
       }
     } else {
       for (ValueId w : graph.InitializerValues()) {
-        if (graph.value(w).type.dtype != v1::DT_FLOAT32) continue;
+        if (!IsTrainableType(graph.value(w).type.dtype)) continue;
         const ValueId g = grad_of(w);
         if (g.valid()) params.emplace_back(w, g);
       }
       if (params.empty()) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "training_step: no float32 initializer has a gradient output '<name>",
+            "training_step: no float32 or float64 initializer has a gradient output '<name>",
             options_.suffix, "' (run the gradient pass with wrt first)"));
       }
     }
+    const v1::DataType dtype = graph.value(params.front().first).type.dtype;
     for (const auto& [w, g] : params) {
-      if (graph.value(g).type.dtype != v1::DT_FLOAT32) {
+      if (graph.value(w).type.dtype != dtype) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "training_step: parameter '", graph.value(w).name, "' is ",
+            DataTypeName(graph.value(w).type.dtype), ", parameter '",
+            graph.value(params.front().first).name, "' ", DataTypeName(dtype),
+            "; one step trains parameters of one type"));
+      }
+      if (graph.value(g).type.dtype != dtype) {
         return absl::InvalidArgumentError(absl::StrCat(
             "training_step: gradient '", graph.value(g).name, "' is ",
-            DataTypeName(graph.value(g).type.dtype), "; float32 expected"));
+            DataTypeName(graph.value(g).type.dtype), "; ", DataTypeName(dtype), " expected"));
       }
     }
     return params;
@@ -364,7 +388,7 @@ class TrainingStepPass : public Pass {
     if (options_.weight_decay == 0) return g;
     const std::string& name = graph.value(w).name;
     const TensorType type = graph.value(w).type;
-    const ValueId wd = b.FloatConstant(static_cast<float>(options_.weight_decay));
+    const ValueId wd = b.FloatConstant(options_.weight_decay);
     TS_ASSIGN(decay, b.Emit1(absl::StrCat(name, ".decay"), "Mul", {w, wd}, type));
     return b.Emit1(absl::StrCat(name, ".g"), "Add", {g, decay}, type);
   }
@@ -431,7 +455,7 @@ class TrainingStepPass : public Pass {
                     const std::vector<std::pair<ValueId, ValueId>>& params, ValueId step_next) {
     // The bias corrections in float64, as torch computes them (in Python floats): 1 - b2^t in
     // float32 loses a few digits to cancellation at small t.
-    const TensorType scalar = StepBuilder::Scalar(v1::DT_FLOAT32);
+    const TensorType scalar = StepBuilder::Scalar(b.dtype());
     const TensorType scalar64 = StepBuilder::Scalar(v1::DT_FLOAT64);
     auto cast = [](v1::DataType to) {
       AttributeMap attrs;
@@ -450,14 +474,15 @@ class TrainingStepPass : public Pass {
     TS_ASSIGN(step_size64, b.Emit1("training.step_size64", "Div", {lr64, bc1}, scalar64));
     TS_ASSIGN(root_bc2, b.Emit1("training.sqrt_bias_correction2_64", "Sqrt", {bc2}, scalar64));
     TS_ASSIGN(step_size, b.Emit1("training.step_size", "Cast", {step_size64}, scalar,
-                                 cast(v1::DT_FLOAT32)));
+                                 cast(b.dtype())));
     TS_ASSIGN(sqrt_bc2, b.Emit1("training.sqrt_bias_correction2", "Cast", {root_bc2}, scalar,
-                                cast(v1::DT_FLOAT32)));
-    const ValueId b1 = b.FloatConstant(static_cast<float>(options_.beta1));
-    const ValueId b2 = b.FloatConstant(static_cast<float>(options_.beta2));
-    const ValueId c1 = b.FloatConstant(static_cast<float>(1 - options_.beta1));
-    const ValueId c2 = b.FloatConstant(static_cast<float>(1 - options_.beta2));
-    const ValueId eps = b.FloatConstant(static_cast<float>(options_.epsilon));
+                                cast(b.dtype())));
+    // torch keeps beta1, beta2 and eps as Python floats and computes 1 - beta in them.
+    const ValueId b1 = b.FloatConstant(options_.beta1);
+    const ValueId b2 = b.FloatConstant(options_.beta2);
+    const ValueId c1 = b.FloatConstant(1 - options_.beta1);
+    const ValueId c2 = b.FloatConstant(1 - options_.beta2);
+    const ValueId eps = b.FloatConstant(options_.epsilon);
     std::vector<std::pair<ValueId, ValueId>> moments;
     for (const auto& [w, g] : params) {
       const std::string name = graph.value(w).name;
@@ -522,7 +547,7 @@ PassInfo TrainingStepPassInfo() {
       {"weight_decay", "L2 penalty added to the gradient (default 0)"},
       {"lr_decay", "Adagrad's learning-rate decay (default 0)"},
       {"params",
-       "parameters to train, separated by ';' (default: every float32 initializer with a "
+       "parameters to train, separated by ';' (default: every float32 or float64 initializer with a "
        "gradient output)"},
       {"suffix", "name suffix of the gradient outputs (default _grad)"},
       {"keep_gradients", "1: keep the gradients as graph outputs"},

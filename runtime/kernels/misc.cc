@@ -10,6 +10,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -191,8 +192,10 @@ absl::Status ReadRT(const KernelContext& ctx, double* r, int64_t* t) {
 }
 
 // Checks the optimizer's tensor groups: `groups` groups of n tensors each, after R and T, all
-// float32 of the shape of the group-0 tensor at the same position.
-absl::StatusOr<int> OptimizerGroups(const KernelContext& ctx, int groups) {
+// float32 (or, with `allow_double`, all of X's type, float32 or float64) of the shape of the
+// group-0 tensor at the same position.
+absl::StatusOr<int> OptimizerGroups(const KernelContext& ctx, int groups,
+                                    bool allow_double = false) {
   const int rest = ctx.num_inputs() - 2;
   if (rest <= 0 || rest % groups != 0) {
     return ctx.Invalid(absl::StrCat(ctx.num_inputs(), " inputs: R, T and ", groups,
@@ -204,10 +207,13 @@ absl::StatusOr<int> OptimizerGroups(const KernelContext& ctx, int groups) {
       const Tensor* t = ctx.input(2 + g * n + i);
       const Tensor* x = ctx.input(2 + i);
       if (t == nullptr || x == nullptr) return ctx.Invalid("optimizer inputs may not be omitted");
-      if (t->dtype() != v1::DT_FLOAT32) {
-        return absl::UnimplementedError(absl::StrCat(ctx.info().op_type(), ": element type ",
-                                                     DataTypeName(t->dtype()),
-                                                     " is not supported (float32)"));
+      const bool supported =
+          t->dtype() == v1::DT_FLOAT32 ||
+          (allow_double && t->dtype() == v1::DT_FLOAT64 && x->dtype() == v1::DT_FLOAT64);
+      if (!supported) {
+        return absl::UnimplementedError(absl::StrCat(
+            ctx.info().op_type(), ": element type ", DataTypeName(t->dtype()),
+            allow_double ? " is not supported (float32, float64)" : " is not supported (float32)"));
       }
       if (t->shape() != x->shape()) {
         return ctx.Invalid(absl::StrCat("input ", 2 + g * n + i, " is ", t->DebugString(),
@@ -251,12 +257,37 @@ absl::Status AdagradKernel(KernelContext& ctx) {
   return absl::OkStatus();
 }
 
+// One Momentum update of every X, G, V group in T (float or double), in double precision.
+template <typename T>
+absl::Status MomentumUpdate(KernelContext& ctx, int n, double r, double norm, double alpha,
+                            double beta_adj, bool standard) {
+  const v1::DataType dtype = std::is_same_v<T, double> ? v1::DT_FLOAT64 : v1::DT_FLOAT32;
+  for (int i = 0; i < n; ++i) {
+    const Tensor& x = *ctx.input(2 + i);
+    const T* xp = x.data<T>();
+    const T* gp = ctx.input(2 + n + i)->data<T>();
+    const T* vp = ctx.input(2 + 2 * n + i)->data<T>();
+    absl::StatusOr<Tensor*> xo = ctx.AllocateOutput(i, dtype, x.shape());
+    if (!xo.ok()) return xo.status();
+    absl::StatusOr<Tensor*> vo = ctx.AllocateOutput(n + i, dtype, x.shape());
+    if (!vo.ok()) return vo.status();
+    for (int64_t k = 0; k < x.num_elements(); ++k) {
+      const double g = norm * xp[k] + gp[k];
+      const double v = alpha * vp[k] + beta_adj * g;
+      (*vo)->data<T>()[k] = static_cast<T>(v);
+      const double step = standard ? v : g + alpha * v;
+      (*xo)->data<T>()[k] = static_cast<T>(xp[k] - r * step);
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status MomentumKernel(KernelContext& ctx) {
   double r;
   int64_t t;
   absl::Status s = ReadRT(ctx, &r, &t);
   if (!s.ok()) return s;
-  absl::StatusOr<int> n = OptimizerGroups(ctx, 3);  // X, G, V
+  absl::StatusOr<int> n = OptimizerGroups(ctx, 3, /*allow_double=*/true);  // X, G, V
   if (!n.ok()) return n.status();
   const double norm = ctx.info().GetFloat("norm_coefficient", 0);
   const double alpha = ctx.info().GetFloat("alpha", 0);
@@ -266,24 +297,10 @@ absl::Status MomentumKernel(KernelContext& ctx) {
     return ctx.Invalid(absl::StrCat("attribute 'mode' is '", mode, "' (standard or nesterov)"));
   }
   const double beta_adj = t > 0 ? beta : 1;
-  for (int i = 0; i < *n; ++i) {
-    const Tensor& x = *ctx.input(2 + i);
-    const float* xp = x.data<float>();
-    const float* gp = ctx.input(2 + *n + i)->data<float>();
-    const float* vp = ctx.input(2 + 2 * *n + i)->data<float>();
-    absl::StatusOr<Tensor*> xo = ctx.AllocateOutput(i, v1::DT_FLOAT32, x.shape());
-    if (!xo.ok()) return xo.status();
-    absl::StatusOr<Tensor*> vo = ctx.AllocateOutput(*n + i, v1::DT_FLOAT32, x.shape());
-    if (!vo.ok()) return vo.status();
-    for (int64_t k = 0; k < x.num_elements(); ++k) {
-      const double g = norm * xp[k] + gp[k];
-      const double v = alpha * vp[k] + beta_adj * g;
-      (*vo)->data<float>()[k] = static_cast<float>(v);
-      const double step = mode == "standard" ? v : g + alpha * v;
-      (*xo)->data<float>()[k] = static_cast<float>(xp[k] - r * step);
-    }
+  if (ctx.input(2)->dtype() == v1::DT_FLOAT64) {
+    return MomentumUpdate<double>(ctx, *n, r, norm, alpha, beta_adj, mode == "standard");
   }
-  return absl::OkStatus();
+  return MomentumUpdate<float>(ctx, *n, r, norm, alpha, beta_adj, mode == "standard");
 }
 
 absl::Status AdamKernel(KernelContext& ctx) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "graph/gradient.h"
 #include "graph/opset.h"
 
 namespace graphopt {
@@ -15,24 +16,6 @@ namespace {
 
 bool Used(const Graph& g, ValueId v) {
   return v.valid() && (!g.value(v).uses.empty() || g.value(v).graph_output_count > 0);
-}
-
-v1::Attribute IntsAttribute(const std::vector<int64_t>& values) {
-  v1::Attribute a;
-  for (int64_t v : values) a.mutable_ints()->add_values(v);
-  return a;
-}
-
-v1::Attribute IntAttribute(int64_t value) {
-  v1::Attribute a;
-  a.set_i(value);
-  return a;
-}
-
-v1::Attribute FloatAttribute(float value) {
-  v1::Attribute a;
-  a.set_f(value);
-  return a;
 }
 
 }  // namespace
@@ -116,21 +99,21 @@ ValueId Unroller::Scalar(float value) {
 absl::StatusOr<ValueId> Unroller::Squeeze(const std::string& name, ValueId x,
                                           std::vector<int64_t> axes) {
   if (NewForms(13)) return Emit1(name, "Squeeze", {x, Ints(axes)});
-  return Emit1(name, "Squeeze", {x}, {{"axes", IntsAttribute(axes)}});
+  return Emit1(name, "Squeeze", {x}, {{"axes", IntsAttr(axes)}});
 }
 
 absl::StatusOr<ValueId> Unroller::Unsqueeze(const std::string& name, ValueId x,
                                             std::vector<int64_t> axes, ValueId into) {
   if (NewForms(13)) return Emit1(name, "Unsqueeze", {x, Ints(axes)}, {}, into);
-  return Emit1(name, "Unsqueeze", {x}, {{"axes", IntsAttribute(axes)}}, into);
+  return Emit1(name, "Unsqueeze", {x}, {{"axes", IntsAttr(axes)}}, into);
 }
 
 absl::StatusOr<std::vector<ValueId>> Unroller::Split(const std::string& name, ValueId x,
                                                      int64_t axis,
                                                      const std::vector<int64_t>& sizes) {
   const int n = static_cast<int>(sizes.size());
-  if (NewForms(13)) return Emit(name, "Split", {x, Ints(sizes)}, {{"axis", IntAttribute(axis)}}, n);
-  return Emit(name, "Split", {x}, {{"axis", IntAttribute(axis)}, {"split", IntsAttribute(sizes)}},
+  if (NewForms(13)) return Emit(name, "Split", {x, Ints(sizes)}, {{"axis", IntAttr(axis)}}, n);
+  return Emit(name, "Split", {x}, {{"axis", IntAttr(axis)}, {"split", IntsAttr(sizes)}},
               n);
 }
 
@@ -167,7 +150,7 @@ absl::StatusOr<ValueId> Unroller::Stack(const std::string& name, const std::vect
     if (!v.ok()) return v.status();
     expanded.push_back(*v);
   }
-  return Emit1(name, "Concat", std::move(expanded), {{"axis", IntAttribute(axis)}}, into);
+  return Emit1(name, "Concat", std::move(expanded), {{"axis", IntAttr(axis)}}, into);
 }
 
 absl::StatusOr<ValueId> Unroller::Activate(const std::string& name, ValueId x,
@@ -178,7 +161,7 @@ absl::StatusOr<ValueId> Unroller::Activate(const std::string& name, ValueId x,
       c = Emit1(name + "_clip", "Clip", {x, Scalar(-plan_->clip), Scalar(plan_->clip)});
     } else {
       c = Emit1(name + "_clip", "Clip", {x},
-                {{"min", FloatAttribute(-plan_->clip)}, {"max", FloatAttribute(plan_->clip)}});
+                {{"min", FloatAttr(-plan_->clip)}, {"max", FloatAttr(plan_->clip)}});
     }
     if (!c.ok()) return c.status();
     x = *c;
@@ -196,9 +179,9 @@ absl::StatusOr<ValueId> Unroller::Activate(const std::string& name, ValueId x,
       return Emit1(name, "Add", {*m, Scalar(act.beta)});
     }
     case Activation::kLeakyRelu:
-      return Emit1(name, "LeakyRelu", {x}, {{"alpha", FloatAttribute(act.alpha)}});
+      return Emit1(name, "LeakyRelu", {x}, {{"alpha", FloatAttr(act.alpha)}});
     case Activation::kThresholdedRelu:
-      return Emit1(name, "ThresholdedRelu", {x}, {{"alpha", FloatAttribute(act.alpha)}});
+      return Emit1(name, "ThresholdedRelu", {x}, {{"alpha", FloatAttr(act.alpha)}});
     case Activation::kScaledTanh: {
       absl::StatusOr<ValueId> m = Emit1(name + "_in", "Mul", {x, Scalar(act.beta)});
       if (!m.ok()) return m.status();
@@ -208,9 +191,9 @@ absl::StatusOr<ValueId> Unroller::Activate(const std::string& name, ValueId x,
     }
     case Activation::kHardSigmoid:
       return Emit1(name, "HardSigmoid", {x},
-                   {{"alpha", FloatAttribute(act.alpha)}, {"beta", FloatAttribute(act.beta)}});
+                   {{"alpha", FloatAttr(act.alpha)}, {"beta", FloatAttr(act.beta)}});
     case Activation::kElu:
-      return Emit1(name, "Elu", {x}, {{"alpha", FloatAttribute(act.alpha)}});
+      return Emit1(name, "Elu", {x}, {{"alpha", FloatAttr(act.alpha)}});
     case Activation::kSoftsign:
       return Emit1(name, "Softsign", {x});
     case Activation::kSoftplus:
@@ -396,7 +379,7 @@ absl::StatusOr<int64_t> Unroller::Unroll(const Plan& plan) {
     Weights& w = w_[d];
     w = Weights{};
     const std::string dn = D == 2 ? absl::StrCat("d", d, "/") : "";
-    AttributeMap perm = {{"perm", IntsAttribute({1, 0})}};
+    AttributeMap perm = {{"perm", IntsAttr({1, 0})}};
     GO_ASSIGN(w.wt, Emit1(dn + "W_t", "Transpose", {(*ws)[d]}, perm));
     GO_ASSIGN(w.rt, Emit1(dn + "R_t", "Transpose", {(*rs)[d]}, perm));
     if (plan.cell == Cell::kGru) {
@@ -417,7 +400,7 @@ absl::StatusOr<int64_t> Unroller::Unroll(const Plan& plan) {
         ValueId zr;
         GO_ASSIGN(zr, Emit1(dn + "bias_zr", "Add", {(*wparts)[0], (*rparts)[0]}));
         GO_ASSIGN(w.bias, Emit1(dn + "bias", "Concat", {zr, (*wparts)[1]},
-                                {{"axis", IntAttribute(0)}}));
+                                {{"axis", IntAttr(0)}}));
         w.rbh = (*rparts)[1];
       } else {
         GO_ASSIGN(w.bias, Emit1(dn + "bias", "Add", {wb, rb}));
@@ -484,7 +467,7 @@ absl::StatusOr<int64_t> Unroller::Unroll(const Plan& plan) {
         GO_ASSIGN(per_dir[d], Stack(absl::StrCat("Y/d", d), hs[d], axes, seq_axis, ValueId()));
       }
       absl::StatusOr<ValueId> y = Emit1("Y", "Concat", {per_dir[0], per_dir[1]},
-                                        {{"axis", IntAttribute(dir_axis)}}, outs[0]);
+                                        {{"axis", IntAttr(dir_axis)}}, outs[0]);
       if (!y.ok()) return y.status();
     }
   }

@@ -30,6 +30,7 @@
 #include "client/cli_options.h"
 #include "client/coordinator_client.h"
 #include "client/credentials.h"
+#include "client/cli_errors.h"
 #include "client/grad_command.h"
 #include "client/graph_io.h"
 #include "client/health_check.h"
@@ -60,9 +61,6 @@ namespace {
 
 constexpr char kVersion[] = "0.1.0";
 
-constexpr int kExitOk = 0;
-constexpr int kExitFailure = 1;
-constexpr int kExitUsage = 2;
 
 struct TokenNewArgs {
   std::string tenant;
@@ -135,18 +133,6 @@ std::string VersionText() {
                       google::protobuf::internal::VersionString(GOOGLE_PROTOBUF_VERSION), ")");
 }
 
-// Prints "error: CODE: message" and returns the exit status for a failed request.
-int ReportError(const absl::Status& status) {
-  std::fprintf(stderr, "error: %s: %s\n", absl::StatusCodeToString(status.code()).c_str(),
-               std::string(status.message()).c_str());
-  return kExitFailure;
-}
-
-int UsageError(const std::string& message) {
-  std::fprintf(stderr, "usage error: %s\nRun with --help for more information.\n",
-               message.c_str());
-  return kExitUsage;
-}
 
 // Models of at least this size go to a server with their weights sent ahead as blobs when
 // --upload-weights=auto.

@@ -15,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "client/cli_errors.h"
 #include "client/cost_table.h"
 #include "client/graph_io.h"
 #include "client/report_table.h"
@@ -25,22 +26,6 @@
 namespace graphopt {
 namespace {
 
-constexpr int kExitOk = 0;
-constexpr int kExitFailure = 1;
-constexpr int kExitUsage = 2;
-
-// The same forms as the other subcommands print (cli_main.cc).
-int ReportError(const absl::Status& status) {
-  std::fprintf(stderr, "error: %s: %s\n", absl::StatusCodeToString(status.code()).c_str(),
-               std::string(status.message()).c_str());
-  return kExitFailure;
-}
-
-int UsageError(const std::string& message) {
-  std::fprintf(stderr, "usage error: %s\nRun with --help for more information.\n",
-               message.c_str());
-  return kExitUsage;
-}
 
 bool IsOnnxPath(absl::string_view path) { return absl::EndsWithIgnoreCase(path, ".onnx"); }
 

@@ -8,7 +8,8 @@
 //   sgd:      w -= lr * (g + wd*w)
 //   momentum: ONNX Momentum (standard: alpha=momentum, beta=1; or nesterov) with T the steps
 //             taken before this one: v = momentum*v + g (v = g on the first step), w -= lr*v,
-//             torch.optim.SGD(momentum=m, dampening=0)
+//             torch.optim.SGD(momentum=m, dampening=0); for float64 parameters the same update
+//             from primitive ops, since ONNX Momentum's alpha is a float32 attribute
 //   adagrad:  ONNX Adagrad with T the steps taken before: torch.optim.Adagrad
 //   adam:     torch.optim.Adam, built from primitive ops: ONNX Adam adds epsilon to sqrt(v)
 //             before the bias correction (torch adds it after), a difference of up to
@@ -164,7 +165,8 @@ class StepBuilder {
   }
   // Zeros of `like`'s type: a new state tensor.
   ValueId ZerosLike(absl::string_view base, ValueId like) {
-    const TensorType& type = graph_.value(like).type;
+    // A copy: Initializer adds a value, which may move the graph's values.
+    const TensorType type = graph_.value(like).type;
     const v1::Tensor* init = graph_.initializer_of(like);
     v1::Tensor t;
     t.set_dtype(type.dtype);
@@ -262,6 +264,11 @@ class TrainingStepPass : public Pass {
         s = Sgd(graph, b, *params);
         break;
       case Optimizer::kMomentum:
+        // ONNX Momentum carries alpha as a float32 attribute: a float64 step built on it would
+        // train with 0.9f = 0.89999997615814, not the momentum asked for.
+        s = b.dtype() == v1::DT_FLOAT64 ? Momentum(graph, b, *params)
+                                        : OnnxOptimizer(graph, b, *params);
+        break;
       case Optimizer::kAdagrad:
         s = OnnxOptimizer(graph, b, *params);
         break;
@@ -386,7 +393,7 @@ class TrainingStepPass : public Pass {
   // g + weight_decay * w, or g.
   absl::StatusOr<ValueId> Regularized(StepBuilder& b, const Graph& graph, ValueId w, ValueId g) {
     if (options_.weight_decay == 0) return g;
-    const std::string& name = graph.value(w).name;
+    const std::string name = graph.value(w).name;  // a copy: values are added below
     const TensorType type = graph.value(w).type;
     const ValueId wd = b.FloatConstant(options_.weight_decay);
     TS_ASSIGN(decay, b.Emit1(absl::StrCat(name, ".decay"), "Mul", {w, wd}, type));
@@ -403,6 +410,36 @@ class TrainingStepPass : public Pass {
       TS_ASSIGN(next, b.Emit1(absl::StrCat(name, ".next"), "Sub", {w, delta}, type));
       updates_.emplace_back(w, next);
     }
+    return absl::OkStatus();
+  }
+
+  // torch.optim.SGD(momentum, dampening=0) from primitive ops, every scalar in the parameters'
+  // type: v = momentum*v + g (v starts at zero, so the first step gives v = g exactly as torch's
+  // buffer does), w -= lr*v; nesterov: w -= lr*(g + momentum*v).
+  absl::Status Momentum(Graph& graph, StepBuilder& b,
+                        const std::vector<std::pair<ValueId, ValueId>>& params) {
+    const ValueId mu = b.FloatConstant(options_.momentum);
+    std::vector<std::pair<ValueId, ValueId>> buffers;
+    for (const auto& [w, g] : params) {
+      const std::string name = graph.value(w).name;
+      const TensorType type = graph.value(w).type;
+      auto n = [&](const char* what) { return absl::StrCat(name, ".", what); };
+      const ValueId v = b.ZerosLike(n("momentum"), w);
+      TS_ASSIGN(gr, Regularized(b, graph, w, g));
+      TS_ASSIGN(v_old, b.Emit1(n("momentum_decayed"), "Mul", {mu, v}, type));
+      TS_ASSIGN(v_next, b.Emit1(n("momentum.next"), "Add", {v_old, gr}, type));
+      ValueId direction = v_next;
+      if (options_.nesterov) {
+        TS_ASSIGN(ahead, b.Emit1(n("momentum_ahead"), "Mul", {mu, v_next}, type));
+        TS_ASSIGN(d, b.Emit1(n("direction"), "Add", {gr, ahead}, type));
+        direction = d;
+      }
+      TS_ASSIGN(delta, b.Emit1(n("delta"), "Mul", {lr_, direction}, type));
+      TS_ASSIGN(w_next, b.Emit1(n("next"), "Sub", {w, delta}, type));
+      updates_.emplace_back(w, w_next);
+      buffers.emplace_back(v, v_next);
+    }
+    updates_.insert(updates_.end(), buffers.begin(), buffers.end());
     return absl::OkStatus();
   }
 

@@ -29,19 +29,37 @@ using ::testing::HasSubstr;
 constexpr int kBatch = 4, kIn = 3, kOut = 2;
 
 // loss = sum((x w + b)^2): the gradient pass seeds 'loss' with ones.
-std::string Model(const std::vector<float>& w, const std::vector<float>& b) {
+// In float64 (`dtype`), the same float values widened.
+v1::Tensor ParamProto(const std::string& name, const std::vector<int64_t>& dims,
+                      const std::vector<float>& values, v1::DataType dtype) {
+  v1::Tensor t = FloatTensorProto(name, dims, values);
+  if (dtype != v1::DT_FLOAT64) return t;
+  const std::vector<double> wide(values.begin(), values.end());
+  t.set_dtype(v1::DT_FLOAT64);
+  t.set_raw_data(wide.data(), wide.size() * sizeof(double));
+  return t;
+}
+
+runtime::Tensor ParamTensor(const std::vector<int64_t>& dims, const std::vector<float>& values,
+                            v1::DataType dtype) {
+  return *runtime::Tensor::FromProto(ParamProto("", dims, values, dtype), "x");
+}
+
+std::string Model(const std::vector<float>& w, const std::vector<float>& b,
+                  v1::DataType dtype = v1::DT_FLOAT32) {
   return WithInitializers(
-      InputText("x", {kBatch, kIn}) + NodeText("MatMul", {"x", "w"}, "xw") +
-          NodeText("Add", {"xw", "b"}, "y") + NodeText("Mul", {"y", "y"}, "loss") +
-          OutputText("loss"),
-      {FloatTensorProto("w", {kIn, kOut}, w), FloatTensorProto("b", {kOut}, b)});
+      InputText("x", {kBatch, kIn}, v1::DataType_Name(dtype)) +
+          NodeText("MatMul", {"x", "w"}, "xw") + NodeText("Add", {"xw", "b"}, "y") +
+          NodeText("Mul", {"y", "y"}, "loss") + OutputText("loss"),
+      {ParamProto("w", {kIn, kOut}, w, dtype), ParamProto("b", {kOut}, b, dtype)});
 }
 
 absl::StatusOr<v1::Graph> TrainingStep(const std::vector<float>& w, const std::vector<float>& b,
                                        PassOptions step_options,
-                                       PipelineResult* result = nullptr) {
+                                       PipelineResult* result = nullptr,
+                                       v1::DataType dtype = v1::DT_FLOAT32) {
   PassTestEnv env;
-  return env.RunSpecs(Model(w, b),
+  return env.RunSpecs(Model(w, b, dtype),
                       {{"infer_type", {}},
                        {"infer_shape", {}},
                        {"gradient", {{"wrt", "w;b"}, {"loss", "loss"}}},
@@ -52,7 +70,8 @@ absl::StatusOr<v1::Graph> TrainingStep(const std::vector<float>& w, const std::v
 // Runs `steps` executions of the training step, each with its own x, carrying the state as a
 // worker session does; returns the final state by name.
 absl::StatusOr<std::map<std::string, runtime::Tensor>> Train(
-    const v1::Graph& graph, const std::vector<std::vector<float>>& xs) {
+    const v1::Graph& graph, const std::vector<std::vector<float>>& xs,
+    v1::DataType dtype = v1::DT_FLOAT32) {
   TestRuntime rt;
   std::map<std::string, runtime::Tensor> state;
   for (const v1::StateUpdate& u : graph.state_updates()) {
@@ -65,7 +84,7 @@ absl::StatusOr<std::map<std::string, runtime::Tensor>> Train(
   }
   for (const std::vector<float>& x : xs) {
     std::vector<std::pair<std::string, runtime::Tensor>> inputs = {
-        {"x", FloatTensor({kBatch, kIn}, x)}};
+        {"x", ParamTensor({kBatch, kIn}, x, dtype)}};
     for (const auto& [name, t] : state) inputs.emplace_back(name, t);
     absl::StatusOr<std::vector<runtime::Tensor>> out = rt.Run(graph, inputs);
     if (!out.ok()) return out.status();
@@ -84,6 +103,7 @@ absl::StatusOr<std::map<std::string, runtime::Tensor>> Train(
 struct Reference {
   std::string optimizer;
   double lr = 0.05, momentum = 0.9, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, wd = 0;
+  bool nesterov = false;
   std::vector<double> w, b, mw, mb, vw, vb;
   int t = 0;
 
@@ -117,7 +137,7 @@ struct Reference {
         p[i] -= lr * g[i];
       } else if (optimizer == "momentum") {
         m[i] = t == 1 ? g[i] : momentum * m[i] + g[i];
-        p[i] -= lr * m[i];
+        p[i] -= lr * (nesterov ? g[i] + momentum * m[i] : m[i]);
       } else if (optimizer == "adam") {
         m[i] = beta1 * m[i] + (1 - beta1) * g[i];
         v[i] = beta2 * v[i] + (1 - beta2) * g[i] * g[i];
@@ -167,6 +187,47 @@ TEST_P(TrainingStepOptimizerTest, TenStepsMatchTheReference) {
 
 INSTANTIATE_TEST_SUITE_P(Optimizers, TrainingStepOptimizerTest,
                          ::testing::Values("sgd", "momentum", "adam", "adagrad"));
+
+// A float64 step keeps every scalar in float64: momentum 0.9 is not rounded to 0.9f (ONNX
+// Momentum's alpha is a float32 attribute, which would part from the reference by ~1e-8 within
+// ten steps), so it agrees with the double-precision reference to rounding.
+TEST(TrainingStepPassTest, Float64MomentumMatchesTheReferenceToRounding) {
+  for (const bool nesterov : {false, true}) {
+    const std::vector<float> w = SeededFloats(kIn * kOut, 1), b = SeededFloats(kOut, 2);
+    Reference ref;
+    ref.optimizer = "momentum";
+    ref.nesterov = nesterov;
+    ref.wd = 0.01;
+    ref.w.assign(w.begin(), w.end());
+    ref.b.assign(b.begin(), b.end());
+    absl::StatusOr<v1::Graph> graph =
+        TrainingStep(w, b,
+                     {{"optimizer", "momentum"}, {"lr", "0.05"}, {"weight_decay", "0.01"},
+                      {"nesterov", nesterov ? "1" : "0"}},
+                     nullptr, v1::DT_FLOAT64);
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    std::vector<std::vector<float>> xs;
+    for (int i = 0; i < 10; ++i) {
+      xs.push_back(SeededFloats(kBatch * kIn, 100 + i));
+      ref.Step(xs.back());
+    }
+    absl::StatusOr<std::map<std::string, runtime::Tensor>> state =
+        Train(*graph, xs, v1::DT_FLOAT64);
+    ASSERT_TRUE(state.ok()) << state.status();
+    for (const auto& [name, want] : {std::pair<std::string, const std::vector<double>*>{"w", &ref.w},
+                                     {"b", &ref.b}}) {
+      const runtime::Tensor& got = state->at(name);
+      ASSERT_EQ(got.dtype(), v1::DT_FLOAT64) << name;
+      ASSERT_EQ(got.num_elements(), static_cast<int64_t>(want->size())) << name;
+      double scale = 0;
+      for (double v : *want) scale = std::max(scale, std::abs(v));
+      for (size_t i = 0; i < want->size(); ++i) {
+        EXPECT_NEAR(got.data<double>()[i], (*want)[i], 1e-12 * scale)
+            << name << "[" << i << "] nesterov=" << nesterov;
+      }
+    }
+  }
+}
 
 TEST(TrainingStepPassTest, RecordsStateUpdatesAndReplacesGradientOutputs) {
   PipelineResult result;

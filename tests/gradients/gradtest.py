@@ -74,6 +74,39 @@ class Graphopt:
         return {name: np.load(os.path.join(out_dir, npy_name(name))) for name in want}
 
 
+def float64_model(model):
+    """A copy of an ONNX model computing in float64: float32 initializers, graph inputs,
+    outputs and value infos, Cast targets and Constant values widened (exactly). Raises
+    GraphoptError for float32 it cannot widen (attributes of other ops)."""
+    import onnx
+    import onnx.numpy_helper
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    f32, f64 = onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE
+
+    def widen(t):
+        if t.data_type == f32:
+            wide = onnx.numpy_helper.from_array(
+                onnx.numpy_helper.to_array(t).astype(np.float64), t.name)
+            t.CopyFrom(wide)
+
+    g = out.graph
+    for t in g.initializer:
+        widen(t)
+    for vi in list(g.input) + list(g.output) + list(g.value_info):
+        if vi.type.tensor_type.elem_type == f32:
+            vi.type.tensor_type.elem_type = f64
+    for node in g.node:
+        for a in node.attribute:
+            if node.op_type == "Cast" and a.name == "to" and a.i == f32:
+                a.i = f64
+            elif a.type == onnx.AttributeProto.TENSOR:
+                widen(a.t)
+            elif a.type == onnx.AttributeProto.GRAPH:
+                raise GraphoptError(f"float64_model: node '{node.name}' has a subgraph")
+    return out
+
+
 def relative_error(got: np.ndarray, want: np.ndarray) -> float:
     """max |got - want| over max |want|: relative to the tensor's largest magnitude, so that
     elements near zero (most of a gradient) are not judged on their own scale."""

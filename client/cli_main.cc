@@ -270,7 +270,8 @@ int RunOptimize(const OptimizeArgs& args) {
   }
   if (!response.ok()) return ReportError(response.status());
 
-  int nodes = 0;
+  // Nodes of the model written (unknown only when the server's ONNX bytes do not parse).
+  std::optional<int64_t> nodes;
   if (onnx_out) {
     std::string bytes = std::move(*response->mutable_onnx_model());
     if (stash.blob_count() > 0) {
@@ -292,7 +293,8 @@ int RunOptimize(const OptimizeArgs& args) {
     nodes = response->graph().nodes_size();
   }
   if (!args.report_json.empty()) {
-    if (absl::Status status = WriteFileAtomically(args.report_json, FormatReportJson(*response));
+    if (absl::Status status =
+            WriteFileAtomically(args.report_json, FormatReportJson(*response, nodes));
         !status.ok()) {
       return ReportError(status);
     }
@@ -304,7 +306,8 @@ int RunOptimize(const OptimizeArgs& args) {
       std::fputs(FormatCostSummary(response->cost()).c_str(), stdout);
       std::fputs(FormatTopNodeCosts(response->cost(), args.cost_top).c_str(), stdout);
     }
-    std::printf("wrote %s (%d nodes)\n", args.output.c_str(), nodes);
+    std::printf("wrote %s (%s nodes)\n", args.output.c_str(),
+                nodes.has_value() ? absl::StrCat(*nodes).c_str() : "?");
   }
   return kExitOk;
 }
@@ -527,7 +530,8 @@ int RunRun(const RunArgs& args) {
           (std::filesystem::path(args.output_dir) / NpyFileName(output_names[i])).string();
       absl::Status written = WriteFileAtomically(path, *bytes);
       if (!written.ok()) return ReportError(written);
-      std::printf("wrote %s\n", path.c_str());
+      const std::string note = runtime::NpyConversionNote(outcome->outputs[i]);
+      std::printf("wrote %s%s\n", path.c_str(), note.empty() ? "" : (" (" + note + ")").c_str());
     }
   }
   return kExitOk;
@@ -682,8 +686,11 @@ int Main(int argc, char** argv) {
   CLI::Option* passes_option = optimize->add_option(
       "--passes", optimize_args.passes,
       "Passes to run, in order: name[:key=value[;key=value...]][,name...], e.g. "
-      "'dead_code_elimination,common_subexpression_elimination:key=value' (quote ';' for "
-      "the shell). Required analyses are added automatically. See `graphopt passes`.");
+      "'dead_code_elimination,common_subexpression_elimination:key=value'. A value holding "
+      "',', ';', '=' or blanks goes in double quotes: "
+      "'plan_memory:dim_bounds=\"batch:8,seq:128\"', 'gradient:wrt=\"a;b\";loss=l'; "
+      "\\ escapes the next character. Put the whole list in single quotes for the shell. "
+      "Required analyses are added automatically. See `graphopt passes`.");
   CLI::Option* level_option =
       optimize->add_option("-O,--opt-level", optimize_args.opt_level,
                            "Optimization level instead of --passes (default 2; 0 only "
@@ -741,10 +748,12 @@ int Main(int argc, char** argv) {
   run->add_option("model", run_args.model, "Model file (.onnx or a graphopt graph)")->required();
   run->add_option("--input", run_args.inputs,
                   "An input from a .npy file: NAME=FILE.npy (repeatable); inputs not given get "
-                  "random values")
+                  "random values. Strings: '<U' or '|S' arrays; bfloat16: float32 (rounded to "
+                  "nearest even) or ml_dtypes.bfloat16 saved by np.save")
       ->allow_extra_args(false);
   run->add_option("-o,--output-dir", run_args.output_dir,
-                  "Write each output to DIR/<output name>.npy");
+                  "Write each output to DIR/<output name>.npy (bfloat16 as float32, exactly; "
+                  "strings as '<U', or '|S' when not UTF-8)");
   run->add_option("--threads", run_args.threads,
                   "Kernel threads (in this process; a worker uses its own --threads)")
       ->capture_default_str()

@@ -186,8 +186,12 @@ std::string FormatPassReports(const v1::OptimizeResponse& response) {
   return table.Render();
 }
 
-std::string FormatReportJson(const v1::OptimizeResponse& response) {
+std::string FormatReportJson(const v1::OptimizeResponse& response,
+                             std::optional<int64_t> written_nodes) {
   nlohmann::json passes = nlohmann::json::array();
+  int64_t changed = 0;
+  int64_t pass_time_us = 0;
+  int64_t verify_time_us = 0;
   for (const v1::PassReport& report : response.reports()) {
     nlohmann::json messages = nlohmann::json::array();
     for (const std::string& message : report.messages()) messages.push_back(message);
@@ -195,21 +199,33 @@ std::string FormatReportJson(const v1::OptimizeResponse& response) {
         {"name", report.name()},
         {"added_for", report.added_for()},
         {"changed", report.changed()},
+        {"round", report.round()},
         {"nodes_before", report.nodes_before()},
         {"nodes_after", report.nodes_after()},
         {"wall_time_us", report.wall_time_us()},
         {"verify_time_us", report.verify_time_us()},
         {"messages", std::move(messages)},
     });
+    changed += report.changed() ? 1 : 0;
+    pass_time_us += report.wall_time_us();
+    verify_time_us += report.verify_time_us();
   }
+  const nlohmann::json written =
+      written_nodes.has_value() ? nlohmann::json(*written_nodes) : nlohmann::json();
+  const int reports = response.reports_size();
   nlohmann::json document = {
       {"passes", std::move(passes)},
+      {"pass_runs", reports},
+      {"passes_changed", changed},
+      {"nodes_before", reports > 0 ? nlohmann::json(response.reports(0).nodes_before()) : written},
+      {"nodes_after",
+       reports > 0 ? nlohmann::json(response.reports(reports - 1).nodes_after()) : written},
+      {"written_nodes", written},
       {"total_time_us", response.total_time_us()},
-      {"nodes_after", response.graph().nodes_size()},
+      {"pass_time_us", pass_time_us},
+      {"verify_time_us", verify_time_us},
+      {"fixpoint_rounds", response.fixpoint_rounds()},
   };
-  if (response.reports_size() > 0) {
-    document["nodes_before"] = response.reports(0).nodes_before();
-  }
   if (response.has_cost()) {
     const v1::CostReport& cost = response.cost();
     nlohmann::json nodes = nlohmann::json::array();

@@ -123,6 +123,19 @@ absl::StatusOr<std::vector<std::pair<std::string, Tensor>>> PrepareInputs(
       if (!bytes.ok()) return bytes.status();
       absl::StatusOr<Tensor> t = runtime::ParseNpy(*bytes, it->second->npy_path);
       if (!t.ok()) return t.status();
+      // NumPy has no bfloat16: a float32 file feeds a bfloat16 input, rounded to nearest even.
+      if (value.type.dtype == v1::DT_BFLOAT16 && t->dtype() == v1::DT_FLOAT32) {
+        t = runtime::Float32ToBFloat16(*t);
+        if (!t.ok()) return t.status();
+      }
+      if (value.type.dtype != v1::DT_UNDEFINED && t->dtype() != value.type.dtype) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--input '", value.name, "': '", it->second->npy_path, "' holds ",
+            DataTypeName(t->dtype()), "; the model's input is ", DataTypeName(value.type.dtype),
+            value.type.dtype == v1::DT_BFLOAT16
+                ? " (give float32, or ml_dtypes' bfloat16 saved by np.save)"
+                : ""));
+      }
       out.emplace_back(value.name, *std::move(t));
       continue;
     }

@@ -519,6 +519,7 @@ int RunRun(const RunArgs& args) {
       return ReportError(absl::PermissionDeniedError(
           absl::StrCat("cannot create '", args.output_dir, "': ", ec.message())));
     }
+    const std::vector<std::string> files = NpyFileNames(output_names);
     for (size_t i = 0; i < outcome->outputs.size(); ++i) {
       absl::StatusOr<std::string> bytes = runtime::SerializeNpy(outcome->outputs[i]);
       if (!bytes.ok()) {
@@ -527,7 +528,7 @@ int RunRun(const RunArgs& args) {
                                                      bytes.status().message())));
       }
       const std::string path =
-          (std::filesystem::path(args.output_dir) / NpyFileName(output_names[i])).string();
+          (std::filesystem::path(args.output_dir) / files[i]).string();
       absl::Status written = WriteFileAtomically(path, *bytes);
       if (!written.ok()) return ReportError(written);
       const std::string note = runtime::NpyConversionNote(outcome->outputs[i]);

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "graph/types.h"
@@ -262,6 +263,32 @@ std::string NpyFileName(const std::string& value_name) {
   }
   if (out.empty() || out[0] == '.') out = "_" + out;
   return out + ".npy";
+}
+
+std::vector<std::string> NpyFileNames(const std::vector<std::string>& value_names) {
+  absl::flat_hash_map<std::string, std::string> file_of_value;
+  absl::flat_hash_set<std::string> taken;
+  std::vector<std::string> files;
+  files.reserve(value_names.size());
+  for (const std::string& value : value_names) {
+    auto it = file_of_value.find(value);
+    if (it != file_of_value.end()) {
+      files.push_back(it->second);
+      continue;
+    }
+    std::string file = NpyFileName(value);
+    if (taken.contains(file)) {
+      const std::string stem = file.substr(0, file.size() - 4);  // without ".npy"
+      for (int k = 2;; ++k) {
+        file = absl::StrCat(stem, "_", k, ".npy");
+        if (!taken.contains(file)) break;
+      }
+    }
+    taken.insert(file);
+    file_of_value.emplace(value, file);
+    files.push_back(std::move(file));
+  }
+  return files;
 }
 
 }  // namespace graphopt

@@ -65,6 +65,10 @@ class ProfileMedian {
 
 // A file name for a value name ("a/b:0" -> "a_b_0.npy").
 std::string NpyFileName(const std::string& value_name);
+// File names for the outputs `value_names`, in order: NpyFileName's, except that a value whose
+// name maps to a file an earlier, different value took gets "<stem>_<k>.npy" (the smallest
+// k >= 2 not taken), so no output overwrites another. A value listed twice gets one file.
+std::vector<std::string> NpyFileNames(const std::vector<std::string>& value_names);
 
 }  // namespace graphopt
 

@@ -126,6 +126,10 @@ TEST(FormatTest, SummaryProfileAndFileNames) {
   EXPECT_NE(p.find("90.0%"), std::string::npos);
   EXPECT_EQ(NpyFileName("a/b:0"), "a_b_0.npy");
   EXPECT_EQ(NpyFileName(".."), "_...npy");
+  // "a/b" and "a_b" both map to a_b.npy: the second does not overwrite the first.
+  EXPECT_EQ(NpyFileNames({"a/b", "a_b", "a:b", "a_b_2", "y", "y"}),
+            (std::vector<std::string>{"a_b.npy", "a_b_2.npy", "a_b_3.npy", "a_b_2_2.npy", "y.npy",
+                                      "y.npy"}));
 }
 
 TEST(ProfileMedianTest, EachNodeGetsItsMedianAndAnotherPlanStartsOver) {

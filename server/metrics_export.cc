@@ -91,6 +91,42 @@ void ExportTenantUsage(MetricsRegistry* registry, const TenantLimiter* limiter,
   });
 }
 
+void ExportResultCache(MetricsRegistry* registry, const ResultCache* cache) {
+  registry->AddCollector([cache](CollectedGauges& out) {
+    auto tenant_family = [](const char* name, const char* help) {
+      return FamilyOptions{name, help, {"tenant"}, kMaxTenantSeries, "tenant"};
+    };
+    out.Declare(tenant_family("graphopt_optimize_cache_hits_total",
+                              "Optimize requests answered from the result cache, by tenant."),
+                /*counter=*/true);
+    out.Declare(tenant_family("graphopt_optimize_cache_misses_total",
+                              "Optimize requests that looked in the result cache and ran the "
+                              "pipeline, by tenant (no_cache requests are neither)."),
+                /*counter=*/true);
+    out.Declare(tenant_family("graphopt_optimize_cache_evictions_total",
+                              "Results evicted from the cache to make room (least recently used "
+                              "first), by tenant."),
+                /*counter=*/true);
+    out.Declare(tenant_family("graphopt_optimize_cache_bytes",
+                              "Bytes of the tenant's cached results."));
+    out.Declare(tenant_family("graphopt_optimize_cache_entries",
+                              "The tenant's cached results."));
+    out.Declare({"graphopt_optimize_cache_budget_bytes",
+                 "The result cache's byte budget, all tenants together (--optimize_cache_mb).",
+                 {}});
+    out.Set("graphopt_optimize_cache_budget_bytes", {},
+            static_cast<double>(cache->options().max_bytes));
+    for (const auto& [tenant, s] : cache->Stats()) {
+      out.Set("graphopt_optimize_cache_hits_total", {tenant}, static_cast<double>(s.hits));
+      out.Set("graphopt_optimize_cache_misses_total", {tenant}, static_cast<double>(s.misses));
+      out.Set("graphopt_optimize_cache_evictions_total", {tenant},
+              static_cast<double>(s.evictions));
+      out.Set("graphopt_optimize_cache_bytes", {tenant}, static_cast<double>(s.bytes));
+      out.Set("graphopt_optimize_cache_entries", {tenant}, static_cast<double>(s.entries));
+    }
+  });
+}
+
 void ExportPassTimes(MetricsRegistry* registry, Optimizer* optimizer) {
   HistogramFamily* passes = registry->AddHistogram(
       {"graphopt_pass_duration_seconds",

@@ -12,6 +12,7 @@
 #include "service/op_store.h"
 #include "service/optimizer.h"
 #include "service/quota.h"
+#include "service/result_cache.h"
 #include "util/metrics.h"
 
 namespace graphopt {
@@ -31,6 +32,10 @@ void ExportBlobStore(MetricsRegistry* registry, const BlobStore* blobs);
 // graphopt_tenant_op_store_bytes by tenant. `limiter` and `blobs` may be null.
 void ExportTenantUsage(MetricsRegistry* registry, const TenantLimiter* limiter,
                        const BlobStore* blobs, const OpStore* ops);
+
+// graphopt_optimize_cache_{hits,misses,evictions}_total, graphopt_optimize_cache_bytes and
+// graphopt_optimize_cache_entries by tenant, graphopt_optimize_cache_budget_bytes.
+void ExportResultCache(MetricsRegistry* registry, const ResultCache* cache);
 
 // graphopt_pass_duration_seconds by pass, observed by the optimizer.
 void ExportPassTimes(MetricsRegistry* registry, Optimizer* optimizer);

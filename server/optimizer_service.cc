@@ -32,6 +32,18 @@ std::string QuotedDigest(absl::string_view digest) {
                       digest.size() > kMaxShown ? "...'" : "'");
 }
 
+// " cache=hit" / " cache=miss" for the call's log line; nothing when the cache was not used.
+const char* CacheLogField(v1::CacheResult cache) {
+  switch (cache) {
+    case v1::CACHE_RESULT_HIT:
+      return " cache=hit";
+    case v1::CACHE_RESULT_MISS:
+      return " cache=miss";
+    default:
+      return "";
+  }
+}
+
 constexpr char kNoBlobStore[] = "this server keeps no blob store (--blob_store_mb=0)";
 
 // The state machine of one PutBlobs stream, without gRPC: chunks in, blobs committed into the
@@ -345,6 +357,7 @@ grpc::ServerUnaryReactor* OptimizerService::Optimize(grpc::CallbackServerContext
         // Node counts of an ONNX request are only known once imported: taken from the reports.
         int64_t nodes_in = onnx_in ? -1 : request.graph().nodes_size();
         const int request_ops = request.ops_size();
+        const bool verify = request.options().verify().enabled();
         // Moving the graph out instead of copying it halves the peak memory of a large request.
         absl::StatusOr<v1::OptimizeResponse> result =
             optimizer_->Optimize(std::move(request), call.tenant(), &call.stop());
@@ -360,7 +373,12 @@ grpc::ServerUnaryReactor* OptimizerService::Optimize(grpc::CallbackServerContext
         }
         call.log_fields() = absl::StrCat("format=", onnx_in ? "onnx" : "graph",
                                          " request_ops=", request_ops, " nodes=", nodes_in, "->",
-                                         nodes_out, " passes=", response.reports_size());
+                                         nodes_out, " passes=", response.reports_size(),
+                                         CacheLogField(response.cache()));
+        if (verify && result.ok()) absl::StrAppend(&call.log_fields(), " verify=passed");
+        if (verify && absl::StartsWith(result.status().message(), "verification failed")) {
+          absl::StrAppend(&call.log_fields(), " verify=failed");
+        }
         return result.status();
       });
 }

@@ -70,6 +70,7 @@
 #include "service/op_store.h"
 #include "service/optimizer.h"
 #include "service/quota.h"
+#include "service/result_cache.h"
 #include "spdlog/logger.h"
 #include "spdlog/sinks/stdout_sinks.h"
 #include "spdlog/spdlog.h"
@@ -131,6 +132,15 @@ ABSL_FLAG(int, tenant_max_ops, 1000, "Default quota: ops one tenant registers.")
 ABSL_FLAG(int64_t, max_fold_mb, 64,
           "Ceiling on the constant-folding budgets a request may ask for (max_folded_bytes, "
           "max_growth_bytes), in MiB.");
+ABSL_FLAG(int64_t, optimize_cache_mb, 256,
+          "MiB of Optimize results kept to answer repeated requests (all tenants together; "
+          "least recently used first out), 0..1048576; 0 turns the result cache off.");
+ABSL_FLAG(int64_t, optimize_cache_tenant_mb, 0,
+          "MiB of the result cache one tenant may fill, 0..--optimize_cache_mb; 0: a quarter of "
+          "--optimize_cache_mb.");
+ABSL_FLAG(int64_t, verify_memory_mb, 2048,
+          "MiB one verification (OptimizeOptions.verify) may hold: the weights of the graph "
+          "being run, the inputs and what both runs allocate, 1..1048576.");
 ABSL_FLAG(std::string, log_level, "info",
           "Log level: trace, debug, info, warn, error, critical or off.");
 ABSL_FLAG(int, shutdown_grace_s, 5,
@@ -218,6 +228,8 @@ struct ServerConfig {
   TenantQuota default_quota;
   std::string quotas_file;
   int64_t max_fold_bytes = 0;
+  ResultCacheOptions result_cache;
+  int64_t verify_memory_bytes = 0;
   // Shared state, metrics, logs, the health port: the flags shared with the worker.
   ProcessFlags process;
   EtcdRequestLogOptions request_ids;
@@ -260,6 +272,9 @@ absl::StatusOr<ServerConfig> ConfigFromFlags() {
   config.blob_limits.max_blobs_per_upload = absl::GetFlag(FLAGS_max_blobs_per_upload);
   config.blob_limits.max_uploads = absl::GetFlag(FLAGS_max_uploads);
   config.max_fold_bytes = absl::GetFlag(FLAGS_max_fold_mb) << 20;
+  config.result_cache.max_bytes = absl::GetFlag(FLAGS_optimize_cache_mb) << 20;
+  config.result_cache.max_tenant_bytes = absl::GetFlag(FLAGS_optimize_cache_tenant_mb) << 20;
+  config.verify_memory_bytes = absl::GetFlag(FLAGS_verify_memory_mb) << 20;
   if (config.listen.empty()) {
     return absl::InvalidArgumentError("--listen must not be empty");
   }
@@ -276,6 +291,10 @@ absl::StatusOr<ServerConfig> ConfigFromFlags() {
           {"--max_blob_digests", config.blob_limits.max_digests_per_request, 1, kMaxBlobLimit},
           {"--max_blobs_per_upload", config.blob_limits.max_blobs_per_upload, 1, kMaxBlobLimit},
           {"--max_fold_mb", absl::GetFlag(FLAGS_max_fold_mb), 0, 1 << 20},
+          {"--optimize_cache_mb", absl::GetFlag(FLAGS_optimize_cache_mb), 0, kMaxBlobStoreMb},
+          {"--optimize_cache_tenant_mb", absl::GetFlag(FLAGS_optimize_cache_tenant_mb), 0,
+           absl::GetFlag(FLAGS_optimize_cache_mb)},
+          {"--verify_memory_mb", absl::GetFlag(FLAGS_verify_memory_mb), 1, kMaxBlobStoreMb},
           {"--probe_interval_ms", absl::GetFlag(FLAGS_probe_interval_ms), 10, 60000},
           {"--probe_timeout_ms", absl::GetFlag(FLAGS_probe_timeout_ms), 10, 60000},
           {"--max_run_attempts", absl::GetFlag(FLAGS_max_run_attempts), 1, 100},
@@ -543,6 +562,12 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
     ceilings[key] = config.max_fold_bytes;
   }
   optimizer.set_option_ceilings(std::move(ceilings));
+  // Repeated Optimize requests are answered from here (absent with --optimize_cache_mb=0).
+  ResultCache result_cache(config.result_cache);
+  if (result_cache.enabled()) optimizer.set_result_cache(&result_cache);
+  // Verification runs on the optimize queue's thread: one kernel thread, as the queue counts
+  // one core per call.
+  optimizer.set_verify_limits({.max_memory_bytes = config.verify_memory_bytes, .num_threads = 1});
 
   // Admission: a bounded queue per class of calls (server/rpc_call.h).
   WorkQueue optimize_queue({"optimize", config.threads, config.optimize_queue});
@@ -606,6 +631,7 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
     if (blobs != nullptr) ExportBlobStore(&metrics, blobs.get());
     ExportTenantUsage(&metrics, &limiter, blobs.get(), &op_store);
     ExportPassTimes(&metrics, &optimizer);
+    if (result_cache.enabled()) ExportResultCache(&metrics, &result_cache);
     if (presence != nullptr) {
       // Shared state's health: replicas seen, leases lost (etcd out of reach past the TTL) and
       // blobs brought from other replicas.
@@ -721,9 +747,10 @@ int RunServer(const ServerConfig& config, const sigset_t& shutdown_signals,
   }
   logger.info(
       "graphopt-server listening on {} ({}; threads={}, run_threads={}, max_message_mb={}, "
-      "blob_store_mb={}, ops={}, passes={}, workers named={})",
+      "blob_store_mb={}, optimize_cache_mb={}, ops={}, passes={}, workers named={})",
       address, security->description, config.threads, config.run_threads, config.max_message_mb,
-      config.blob_store_mb, ops.size(), passes.List().size(), config.workers.size());
+      config.blob_store_mb, config.result_cache.max_bytes >> 20, ops.size(), passes.List().size(),
+      config.workers.size());
   logger.flush();
 
   const std::string signal_name = WaitForShutdownSignal(shutdown_signals, logger);
@@ -786,6 +813,7 @@ int Main(int argc, char** argv) {
       "  [--threads=N] [--optimize_queue=N] [--run_threads=N] [--run_queue=N] [--max_call_s=N]\n"
       "  [--max_message_mb=N] [--blob_store_mb=N] [--op_store_dir=DIR] [--quotas_file=FILE] "
       "[--tenant_*=N] [--log_level=LEVEL]\n"
+      "  [--optimize_cache_mb=N] [--optimize_cache_tenant_mb=N] [--verify_memory_mb=N]\n"
       "  [--workers=HOST:PORT,dns:NAME:PORT,...] [--probe_interval_ms=N] [--probe_timeout_ms=N]\n"
       "  [--max_run_attempts=N] [--worker_call_timeout_s=N] [--slot_wait_s=N] [--quarantine_s=N]\n"
       "  [--advertise_address=HOST:PORT] [--request_id_ttl_s=N] [--request_ids_per_tenant=N]\n",

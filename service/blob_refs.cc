@@ -1,5 +1,6 @@
 #include "service/blob_refs.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <utility>
 
@@ -90,6 +91,17 @@ absl::Status InlineBlobReferences(v1::Graph* graph, BlobStore* blobs, absl::stri
     t.clear_blob();
     return absl::OkStatus();
   });
+}
+
+std::vector<std::string> BlobDigests(const v1::Graph& graph) {
+  std::vector<std::string> out;
+  (void)ForEachTensor(const_cast<v1::Graph&>(graph), [&](v1::Tensor& t, absl::string_view) {
+    if (!t.blob().empty()) out.push_back(t.blob());
+    return absl::OkStatus();
+  });
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 bool HasBlobReferences(const v1::Graph& graph) {

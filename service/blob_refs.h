@@ -29,6 +29,9 @@ absl::Status CheckBlobReferences(const v1::Graph& graph, BlobStore* blobs,
 // (raw_data). On error `graph` may be partly inlined.
 absl::Status InlineBlobReferences(v1::Graph* graph, BlobStore* blobs, absl::string_view tenant);
 
+// The digests `graph`'s tensors refer to, each once, sorted.
+std::vector<std::string> BlobDigests(const v1::Graph& graph);
+
 // Whether any initializer or top-level attribute tensor of `graph` refers to a blob.
 bool HasBlobReferences(const v1::Graph& graph);
 

@@ -8,6 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "service/digest.h"
 #include "service/tenant.h"
 
 namespace graphopt {
@@ -28,7 +31,31 @@ v1::OpDescriptorList ToList(const OpSources& sources) {
   return list;
 }
 
+// The digest of a tenant's descriptors in key order (OpSnapshot::digest).
+std::string SourcesDigest(const OpSources& sources) {
+  Sha256Hasher hasher;
+  for (const auto& [key, d] : sources) {
+    std::string bytes;
+    google::protobuf::io::StringOutputStream stream(&bytes);
+    {
+      google::protobuf::io::CodedOutputStream coded(&stream);
+      coded.SetSerializationDeterministic(true);
+      d.SerializeToCodedStream(&coded);
+    }
+    hasher.Update(absl::StrCat(bytes.size(), ":"));
+    hasher.Update(bytes);
+  }
+  return hasher.Finish();
+}
+
 }  // namespace
+
+OpSnapshot::OpSnapshot(std::string tenant, std::unique_ptr<OpRegistry> registry,
+                       OpSources sources)
+    : tenant_(std::move(tenant)),
+      registry_(std::move(registry)),
+      sources_(std::move(sources)),
+      digest_(SourcesDigest(sources_)) {}
 
 OpStore::OpStore(const OpRegistry* builtins, OpStoreOptions options)
     : builtins_(builtins), options_(std::move(options)) {

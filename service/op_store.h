@@ -27,19 +27,23 @@ namespace graphopt {
 // started with while registrations replace the tenant's current one.
 class OpSnapshot {
  public:
-  OpSnapshot(std::string tenant, std::unique_ptr<OpRegistry> registry, OpSources sources)
-      : tenant_(std::move(tenant)), registry_(std::move(registry)), sources_(std::move(sources)) {}
+  OpSnapshot(std::string tenant, std::unique_ptr<OpRegistry> registry, OpSources sources);
 
   const std::string& tenant() const { return tenant_; }
   // The builtins (parent) with the tenant's ops on top.
   const OpRegistry& registry() const { return *registry_; }
   // The tenant's ops as their clients sent them, by (domain, name).
   const OpSources& sources() const { return sources_; }
+  // The op set's version: a "sha256:<hex>" digest of the tenant's descriptors as registered
+  // (every registration that changes them changes it; equal sets on any replica give the same
+  // one). Keys the Optimize result cache.
+  const std::string& digest() const { return digest_; }
 
  private:
   const std::string tenant_;
   const std::unique_ptr<OpRegistry> registry_;
   const OpSources sources_;
+  const std::string digest_;
 };
 
 struct OpStoreOptions {

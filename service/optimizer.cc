@@ -1,8 +1,13 @@
 #include "service/optimizer.h"
 
+#include <map>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "graph/proto_convert.h"
 #include "graph/types.h"
 #include "onnx_io/onnx_export.h"
@@ -27,9 +32,117 @@ absl::StatusOr<v1::OptimizeResponse> Optimizer::Optimize(v1::OptimizeRequest req
                                                          absl::string_view tenant,
                                                          const StopToken* stop) const {
   if (absl::Status s = ValidateTenantName(tenant); !s.ok()) return s;
+  const absl::Time start = absl::Now();
   // The tenant's ops as they are now; registrations during the call do not affect it.
+  std::shared_ptr<const OpSnapshot> snapshot = ops_->Snapshot(tenant);
+  // Verification is not part of the result: it is taken out of the request and runs on every
+  // request, answered from the cache or not.
+  v1::VerifyOptions verify;
+  if (request.options().has_verify()) {
+    verify = std::move(*request.mutable_options()->mutable_verify());
+    request.mutable_options()->clear_verify();
+  }
+  v1::Graph original;
+  std::string original_onnx;
+  std::map<std::string, int64_t> bindings(request.dim_bindings().begin(),
+                                          request.dim_bindings().end());
+  if (verify.enabled()) {
+    if (absl::Status s = CheckVerifyOptions(verify); !s.ok()) return s;
+    // The pipeline consumes the model; verification runs the one the client sent.
+    if (!request.onnx_model().empty()) {
+      original_onnx = request.onnx_model();
+    } else {
+      original = request.graph();
+    }
+  }
+
+  const bool use_cache = cache_ != nullptr && cache_->enabled() && !request.options().no_cache();
+  std::string key;
+  std::shared_ptr<const CachedResult> cached;
+  if (use_cache) {
+    key = OptimizeCacheKey(&request, snapshot->digest());
+    cached = cache_->Lookup(tenant, key);
+  }
+  v1::OptimizeResponse response;
+  if (cached != nullptr) {
+    // The same answer as without the cache when the tenant no longer holds a weight.
+    for (const std::string& digest : cached->blob_digests) {
+      if (blobs_ == nullptr || blobs_->LookupOrFetch(tenant, digest) == nullptr) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "the model refers to blob ", digest, ", which tenant '", tenant,
+            "' does not hold on this server: upload it with PutBlobs first"));
+      }
+    }
+    response = cached->response;
+    response.set_cache(v1::CACHE_RESULT_HIT);
+  } else {
+    std::vector<std::string> digests;
+    absl::StatusOr<v1::OptimizeResponse> result = OptimizeUncached(
+        std::move(request), tenant, std::move(snapshot), stop, use_cache ? &digests : nullptr);
+    if (!result.ok()) return result.status();
+    response = *std::move(result);
+    if (use_cache) {
+      auto entry = std::make_shared<CachedResult>();
+      entry->response = response;
+      entry->blob_digests = std::move(digests);
+      cache_->Insert(tenant, key, std::move(entry));
+      response.set_cache(v1::CACHE_RESULT_MISS);
+    }
+  }
+
+  if (verify.enabled()) {
+    const absl::Time verify_start = absl::Now();
+    absl::StatusOr<v1::VerifyReport> report =
+        Verify(std::move(original), std::move(original_onnx), response, verify, bindings, tenant,
+               stop);
+    if (!report.ok()) return report.status();
+    if (absl::Status failed = VerifyFailure(*report); !failed.ok()) return failed;
+    *response.mutable_verification() = *std::move(report);
+    if (cached == nullptr) {
+      response.set_total_time_us(response.total_time_us() +
+                                 absl::ToInt64Microseconds(absl::Now() - verify_start));
+    }
+  }
+  if (cached != nullptr) response.set_total_time_us(absl::ToInt64Microseconds(absl::Now() - start));
+  return response;
+}
+
+absl::StatusOr<v1::VerifyReport> Optimizer::Verify(
+    v1::Graph original, std::string original_onnx, const v1::OptimizeResponse& response,
+    const v1::VerifyOptions& options, const std::map<std::string, int64_t>& dim_bindings,
+    absl::string_view tenant, const StopToken* stop) const {
+  if (absl::Status s = CheckStop(stop, "verification"); !s.ok()) return s;
+  if (!original_onnx.empty()) {
+    absl::StatusOr<v1::Graph> imported = GraphFromOnnxBytes(std::move(original_onnx));
+    if (!imported.ok()) return imported.status();
+    original = *std::move(imported);
+  }
+  v1::Graph optimized;
+  if (!response.onnx_model().empty()) {
+    absl::StatusOr<v1::Graph> imported = GraphFromOnnxBytes(response.onnx_model());
+    if (!imported.ok()) {
+      return absl::Status(imported.status().code(),
+                          absl::StrCat("verify: reading the optimized ONNX model back: ",
+                                       imported.status().message()));
+    }
+    optimized = *std::move(imported);
+  } else {
+    optimized = response.graph();
+  }
+  // The runs need the weights themselves.
+  for (v1::Graph* g : {&original, &optimized}) {
+    if (absl::Status s = InlineBlobReferences(g, blobs_, tenant); !s.ok()) return s;
+  }
+  return VerifyOptimization(std::move(original), std::move(optimized), options, dim_bindings,
+                            verify_limits_, stop);
+}
+
+absl::StatusOr<v1::OptimizeResponse> Optimizer::OptimizeUncached(
+    v1::OptimizeRequest request, absl::string_view tenant,
+    std::shared_ptr<const OpSnapshot> snapshot, const StopToken* stop,
+    std::vector<std::string>* blob_digests) const {
   absl::StatusOr<std::shared_ptr<const OpRegistry>> ops =
-      ops_->LayerRequestOps(ops_->Snapshot(tenant), request.ops());
+      ops_->LayerRequestOps(std::move(snapshot), request.ops());
   if (!ops.ok()) return ops.status();
   const v1::Pipeline& pipeline = request.pipeline();
   std::vector<PassSpec> specs;
@@ -88,6 +201,7 @@ absl::StatusOr<v1::OptimizeResponse> Optimizer::Optimize(v1::OptimizeRequest req
   }
   std::vector<std::shared_ptr<const std::string>> pinned_blobs;
   if (absl::Status s = CheckBlobReferences(input, blobs_, tenant, &pinned_blobs); !s.ok()) return s;
+  if (blob_digests != nullptr) *blob_digests = BlobDigests(input);
 
   if (absl::Status s = CheckStop(stop, "reading the model"); !s.ok()) return s;
   absl::StatusOr<Graph> graph = GraphFromProto(std::move(input));

@@ -2,7 +2,10 @@
 #define GRAPHOPT_SERVICE_OPTIMIZER_H_
 
 #include <functional>
+#include <map>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -12,7 +15,9 @@
 #include "proto/optimizer.pb.h"
 #include "service/blob_store.h"
 #include "service/op_store.h"
+#include "service/result_cache.h"
 #include "service/tenant.h"
+#include "service/verify.h"
 #include "util/stop_token.h"
 
 namespace graphopt {
@@ -46,6 +51,16 @@ class Optimizer {
   // unknown pass; FAILED_PRECONDITION naming the tensor for a blob the store does not hold.
   // Takes the request by value so a large model can be moved in. `stop` (may be null) ends
   // the work early with its status (CANCELLED, DEADLINE_EXCEEDED naming the stage or pass).
+  //
+  // Result cache (set_result_cache): unless options.no_cache, a request whose key
+  // (OptimizeCacheKey: model, pipeline, options, bindings, format, the tenant's op set, the
+  // request's ops, graphopt's version) was answered before gets that response again (its pass
+  // reports are the ones of the run that made it; cache says HIT and total_time_us is this
+  // call's). Its blob references are checked again, with the errors above.
+  // Verification (options.verify.enabled, see service/verify.h) runs on every request, hit or
+  // miss, on the result as it is sent (the ONNX bytes or the graph), within the verify limits
+  // and `stop`; its time is part of total_time_us. FAILED_PRECONDITION naming the outputs over
+  // tolerance when it fails; the errors of VerifyOptimization when it cannot run.
   absl::StatusOr<v1::OptimizeResponse> Optimize(v1::OptimizeRequest request,
                                                 absl::string_view tenant = kDefaultTenant,
                                                 const StopToken* stop = nullptr) const;
@@ -74,7 +89,26 @@ class Optimizer {
   using PassObserver = std::function<void(const std::string& pass, int64_t wall_time_us)>;
   void set_pass_observer(PassObserver observer) { pass_observer_ = std::move(observer); }
 
+  // The result cache (null: none, every response says CACHE_RESULT_NOT_USED); thread-safe, must
+  // outlive the Optimizer. Set before serving.
+  void set_result_cache(ResultCache* cache) { cache_ = cache; }
+  // The bounds of verification on request. Set before serving.
+  void set_verify_limits(VerifyLimits limits) { verify_limits_ = limits; }
+
  private:
+  // The pipeline for `request` over `snapshot` with the request's ops on top; the blob digests
+  // its model refers to go to `blob_digests` when not null.
+  absl::StatusOr<v1::OptimizeResponse> OptimizeUncached(
+      v1::OptimizeRequest request, absl::string_view tenant,
+      std::shared_ptr<const OpSnapshot> snapshot, const StopToken* stop,
+      std::vector<std::string>* blob_digests) const;
+  // Runs verification of `response` against the model of the request it answers.
+  absl::StatusOr<v1::VerifyReport> Verify(v1::Graph original, std::string original_onnx,
+                                          const v1::OptimizeResponse& response,
+                                          const v1::VerifyOptions& options,
+                                          const std::map<std::string, int64_t>& dim_bindings,
+                                          absl::string_view tenant, const StopToken* stop) const;
+
   // Set by the registry constructor: the store it wraps.
   std::unique_ptr<OpStore> owned_ops_;
   OpStore* ops_;
@@ -82,6 +116,8 @@ class Optimizer {
   BlobStore* blobs_;
   OptionCeilings ceilings_ = DefaultOptionCeilings();
   PassObserver pass_observer_;
+  ResultCache* cache_ = nullptr;
+  VerifyLimits verify_limits_;
 };
 
 }  // namespace graphopt

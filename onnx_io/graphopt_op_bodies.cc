@@ -29,13 +29,6 @@ onnx::AttributeProto IntAttr(const std::string& name, int64_t v) {
   return a;
 }
 
-onnx::AttributeProto StringAttr(const std::string& name, const std::string& v) {
-  onnx::AttributeProto a;
-  a.set_name(name);
-  a.set_type(onnx::AttributeProto::STRING);
-  a.set_s(v);
-  return a;
-}
 
 const onnx::AttributeProto* FindAttr(const onnx::NodeProto& n, const std::string& name) {
   for (const onnx::AttributeProto& a : n.attribute()) {
@@ -396,33 +389,120 @@ absl::StatusOr<onnx::FunctionProto> ConvGradWeightBody(const onnx::NodeProto& n,
   return b.Take();
 }
 
-// MaxPoolGrad(dY, X): MaxPool's Indices (flat, first maximum) scatter-add dY into zeros.
+// How a pool's backward spreads values over the windows: ConvTranspose on [N*C, channels,
+// out...] with the forward window, its end padding grown where the last window reaches past X
+// (ceil_mode) and its output padded up to X's size.
+struct Spread {
+  std::vector<int64_t> out;  // the pool's output spatial dims
+  std::vector<int64_t> pads, output_padding;
+};
+
+absl::StatusOr<Spread> SpreadFor(const Window& w, const std::vector<int64_t>& x, bool ceil_mode,
+                                 const std::string& what) {
+  const size_t nd = x.size();
+  Spread sp;
+  std::vector<int64_t> pads_end = w.pad_end;
+  sp.output_padding.assign(nd, 0);
+  int64_t out_size = 1;
+  for (size_t i = 0; i < nd; ++i) {
+    sp.out.push_back(ForwardOut(w, i, x[i], ceil_mode));
+    if (sp.out[i] <= 0) return Missing(what, "the window does not fit the input");
+    out_size *= sp.out[i];
+    if (out_size > (int64_t{1} << 24)) return Missing(what, "the output is too large to tabulate");
+    const int64_t ek = (w.kernel[i] - 1) * w.dilation[i] + 1;
+    const int64_t got = w.stride[i] * (sp.out[i] - 1) + ek - w.pad_begin[i] - pads_end[i];
+    if (got > x[i]) {
+      pads_end[i] += got - x[i];
+    } else {
+      sp.output_padding[i] = x[i] - got;
+    }
+    if (sp.output_padding[i] >= std::max(w.stride[i], w.dilation[i])) {
+      return Missing(what, "the pool's output padding is out of ConvTranspose's range");
+    }
+  }
+  sp.pads = w.pad_begin;
+  sp.pads.insert(sp.pads.end(), pads_end.begin(), pads_end.end());
+  return sp;
+}
+
+std::vector<onnx::AttributeProto> SpreadAttrs(const Window& w, const Spread& sp) {
+  return {IntsAttr("strides", w.stride), IntsAttr("dilations", w.dilation),
+          IntsAttr("pads", sp.pads), IntsAttr("output_padding", sp.output_padding),
+          IntsAttr("kernel_shape", w.kernel)};
+}
+
+// MaxPoolGrad(dY, X): MaxPool's Indices (flat into X, the first maximum) say which tap t of its
+// window each output took; dY masked per tap, [N*C, T, out...], goes through a ConvTranspose
+// whose kernel t is one-hot at tap t, which adds each value at its input position.
 absl::StatusOr<onnx::FunctionProto> MaxPoolGradBody(const onnx::NodeProto& n,
                                                     const std::string& what,
                                                     const ValueFacts& facts, int64_t opset) {
-  if (absl::Status s = NeedOpset(what, opset, 16, "ScatterElements with reduction"); !s.ok()) {
-    return s;
-  }
   if (n.input_size() < 2) return absl::InvalidArgumentError(absl::StrCat(what, " needs 2 inputs"));
   int32_t elem = facts.ElemType(n.input(1));
   if (elem == 0) elem = facts.ElemType(n.input(0));
   if (elem != onnx::TensorProto::FLOAT && elem != onnx::TensorProto::DOUBLE) {
     return Missing(what, "the element type of X is not known as float or double");
   }
+  std::optional<std::vector<int64_t>> xs = facts.Dims(n.input(1));
+  if (!xs) xs = facts.Dims(n.output(0));
+  const std::vector<int64_t> x = SpatialOf(xs);
+  const std::vector<int64_t> k = Ints(n, "kernel_shape");
+  if (k.empty() || x.size() != k.size()) {
+    return Missing(what, "X's static shape and the kernel_shape are needed");
+  }
+  absl::StatusOr<Window> w = ResolveWindow(n, what, k, x);
+  if (!w.ok()) return w.status();
+  absl::StatusOr<Spread> sp = SpreadFor(*w, x, Int(n, "ceil_mode", 0) != 0, what);
+  if (!sp.ok()) return sp.status();
+  const size_t nd = k.size();
+  int64_t taps = 1, plane = 1;
+  for (size_t i = 0; i < nd; ++i) {
+    taps *= k[i];
+    plane *= x[i];
+  }
+  if (taps > 4096) return Missing(what, "the window has too many taps");
   Body b(n.op_type(), 2, 1, opset);
   std::vector<onnx::AttributeProto> attrs =
       Keep(n, {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "strides"});
   const std::vector<std::string> pooled = b.MultiOp("MaxPool", {"in1"}, 2, std::move(attrs));
-  const std::string flat = b.Int64s({-1});
-  const std::string indices = b.Op("Reshape", {pooled[1], flat});
-  const std::string updates = b.Op("Reshape", {"in0", flat});
-  // Zeros as a constant broadcast to X's size (X - X would turn infinities into NaN).
-  const std::string size = b.Op("Reshape", {b.Op("Size", {"in1"}), b.Int64s({1})});
-  const std::string zero = b.Floats({1}, {0.0}, elem);
-  const std::string base = b.Op("Expand", {zero, size});
-  const std::string scattered = b.Op("ScatterElements", {base, indices, updates},
-                                     {IntAttr("axis", 0), StringAttr("reduction", "add")});
-  b.Op("Reshape", {scattered, b.Op("Shape", {"in1"})}, {}, "out0");
+  // The position in X's plane, then per spatial dim its coordinate and the tap's index.
+  const std::string local = b.Op("Mod", {pooled[1], b.Int64s({plane})});
+  std::string tap;
+  int64_t x_stride = plane, k_stride = taps;
+  for (size_t i = 0; i < nd; ++i) {
+    x_stride /= x[i];
+    k_stride /= k[i];
+    const std::string coord =
+        b.Op("Mod", {b.Op("Div", {local, b.Int64s({x_stride})}), b.Int64s({x[i]})});
+    // The window's first position along dim i, shaped to broadcast over [N, C, out...].
+    std::vector<int64_t> starts;
+    for (int64_t o = 0; o < sp->out[i]; ++o) starts.push_back(o * w->stride[i] - w->pad_begin[i]);
+    std::vector<int64_t> shape(nd + 2, 1);
+    shape[i + 2] = sp->out[i];
+    const std::string start = b.Op("Reshape", {b.Int64s(starts), b.Int64s(shape)});
+    const std::string along = b.Op("Div", {b.Op("Sub", {coord, start}), b.Int64s({w->dilation[i]})});
+    const std::string scaled = b.Op("Mul", {along, b.Int64s({k_stride})});
+    tap = tap.empty() ? scaled : b.Op("Add", {tap, scaled});
+  }
+  std::vector<int64_t> planes_shape = {-1, 1}, tap_shape = {1, taps};
+  for (size_t i = 0; i < nd; ++i) {
+    planes_shape.push_back(sp->out[i]);
+    tap_shape.push_back(1);
+  }
+  std::vector<int64_t> all_taps(taps);
+  for (int64_t t = 0; t < taps; ++t) all_taps[t] = t;
+  const std::string tap_planes = b.Op("Reshape", {tap, b.Int64s(planes_shape)});
+  const std::string hit = b.Op("Equal", {tap_planes, b.Op("Reshape", {b.Int64s(all_taps),
+                                                                      b.Int64s(tap_shape)})});
+  const std::string mask = b.Op("Cast", {hit}, {IntAttr("to", elem)});
+  const std::string masked = b.Op("Mul", {mask, b.Op("Reshape", {"in0", b.Int64s(planes_shape)})});
+  std::vector<int64_t> kernel_dims = {taps, 1};
+  kernel_dims.insert(kernel_dims.end(), k.begin(), k.end());
+  std::vector<double> one_hot(taps * taps, 0.0);
+  for (int64_t t = 0; t < taps; ++t) one_hot[t * taps + t] = 1.0;
+  const std::string spread = b.Op("ConvTranspose", {masked, b.Floats(kernel_dims, one_hot, elem)},
+                                  SpreadAttrs(*w, *sp));
+  b.Op("Reshape", {spread, b.Op("Shape", {"in1"})}, {}, "out0");
   return b.Take();
 }
 
@@ -448,17 +528,16 @@ absl::StatusOr<onnx::FunctionProto> AveragePoolGradBody(const onnx::NodeProto& n
   const bool include_pad = Int(n, "count_include_pad", 0) != 0;
   absl::StatusOr<Window> w = ResolveWindow(n, what, k, x);
   if (!w.ok()) return w.status();
+  absl::StatusOr<Spread> sp = SpreadFor(*w, x, ceil_mode, what);
+  if (!sp.ok()) return sp.status();
+  const std::vector<int64_t>& out = sp->out;
   const size_t nd = k.size();
   // Per spatial dim, each output position's count of taps inside the input (or inside the
   // padded input): the window is a box, so the count is their product.
-  std::vector<int64_t> out(nd);
   std::vector<std::vector<int64_t>> counts(nd);
   int64_t out_size = 1;
   for (size_t i = 0; i < nd; ++i) {
-    out[i] = ForwardOut(*w, i, x[i], ceil_mode);
-    if (out[i] <= 0) return Missing(what, "the window does not fit the input");
     out_size *= out[i];
-    if (out_size > (int64_t{1} << 24)) return Missing(what, "the output is too large to tabulate");
     const int64_t lo = include_pad ? -w->pad_begin[i] : 0;
     const int64_t hi = include_pad ? x[i] + w->pad_end[i] : x[i];
     for (int64_t o = 0; o < out[i]; ++o) {
@@ -481,20 +560,6 @@ absl::StatusOr<onnx::FunctionProto> AveragePoolGradBody(const onnx::NodeProto& n
       pos[i] = 0;
     }
   }
-  // ConvTranspose's output size is s (o - 1) + op + ek - pb - pe: pad the end further where the
-  // last window reaches past X (ceil_mode), and pad the output up to X's size otherwise.
-  std::vector<int64_t> pads_end = w->pad_end, output_padding(nd, 0);
-  for (size_t i = 0; i < nd; ++i) {
-    const int64_t ek = (k[i] - 1) * w->dilation[i] + 1;
-    const int64_t got = w->stride[i] * (out[i] - 1) + ek - w->pad_begin[i] - pads_end[i];
-    if (got > x[i]) pads_end[i] += got - x[i];
-    else output_padding[i] = x[i] - got;
-    if (output_padding[i] >= std::max(w->stride[i], w->dilation[i])) {
-      return Missing(what, "the pool's output padding is out of ConvTranspose's range");
-    }
-  }
-  std::vector<int64_t> pads = w->pad_begin;
-  pads.insert(pads.end(), pads_end.begin(), pads_end.end());
   std::vector<int64_t> count_dims = {1, 1}, planes_shape = {-1, 1}, kernel_dims = {1, 1};
   int64_t kernel_size = 1;
   for (size_t i = 0; i < nd; ++i) {
@@ -507,10 +572,7 @@ absl::StatusOr<onnx::FunctionProto> AveragePoolGradBody(const onnx::NodeProto& n
   const std::string scaled = b.Op("Mul", {"in0", b.Floats(count_dims, inverse, elem)});
   const std::string planes = b.Op("Reshape", {scaled, b.Int64s(planes_shape)});
   const std::string ones = b.Floats(kernel_dims, std::vector<double>(kernel_size, 1.0), elem);
-  const std::string spread = b.Op(
-      "ConvTranspose", {planes, ones},
-      {IntsAttr("strides", w->stride), IntsAttr("dilations", w->dilation), IntsAttr("pads", pads),
-       IntsAttr("output_padding", output_padding), IntsAttr("kernel_shape", k)});
+  const std::string spread = b.Op("ConvTranspose", {planes, ones}, SpreadAttrs(*w, *sp));
   b.Op("Reshape", {spread, "in1"}, {}, "out0");
   return b.Take();
 }

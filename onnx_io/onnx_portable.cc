@@ -75,6 +75,7 @@ class Exporter {
     }
     ValueFacts facts(parent);
     facts.AddGraph(*g);
+    UniqueNodeNames(g);
     for (int i = 0; i < g->node_size(); ++i) {
       onnx::NodeProto* n = g->mutable_node(i);
       const std::string what = NodeLabel(*n, i);
@@ -102,6 +103,24 @@ class Exporter {
       }
     }
     return absl::OkStatus();
+  }
+
+  // ONNX Runtime refuses a graph where two nodes share a name (ONNX itself does not mind):
+  // the second and later get "#<k>" appended, to a name no node of the graph has.
+  static void UniqueNodeNames(onnx::GraphProto* g) {
+    absl::flat_hash_set<std::string> all, seen;
+    for (const onnx::NodeProto& n : g->node()) all.insert(n.name());
+    for (onnx::NodeProto& n : *g->mutable_node()) {
+      if (n.name().empty() || seen.insert(n.name()).second) continue;
+      std::string fresh;
+      for (int k = 2;; ++k) {
+        fresh = absl::StrCat(n.name(), "#", k);
+        if (!all.contains(fresh)) break;
+      }
+      all.insert(fresh);
+      seen.insert(fresh);
+      n.set_name(std::move(fresh));
+    }
   }
 
   // The fused group's body as a function, values renamed by position so that groups that

@@ -18,6 +18,7 @@ namespace graphopt {
 //   - a FusedGroup: its body, values renamed by position (x<i> inputs, y<i> outputs, t<k>),
 //     graphopt nodes in it calling functions in turn;
 //   - any other graphopt op: the standard-ONNX body of graphopt_op_bodies.h.
+// Nodes that share a name within a graph get "#<k>" appended (ONNX Runtime refuses such graphs).
 // Identical bodies share one function; functions are named "<op>_<k>" in order of first use,
 // so the same model gives the same bytes. Bodies use the model's default-domain opset; the IR
 // version is raised to 8 (model-local functions) where lower.

@@ -78,6 +78,7 @@ struct OptimizeArgs {
   std::vector<std::string> bindings;
   bool verify_each_pass = false;
   bool strip_value_info = false;
+  bool native_ops = false;
   std::string report_json;
   bool quiet = false;
   // How many of the costliest nodes to list after the cost line (0: none).
@@ -200,6 +201,7 @@ int RunOptimize(const OptimizeArgs& args) {
   for (const auto& [symbol, size] : *bindings) (*request.mutable_dim_bindings())[symbol] = size;
   request.mutable_options()->set_verify_each_pass(args.verify_each_pass);
   request.mutable_options()->set_strip_value_info(args.strip_value_info);
+  request.mutable_options()->set_native_ops(args.native_ops);
   // The estimate is computed only when something shows it.
   if (args.cost_top > 0) {
     request.mutable_options()->set_cost_estimate(v1::COST_ESTIMATE_PER_NODE);
@@ -705,6 +707,10 @@ int Main(int argc, char** argv) {
       ->allow_extra_args(false);
   optimize->add_flag("--verify-each-pass", optimize_args.verify_each_pass,
                      "Run the verifier after every pass that changed the graph");
+  optimize->add_flag("--native-ops", optimize_args.native_ops,
+                     "Write graphopt's own ops (fused groups, layout ops) as graphopt-domain "
+                     "nodes, which only graphopt runs; by default they are ONNX model-local "
+                     "functions of standard ops");
   optimize->add_flag("--strip-value-info", optimize_args.strip_value_info,
                      "Do not write types/shapes of intermediate values to the output");
   optimize->add_option("--report-json", optimize_args.report_json,

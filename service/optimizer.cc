@@ -222,7 +222,9 @@ absl::StatusOr<v1::OptimizeResponse> Optimizer::OptimizeUncached(
   to_proto.value_info = !request.options().strip_value_info();
   v1::Graph optimized = GraphToProto(*std::move(graph), to_proto);
   if (result_format == v1::MODEL_FORMAT_ONNX) {
-    absl::StatusOr<std::string> onnx = GraphToOnnxBytes(std::move(optimized));
+    OnnxExportOptions export_options;
+    export_options.native_ops = request.options().native_ops();
+    absl::StatusOr<std::string> onnx = GraphToOnnxBytes(std::move(optimized), export_options);
     if (!onnx.ok()) {
       return absl::Status(onnx.status().code(),
                           absl::StrCat("writing the result as ONNX: ", onnx.status().message()));

@@ -40,13 +40,14 @@ class TextTable {
 // Microseconds as milliseconds with three decimals: 1234 -> "1.234".
 std::string FormatMicrosAsMillis(int64_t micros);
 
-// The per-pass report of an Optimize call as a table (pass, added for, changed, nodes
-// before -> after, time ms, verify ms, messages) with a total row.
+// The per-pass report of an Optimize call as a table (pass, round of the fixpoint group or "-",
+// added for, changed, nodes before -> after, time ms, verify ms, messages) with a total row
+// (whose round cell is the number of fixpoint rounds).
 std::string FormatPassReports(const v1::OptimizeResponse& response);
 
 // The same report as a JSON document (the graph itself is not included):
-// {"passes": [{"name", "added_for", "changed", "nodes_before", "nodes_after",
-//   "wall_time_us", "verify_time_us", "messages"}...], "total_time_us",
+// {"passes": [{"name", "added_for", "round", "changed", "nodes_before", "nodes_after",
+//   "wall_time_us", "verify_time_us", "messages"}...], "total_time_us", "fixpoint_rounds",
 //  "nodes_before", "nodes_after"}, and when the response has a cost estimate "cost":
 // {"flops", "bytes", "nodes", "flops_unknown_nodes", "bytes_unknown_nodes", "node_costs":
 // [{"node", "op", "flops", "bytes"}...]} (null for an unknown figure). Invalid UTF-8 in strings

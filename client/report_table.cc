@@ -152,6 +152,7 @@ std::string FormatMicrosAsMillis(int64_t micros) {
 std::string FormatPassReports(const v1::OptimizeResponse& response) {
   using Align = TextTable::Align;
   TextTable table({{"pass"},
+                   {"round", Align::kRight},
                    {"added for"},
                    {"changed"},
                    {"nodes", Align::kRight},
@@ -161,7 +162,9 @@ std::string FormatPassReports(const v1::OptimizeResponse& response) {
   int64_t verify_total_us = 0;
   for (const v1::PassReport& report : response.reports()) {
     verify_total_us += report.verify_time_us();
-    table.AddRow({report.name(), report.added_for().empty() ? "-" : report.added_for(),
+    // Round 0: the pass is outside the fixpoint group.
+    table.AddRow({report.name(), report.round() > 0 ? absl::StrCat(report.round()) : "-",
+                  report.added_for().empty() ? "-" : report.added_for(),
                   report.changed() ? "yes" : "no",
                   absl::StrCat(report.nodes_before(), " -> ", report.nodes_after()),
                   FormatMicrosAsMillis(report.wall_time_us()),
@@ -179,8 +182,9 @@ std::string FormatPassReports(const v1::OptimizeResponse& response) {
   }
   int changed = 0;
   for (const v1::PassReport& report : response.reports()) changed += report.changed() ? 1 : 0;
-  table.AddRow({absl::StrCat("total (", reports, reports == 1 ? " pass)" : " passes)"), "",
-                absl::StrCat(changed, " changed"), nodes,
+  table.AddRow({absl::StrCat("total (", reports, reports == 1 ? " pass)" : " passes)"),
+                response.fixpoint_rounds() > 0 ? absl::StrCat(response.fixpoint_rounds()) : "",
+                "", absl::StrCat(changed, " changed"), nodes,
                 FormatMicrosAsMillis(response.total_time_us()),
                 verify_total_us > 0 ? FormatMicrosAsMillis(verify_total_us) : "-", ""});
   return table.Render();

@@ -41,8 +41,9 @@ class TextTable {
 // Microseconds as milliseconds with three decimals: 1234 -> "1.234".
 std::string FormatMicrosAsMillis(int64_t micros);
 
-// The per-pass report of an Optimize call as a table (pass, added for, changed, nodes
-// before -> after, time ms, verify ms, messages) with a total row.
+// The per-pass report of an Optimize call as a table (pass, round of the fixpoint group or "-",
+// added for, changed, nodes before -> after, time ms, verify ms, messages) with a total row
+// (whose round cell is the number of fixpoint rounds).
 std::string FormatPassReports(const v1::OptimizeResponse& response);
 
 // The same report as a JSON document (the graph itself is not included):

@@ -56,9 +56,10 @@ constexpr char kResponse[] = R"pb(
   reports { name: "infer_type" added_for: "dead_code_elimination" changed: false
             nodes_before: 5 nodes_after: 5 wall_time_us: 120 }
   reports { name: "dead_code_elimination" changed: true nodes_before: 5 nodes_after: 2
-            wall_time_us: 2500 verify_time_us: 40
+            wall_time_us: 2500 verify_time_us: 40 round: 2
             messages: "removed 3 nodes" messages: "second" }
   total_time_us: 3000
+  fixpoint_rounds: 2
 )pb";
 
 TEST(FormatPassReportsTest, RowsAndTotal) {
@@ -93,6 +94,9 @@ TEST(FormatReportJsonTest, Fields) {
   EXPECT_EQ(json["passes"][1]["verify_time_us"], 40);
   EXPECT_EQ(json["passes"][1]["messages"][0], "removed 3 nodes");
   EXPECT_EQ(json["passes"][0]["added_for"], "dead_code_elimination");
+  EXPECT_EQ(json["passes"][0]["round"], 0);
+  EXPECT_EQ(json["passes"][1]["round"], 2);
+  EXPECT_EQ(json["fixpoint_rounds"], 2);
   EXPECT_EQ(json["total_time_us"], 3000);
   EXPECT_EQ(json["nodes_before"], 5);
   EXPECT_EQ(json["nodes_after"], 2);

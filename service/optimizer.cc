@@ -244,8 +244,10 @@ absl::StatusOr<v1::OptimizeResponse> Optimizer::OptimizeUncached(
     for (std::string& m : run.messages) r->add_messages(std::move(m));
     r->set_added_for(run.added_for);
     r->set_verify_time_us(run.verify_time_us);
+    r->set_round(run.round);
   }
   response.set_total_time_us(result->total_time_us);
+  response.set_fixpoint_rounds(result->fixpoint_rounds);
   return response;
 }
 

@@ -495,6 +495,15 @@ int RunRun(const RunArgs& args) {
   for (const auto& [name, tensor] : *inputs) {
     std::printf("input  %s\n", FormatTensorSummary(name, tensor).c_str());
   }
+  // The output folder is made before the run, so that a long run does not end in this error.
+  if (!args.output_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(args.output_dir, ec);
+    if (ec) {
+      return ReportError(absl::PermissionDeniedError(
+          absl::StrCat("cannot create '", args.output_dir, "': ", ec.message())));
+    }
+  }
   absl::StatusOr<RunOutcome> outcome = remote ? RunOnServer(args, *std::move(plan), *inputs)
                                               : RunInProcess(args, *std::move(graph), *inputs);
   if (!outcome.ok()) return ReportError(outcome.status());
@@ -515,12 +524,6 @@ int RunRun(const RunArgs& args) {
     std::printf("\n%s", FormatProfile(outcome->profile, args.profile_nodes).c_str());
   }
   if (!args.output_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(args.output_dir, ec);
-    if (ec) {
-      return ReportError(absl::PermissionDeniedError(
-          absl::StrCat("cannot create '", args.output_dir, "': ", ec.message())));
-    }
     const std::vector<std::string> files = NpyFileNames(output_names);
     for (size_t i = 0; i < outcome->outputs.size(); ++i) {
       absl::StatusOr<std::string> bytes = runtime::SerializeNpy(outcome->outputs[i]);

@@ -43,9 +43,9 @@ absl::Status CallersStatus(const StopToken& stop, const std::string& where) {
 }
 
 absl::Status Busy(const SessionTable::Session& session, const std::string& address) {
-  absl::Status busy = absl::ResourceExhaustedError(absl::StrCat(
-      "session '", session.name, "': its worker ", address,
-      " is busy, and a session's steps run only there; try again later"));
+  absl::Status busy = absl::ResourceExhaustedError(
+      absl::StrCat("session '", session.name, "': its worker ", address,
+                   " is busy, and a session's steps run only there; try again later"));
   SetRetryAfter(busy, absl::Seconds(1));
   return busy;
 }
@@ -58,15 +58,14 @@ absl::StatusOr<v1::RunResponse> Coordinator::RunSession(
     v1::RunResponse response, absl::Time start) {
   const std::string& name = request.session();
   if (plan != nullptr && plan->state_updates().empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "session: '", name,
-        "' given for plan ", plan_id, ", which has no state_updates (a stateless plan runs "
-        "without a session)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("session: '", name, "' given for plan ", plan_id,
+                     ", which has no state_updates (a stateless plan runs "
+                     "without a session)"));
   }
-  absl::StatusOr<SessionTable::Session> begun =
-      sessions_.Begin(tenant, name, plan != nullptr ? plan_id : std::string(),
-                      plan != nullptr ? plan->state_updates(0).state() : std::string(),
-                      absl::Now());
+  absl::StatusOr<SessionTable::Session> begun = sessions_.Begin(
+      tenant, name, plan != nullptr ? plan_id : std::string(),
+      plan != nullptr ? plan->state_updates(0).state() : std::string(), absl::Now());
   if (!begun.ok()) return begun.status();
   SessionTable::Session session = *std::move(begun);
 
@@ -78,8 +77,7 @@ absl::StatusOr<v1::RunResponse> Coordinator::RunSession(
       sessions_.Abandon(session);
       return target.status();
     }
-    if (absl::Status s = LoadSession(*target, *plan, tenant, stop, &session, &response);
-        !s.ok()) {
+    if (absl::Status s = LoadSession(*target, *plan, tenant, stop, &session, &response); !s.ok()) {
       ReleaseWorker(target->address);
       sessions_.Abandon(session);
       return s;
@@ -243,12 +241,12 @@ absl::Status Coordinator::LoadSession(const Target& target, const v1::Graph& pla
     auto it = workers_.find(target.address);
     if (it != workers_.end() && !cancelled_) MarkDown(it->second, CallError(r.status));
   }
-  return absl::UnavailableError(absl::StrCat(where, ": ", CallError(r.status),
-                                             " (no step ran; run it again)"));
+  return absl::UnavailableError(
+      absl::StrCat(where, ": ", CallError(r.status), " (no step ran; run it again)"));
 }
 
-absl::StatusOr<Coordinator::Target> Coordinator::SessionTarget(
-    const SessionTable::Session& session, bool execution) {
+absl::StatusOr<Coordinator::Target> Coordinator::SessionTarget(const SessionTable::Session& session,
+                                                               bool execution) {
   std::string why;
   {
     absl::MutexLock lock(&mu_);
@@ -296,8 +294,8 @@ absl::Status Coordinator::LoseSessionToWorker(const SessionTable::Session& sessi
   }
   if (shutting_down) {
     if (holds_step) sessions_.Finish(session, absl::Now());
-    return absl::UnavailableError(absl::StrCat("session '", session.name,
-                                               "': the server is shutting down (Run cancelled)"));
+    return absl::UnavailableError(
+        absl::StrCat("session '", session.name, "': the server is shutting down (Run cancelled)"));
   }
   if (!result.answered && !result.never_connected && rpc == "Execute") {
     RecordDeath(plan_id, session.address, session.worker_id);
@@ -349,8 +347,9 @@ absl::StatusOr<v1::CoordinatorFetchStateResponse> Coordinator::FetchState(
   return response;
 }
 
-absl::StatusOr<v1::EndSessionResponse> Coordinator::EndSession(
-    const v1::EndSessionRequest& request, absl::string_view tenant, const StopToken* stop) {
+absl::StatusOr<v1::EndSessionResponse> Coordinator::EndSession(const v1::EndSessionRequest& request,
+                                                               absl::string_view tenant,
+                                                               const StopToken* stop) {
   StopToken never;
   const StopToken& token = stop != nullptr ? *stop : never;
   SessionTable::Session ended;
@@ -401,8 +400,8 @@ void Coordinator::MaintainSessions() {
   {
     absl::MutexLock lock(&mu_);
     for (const SessionTable::Session& s : expired) {
-      logger_->info("coordinator: session '{}' of tenant '{}' ended: idle for {}", s.name,
-                    s.tenant, absl::FormatDuration(options_.session_idle_timeout));
+      logger_->info("coordinator: session '{}' of tenant '{}' ended: idle for {}", s.name, s.tenant,
+                    absl::FormatDuration(options_.session_idle_timeout));
       QueueUnloadLocked(s);
     }
     std::deque<PendingUnload> waiting;

@@ -18,11 +18,11 @@ absl::Status SessionTable::CheckName(absl::string_view name) {
         absl::StrCat("session: ", name.size(), " bytes, want 1 to ", kMaxNameBytes));
   }
   for (char c : name) {
-    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' &&
-        c != ':' && c != '/' && c != '-') {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "session: '", absl::CHexEscape(name),
-          "' has a character other than letters, digits and \"._:/-\""));
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != ':' &&
+        c != '/' && c != '-') {
+      return absl::InvalidArgumentError(
+          absl::StrCat("session: '", absl::CHexEscape(name),
+                       "' has a character other than letters, digits and \"._:/-\""));
     }
   }
   return absl::OkStatus();
@@ -78,17 +78,17 @@ absl::StatusOr<SessionTable::Session> SessionTable::Begin(absl::string_view tena
           "session '", name, "' is running another step; a session's steps run one at a time"));
     }
     if (!plan_id.empty() && plan_id != e.session.plan_id) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "session '", name, "' runs plan ", e.session.plan_id, ", not ", plan_id,
-          "; end it (EndSession) or use another session name for another plan"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("session '", name, "' runs plan ", e.session.plan_id, ", not ", plan_id,
+                       "; end it (EndSession) or use another session name for another plan"));
     }
     e.busy = true;
     e.session.last_used = now;
     return e.session;
   }
   if (plan_id.empty()) {
-    return absl::NotFoundError(absl::StrCat(
-        "session '", name, "': no such session (its first Run must carry the graph)"));
+    return absl::NotFoundError(
+        absl::StrCat("session '", name, "': no such session (its first Run must carry the graph)"));
   }
   int& mine = per_tenant_[key.first];
   if (mine >= limits_.max_per_tenant) {
@@ -169,10 +169,9 @@ std::vector<SessionTable::Session> SessionTable::LoseWorker(const std::string& a
       ++it;
       continue;
     }
-    RememberGoneLocked(it->first, absl::StatusCode::kAborted,
-                       LostMessage(s.name, worker_id.empty() ? s.worker_id : worker_id, address,
-                                   why),
-                       s.id);
+    RememberGoneLocked(
+        it->first, absl::StatusCode::kAborted,
+        LostMessage(s.name, worker_id.empty() ? s.worker_id : worker_id, address, why), s.id);
     if (--per_tenant_[s.tenant] == 0) per_tenant_.erase(s.tenant);
     lost.push_back(s);
     it = live_.erase(it);

@@ -134,9 +134,9 @@ TEST(SessionTableTest, AWorkersSessionsAreLostAndSayWhy) {
   ASSERT_EQ(lost.size(), 1u);
   EXPECT_EQ(lost[0].name, "s1");
   EXPECT_FALSE(t.Finish(*running, kT0));
-  for (const absl::Status& s : {t.Begin("acme", "s1", "", "", kT0).status(),
-                                t.Begin("acme", "s1", "sha256:p", "", kT0).status(),
-                                t.Get("acme", "s1", kT0).status()}) {
+  for (const absl::Status& s :
+       {t.Begin("acme", "s1", "", "", kT0).status(),
+        t.Begin("acme", "s1", "sha256:p", "", kT0).status(), t.Get("acme", "s1", kT0).status()}) {
     EXPECT_EQ(s.code(), absl::StatusCode::kAborted);
     EXPECT_THAT(s.message(), HasSubstr("session 's1' was lost with worker wa (a:1): connection "
                                        "lost; start it again from your last fetched state"));

@@ -41,7 +41,8 @@ def to_tensor(value: TensorLike, name: str = "") -> graph_pb2.Tensor:
     dtype = _DTYPES.get(array.dtype.name)
     if dtype is None:
         raise ValueError(f"tensor '{name}': dtype {array.dtype} has no graphopt DataType")
-    array = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
+    # astype, not ascontiguousarray: that one makes a scalar one-dimensional.
+    array = array.astype(array.dtype.newbyteorder("<"), order="C", copy=False)
     return graph_pb2.Tensor(name=name, dtype=dtype, dims=list(array.shape),
                             raw_data=array.tobytes())
 

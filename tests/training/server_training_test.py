@@ -15,6 +15,7 @@ import os
 import sys
 import time
 import unittest
+import urllib.request
 
 import torch
 
@@ -33,7 +34,10 @@ TIMEOUT_S = 300
 class ServerTrainingTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.c = harness.Cluster("server_training", workers=2, secure=True, worker_threads=2)
+        cls.metrics_port_file = os.path.join(harness.TMP, "server_training.metrics_port")
+        cls.c = harness.Cluster("server_training", workers=2, secure=True, worker_threads=2,
+                                server_args=["--metrics_listen=127.0.0.1:0",
+                                             f"--metrics_port_file={cls.metrics_port_file}"])
 
     @classmethod
     def tearDownClass(cls):
@@ -42,6 +46,14 @@ class ServerTrainingTest(unittest.TestCase):
     def client(self, tenant="acme"):
         return graphopt_client.Client(self.c.address, TIMEOUT_S, token=self.c.tokens[tenant],
                                       tls_ca=self.c.cert("ca.pem"))
+
+    def sessions_metric(self):
+        port = int(harness.read(self.metrics_port_file).strip())
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+            for line in r.read().decode().splitlines():
+                if line.startswith("graphopt_training_sessions "):
+                    return float(line.split()[1])
+        return None
 
     def training_step(self, client, onnx_model, params, step_options):
         result = client.optimize(
@@ -138,6 +150,7 @@ class ServerTrainingTest(unittest.TestCase):
             x, t = batches[0]
             session.step({"x": x.numpy(), "t": t.numpy()})
             address = session.last_response.worker_address
+            self.assertEqual(self.sessions_metric(), 1)
             victim = [w for w in self.c.workers if address.endswith(f":{w.port}")]
             self.assertEqual(len(victim), 1, address)
             victim[0].proc.kill()

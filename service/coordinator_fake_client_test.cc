@@ -404,7 +404,8 @@ TEST_F(CoordinatorFakeClientTest, ASessionsStepsGoToTheWorkerThatHoldsItsState) 
   ASSERT_EQ(b.sessions.size(), 1u);
   EXPECT_EQ(b.sessions.begin()->second, 4);
   // The worker's session name carries the tenant, not only the caller's name.
-  EXPECT_EQ(b.sessions.begin()->first, SessionTable::WorkerSessionName("acme", "s1"));
+  EXPECT_THAT(b.sessions.begin()->first,
+              ::testing::StartsWith(SessionTable::WorkerSessionName("acme", "s1") + "#"));
 }
 
 TEST_F(CoordinatorFakeClientTest, ASessionsStepIsNeverRetriedElsewhereAndItsLossIsSaid) {
@@ -464,6 +465,37 @@ TEST_F(CoordinatorFakeClientTest, AWorkerFoundDownLosesItsSessionsBeforeTheirNex
   c->MaintainSessions();
   absl::MutexLock lock(&a.mu);
   EXPECT_TRUE(a.sessions.empty());
+}
+
+// A session lost while its worker was unreachable may still have its state there; a new
+// session of the same name must neither pick it up nor be dropped with it.
+TEST_F(CoordinatorFakeClientTest, ASessionStartedAgainNeverMeetsTheLostOnesState) {
+  FakeWorker a{"a"};
+  auto c = Make({&a});
+  ASSERT_TRUE(c->Run(Step("s1"), "acme").ok());
+  ASSERT_TRUE(c->Run(Step("s1", false), "acme").ok());
+  {
+    absl::MutexLock lock(&a.mu);
+    a.unreachable = true;
+  }
+  c->ProbeNow();  // down: s1 is lost (its state stays on a for now)
+  {
+    absl::MutexLock lock(&a.mu);
+    a.unreachable = false;
+  }
+  c->ProbeNow();
+  v1::EndSessionRequest end;
+  end.set_session("s1");
+  ASSERT_TRUE(c->EndSession(end, "acme").ok());
+  absl::StatusOr<v1::RunResponse> r = c->Run(Step("s1"), "acme");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->state_version(), 1);  // from the initial state, not the lost one's 2
+  c->MaintainSessions();             // drops the lost session's state on a
+  r = c->Run(Step("s1", false), "acme");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->state_version(), 2);
+  absl::MutexLock lock(&a.mu);
+  EXPECT_EQ(a.sessions.size(), 1u);
 }
 
 TEST_F(CoordinatorFakeClientTest, SessionsArePrivateToTheirTenant) {

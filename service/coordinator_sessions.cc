@@ -216,7 +216,6 @@ absl::Status Coordinator::LoadSession(const Target& target, const v1::Graph& pla
     session->worker_plan_id = loaded.plan_id();
     session->address = target.address;
     session->worker_id = target.worker_id;
-    // Not 0 when the worker kept the session from before this server knew it.
     session->state_version = loaded.state_version();
     response->set_loaded_plan(true);
     return absl::OkStatus();

@@ -3,6 +3,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "service/digest.h"
 
 namespace graphopt {
@@ -11,6 +12,11 @@ namespace {
 constexpr size_t kMaxNameBytes = 128;
 
 }  // namespace
+
+SessionTable::SessionTable(Limits limits, std::string incarnation)
+    : limits_(limits),
+      incarnation_(incarnation.empty() ? absl::StrCat(absl::ToUnixNanos(absl::Now()))
+                                       : std::move(incarnation)) {}
 
 absl::Status SessionTable::CheckName(absl::string_view name) {
   if (name.empty() || name.size() > kMaxNameBytes) {
@@ -107,7 +113,8 @@ absl::StatusOr<SessionTable::Session> SessionTable::Begin(absl::string_view tena
   e.session.tenant = key.first;
   e.session.name = key.second;
   e.session.id = next_id_++;
-  e.session.worker_session = WorkerSessionName(tenant, name);
+  e.session.worker_session =
+      absl::StrCat(WorkerSessionName(tenant, name), "#", incarnation_, ".", e.session.id);
   e.session.plan_id = plan_id;
   e.session.probe_state = probe_state;
   e.session.last_used = now;

@@ -45,7 +45,7 @@ class SessionTable {
     std::string name;
     // Distinguishes this session from an earlier one of the same name (ended, lost).
     int64_t id = 0;
-    // The name on the worker (WorkerSessionName).
+    // The name on the worker: WorkerSessionName, "#", this table's incarnation, ".", id.
     std::string worker_session;
     // The coordinator's plan id, and the worker's once the plan is loaded there (empty
     // before: the first step is loading it).
@@ -67,14 +67,19 @@ class SessionTable {
     bool loaded() const { return !worker_plan_id.empty(); }
   };
 
-  explicit SessionTable(Limits limits) : limits_(limits) {}
+  // `incarnation` tells this table's sessions from those of an earlier table (a server that
+  // restarted) on the workers; empty: the time of construction.
+  explicit SessionTable(Limits limits, std::string incarnation = "");
   SessionTable(const SessionTable&) = delete;
   SessionTable& operator=(const SessionTable&) = delete;
 
   // INVALID_ARGUMENT naming the field unless `name` is 1 to 128 bytes of letters, digits and
   // "._:/-".
   static absl::Status CheckName(absl::string_view name);
-  // The session's name on its worker: "t" + 16 hex digits of the tenant's SHA-256, "/", name.
+  // The start of a session's name on its worker: "t" + 16 hex digits of the tenant's SHA-256,
+  // "/", name. Each session of a name gets its own suffix, so that a session started again
+  // never meets the state of an earlier one of that name still on the worker (one lost while
+  // its worker was unreachable, dropped there later).
   static std::string WorkerSessionName(absl::string_view tenant, absl::string_view name);
 
   // Begins a step of (tenant, name). With `plan_id` empty the session must exist; otherwise
@@ -136,6 +141,7 @@ class SessionTable {
   absl::Status GoneStatusLocked(const Key& key) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   const Limits limits_;
+  const std::string incarnation_;
   mutable absl::Mutex mu_;
   // Ordered maps: deterministic expiry and loss order.
   absl::btree_map<Key, Entry> live_ ABSL_GUARDED_BY(mu_);

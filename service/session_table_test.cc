@@ -77,9 +77,11 @@ TEST(SessionTableTest, TenantsNeverSeeEachOthersSessions) {
   EXPECT_FALSE(*end);
   // The same name in another tenant is another session, under another name on the worker.
   SessionTable::Session other = Started(t, "globex", "s1", "a:1");
-  EXPECT_NE(other.worker_session, SessionTable::WorkerSessionName("acme", "s1"));
-  EXPECT_EQ(other.worker_session, SessionTable::WorkerSessionName("globex", "s1"));
-  EXPECT_THAT(other.worker_session, ::testing::EndsWith("/s1"));
+  EXPECT_NE(SessionTable::WorkerSessionName("globex", "s1"),
+            SessionTable::WorkerSessionName("acme", "s1"));
+  EXPECT_THAT(other.worker_session,
+              ::testing::StartsWith(SessionTable::WorkerSessionName("globex", "s1") + "#"));
+  EXPECT_THAT(SessionTable::WorkerSessionName("globex", "s1"), ::testing::EndsWith("/s1"));
   EXPECT_EQ(t.size(), 2);
 }
 
@@ -151,6 +153,13 @@ TEST(SessionTableTest, AWorkersSessionsAreLostAndSayWhy) {
   ASSERT_TRUE(again.ok());
   EXPECT_NE(again->id, s1.id);
   EXPECT_EQ(again->state_version, 0);
+  // Another name on the worker: the lost session's state, if still there, is not picked up.
+  EXPECT_NE(again->worker_session, s1.worker_session);
+  // Nor is a session of an earlier table (a restarted server).
+  SessionTable restarted(Small(), "other");
+  absl::StatusOr<SessionTable::Session> fresh = restarted.Begin("acme", "s1", "sha256:p", "", kT0);
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_NE(fresh->worker_session, s1.worker_session);
 }
 
 TEST(SessionTableTest, LoseOneSessionOnlyByItsId) {

@@ -101,6 +101,15 @@ TEST(PortableExportTest, NativeOpsKeepsGraphoptNodes) {
   EXPECT_EQ(m->graph().node(0).attribute_size(), 3);
 }
 
+TEST(PortableExportTest, StripValueInfoAfterTheBodiesUsedIt) {
+  // The global pool's body needs the rank of 'c', which only value_info declares.
+  absl::StatusOr<onnx::ModelProto> m =
+      GraphToOnnx(Parse<v1::Graph>(kLayoutGraph), {.strip_value_info = true});
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->graph().value_info_size(), 0);
+  EXPECT_EQ(m->functions_size(), 3);
+}
+
 TEST(PortableExportTest, ReadBackAsStandardOps) {
   absl::StatusOr<onnx::ModelProto> m = GraphToOnnx(Parse<v1::Graph>(kLayoutGraph));
   ASSERT_TRUE(m.ok()) << m.status();

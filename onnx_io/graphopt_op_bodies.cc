@@ -356,6 +356,7 @@ absl::StatusOr<onnx::FunctionProto> ConvGradDataBody(const onnx::NodeProto& n,
 absl::StatusOr<onnx::FunctionProto> ConvGradWeightBody(const onnx::NodeProto& n,
                                                        const std::string& what,
                                                        const ValueFacts& facts, int64_t opset) {
+  if (absl::Status s = NeedOpset(what, opset, 10, "Slice with inputs"); !s.ok()) return s;
   if (n.input_size() < 3) return absl::InvalidArgumentError(absl::StrCat(what, " needs 3 inputs"));
   std::optional<std::vector<int64_t>> ws = facts.Int64Values(n.input(2));
   if (!ws) ws = facts.Dims(n.output(0));
@@ -437,6 +438,9 @@ std::vector<onnx::AttributeProto> SpreadAttrs(const Window& w, const Spread& sp)
 absl::StatusOr<onnx::FunctionProto> MaxPoolGradBody(const onnx::NodeProto& n,
                                                     const std::string& what,
                                                     const ValueFacts& facts, int64_t opset) {
+  if (absl::Status s = NeedOpset(what, opset, 10, "Mod and MaxPool's dilations"); !s.ok()) {
+    return s;
+  }
   if (n.input_size() < 2) return absl::InvalidArgumentError(absl::StrCat(what, " needs 2 inputs"));
   int32_t elem = facts.ElemType(n.input(1));
   if (elem == 0) elem = facts.ElemType(n.input(0));

@@ -6,6 +6,8 @@
 // graphopt optimized. One body per node: the node's attributes, and the static facts the body
 // needs (ranks, constant shapes), are baked into it, so a FunctionProto needs neither attributes
 // nor ref_attr_name. FusedGroup is handled by the caller (its body is already a graph).
+// A new graphopt-domain op that can reach an optimized graph needs a body here: without one,
+// writing such a graph as ONNX fails (UNIMPLEMENTED) unless native ops are asked for.
 
 #include <cstdint>
 #include <optional>

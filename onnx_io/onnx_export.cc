@@ -285,6 +285,7 @@ absl::StatusOr<onnx::ModelProto> GraphToOnnx(v1::Graph graph, const OnnxExportOp
   if (!options.native_ops) {
     if (absl::Status s = ExportGraphoptOpsAsFunctions(&model, kDefaultOnnxOpset); !s.ok()) return s;
   }
+  if (options.strip_value_info) model.mutable_graph()->clear_value_info();
   return model;
 }
 

@@ -20,6 +20,9 @@ struct OnnxExportOptions {
   // functions with standard-ONNX bodies (ExportGraphoptOpsAsFunctions), which any ONNX runtime
   // runs and GraphFromOnnx inlines.
   bool native_ops = false;
+  // Leave the top-level graph's value_info out of the model. Portable bodies are built from it
+  // first (a layout op's body needs its input's rank), so give the graph with value_info.
+  bool strip_value_info = false;
 };
 
 // Converts graphopt's wire graph into an ONNX model, the inverse of GraphFromOnnx: for a

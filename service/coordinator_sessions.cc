@@ -96,6 +96,7 @@ absl::StatusOr<v1::RunResponse> Coordinator::RunSession(
     fetch.set_plan_id(session.worker_plan_id);
     fetch.set_session(session.worker_session);
     fetch.add_names(session.probe_state);
+    fetch.set_wait_for_running(true);
     v1::FetchStateResponse fetched;
     WorkerCallResult r;
     bool callers = false;

@@ -266,6 +266,8 @@ absl::StatusOr<v1::FetchStateResponse> WorkerCore::FetchState(
   std::vector<runtime::Tensor> tensors;
   v1::FetchStateResponse response;
   {
+    std::optional<absl::MutexLock> turn;
+    if (request.wait_for_running()) turn.emplace(&session->run_mu);
     absl::MutexLock lock(&session->mu);
     for (int i : wanted) tensors.push_back(session->state[i]);
     response.set_state_version(session->version);

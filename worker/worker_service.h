@@ -51,6 +51,11 @@ class WorkerCore {
   v1::DescribeResponse Describe() const;
   const WorkerOptions& options() const { return options_; }
   PlanCache::Stats plan_cache_stats() const { return cache_.stats(); }
+  // For tests that hold a session's execution turn.
+  std::shared_ptr<PlanSession> session_for_testing(const std::string& plan_id,
+                                                   const std::string& name) {
+    return cache_.FindSession(plan_id, name);
+  }
   // Executions running now.
   int executing() const { return executing_.load(); }
 

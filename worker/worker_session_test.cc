@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/synchronization/notification.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 #include "runtime/kernels/cpu_kernels.h"
@@ -163,6 +164,32 @@ TEST_F(WorkerSessionTest, ExecutionsOfOneSessionAreSerialized) {
   EXPECT_EQ(State(loaded->plan_id(), "a"),
             (std::make_pair(std::vector<float>{1 + kThreads * kSteps, 2 + kThreads * kSteps},
                             int64_t{kThreads * kSteps})));
+}
+
+// FetchState reads the last completed state at once; with wait_for_running it waits for the
+// execution in flight (here: the test holding the session's execution turn).
+TEST_F(WorkerSessionTest, FetchStateWaitsForTheRunningStepOnlyWhenAsked) {
+  absl::StatusOr<v1::LoadPlanResponse> loaded = Load("a");
+  ASSERT_TRUE(loaded.ok());
+  std::shared_ptr<PlanSession> session = core_->session_for_testing(loaded->plan_id(), "a");
+  ASSERT_NE(session, nullptr);
+  v1::FetchStateRequest request;
+  request.set_plan_id(loaded->plan_id());
+  request.set_session("a");
+  absl::Notification fetched;
+  std::thread waiter;
+  {
+    absl::MutexLock turn(&session->run_mu);
+    EXPECT_TRUE(core_->FetchState(request).ok());  // does not wait
+    request.set_wait_for_running(true);
+    waiter = std::thread([&] {
+      EXPECT_TRUE(core_->FetchState(request).ok());
+      fetched.Notify();
+    });
+    EXPECT_FALSE(fetched.WaitForNotificationWithTimeout(absl::Milliseconds(100)));
+  }
+  EXPECT_TRUE(fetched.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  waiter.join();
 }
 
 TEST_F(WorkerSessionTest, SessionsAreRequiredCountedAndUnloaded) {

@@ -51,11 +51,11 @@ absl::Status RegisterBuiltinPasses(PassRegistry* registry) {
   for (PassInfo info :
        {InlineFunctionsPassInfo(), InferTypePassInfo(), InferShapePassInfo(),
         DecomposeRnnPassInfo(), GradientPassInfo(), TrainingStepPassInfo(),
-        EliminateIdentityPassInfo(), FoldBatchNormPassInfo(), SimplifyPassInfo(), FoldShapesPassInfo(),
-        ConstantFoldPassInfo(std::move(kernels)), FuseMatMulAddPassInfo(),
-        CommonSubexpressionEliminationPassInfo(),
-        DeadCodeEliminationPassInfo(), ChannelsLastPassInfo(), FuseOpsPassInfo(),
-        RematerializePassInfo(), SchedulePassInfo(), PlanMemoryPassInfo()}) {
+        EliminateIdentityPassInfo(), FoldBatchNormPassInfo(), SimplifyPassInfo(),
+        FoldShapesPassInfo(), ConstantFoldPassInfo(std::move(kernels)), FuseMatMulAddPassInfo(),
+        CommonSubexpressionEliminationPassInfo(), DeadCodeEliminationPassInfo(),
+        ChannelsLastPassInfo(), FuseOpsPassInfo(), RematerializePassInfo(), SchedulePassInfo(),
+        PlanMemoryPassInfo()}) {
     if (absl::Status s = registry->Register(std::move(info)); !s.ok()) return s;
   }
   return absl::OkStatus();

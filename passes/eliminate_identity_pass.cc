@@ -103,7 +103,8 @@ PassInfo EliminateIdentityPassInfo() {
   PassInfo info;
   info.name = "eliminate_identity";
   info.description =
-      "Removes Identity nodes and Dropout nodes that are the identity (inference mode, or a ratio of 0), keeping graph output names "
+      "Removes Identity nodes and Dropout nodes that are the identity (inference mode, or a "
+      "ratio of 0), keeping graph output names "
       "(not those copying a value some node mutates).";
   info.preserves = AnalysisSet::All();
   info.min_opt_level = 1;

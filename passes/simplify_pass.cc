@@ -579,7 +579,8 @@ PassInfo SimplifyPassInfo() {
   info.name = "simplify";
   info.description =
       "Algebraic identities that keep every value bit for bit: x+(-0), x-0, x*1, x/1, x**1 "
-      "(when the constant cannot broadcast x), MatMul(a,b)+0 (a sum from +0 is never -0), Transpose chains composed (identity removed), "
+      "(when the constant cannot broadcast x), MatMul(a,b)+0 (a sum from +0 is never -0), "
+      "Transpose chains composed (identity removed), "
       "Reshape chains, Reshape/Expand/Slice/Pad that change nothing, Cast to the same type and "
       "lossless Cast chains, Shape/Size of static shapes as constants, Unsqueeze/Squeeze pairs, "
       "Concat of one input, Neg(Neg(x)) and Not(Not(x)); graph outputs keep their names.";

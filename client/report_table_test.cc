@@ -65,18 +65,18 @@ constexpr char kResponse[] = R"pb(
 TEST(FormatPassReportsTest, RowsAndTotal) {
   const std::string text = FormatPassReports(ParseText<v1::OptimizeResponse>(kResponse));
   EXPECT_EQ(text,
-            "pass                   added for              changed     nodes  time ms  "
+            "pass                   round  added for              changed     nodes  time ms  "
             "verify ms  messages\n"
-            "---------------------  ---------------------  ---------  ------  -------  "
+            "---------------------  -----  ---------------------  ---------  ------  -------  "
             "---------  -----------------------\n"
-            "infer_type             dead_code_elimination  no         5 -> 5    0.120      "
-            "    -\n"
-            "dead_code_elimination  -                      yes        5 -> 2    2.500      "
-            "0.040  removed 3 nodes; second\n"
-            "---------------------  ---------------------  ---------  ------  -------  "
+            "infer_type                 -  dead_code_elimination  no         5 -> 5    0.120  "
+            "        -\n"
+            "dead_code_elimination      2  -                      yes        5 -> 2    2.500  "
+            "    0.040  removed 3 nodes; second\n"
+            "---------------------  -----  ---------------------  ---------  ------  -------  "
             "---------  -----------------------\n"
-            "total (2 passes)                              1 changed  5 -> 2    3.000      "
-            "0.040\n");
+            "total (2 passes)           2                         1 changed  5 -> 2    3.000  "
+            "    0.040\n");
 }
 
 TEST(FormatPassReportsTest, NoPasses) {

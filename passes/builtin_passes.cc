@@ -10,6 +10,7 @@
 #include "passes/eliminate_identity_pass.h"
 #include "passes/fold_batchnorm_pass.h"
 #include "passes/fold_shapes_pass.h"
+#include "passes/fuse_matmul_add_pass.h"
 #include "passes/fuse_ops_pass.h"
 #include "passes/gradient_pass.h"
 #include "passes/training_step_pass.h"
@@ -32,9 +33,12 @@ absl::Status RegisterBuiltinPasses(PassRegistry* registry) {
   // the levels from its min_opt_level up:
   //   -O1: inlining first, so that inference and the rest see only primitives; then the
   //        analyses and eliminate_identity;
-  //   -O2: fold_batchnorm, simplify and constant_fold after eliminate_identity, in that order
-  //        (simplify turns Shape of static shapes into constants that constant_fold then carries
-  //        through the shape arithmetic); CSE and DCE after all of them, to clean up after them;
+  //   -O2: fold_batchnorm, simplify, fold_shapes, constant_fold and fuse_matmul_add after
+  //        eliminate_identity, in that order (simplify and fold_shapes turn the shape
+  //        arithmetic whose values inference knows into constants that constant_fold then
+  //        carries on); CSE and DCE after all of them, to clean up after them. From
+  //        eliminate_identity to DCE the passes are repeat_to_fixpoint: -O2 and -O3 run them
+  //        round after round until a round changes nothing (PipelineForLevel);
   //   -O3: channels_last before fuse_ops, so that fusion sees the channels-last ops; then schedule
   //        and plan_memory (the node order with the lowest peak of live bytes, and the memory
   //        plan the executor runs from), which must see the final nodes.
@@ -47,10 +51,11 @@ absl::Status RegisterBuiltinPasses(PassRegistry* registry) {
   for (PassInfo info :
        {InlineFunctionsPassInfo(), InferTypePassInfo(), InferShapePassInfo(),
         DecomposeRnnPassInfo(), GradientPassInfo(), TrainingStepPassInfo(),
-        EliminateIdentityPassInfo(), FoldBatchNormPassInfo(), SimplifyPassInfo(), FoldShapesPassInfo(),
-        ConstantFoldPassInfo(std::move(kernels)), CommonSubexpressionEliminationPassInfo(),
-        DeadCodeEliminationPassInfo(), ChannelsLastPassInfo(), FuseOpsPassInfo(),
-        RematerializePassInfo(), SchedulePassInfo(), PlanMemoryPassInfo()}) {
+        EliminateIdentityPassInfo(), FoldBatchNormPassInfo(), SimplifyPassInfo(),
+        FoldShapesPassInfo(), ConstantFoldPassInfo(std::move(kernels)), FuseMatMulAddPassInfo(),
+        CommonSubexpressionEliminationPassInfo(), DeadCodeEliminationPassInfo(),
+        ChannelsLastPassInfo(), FuseOpsPassInfo(), RematerializePassInfo(), SchedulePassInfo(),
+        PlanMemoryPassInfo()}) {
     if (absl::Status s = registry->Register(std::move(info)); !s.ok()) return s;
   }
   return absl::OkStatus();

@@ -1,5 +1,6 @@
 #include "passes/eliminate_identity_pass.h"
 
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,15 +13,38 @@
 namespace graphopt {
 namespace {
 
-// True when a Dropout node is the identity: no training_mode input, or a constant false one,
-// and its mask output is unused.
+// True when `value` is a constant ratio of 0: a float scalar (or one element) equal to zero.
+bool IsZeroRatio(const Graph& graph, ValueId value) {
+  const v1::Tensor* ratio = ConstantTensorOf(graph, value);
+  if (ratio == nullptr || ratio->dims_size() > 1) return false;
+  const std::string& raw = ratio->raw_data();
+  switch (ratio->dtype()) {
+    case v1::DT_FLOAT32: {
+      if (raw.size() != sizeof(float)) return false;
+      float r;
+      std::memcpy(&r, raw.data(), sizeof(r));
+      return r == 0.0f;
+    }
+    case v1::DT_FLOAT64: {
+      if (raw.size() != sizeof(double)) return false;
+      double r;
+      std::memcpy(&r, raw.data(), sizeof(r));
+      return r == 0.0;
+    }
+    default:
+      return false;
+  }
+}
+
+// True when a Dropout node is the identity: no training_mode input, a constant false one, or
+// a ratio of 0 (training drops nothing then and scales by 1 / (1 - 0): exporters write that
+// for F.dropout(x, p=0.0), whose training defaults to true), and its mask output is unused.
 bool IsInferenceDropout(const Graph& graph, const Node& n) {
   if (n.inputs.size() > 2 && n.inputs[2].valid()) {
     const v1::Tensor* mode = ConstantTensorOf(graph, n.inputs[2]);
-    if (mode == nullptr || mode->dtype() != v1::DT_BOOL || mode->raw_data().size() != 1 ||
-        mode->raw_data()[0] != 0) {
-      return false;
-    }
+    const bool inference = mode != nullptr && mode->dtype() == v1::DT_BOOL &&
+                           mode->raw_data().size() == 1 && mode->raw_data()[0] == 0;
+    if (!inference && !(n.inputs[1].valid() && IsZeroRatio(graph, n.inputs[1]))) return false;
   }
   if (n.outputs.size() > 1 && n.outputs[1].valid()) {
     const Value& mask = graph.value(n.outputs[1]);
@@ -79,7 +103,8 @@ PassInfo EliminateIdentityPassInfo() {
   PassInfo info;
   info.name = "eliminate_identity";
   info.description =
-      "Removes Identity nodes and inference-mode Dropout nodes, keeping graph output names "
+      "Removes Identity nodes and Dropout nodes that are the identity (inference mode, or a "
+      "ratio of 0), keeping graph output names "
       "(not those copying a value some node mutates).";
   info.preserves = AnalysisSet::All();
   info.min_opt_level = 1;

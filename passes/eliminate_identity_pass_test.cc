@@ -82,6 +82,25 @@ TEST(EliminateIdentityPassTest, RemovesDropoutWithConstantFalseTrainingMode) {
   EXPECT_THAT(OpTypes(*out), ElementsAre("Relu", "Exp"));
 }
 
+TEST(EliminateIdentityPassTest, RemovesTrainingDropoutOfRatioZeroOnly) {
+  PassTestEnv env;
+  // float32 0.0 and 0.25 as raw little-endian bytes; training_mode true.
+  auto out = env.Run(R"pb(
+    inputs { name: "x" }
+    initializers { name: "on" dtype: DT_BOOL raw_data: "\001" }
+    initializers { name: "zero" dtype: DT_FLOAT32 raw_data: "\000\000\000\000" }
+    initializers { name: "quarter" dtype: DT_FLOAT32 raw_data: "\000\000\200\076" }
+    nodes { op_type: "Relu" inputs: "x" outputs: "r" }
+    nodes { op_type: "Dropout" inputs: "r" inputs: "zero" inputs: "on" outputs: "d" outputs: "m" }
+    nodes { op_type: "Dropout" inputs: "d" inputs: "quarter" inputs: "on" outputs: "e" }
+    nodes { op_type: "Exp" inputs: "e" outputs: "y" }
+    outputs { name: "y" })pb",
+                     {"eliminate_identity"});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(OpTypes(*out), ElementsAre("Relu", "Dropout", "Exp"));
+  EXPECT_EQ(out->nodes(1).inputs(0), "r");
+}
+
 TEST(EliminateIdentityPassTest, KeepsCopiesOfMutatedValues) {
   PassTestEnv env;
   AddEffectOps(env);

@@ -12,7 +12,9 @@
 #include "graph/proto_convert.h"
 #include "graph/test_ops.h"
 #include "gtest/gtest.h"
+#include "passes/effects.h"
 #include "passes/pass_test_util.h"
+#include "passes/rewrite_util.h"
 
 namespace graphopt {
 namespace {
@@ -131,13 +133,30 @@ TEST(PipelineTest, LevelTwoFoldsSimplifiesAndCleansUp) {
   auto result = RunPipeline(*g, *PipelineForLevel(env.passes(), 2),
                             env.passes(), env.ops(), options);
   ASSERT_TRUE(result.ok()) << result.status();
+  // Round 1 rewrites; round 2, on fresh types and shapes, changes nothing and ends the group.
   std::vector<std::string> names;
-  for (const PassRun& run : result->runs) names.push_back(run.name);
-  EXPECT_THAT(names, ::testing::ElementsAre("inline_functions", "infer_type", "infer_shape",
-                                            "gradient", "eliminate_identity", "fold_batchnorm",
-                                            "simplify",
-                                            "constant_fold", "common_subexpression_elimination",
-                                            "dead_code_elimination"));
+  for (const PassRun& run : result->runs) {
+    names.push_back(absl::StrCat(run.name, run.round > 0 ? absl::StrCat(" ", run.round) : "",
+                                 run.added_for.empty() ? "" : " +"));
+  }
+  const std::vector<std::string> group = {"eliminate_identity", "fold_batchnorm", "simplify",
+                                          "fold_shapes", "constant_fold", "fuse_matmul_add",
+                                          "common_subexpression_elimination",
+                                          "dead_code_elimination"};
+  std::vector<std::string> expected = {"inline_functions", "infer_type", "infer_shape",
+                                       "gradient"};
+  for (const std::string& name : group) expected.push_back(name + " 1");
+  // eliminate_identity needs no analyses; fold_batchnorm has its providers run again.
+  expected.push_back("eliminate_identity 2");
+  expected.push_back("infer_type 2 +");
+  expected.push_back("infer_shape 2 +");
+  for (size_t i = 1; i < group.size(); ++i) expected.push_back(group[i] + " 2");
+  EXPECT_THAT(names, ::testing::ElementsAreArray(expected));
+  EXPECT_EQ(result->fixpoint_rounds, 2);
+  EXPECT_TRUE(result->fixpoint_reached);
+  for (const PassRun& run : result->runs) {
+    if (run.round == 2) EXPECT_FALSE(run.changed) << run.name;
+  }
   // BatchNormalization folded into the Conv, x * 1 gone, the Reshape to the same shape gone,
   // Shape of the static shape a constant that constant_fold carried through the Neg.
   v1::Graph out = GraphToProto(*std::move(g));
@@ -145,6 +164,113 @@ TEST(PipelineTest, LevelTwoFoldsSimplifiesAndCleansUp) {
   EXPECT_EQ(out.nodes(0).outputs(0), "y");
   ASSERT_EQ(out.initializers_size(), 3);  // w, the Conv's new bias, ns
   EXPECT_EQ(out.initializers(2).name(), "ns");
+}
+
+// Removes one Identity per run (the first in node order): a pass that needs as many rounds as
+// the graph has Identity nodes, plus one that changes nothing.
+class RemoveOneIdentityPass : public Pass {
+ public:
+  absl::StatusOr<bool> Run(Graph& graph, const PassContext& context) override {
+    const HiddenAccess hidden(graph, *context.ops);
+    for (int i = 0; i < graph.num_node_slots(); ++i) {
+      const NodeId id(i);
+      const Node& n = graph.node(id);
+      if (n.alive && n.op_type == "Identity" &&
+          ReplaceNodeByValue(graph, id, n.inputs[0], hidden)) {
+        return true;
+      }
+    }
+    return false;
+  }
+};
+
+// x -> Identity x5 -> Relu -> y.
+constexpr char kIdentityChain[] = R"pb(
+  inputs { name: "x" type { dtype: DT_FLOAT32 shape { dims { size: 2 } } } }
+  nodes { op_type: "Identity" inputs: "x" outputs: "a1" }
+  nodes { op_type: "Identity" inputs: "a1" outputs: "a2" }
+  nodes { op_type: "Identity" inputs: "a2" outputs: "a3" }
+  nodes { op_type: "Identity" inputs: "a3" outputs: "a4" }
+  nodes { op_type: "Identity" inputs: "a4" outputs: "a5" }
+  nodes { op_type: "Relu" inputs: "a5" outputs: "y" }
+  outputs { name: "y" })pb";
+
+struct FixpointRun {
+  absl::StatusOr<PipelineResult> result;
+  std::vector<std::string> ops;
+};
+
+// Runs [remove_one_identity (repeat), dead_code_elimination] over kIdentityChain with at most
+// `max_rounds` rounds.
+FixpointRun RunIdentityChain(int max_rounds) {
+  PassTestEnv env;
+  PassRegistry registry = env.passes();
+  PassInfo info;
+  info.name = "remove_one_identity";
+  info.factory = OptionlessFactory<RemoveOneIdentityPass>();
+  EXPECT_TRUE(registry.Register(std::move(info)).ok());
+  absl::StatusOr<Graph> g = env.Parse(kIdentityChain);
+  EXPECT_TRUE(g.ok()) << g.status();
+  PipelineOptions options;
+  options.max_fixpoint_rounds = max_rounds;
+  options.verify_each_pass = true;
+  PassSpec repeated{"remove_one_identity", {}};
+  repeated.repeat = true;
+  FixpointRun run;
+  run.result = RunPipeline(*g, {repeated, {"dead_code_elimination", {}}}, registry, env.ops(),
+                           options);
+  run.ops = testing::OpTypes(GraphToProto(*std::move(g)));
+  return run;
+}
+
+TEST(PipelineTest, FixpointGroupRepeatsUntilARoundChangesNothing) {
+  FixpointRun run = RunIdentityChain(kDefaultMaxFixpointRounds);
+  ASSERT_TRUE(run.result.ok()) << run.result.status();
+  EXPECT_THAT(run.ops, ::testing::ElementsAre("Relu"));
+  // Five rounds removing one Identity each, a sixth that changes nothing.
+  EXPECT_EQ(run.result->fixpoint_rounds, 6);
+  EXPECT_TRUE(run.result->fixpoint_reached);
+  ASSERT_EQ(run.result->runs.size(), 7u);
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_EQ(run.result->runs[i].name, "remove_one_identity");
+    EXPECT_EQ(run.result->runs[i].round, i + 1);
+    EXPECT_EQ(run.result->runs[i].changed, i < 5);
+  }
+  EXPECT_EQ(run.result->runs[6].name, "dead_code_elimination");
+  EXPECT_EQ(run.result->runs[6].round, 0);
+}
+
+TEST(PipelineTest, FixpointGroupStopsAtItsBound) {
+  FixpointRun run = RunIdentityChain(3);
+  ASSERT_TRUE(run.result.ok()) << run.result.status();
+  EXPECT_THAT(run.ops, ::testing::ElementsAre("Identity", "Identity", "Relu"));
+  EXPECT_EQ(run.result->fixpoint_rounds, 3);
+  EXPECT_FALSE(run.result->fixpoint_reached);
+  ASSERT_EQ(run.result->runs.size(), 4u);
+  EXPECT_EQ(run.result->runs[2].round, 3);
+  EXPECT_THAT(run.result->runs[2].messages,
+              ::testing::Contains(HasSubstr("stopped at its bound of 3 rounds")));
+  // A bound below 1 runs one round.
+  FixpointRun once = RunIdentityChain(0);
+  ASSERT_TRUE(once.result.ok()) << once.result.status();
+  EXPECT_EQ(once.result->fixpoint_rounds, 1);
+  EXPECT_EQ(once.ops.size(), 5u);
+}
+
+TEST(PipelineTest, OnlyLevelsFromTwoRepeat) {
+  PassTestEnv env;
+  const std::vector<PassSpec> o1 = *PipelineForLevel(env.passes(), 1);
+  for (const PassSpec& spec : o1) EXPECT_FALSE(spec.repeat);
+  const std::vector<PassSpec> o3 = *PipelineForLevel(env.passes(), 3);
+  std::vector<std::string> repeated;
+  for (const PassSpec& spec : o3) {
+    if (spec.repeat) repeated.push_back(spec.name);
+  }
+  EXPECT_THAT(repeated, ::testing::ElementsAre("eliminate_identity", "fold_batchnorm", "simplify",
+                                               "fold_shapes", "constant_fold",
+                                               "fuse_matmul_add",
+                                               "common_subexpression_elimination",
+                                               "dead_code_elimination"));
 }
 
 std::vector<std::string> Names(const absl::StatusOr<std::vector<PassSpec>>& specs) {
@@ -163,8 +289,8 @@ TEST(PipelineTest, BuiltinLevels) {
       "common_subexpression_elimination", "dead_code_elimination"};
   const std::vector<std::string> o2 = {
       "inline_functions", "infer_type", "infer_shape", "gradient", "eliminate_identity",
-      "fold_batchnorm", "simplify", "constant_fold", "common_subexpression_elimination",
-      "dead_code_elimination"};
+      "fold_batchnorm", "simplify", "fold_shapes", "constant_fold", "fuse_matmul_add",
+      "common_subexpression_elimination", "dead_code_elimination"};
   std::vector<std::string> o3 = o2;
   for (const char* name : {"channels_last", "fuse_ops", "schedule", "plan_memory"}) {
     o3.push_back(name);

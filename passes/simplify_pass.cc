@@ -167,6 +167,15 @@ std::function<bool(const RewriteContext&, NodeId)> After(const char* op) {
   };
 }
 
+// True when `x` is a MatMul's output, which is never -0.0: each element is a sum that starts
+// from +0.0 (as ONNX's reference, numpy, BLAS and the runtime's kernels compute it), and a sum
+// that starts from +0.0 is never -0.0 in round-to-nearest. So x + (+0.0) is x bit for bit: the
+// all-zero bias Add that exporters write after a Linear without bias, or after zero-initialised
+// biases.
+bool NeverNegativeZero(const RewriteContext& c, ValueId x) {
+  return ProducerOf(c.graph, x, "MatMul").valid();
+}
+
 // x + c, c + x, x - c, x * c, c * x, x / c, x ** c, with c a constant that is the operation's
 // neutral element and cannot broadcast x to another shape; the zero's sign keeps -0.0 intact.
 RewriteResult NeutralOperand(State& s, RewriteContext& c, NodeId id) {
@@ -193,8 +202,10 @@ RewriteResult NeutralOperand(State& s, RewriteContext& c, NodeId id) {
     const bool signed_zero = is_float && !s.options.ignore_signed_zeros;
     bool neutral = false;
     if (op == "Add") {
-      // -0.0 + -0.0 is -0.0 but -0.0 + +0.0 is +0.0: only a negative zero is neutral.
-      neutral = signed_zero ? k.all_negative_zero : k.all_zero;
+      // -0.0 + -0.0 is -0.0 but -0.0 + +0.0 is +0.0: only a negative zero is neutral, unless x
+      // cannot be -0.0.
+      neutral = signed_zero ? k.all_negative_zero || (k.all_zero && NeverNegativeZero(c, x))
+                            : k.all_zero;
     } else if (op == "Sub") {
       neutral = signed_zero ? k.all_positive_zero : k.all_zero;
     } else if (op == "Pow") {
@@ -568,7 +579,8 @@ PassInfo SimplifyPassInfo() {
   info.name = "simplify";
   info.description =
       "Algebraic identities that keep every value bit for bit: x+(-0), x-0, x*1, x/1, x**1 "
-      "(when the constant cannot broadcast x), Transpose chains composed (identity removed), "
+      "(when the constant cannot broadcast x), MatMul(a,b)+0 (a sum from +0 is never -0), "
+      "Transpose chains composed (identity removed), "
       "Reshape chains, Reshape/Expand/Slice/Pad that change nothing, Cast to the same type and "
       "lossless Cast chains, Shape/Size of static shapes as constants, Unsqueeze/Squeeze pairs, "
       "Concat of one input, Neg(Neg(x)) and Not(Not(x)); graph outputs keep their names.";

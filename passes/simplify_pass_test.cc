@@ -140,6 +140,25 @@ TEST(SimplifyPassTest, IgnoringSignedZerosChangesTheBitsOfNegativeZero) {
                   .ok());
 }
 
+TEST(SimplifyPassTest, PositiveZeroAfterMatMulIsNeutral) {
+  // Row 0 of x is [-0, -0]: every product with w's positive column is -0.0, and the MatMul
+  // still gives +0.0 (its sum starts from +0.0), so the bias of zeros changes no bit.
+  const std::string text = WithInitializers(
+      FloatInput("x", {2, 2}) + R"pb(
+        nodes { op_type: "MatMul" inputs: "x" inputs: "w" outputs: "m" }
+        nodes { op_type: "Add" inputs: "zeros" inputs: "m" outputs: "y" }
+        nodes { op_type: "Add" inputs: "x" inputs: "zeros" outputs: "a" }
+        nodes { op_type: "Relu" inputs: "a" outputs: "z" }
+        outputs { name: "y" } outputs { name: "z" })pb",
+      {FloatTensorProto("w", {2, 2}, {1.0f, -2.0f, 3.0f, 0.5f}),
+       FloatTensorProto("zeros", {2}, {0.0f, 0.0f})});
+  v1::Graph out = SimplifyAndCompare(
+      text, {{"x", FloatTensor({2, 2}, {-0.0f, -0.0f, 1.5f, -0.0f})}});
+  // The Add of x itself stays: x may be -0.0.
+  EXPECT_THAT(OpTypes(out), ElementsAre("MatMul", "Add", "Relu"));
+  EXPECT_EQ(out.nodes(1).inputs(0), "x");
+}
+
 TEST(SimplifyPassTest, IntegerZeroIsNeutral) {
   const std::string text = WithInitializers(R"pb(
     inputs { name: "i" type { dtype: DT_INT64 shape { dims { size: 3 } } } }

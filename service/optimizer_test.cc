@@ -1,5 +1,8 @@
 #include "service/optimizer.h"
 
+#include <string>
+#include <vector>
+
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "ops/builtin_ops.h"
@@ -45,11 +48,23 @@ TEST_F(OptimizerTest, DefaultsToLevelTwo) {
   absl::StatusOr<std::vector<PassSpec>> level = PipelineForLevel(passes_, kDefaultOptLevel);
   ASSERT_TRUE(level.ok());
   ASSERT_EQ(kDefaultOptLevel, 2);
-  ASSERT_EQ(response->reports_size(), static_cast<int>(level->size()));
-  for (int i = 0; i < response->reports_size(); ++i) {
-    EXPECT_EQ(response->reports(i).name(), (*level)[i].name);
+  // The level's passes in order, the fixpoint group's first round among them; the Identity goes
+  // in round 1, and round 2 changes nothing.
+  std::vector<std::string> first_round;
+  for (const v1::PassReport& r : response->reports()) {
+    if (r.round() <= 1 && r.added_for().empty()) first_round.push_back(r.name());
   }
+  ASSERT_EQ(first_round.size(), level->size());
+  for (size_t i = 0; i < first_round.size(); ++i) EXPECT_EQ(first_round[i], (*level)[i].name);
   EXPECT_EQ(response->reports(0).name(), "inline_functions");
+  EXPECT_EQ(response->reports(0).round(), 0);
+  EXPECT_EQ(response->fixpoint_rounds(), 2);
+  const v1::PassReport& last = response->reports(response->reports_size() - 1);
+  EXPECT_EQ(last.name(), "dead_code_elimination");
+  EXPECT_EQ(last.round(), 2);
+  for (const v1::PassReport& r : response->reports()) {
+    if (r.name() == "eliminate_identity") EXPECT_EQ(r.changed(), r.round() == 1);
+  }
 }
 
 TEST_F(OptimizerTest, ExplicitPassesWithOptionsAndLevelConflict) {

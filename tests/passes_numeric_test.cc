@@ -79,7 +79,9 @@ TEST_F(PassesNumericTest, CorpusModelsKeepTheirOutputs) {
   std::vector<Check> checks = {
       {"constant_fold", {{"constant_fold", {}}}, true},
       {"simplify", {{"simplify", {}}}, true},
+      {"fold_shapes", {{"fold_shapes", {}}}, true},
       {"fold_batchnorm", {{"fold_batchnorm", {}}}, false},
+      {"fuse_matmul_add", {{"fuse_matmul_add", {}}}, false},
       {"-O2", *PipelineForLevel(passes_, 2), false},
   };
   std::map<std::string, int> o2_nodes;

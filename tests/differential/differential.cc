@@ -25,10 +25,11 @@ absl::StatusOr<std::unique_ptr<Env>> Env::Create() {
 std::vector<Check> AllChecks(const PassRegistry& passes) {
   // Passes that change how float values are computed (folded weights, fused loops, oneDNN's
   // channels-last convolutions, which sum in another order; recurrent ops unrolled into
-  // MatMuls, which sum each step's products in another order than the RNN kernels).
+  // MatMuls, which sum each step's products in another order than the RNN kernels; a Gemm,
+  // which sums its bias in with the products instead of adding it after them).
   auto reassociates = [](const std::string& name) {
     return name == "fold_batchnorm" || name == "fuse_ops" || name == "channels_last" ||
-           name == "decompose_rnn";
+           name == "decompose_rnn" || name == "fuse_matmul_add";
   };
   // Passes that change what a graph computes by design, and only when asked with options: a
   // training step adds the optimizer's updates of weights a gradient pass differentiated.

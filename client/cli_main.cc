@@ -305,12 +305,12 @@ int RunOptimize(const OptimizeArgs& args) {
   }
   if (!args.quiet) {
     std::fputs(FormatPassReports(*response).c_str(), stdout);
+    std::fputs(FormatCacheLine(response->cache()).c_str(), stdout);
     // A server that predates the estimate sends none.
     if (response->has_cost()) {
       std::fputs(FormatCostSummary(response->cost()).c_str(), stdout);
       std::fputs(FormatTopNodeCosts(response->cost(), args.cost_top).c_str(), stdout);
     }
-    std::fputs(FormatCacheLine(response->cache()).c_str(), stdout);
     if (response->has_verification()) {
       std::fputs(FormatVerifyReport(response->verification()).c_str(), stdout);
     }

@@ -79,6 +79,7 @@ struct OptimizeArgs {
   std::vector<std::string> bindings;
   bool verify_each_pass = false;
   bool strip_value_info = false;
+  bool native_ops = false;
   std::string report_json;
   bool quiet = false;
   // How many of the costliest nodes to list after the cost line (0: none).
@@ -202,6 +203,7 @@ int RunOptimize(const OptimizeArgs& args) {
   for (const auto& [symbol, size] : *bindings) (*request.mutable_dim_bindings())[symbol] = size;
   request.mutable_options()->set_verify_each_pass(args.verify_each_pass);
   request.mutable_options()->set_strip_value_info(args.strip_value_info);
+  request.mutable_options()->set_native_ops(args.native_ops);
   // The estimate is computed only when something shows it.
   if (args.cost_top > 0) {
     request.mutable_options()->set_cost_estimate(v1::COST_ESTIMATE_PER_NODE);
@@ -276,7 +278,8 @@ int RunOptimize(const OptimizeArgs& args) {
   }
   if (!response.ok()) return ReportError(response.status());
 
-  int nodes = 0;
+  // Nodes of the model written (unknown only when the server's ONNX bytes do not parse).
+  std::optional<int64_t> nodes;
   if (onnx_out) {
     std::string bytes = std::move(*response->mutable_onnx_model());
     if (stash.blob_count() > 0) {
@@ -298,7 +301,8 @@ int RunOptimize(const OptimizeArgs& args) {
     nodes = response->graph().nodes_size();
   }
   if (!args.report_json.empty()) {
-    if (absl::Status status = WriteFileAtomically(args.report_json, FormatReportJson(*response));
+    if (absl::Status status =
+            WriteFileAtomically(args.report_json, FormatReportJson(*response, nodes));
         !status.ok()) {
       return ReportError(status);
     }
@@ -314,7 +318,8 @@ int RunOptimize(const OptimizeArgs& args) {
     if (response->has_verification()) {
       std::fputs(FormatVerifyReport(response->verification()).c_str(), stdout);
     }
-    std::printf("wrote %s (%d nodes)\n", args.output.c_str(), nodes);
+    std::printf("wrote %s (%s nodes)\n", args.output.c_str(),
+                nodes.has_value() ? absl::StrCat(*nodes).c_str() : "?");
   }
   return kExitOk;
 }
@@ -500,6 +505,15 @@ int RunRun(const RunArgs& args) {
   for (const auto& [name, tensor] : *inputs) {
     std::printf("input  %s\n", FormatTensorSummary(name, tensor).c_str());
   }
+  // The output folder is made before the run, so that a long run does not end in this error.
+  if (!args.output_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(args.output_dir, ec);
+    if (ec) {
+      return ReportError(absl::PermissionDeniedError(
+          absl::StrCat("cannot create '", args.output_dir, "': ", ec.message())));
+    }
+  }
   absl::StatusOr<RunOutcome> outcome = remote ? RunOnServer(args, *std::move(plan), *inputs)
                                               : RunInProcess(args, *std::move(graph), *inputs);
   if (!outcome.ok()) return ReportError(outcome.status());
@@ -520,12 +534,7 @@ int RunRun(const RunArgs& args) {
     std::printf("\n%s", FormatProfile(outcome->profile, args.profile_nodes).c_str());
   }
   if (!args.output_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(args.output_dir, ec);
-    if (ec) {
-      return ReportError(absl::PermissionDeniedError(
-          absl::StrCat("cannot create '", args.output_dir, "': ", ec.message())));
-    }
+    const std::vector<std::string> files = NpyFileNames(output_names);
     for (size_t i = 0; i < outcome->outputs.size(); ++i) {
       absl::StatusOr<std::string> bytes = runtime::SerializeNpy(outcome->outputs[i]);
       if (!bytes.ok()) {
@@ -534,10 +543,11 @@ int RunRun(const RunArgs& args) {
                                                      bytes.status().message())));
       }
       const std::string path =
-          (std::filesystem::path(args.output_dir) / NpyFileName(output_names[i])).string();
+          (std::filesystem::path(args.output_dir) / files[i]).string();
       absl::Status written = WriteFileAtomically(path, *bytes);
       if (!written.ok()) return ReportError(written);
-      std::printf("wrote %s\n", path.c_str());
+      const std::string note = runtime::NpyConversionNote(outcome->outputs[i]);
+      std::printf("wrote %s%s\n", path.c_str(), note.empty() ? "" : (" (" + note + ")").c_str());
     }
   }
   return kExitOk;
@@ -692,8 +702,11 @@ int Main(int argc, char** argv) {
   CLI::Option* passes_option = optimize->add_option(
       "--passes", optimize_args.passes,
       "Passes to run, in order: name[:key=value[;key=value...]][,name...], e.g. "
-      "'dead_code_elimination,common_subexpression_elimination:key=value' (quote ';' for "
-      "the shell). Required analyses are added automatically. See `graphopt passes`.");
+      "'dead_code_elimination,common_subexpression_elimination:key=value'. A value holding "
+      "',', ';', '=' or blanks goes in double quotes: "
+      "'plan_memory:dim_bounds=\"batch:8,seq:128\"', 'gradient:wrt=\"a;b\";loss=l'; "
+      "\\ escapes the next character. Put the whole list in single quotes for the shell. "
+      "Required analyses are added automatically. See `graphopt passes`.");
   CLI::Option* level_option =
       optimize->add_option("-O,--opt-level", optimize_args.opt_level,
                            "Optimization level instead of --passes (default 2; 0 only "
@@ -707,6 +720,10 @@ int Main(int argc, char** argv) {
       ->allow_extra_args(false);
   optimize->add_flag("--verify-each-pass", optimize_args.verify_each_pass,
                      "Run the verifier after every pass that changed the graph");
+  optimize->add_flag("--native-ops", optimize_args.native_ops,
+                     "Write graphopt's own ops (fused groups, layout ops) as graphopt-domain "
+                     "nodes, which only graphopt runs; by default they are ONNX model-local "
+                     "functions of standard ops");
   optimize->add_flag("--strip-value-info", optimize_args.strip_value_info,
                      "Do not write types/shapes of intermediate values to the output");
   optimize->add_option("--report-json", optimize_args.report_json,
@@ -752,10 +769,12 @@ int Main(int argc, char** argv) {
   run->add_option("model", run_args.model, "Model file (.onnx or a graphopt graph)")->required();
   run->add_option("--input", run_args.inputs,
                   "An input from a .npy file: NAME=FILE.npy (repeatable); inputs not given get "
-                  "random values")
+                  "random values. Strings: '<U' or '|S' arrays; bfloat16: float32 (rounded to "
+                  "nearest even) or ml_dtypes.bfloat16 saved by np.save")
       ->allow_extra_args(false);
   run->add_option("-o,--output-dir", run_args.output_dir,
-                  "Write each output to DIR/<output name>.npy");
+                  "Write each output to DIR/<output name>.npy (bfloat16 as float32, exactly; "
+                  "strings as '<U', or '|S' when not UTF-8)");
   run->add_option("--threads", run_args.threads,
                   "Kernel threads (in this process; a worker uses its own --threads)")
       ->capture_default_str()

@@ -14,43 +14,181 @@
 
 namespace graphopt {
 
-absl::StatusOr<std::vector<v1::PassSpec>> ParsePassList(absl::string_view text) {
-  std::vector<v1::PassSpec> passes;
-  if (absl::StripAsciiWhitespace(text).empty()) {
-    return absl::InvalidArgumentError("--passes: empty pass list");
-  }
-  for (absl::string_view item : absl::StrSplit(text, ',')) {
-    std::pair<absl::string_view, absl::string_view> name_and_options =
-        absl::StrSplit(item, absl::MaxSplits(':', 1));
-    const absl::string_view name = absl::StripAsciiWhitespace(name_and_options.first);
-    if (name.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--passes: empty pass name in '", text, "'"));
+namespace {
+
+bool IsNameChar(char c) {
+  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
+}
+
+bool IsBlank(char c) { return absl::ascii_isspace(static_cast<unsigned char>(c)); }
+
+// "'x'", or a description of a character that would not print as itself.
+std::string CharText(char c) {
+  if (absl::ascii_isprint(static_cast<unsigned char>(c))) return absl::StrCat("'", std::string(1, c), "'");
+  return absl::StrCat("byte 0x", absl::Hex(static_cast<unsigned char>(c), absl::kZeroPad2));
+}
+
+// One left-to-right scan of a --passes value: linear in its length, no backtracking.
+class PassListParser {
+ public:
+  explicit PassListParser(absl::string_view text) : text_(text) {}
+
+  absl::StatusOr<std::vector<v1::PassSpec>> Parse() {
+    std::vector<v1::PassSpec> passes;
+    if (absl::StripAsciiWhitespace(text_).empty()) {
+      return absl::InvalidArgumentError("--passes: empty pass list");
     }
-    v1::PassSpec& spec = passes.emplace_back();
-    spec.set_name(std::string(name));
-    const absl::string_view options = absl::StripAsciiWhitespace(name_and_options.second);
-    if (options.empty()) continue;
-    for (absl::string_view option : absl::StrSplit(options, ';', absl::SkipWhitespace())) {
-      const size_t equals = option.find('=');
-      if (equals == absl::string_view::npos) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "--passes: option '", absl::StripAsciiWhitespace(option), "' of pass '", name,
-            "' is not key=value"));
+    while (true) {
+      SkipBlanks();
+      const size_t start = pos_;
+      const std::string name = Word();
+      SkipBlanks();
+      if (name.empty()) {
+        if (AtEnd() || Peek() == ',' || Peek() == ':') {
+          return Error(start, "", "", "empty pass name (a stray ',' or a missing name)");
+        }
+        return Error(pos_, "", "",
+                     absl::StrCat(CharText(Peek()), " cannot start a pass name (names are "
+                                                    "letters, digits, '_', '.', '-')"));
       }
-      const std::string key(absl::StripAsciiWhitespace(option.substr(0, equals)));
-      const std::string value(absl::StripAsciiWhitespace(option.substr(equals + 1)));
+      if (!AtEnd() && Peek() != ',' && Peek() != ':') {
+        return Error(pos_, name, "",
+                     Peek() == '='
+                         ? std::string("options follow ':' (name:key=value;key=value)")
+                         : absl::StrCat(CharText(Peek()), " after the name (names are letters, "
+                                                          "digits, '_', '.', '-'; options "
+                                                          "follow ':')"));
+      }
+      v1::PassSpec& spec = passes.emplace_back();
+      spec.set_name(name);
+      if (!AtEnd() && Peek() == ':') {
+        ++pos_;
+        if (absl::Status s = Options(spec); !s.ok()) return s;
+      }
+      if (AtEnd()) break;
+      ++pos_;  // ','
+    }
+    return passes;
+  }
+
+ private:
+  bool AtEnd() const { return pos_ >= text_.size(); }
+  char Peek() const { return text_[pos_]; }
+  void SkipBlanks() {
+    while (!AtEnd() && IsBlank(Peek())) ++pos_;
+  }
+  std::string Word() {
+    const size_t start = pos_;
+    while (!AtEnd() && IsNameChar(Peek())) ++pos_;
+    return std::string(text_.substr(start, pos_ - start));
+  }
+
+  absl::Status Error(size_t pos, absl::string_view pass, absl::string_view key,
+                     absl::string_view what) const {
+    std::string where = absl::StrCat("--passes: column ", pos + 1, ": ");
+    if (!pass.empty()) absl::StrAppend(&where, "pass '", pass, "': ");
+    if (!key.empty()) absl::StrAppend(&where, "option '", key, "': ");
+    return absl::InvalidArgumentError(absl::StrCat(where, what));
+  }
+
+  // The options after "name:", up to the ',' that ends the pass or the end of the text.
+  absl::Status Options(v1::PassSpec& spec) {
+    const std::string& pass = spec.name();
+    while (true) {
+      SkipBlanks();
+      const size_t start = pos_;
+      const std::string key = Word();
+      SkipBlanks();
       if (key.empty()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--passes: option without a key for pass '", name, "'"));
+        if (AtEnd() || Peek() == ',' || Peek() == ';') {
+          return Error(start, pass, "", "empty option (a stray ':' or ';')");
+        }
+        if (Peek() == '=') return Error(pos_, pass, "", "option without a key");
+        return Error(pos_, pass, "",
+                     absl::StrCat(CharText(Peek()), " cannot start an option key (keys are "
+                                                    "letters, digits, '_', '.', '-')"));
       }
-      if (!spec.mutable_options()->insert({key, value}).second) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--passes: option '", key, "' given twice for pass '", name, "'"));
+      if (AtEnd() || Peek() != '=') {
+        return Error(pos_, pass, key,
+                     AtEnd() || Peek() == ',' || Peek() == ';'
+                         ? std::string("is not key=value (a value holding ',' or ';' is "
+                                       "quoted: key=\"a,b\")")
+                         : absl::StrCat(CharText(Peek()), " after the key (keys are letters, "
+                                                          "digits, '_', '.', '-')"));
       }
+      ++pos_;  // '='
+      absl::StatusOr<std::string> value = Value(pass, key);
+      if (!value.ok()) return value.status();
+      if (!spec.mutable_options()->insert({key, *std::move(value)}).second) {
+        return Error(start, pass, key, "given twice");
+      }
+      if (AtEnd() || Peek() == ',') return absl::OkStatus();
+      ++pos_;  // ';'
     }
   }
-  return passes;
+
+  // A value: unquoted characters, "quoted" pieces and \-escaped characters, up to an unquoted
+  // ',' or ';' or the end. Blanks before and after it are not part of it.
+  absl::StatusOr<std::string> Value(absl::string_view pass, absl::string_view key) {
+    SkipBlanks();
+    std::string value;
+    size_t blanks = std::string::npos;  // where the current run of unquoted blanks started
+    while (!AtEnd() && Peek() != ',' && Peek() != ';') {
+      const char c = Peek();
+      if (IsBlank(c)) {
+        if (blanks == std::string::npos) blanks = pos_;
+        ++pos_;
+        continue;
+      }
+      if (blanks != std::string::npos) {
+        return Error(blanks, pass, key,
+                     "unquoted blank inside the value (list entries are separated by ',' "
+                     "inside quotes, as in key=\"a,b\"; quote the value if the blank belongs "
+                     "to it)");
+      }
+      if (c == '=') {
+        return Error(pos_, pass, key,
+                     "unquoted '=' inside the value (a missing ';' between options? quote the "
+                     "value if '=' belongs to it)");
+      }
+      if (c == '\\') {
+        if (pos_ + 1 >= text_.size()) return Error(pos_, pass, key, "trailing backslash");
+        value += text_[pos_ + 1];
+        pos_ += 2;
+        continue;
+      }
+      if (c == '"') {
+        const size_t open = pos_++;
+        while (true) {
+          if (AtEnd()) return Error(open, pass, key, "unterminated '\"'");
+          const char q = Peek();
+          if (q == '"') break;
+          if (q == '\\') {
+            if (pos_ + 1 >= text_.size()) return Error(open, pass, key, "unterminated '\"'");
+            value += text_[pos_ + 1];
+            pos_ += 2;
+            continue;
+          }
+          value += q;
+          ++pos_;
+        }
+        ++pos_;  // the closing '"'
+        continue;
+      }
+      value += c;
+      ++pos_;
+    }
+    return value;
+  }
+
+  absl::string_view text_;
+  size_t pos_ = 0;
+};
+
+}  // namespace
+
+absl::StatusOr<std::vector<v1::PassSpec>> ParsePassList(absl::string_view text) {
+  return PassListParser(text).Parse();
 }
 
 absl::StatusOr<std::map<std::string, int64_t>> ParseDimBindings(

@@ -13,10 +13,17 @@
 namespace graphopt {
 
 // Parses the --passes syntax: passes separated by ',', each `name` or
-// `name:key=value;key2=value2`. Blanks around names, keys and values are ignored; a value
-// extends to the next ';' or ',' (so it cannot contain either). INVALID_ARGUMENT for an empty
-// pass name, an option without '=' or key, or a key given twice for one pass. Pass names and
-// option keys are not checked here: the optimizer rejects unknown ones.
+// `name:key=value;key2=value2`. A value holding ',', ';', '=' or blanks that belong to it is
+// quoted: `plan_memory:dim_bounds="batch:8,seq:128"`, `gradient:wrt="a;b";loss=l`. Inside
+// and outside quotes a backslash takes the next character literally (`\"`, `\\`, `\,`);
+// quoted and unquoted pieces of one value join (`k=a"b,c"` is `ab,c`). Blanks around names,
+// keys and unquoted values are ignored. Names and keys are letters, digits, '_', '.', '-'.
+// INVALID_ARGUMENT, naming the pass, the option and the column (from 1), for: an empty pass
+// name or key, a name or key holding other characters, an option without '=', an unquoted
+// '=' or an unquoted blank inside a value (a blank-separated list is the usual mistake), an
+// empty option (a stray ';'), an unterminated quote, a trailing backslash, a key given twice
+// for one pass. Nothing is dropped or guessed. Pass names and option keys are not checked
+// against the optimizer's: it rejects unknown ones.
 absl::StatusOr<std::vector<v1::PassSpec>> ParsePassList(absl::string_view text);
 
 // Parses --bind values of the form `symbol=N` (N a decimal integer, possibly negative: the

@@ -23,18 +23,103 @@ TEST(ParsePassListTest, NamesAndOptions) {
   EXPECT_EQ((*passes)[2].name(), "dce");
 }
 
-TEST(ParsePassListTest, ValueMayContainEqualsAndBeEmpty) {
-  absl::StatusOr<std::vector<v1::PassSpec>> passes = ParsePassList("p:k=a=b;e=");
+TEST(ParsePassListTest, QuotedValuesHoldSeparators) {
+  absl::StatusOr<std::vector<v1::PassSpec>> passes = ParsePassList(
+      R"(plan_memory:dim_bounds="batch:8,seq:128";inplace=0, gradient:wrt="a;b";loss=l,dce)");
   ASSERT_TRUE(passes.ok()) << passes.status();
-  EXPECT_THAT((*passes)[0].options(), UnorderedElementsAre(Pair("k", "a=b"), Pair("e", "")));
+  ASSERT_EQ(passes->size(), 3);
+  EXPECT_EQ((*passes)[0].name(), "plan_memory");
+  EXPECT_THAT((*passes)[0].options(),
+              UnorderedElementsAre(Pair("dim_bounds", "batch:8,seq:128"), Pair("inplace", "0")));
+  EXPECT_EQ((*passes)[1].name(), "gradient");
+  EXPECT_THAT((*passes)[1].options(), UnorderedElementsAre(Pair("wrt", "a;b"), Pair("loss", "l")));
+  EXPECT_EQ((*passes)[2].name(), "dce");
+}
+
+TEST(ParsePassListTest, EscapesEmptyValuesAndJoinedPieces) {
+  absl::StatusOr<std::vector<v1::PassSpec>> passes =
+      ParsePassList(R"(p:a=x\,y\;z;b="q\"uote \\ back";c=;d="";e=k"=v, w"end;f= " pad " )");
+  ASSERT_TRUE(passes.ok()) << passes.status();
+  ASSERT_EQ(passes->size(), 1);
+  EXPECT_THAT((*passes)[0].options(),
+              UnorderedElementsAre(Pair("a", "x,y;z"), Pair("b", "q\"uote \\ back"), Pair("c", ""),
+                                   Pair("d", ""), Pair("e", "k=v, wend"), Pair("f", " pad ")));
+}
+
+// Every value survives quoting: what a tool that writes --passes from a map would do.
+TEST(ParsePassListTest, QuotingRoundTripsAnyValue) {
+  const std::string values[] = {"", ",", ";", "=", "\"", "\\", " a b ", "x=1,y=2;z", "\\\"\\",
+                                "\t\n", "\xff\xfe"};
+  for (const std::string& value : values) {
+    std::string quoted = "\"";
+    for (char c : value) {
+      if (c == '"' || c == '\\') quoted += '\\';
+      quoted += c;
+    }
+    quoted += '"';
+    absl::StatusOr<std::vector<v1::PassSpec>> passes = ParsePassList("p:k=" + quoted + ",q");
+    ASSERT_TRUE(passes.ok()) << quoted << ": " << passes.status();
+    ASSERT_EQ(passes->size(), 2) << quoted;
+    EXPECT_EQ((*passes)[0].options().at("k"), value) << quoted;
+  }
 }
 
 TEST(ParsePassListTest, Errors) {
   EXPECT_EQ(ParsePassList("").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParsePassList("  ").status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(ParsePassList("a,,b").status().message(), HasSubstr("empty pass name"));
-  EXPECT_THAT(ParsePassList("a:novalue").status().message(), HasSubstr("'novalue'"));
+  EXPECT_THAT(ParsePassList("a:novalue").status().message(),
+              HasSubstr("pass 'a': option 'novalue': is not key=value"));
   EXPECT_THAT(ParsePassList("a:=1").status().message(), HasSubstr("without a key"));
   EXPECT_THAT(ParsePassList("a:k=1;k=2").status().message(), HasSubstr("given twice"));
+}
+
+// Hostile and mistaken inputs: each is an error naming the pass, the option and the column,
+// never a silently different pipeline.
+TEST(ParsePassListTest, MisparsesAreErrorsNamingPassOptionAndColumn) {
+  const std::pair<const char*, const char*> cases[] = {
+      // The issue's case: a comma-separated list unquoted splits into a bogus pass.
+      {"plan_memory:dim_bounds=batch:8,seq:128",
+       "column 39: pass 'seq': option '128': is not key=value (a value holding ',' or ';' "
+       "is quoted"},
+      // ... and a blank-separated one.
+      {"plan_memory:dim_bounds=batch:8 seq:128",
+       "column 31: pass 'plan_memory': option 'dim_bounds': unquoted blank"},
+      {"gradient:wrt=a;b;loss=l", "column 17: pass 'gradient': option 'b': is not key=value"},
+      {"p:k=\"abc", "column 5: pass 'p': option 'k': unterminated '\"'"},
+      {"p:k=\"abc\\\"", "column 5: pass 'p': option 'k': unterminated '\"'"},
+      {"p:k=abc\\", "column 8: pass 'p': option 'k': trailing backslash"},
+      {"p:k=a=b", "column 6: pass 'p': option 'k': unquoted '='"},
+      {"p:k==b", "column 5: pass 'p': option 'k': unquoted '='"},
+      {"p=k", "column 2: pass 'p': options follow ':'"},
+      {"p:k=1;;j=2", "column 7: pass 'p': empty option"},
+      {"p:k=1;", "column 7: pass 'p': empty option"},
+      {"p:", "column 3: pass 'p': empty option"},
+      {"p,", "column 3: empty pass name"},
+      {":k=1", "column 1: empty pass name"},
+      {"\"p\"", "column 1: '\"' cannot start a pass name"},
+      {"p q", "column 3: pass 'p': 'q' after the name"},
+      {"p:k\"=1", "column 4: pass 'p': option 'k': '\"' after the key"},
+      {"p:k x=1", "column 5: pass 'p': option 'k': 'x' after the key"},
+      {"p:\x01=1", "column 3: pass 'p': byte 0x01 cannot start an option key"},
+  };
+  for (const auto& [text, expected] : cases) {
+    absl::StatusOr<std::vector<v1::PassSpec>> passes = ParsePassList(text);
+    ASSERT_FALSE(passes.ok()) << text;
+    EXPECT_EQ(passes.status().code(), absl::StatusCode::kInvalidArgument) << text;
+    EXPECT_THAT(passes.status().message(), HasSubstr(expected)) << text;
+  }
+}
+
+// A long hostile input is scanned once: no quadratic blow-up, no recursion.
+TEST(ParsePassListTest, LongInputsAreLinear) {
+  std::string many_passes;
+  for (int i = 0; i < 100000; ++i) many_passes += "p:k=\"a,b\",";
+  many_passes += "q";
+  absl::StatusOr<std::vector<v1::PassSpec>> passes = ParsePassList(many_passes);
+  ASSERT_TRUE(passes.ok()) << passes.status();
+  EXPECT_EQ(passes->size(), 100001);
+  EXPECT_FALSE(ParsePassList("p:k=\"" + std::string(1 << 20, 'x')).ok());
 }
 
 TEST(ParseDimBindingsTest, Parses) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -183,7 +184,7 @@ int RunGrad(const GradArgs& args, OptimizerBackend& backend) {
   absl::StatusOr<v1::OptimizeResponse> response = backend.Optimize(std::move(optimize));
   if (!response.ok()) return ReportError(response.status());
 
-  int nodes = 0;
+  std::optional<int64_t> nodes;
   if (onnx_out) {
     onnx::ModelProto written;
     if (written.ParseFromString(response->onnx_model())) nodes = written.graph().node_size();
@@ -201,9 +202,10 @@ int RunGrad(const GradArgs& args, OptimizerBackend& backend) {
   *report.mutable_reports() = differentiated->reports();
   for (const v1::PassReport& r : response->reports()) *report.add_reports() = r;
   report.set_total_time_us(differentiated->total_time_us() + response->total_time_us());
+  report.set_fixpoint_rounds(response->fixpoint_rounds());
   if (response->has_cost()) *report.mutable_cost() = response->cost();
   if (!args.report_json.empty()) {
-    if (absl::Status s = WriteFileAtomically(args.report_json, FormatReportJson(report));
+    if (absl::Status s = WriteFileAtomically(args.report_json, FormatReportJson(report, nodes));
         !s.ok()) {
       return ReportError(s);
     }
@@ -212,7 +214,8 @@ int RunGrad(const GradArgs& args, OptimizerBackend& backend) {
     std::fputs(FormatPassReports(report).c_str(), stdout);
     if (report.has_cost()) std::fputs(FormatCostSummary(report.cost()).c_str(), stdout);
     std::printf("gradients: %s\n", absl::StrJoin(gradient_outputs, ", ").c_str());
-    std::printf("wrote %s (%d nodes)\n", args.output.c_str(), nodes);
+    std::printf("wrote %s (%s nodes)\n", args.output.c_str(),
+                nodes.has_value() ? absl::StrCat(*nodes).c_str() : "?");
   }
   return kExitOk;
 }

@@ -152,6 +152,7 @@ std::string FormatMicrosAsMillis(int64_t micros) {
 std::string FormatPassReports(const v1::OptimizeResponse& response) {
   using Align = TextTable::Align;
   TextTable table({{"pass"},
+                   {"round", Align::kRight},
                    {"added for"},
                    {"changed"},
                    {"nodes", Align::kRight},
@@ -161,7 +162,9 @@ std::string FormatPassReports(const v1::OptimizeResponse& response) {
   int64_t verify_total_us = 0;
   for (const v1::PassReport& report : response.reports()) {
     verify_total_us += report.verify_time_us();
-    table.AddRow({report.name(), report.added_for().empty() ? "-" : report.added_for(),
+    // Round 0: the pass is outside the fixpoint group.
+    table.AddRow({report.name(), report.round() > 0 ? absl::StrCat(report.round()) : "-",
+                  report.added_for().empty() ? "-" : report.added_for(),
                   report.changed() ? "yes" : "no",
                   absl::StrCat(report.nodes_before(), " -> ", report.nodes_after()),
                   FormatMicrosAsMillis(report.wall_time_us()),
@@ -179,15 +182,20 @@ std::string FormatPassReports(const v1::OptimizeResponse& response) {
   }
   int changed = 0;
   for (const v1::PassReport& report : response.reports()) changed += report.changed() ? 1 : 0;
-  table.AddRow({absl::StrCat("total (", reports, reports == 1 ? " pass)" : " passes)"), "",
-                absl::StrCat(changed, " changed"), nodes,
+  table.AddRow({absl::StrCat("total (", reports, reports == 1 ? " pass)" : " passes)"),
+                response.fixpoint_rounds() > 0 ? absl::StrCat(response.fixpoint_rounds()) : "",
+                "", absl::StrCat(changed, " changed"), nodes,
                 FormatMicrosAsMillis(response.total_time_us()),
                 verify_total_us > 0 ? FormatMicrosAsMillis(verify_total_us) : "-", ""});
   return table.Render();
 }
 
-std::string FormatReportJson(const v1::OptimizeResponse& response) {
+std::string FormatReportJson(const v1::OptimizeResponse& response,
+                             std::optional<int64_t> written_nodes) {
   nlohmann::json passes = nlohmann::json::array();
+  int64_t changed = 0;
+  int64_t pass_time_us = 0;
+  int64_t verify_time_us = 0;
   for (const v1::PassReport& report : response.reports()) {
     nlohmann::json messages = nlohmann::json::array();
     for (const std::string& message : report.messages()) messages.push_back(message);
@@ -195,21 +203,33 @@ std::string FormatReportJson(const v1::OptimizeResponse& response) {
         {"name", report.name()},
         {"added_for", report.added_for()},
         {"changed", report.changed()},
+        {"round", report.round()},
         {"nodes_before", report.nodes_before()},
         {"nodes_after", report.nodes_after()},
         {"wall_time_us", report.wall_time_us()},
         {"verify_time_us", report.verify_time_us()},
         {"messages", std::move(messages)},
     });
+    changed += report.changed() ? 1 : 0;
+    pass_time_us += report.wall_time_us();
+    verify_time_us += report.verify_time_us();
   }
+  const nlohmann::json written =
+      written_nodes.has_value() ? nlohmann::json(*written_nodes) : nlohmann::json();
+  const int reports = response.reports_size();
   nlohmann::json document = {
       {"passes", std::move(passes)},
+      {"pass_runs", reports},
+      {"passes_changed", changed},
+      {"nodes_before", reports > 0 ? nlohmann::json(response.reports(0).nodes_before()) : written},
+      {"nodes_after",
+       reports > 0 ? nlohmann::json(response.reports(reports - 1).nodes_after()) : written},
+      {"written_nodes", written},
       {"total_time_us", response.total_time_us()},
-      {"nodes_after", response.graph().nodes_size()},
+      {"pass_time_us", pass_time_us},
+      {"verify_time_us", verify_time_us},
+      {"fixpoint_rounds", response.fixpoint_rounds()},
   };
-  if (response.reports_size() > 0) {
-    document["nodes_before"] = response.reports(0).nodes_before();
-  }
   if (response.has_cost()) {
     const v1::CostReport& cost = response.cost();
     nlohmann::json nodes = nlohmann::json::array();

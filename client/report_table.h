@@ -2,6 +2,7 @@
 #define GRAPHOPT_CLIENT_REPORT_TABLE_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,18 +41,25 @@ class TextTable {
 // Microseconds as milliseconds with three decimals: 1234 -> "1.234".
 std::string FormatMicrosAsMillis(int64_t micros);
 
-// The per-pass report of an Optimize call as a table (pass, added for, changed, nodes
-// before -> after, time ms, verify ms, messages) with a total row.
+// The per-pass report of an Optimize call as a table (pass, round of the fixpoint group or "-",
+// added for, changed, nodes before -> after, time ms, verify ms, messages) with a total row
+// (whose round cell is the number of fixpoint rounds).
 std::string FormatPassReports(const v1::OptimizeResponse& response);
 
 // The same report as a JSON document (the graph itself is not included):
-// {"passes": [{"name", "added_for", "changed", "nodes_before", "nodes_after",
-//   "wall_time_us", "verify_time_us", "messages"}...], "total_time_us",
-//  "nodes_before", "nodes_after"}, and when the response has a cost estimate "cost":
-// {"flops", "bytes", "nodes", "flops_unknown_nodes", "bytes_unknown_nodes", "node_costs":
-// [{"node", "op", "flops", "bytes"}...]} (null for an unknown figure). Invalid UTF-8 in strings
-// is replaced, never an error.
-std::string FormatReportJson(const v1::OptimizeResponse& response);
+// {"passes": [{"name", "added_for", "changed", "round", "nodes_before", "nodes_after",
+//   "wall_time_us", "verify_time_us", "messages"}...], and the totals: "pass_runs" (entries
+//  of "passes"), "passes_changed" (entries with "changed"), "nodes_before" (the first entry's),
+//  "nodes_after" (the last entry's), "written_nodes" (`written_nodes`: the nodes of the model
+//  the caller wrote; null when unknown), "total_time_us" (the response's: the whole pipeline,
+//  analyses and verification included), "pass_time_us" and "verify_time_us" (sums over the
+//  entries), "fixpoint_rounds"}. With no pass run, "nodes_before" and "nodes_after" are
+// `written_nodes` (the pipeline left the graph as it was). When the response has a cost
+// estimate, "cost": {"flops", "bytes", "nodes", "flops_unknown_nodes", "bytes_unknown_nodes",
+// "node_costs": [{"node", "op", "flops", "bytes"}...]} (null for an unknown figure). Invalid
+// UTF-8 in strings is replaced, never an error.
+std::string FormatReportJson(const v1::OptimizeResponse& response,
+                             std::optional<int64_t> written_nodes);
 
 // Table of passes: name, min level, requires, provides, options, description.
 std::string FormatPassList(const v1::ListPassesResponse& response);

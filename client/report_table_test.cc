@@ -56,9 +56,10 @@ constexpr char kResponse[] = R"pb(
   reports { name: "infer_type" added_for: "dead_code_elimination" changed: false
             nodes_before: 5 nodes_after: 5 wall_time_us: 120 }
   reports { name: "dead_code_elimination" changed: true nodes_before: 5 nodes_after: 2
-            wall_time_us: 2500 verify_time_us: 40
+            wall_time_us: 2500 verify_time_us: 40 round: 2
             messages: "removed 3 nodes" messages: "second" }
   total_time_us: 3000
+  fixpoint_rounds: 2
 )pb";
 
 TEST(FormatPassReportsTest, RowsAndTotal) {
@@ -85,7 +86,7 @@ TEST(FormatPassReportsTest, NoPasses) {
 
 TEST(FormatReportJsonTest, Fields) {
   const nlohmann::json json =
-      nlohmann::json::parse(FormatReportJson(ParseText<v1::OptimizeResponse>(kResponse)));
+      nlohmann::json::parse(FormatReportJson(ParseText<v1::OptimizeResponse>(kResponse), 2));
   ASSERT_EQ(json["passes"].size(), 2);
   EXPECT_EQ(json["passes"][1]["name"], "dead_code_elimination");
   EXPECT_EQ(json["passes"][1]["changed"], true);
@@ -93,13 +94,47 @@ TEST(FormatReportJsonTest, Fields) {
   EXPECT_EQ(json["passes"][1]["verify_time_us"], 40);
   EXPECT_EQ(json["passes"][1]["messages"][0], "removed 3 nodes");
   EXPECT_EQ(json["passes"][0]["added_for"], "dead_code_elimination");
+  EXPECT_EQ(json["passes"][0]["round"], 0);
+  EXPECT_EQ(json["passes"][1]["round"], 2);
+  EXPECT_EQ(json["fixpoint_rounds"], 2);
   EXPECT_EQ(json["total_time_us"], 3000);
   EXPECT_EQ(json["nodes_before"], 5);
   EXPECT_EQ(json["nodes_after"], 2);
+  EXPECT_EQ(json["written_nodes"], 2);
+  EXPECT_EQ(json["pass_runs"], 2);
+  EXPECT_EQ(json["passes_changed"], 1);
+  EXPECT_EQ(json["pass_time_us"], 2620);
+  EXPECT_EQ(json["verify_time_us"], 40);
+  EXPECT_EQ(json["fixpoint_rounds"], 0);
+  EXPECT_EQ(json["passes"][0]["round"], 0);
+}
+
+// The totals come from the reports, not from the response's graph: an ONNX result leaves the
+// graph empty, and the CLI moves the model out before it writes the report.
+TEST(FormatReportJsonTest, TotalsDoNotDependOnTheResponsesGraph) {
+  v1::OptimizeResponse response = ParseText<v1::OptimizeResponse>(kResponse);
+  response.clear_graph();
+  response.set_fixpoint_rounds(3);
+  response.mutable_reports(0)->set_round(1);
+  const nlohmann::json json = nlohmann::json::parse(FormatReportJson(response, std::nullopt));
+  EXPECT_EQ(json["nodes_before"], 5);
+  EXPECT_EQ(json["nodes_after"], 2);
+  EXPECT_TRUE(json["written_nodes"].is_null());
+  EXPECT_EQ(json["fixpoint_rounds"], 3);
+  EXPECT_EQ(json["passes"][0]["round"], 1);
+}
+
+TEST(FormatReportJsonTest, WithoutPassesTheWrittenModelIsBothEnds) {
+  const nlohmann::json json = nlohmann::json::parse(FormatReportJson(v1::OptimizeResponse(), 7));
+  EXPECT_EQ(json["pass_runs"], 0);
+  EXPECT_EQ(json["passes_changed"], 0);
+  EXPECT_EQ(json["nodes_before"], 7);
+  EXPECT_EQ(json["nodes_after"], 7);
+  EXPECT_EQ(json["written_nodes"], 7);
 }
 
 TEST(FormatReportJsonTest, CostOnlyWhenPresent) {
-  EXPECT_FALSE(nlohmann::json::parse(FormatReportJson(v1::OptimizeResponse())).contains("cost"));
+  EXPECT_FALSE(nlohmann::json::parse(FormatReportJson(v1::OptimizeResponse(), 0)).contains("cost"));
   const nlohmann::json json = nlohmann::json::parse(
       FormatReportJson(ParseText<v1::OptimizeResponse>(R"pb(
         cost {
@@ -107,7 +142,7 @@ TEST(FormatReportJsonTest, CostOnlyWhenPresent) {
           node_costs { node: "mm" op: "MatMul" flops: 1024 bytes: 896 }
           node_costs { node: "relu" op: "Relu" bytes: 256 }
         }
-      )pb")));
+      )pb"), 0));
   EXPECT_EQ(json["cost"]["flops"], 1024);
   EXPECT_EQ(json["cost"]["bytes"], 1152);
   EXPECT_EQ(json["cost"]["flops_unknown_nodes"], 1);
@@ -121,7 +156,7 @@ TEST(FormatReportJsonTest, CostOnlyWhenPresent) {
 TEST(FormatReportJsonTest, InvalidUtf8IsReplacedNotThrown) {
   v1::OptimizeResponse response;
   response.add_reports()->add_messages("bad \xff byte");
-  const std::string text = FormatReportJson(response);
+  const std::string text = FormatReportJson(response, std::nullopt);
   EXPECT_THAT(text, HasSubstr("bad "));
   EXPECT_THAT(text, Not(HasSubstr("\xff")));
 }

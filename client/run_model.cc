@@ -5,6 +5,7 @@
 #include <random>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "graph/types.h"
@@ -123,6 +124,19 @@ absl::StatusOr<std::vector<std::pair<std::string, Tensor>>> PrepareInputs(
       if (!bytes.ok()) return bytes.status();
       absl::StatusOr<Tensor> t = runtime::ParseNpy(*bytes, it->second->npy_path);
       if (!t.ok()) return t.status();
+      // NumPy has no bfloat16: a float32 file feeds a bfloat16 input, rounded to nearest even.
+      if (value.type.dtype == v1::DT_BFLOAT16 && t->dtype() == v1::DT_FLOAT32) {
+        t = runtime::Float32ToBFloat16(*t);
+        if (!t.ok()) return t.status();
+      }
+      if (value.type.dtype != v1::DT_UNDEFINED && t->dtype() != value.type.dtype) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--input '", value.name, "': '", it->second->npy_path, "' holds ",
+            DataTypeName(t->dtype()), "; the model's input is ", DataTypeName(value.type.dtype),
+            value.type.dtype == v1::DT_BFLOAT16
+                ? " (give float32, or ml_dtypes' bfloat16 saved by np.save)"
+                : ""));
+      }
       out.emplace_back(value.name, *std::move(t));
       continue;
     }
@@ -249,6 +263,32 @@ std::string NpyFileName(const std::string& value_name) {
   }
   if (out.empty() || out[0] == '.') out = "_" + out;
   return out + ".npy";
+}
+
+std::vector<std::string> NpyFileNames(const std::vector<std::string>& value_names) {
+  absl::flat_hash_map<std::string, std::string> file_of_value;
+  absl::flat_hash_set<std::string> taken;
+  std::vector<std::string> files;
+  files.reserve(value_names.size());
+  for (const std::string& value : value_names) {
+    auto it = file_of_value.find(value);
+    if (it != file_of_value.end()) {
+      files.push_back(it->second);
+      continue;
+    }
+    std::string file = NpyFileName(value);
+    if (taken.contains(file)) {
+      const std::string stem = file.substr(0, file.size() - 4);  // without ".npy"
+      for (int k = 2;; ++k) {
+        file = absl::StrCat(stem, "_", k, ".npy");
+        if (!taken.contains(file)) break;
+      }
+    }
+    taken.insert(file);
+    file_of_value.emplace(value, file);
+    files.push_back(std::move(file));
+  }
+  return files;
 }
 
 }  // namespace graphopt

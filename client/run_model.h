@@ -30,8 +30,10 @@ absl::StatusOr<std::vector<InputSpec>> ParseInputSpecs(const std::vector<std::st
 // The inputs for one run of `graph`: each required graph input from its .npy file when given,
 // otherwise random values of its declared type (float: uniform in [-1, 1); integers: [0, 4);
 // bool: fair coin) from `seed`, symbolic dims taken from `bindings` (1 when unbound). Unknown
-// dims or an input without a dtype need a file. INVALID_ARGUMENT naming the input for a spec
-// that names no input or a file of the wrong dtype/shape.
+// dims or an input without a dtype need a file. A bfloat16 input takes a float32 file
+// (rounded to nearest even) or raw bfloat16 (runtime/npy.h); string inputs take '<U' and
+// '|S' files. INVALID_ARGUMENT naming the input for a spec that names no input or a file of
+// another dtype (the executor checks shapes).
 absl::StatusOr<std::vector<std::pair<std::string, runtime::Tensor>>> PrepareInputs(
     const Graph& graph, const std::vector<InputSpec>& specs,
     const std::map<std::string, int64_t>& bindings, uint64_t seed);
@@ -63,6 +65,10 @@ class ProfileMedian {
 
 // A file name for a value name ("a/b:0" -> "a_b_0.npy").
 std::string NpyFileName(const std::string& value_name);
+// File names for the outputs `value_names`, in order: NpyFileName's, except that a value whose
+// name maps to a file an earlier, different value took gets "<stem>_<k>.npy" (the smallest
+// k >= 2 not taken), so no output overwrites another. A value listed twice gets one file.
+std::vector<std::string> NpyFileNames(const std::vector<std::string>& value_names);
 
 }  // namespace graphopt
 

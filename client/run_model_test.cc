@@ -6,6 +6,7 @@
 #include "google/protobuf/text_format.h"
 #include "graph/proto_convert.h"
 #include "gtest/gtest.h"
+#include "runtime/float16.h"
 #include "runtime/npy.h"
 
 namespace graphopt {
@@ -61,6 +62,58 @@ TEST(PrepareInputsTest, ReadsNpyAndRejectsUnknownNames) {
   EXPECT_NE(bad.status().message().find("nope"), std::string::npos);
 }
 
+// A bfloat16 input and a string input.
+Graph TypedInputsGraph() {
+  v1::Graph proto;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
+    nodes { op_type: "Identity" inputs: "h" outputs: "y" }
+    nodes { op_type: "Identity" inputs: "s" outputs: "t" }
+    inputs { name: "h" type { dtype: DT_BFLOAT16 shape { dims { size: 3 } } } }
+    inputs { name: "s" type { dtype: DT_STRING shape { dims { size: 2 } } } }
+    outputs { name: "y" }
+    outputs { name: "t" }
+  )pb", &proto));
+  return *GraphFromProto(proto);
+}
+
+void WriteNpy(const std::string& path, const runtime::Tensor& t) {
+  std::ofstream(path, std::ios::binary) << *runtime::SerializeNpy(t);
+}
+
+TEST(PrepareInputsTest, BFloat16FromFloat32AndStringsFromUnicodeFiles) {
+  Graph g = TypedInputsGraph();
+  const std::string h = ::testing::TempDir() + "/h.npy";
+  const std::string s = ::testing::TempDir() + "/s.npy";
+  // 1 + 2^-8 is a tie between two bfloat16 values: nearest even is 1.0 (0x3f80).
+  WriteNpy(h, runtime::Tensor::FromVector<float>(v1::DT_FLOAT32, {1.00390625f, -2, 0.5f}, {3}));
+  runtime::Tensor strings = runtime::Tensor::Allocate(v1::DT_STRING, {2}).value();
+  strings.strings()[0] = "caf\xc3\xa9";
+  strings.strings()[1] = "";
+  WriteNpy(s, strings);
+  auto in = PrepareInputs(g, {{"h", h}, {"s", s}}, {}, 0);
+  ASSERT_TRUE(in.ok()) << in.status();
+  EXPECT_EQ((*in)[0].second.DebugString(), "bfloat16[3]");
+  EXPECT_EQ((*in)[0].second.data<runtime::BFloat16>()[0].bits, 0x3f80);
+  EXPECT_EQ((*in)[0].second.data<runtime::BFloat16>()[1].bits, 0xc000);
+  EXPECT_EQ((*in)[0].second.data<runtime::BFloat16>()[2].bits, 0x3f00);
+  EXPECT_EQ((*in)[1].second.DebugString(), "string[2]");
+  EXPECT_EQ((*in)[1].second.strings()[0], "caf\xc3\xa9");
+  EXPECT_EQ((*in)[1].second.strings()[1], "");
+}
+
+TEST(PrepareInputsTest, AFileOfAnotherDtypeNamesTheInput) {
+  Graph g = TypedInputsGraph();
+  const std::string path = ::testing::TempDir() + "/f64.npy";
+  WriteNpy(path, runtime::Tensor::FromVector<double>(v1::DT_FLOAT64, {1, 2, 3}, {3}));
+  auto in = PrepareInputs(g, {{"h", path}}, {}, 0);
+  ASSERT_FALSE(in.ok());
+  EXPECT_EQ(in.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(in.status().message().find("--input 'h'"), std::string::npos) << in.status();
+  EXPECT_NE(in.status().message().find("holds float64"), std::string::npos) << in.status();
+  in = PrepareInputs(g, {{"s", path}}, {}, 0);
+  EXPECT_NE(in.status().message().find("--input 's'"), std::string::npos) << in.status();
+}
+
 TEST(FormatTest, SummaryProfileAndFileNames) {
   runtime::Tensor t = runtime::Tensor::FromVector<float>(v1::DT_FLOAT32, {1, -2, 3, 4, 5}, {5});
   const std::string s = FormatTensorSummary("y", t);
@@ -73,6 +126,10 @@ TEST(FormatTest, SummaryProfileAndFileNames) {
   EXPECT_NE(p.find("90.0%"), std::string::npos);
   EXPECT_EQ(NpyFileName("a/b:0"), "a_b_0.npy");
   EXPECT_EQ(NpyFileName(".."), "_...npy");
+  // "a/b" and "a_b" both map to a_b.npy: the second does not overwrite the first.
+  EXPECT_EQ(NpyFileNames({"a/b", "a_b", "a:b", "a_b_2", "y", "y"}),
+            (std::vector<std::string>{"a_b.npy", "a_b_2.npy", "a_b_3.npy", "a_b_2_2.npy", "y.npy",
+                                      "y.npy"}));
 }
 
 TEST(ProfileMedianTest, EachNodeGetsItsMedianAndAnotherPlanStartsOver) {

@@ -258,21 +258,22 @@ def write_test_case(directory: str, model_bytes: bytes, inputs: List[np.ndarray]
     return model
 
 
-def main(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: Sequence[str], models: Dict[str, ModelSpec] = MODELS, doc: str = __doc__) -> int:
+    """Exports `models` (the corpus by default; models/export_zoo.py passes the zoo)."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--out", required=True, help="directory to write <name>/ folders into")
-    parser.add_argument("--models", default=",".join(MODELS),
-                        help=f"comma-separated subset of: {', '.join(MODELS)} (default: all)")
+    parser.add_argument("--models", default=",".join(models),
+                        help=f"comma-separated subset of: {', '.join(models)} (default: all)")
     parser.add_argument("--expect_files", metavar="INPUTS,OUTPUTS",
                         help="with a single model: fail unless it has exactly this many graph "
                              "inputs and outputs (the files a build rule declared)")
     args = parser.parse_args(argv)
 
     names = [n for n in args.models.split(",") if n]
-    unknown = [n for n in names if n not in MODELS]
+    unknown = [n for n in names if n not in models]
     if unknown or not names:
         parser.error(f"unknown model(s) {', '.join(unknown) or '(none given)'}; "
-                     f"known: {', '.join(MODELS)}")
+                     f"known: {', '.join(models)}")
     expected_files = None
     if args.expect_files:
         if len(names) != 1:
@@ -282,9 +283,9 @@ def main(argv: Sequence[str]) -> int:
     # Same bytes on every run (torch reads OMP_NUM_THREADS itself for the forward passes).
     torch.use_deterministic_algorithms(True)
 
-    print(f"{'model':<20} {'opset':>5} {'nodes':>6} {'size':>10} {'seconds':>8}")
+    print(f"{'model':<20} {'opset':>5} {'nodes':>6} {'size':>10} {'seconds':>8} {'max|out|':>9}")
     for name in names:
-        spec = MODELS[name]
+        spec = models[name]
         start = time.monotonic()
         model_bytes, inputs, outputs = export(spec)
         if expected_files and expected_files != (len(inputs), len(outputs)):
@@ -296,7 +297,7 @@ def main(argv: Sequence[str]) -> int:
         seconds = time.monotonic() - start
         size_mib = len(model_bytes) / (1 << 20)
         print(f"{name:<20} {spec.opset:>5} {len(model.graph.node):>6} {size_mib:>6.1f} MiB "
-              f"{seconds:>8.1f}", flush=True)
+              f"{seconds:>8.1f} {max(float(np.abs(o).max()) for o in outputs):>9.3g}", flush=True)
     return 0
 
 

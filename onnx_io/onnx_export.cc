@@ -12,6 +12,7 @@
 #include "graph/proto_util.h"
 #include "graph/types.h"
 #include "onnx_io/onnx_import.h"
+#include "onnx_io/onnx_portable.h"
 
 namespace graphopt {
 namespace {
@@ -228,7 +229,7 @@ absl::btree_set<std::string> UsedDomains(const v1::Graph& g) {
 
 }  // namespace
 
-absl::StatusOr<onnx::ModelProto> GraphToOnnx(v1::Graph graph) {
+absl::StatusOr<onnx::ModelProto> GraphToOnnx(v1::Graph graph, const OnnxExportOptions& options) {
   onnx::ModelProto model;
   const v1::ModelMetadata& meta = graph.model();
   model.set_ir_version(meta.ir_version() > 0 ? meta.ir_version() : kDefaultOnnxIrVersion);
@@ -281,11 +282,15 @@ absl::StatusOr<onnx::ModelProto> GraphToOnnx(v1::Graph graph) {
   absl::StatusOr<onnx::GraphProto> g = GraphToOnnxGraph(graph);
   if (!g.ok()) return g.status();
   *model.mutable_graph() = *std::move(g);
+  if (!options.native_ops) {
+    if (absl::Status s = ExportGraphoptOpsAsFunctions(&model, kDefaultOnnxOpset); !s.ok()) return s;
+  }
+  if (options.strip_value_info) model.mutable_graph()->clear_value_info();
   return model;
 }
 
-absl::StatusOr<std::string> GraphToOnnxBytes(v1::Graph graph) {
-  absl::StatusOr<onnx::ModelProto> model = GraphToOnnx(std::move(graph));
+absl::StatusOr<std::string> GraphToOnnxBytes(v1::Graph graph, const OnnxExportOptions& options) {
+  absl::StatusOr<onnx::ModelProto> model = GraphToOnnx(std::move(graph), options);
   if (!model.ok()) return model.status();
   return SerializeDeterministic(*model);
 }

@@ -15,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "graph/proto_util.h"
 #include "graph/types.h"
+#include "onnx_io/onnx_portable.h"
 
 #ifndef ABSL_IS_LITTLE_ENDIAN
 #error "graphopt's tensor raw_data is little-endian; this import assumes a little-endian host"
@@ -230,9 +231,9 @@ absl::StatusOr<v1::Attribute> AttributeFromOnnx(onnx::AttributeProto& a, const s
     return absl::InvalidArgumentError(absl::StrCat(node, " has an attribute without a name"));
   }
   if (!a.ref_attr_name().empty()) {
-    return absl::UnimplementedError(absl::StrCat(
+    return absl::InvalidArgumentError(absl::StrCat(
         what(), " refers to function attribute ", Quoted(a.ref_attr_name()),
-        "; model-local functions are not supported"));
+        " outside a function body"));
   }
   switch (EffectiveType(a)) {
     case onnx::AttributeProto::FLOAT:
@@ -471,11 +472,7 @@ absl::StatusOr<v1::Tensor> TensorFromOnnx(onnx::TensorProto t, absl::string_view
 }
 
 absl::StatusOr<v1::Graph> GraphFromOnnx(onnx::ModelProto model) {
-  if (model.functions_size() > 0) {
-    return absl::UnimplementedError(absl::StrCat(
-        "the model defines local function ", Quoted(model.functions(0).name()),
-        "; model-local functions are not supported (inline them before sending)"));
-  }
+  if (absl::Status s = InlineLocalFunctions(&model); !s.ok()) return s;
   if (model.training_info_size() > 0) {
     return absl::UnimplementedError("the model has training_info, which graphopt does not carry");
   }

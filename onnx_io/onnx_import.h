@@ -21,6 +21,9 @@ inline constexpr char kStateUpdatesMetadataKey[] = "graphopt.state_updates";
 
 // Converts an ONNX model into graphopt's wire graph (the IR is then built by GraphFromProto).
 //
+// Model-local functions are inlined first (InlineLocalFunctions): their calls become their
+// bodies, so a model graphopt wrote with portable functions comes back as standard ops.
+//
 // Kept: graph name and doc string, model metadata (ir_version, producer, domain, version,
 // doc string, metadata_props), opset imports, every node with its name, domain ("ai.onnx" is
 // the default domain ""), attributes of every kind (sparse tensors and type protos are carried
@@ -35,7 +38,8 @@ inline constexpr char kStateUpdatesMetadataKey[] = "graphopt.state_updates";
 // does not define, a tensor whose data does not match its dims, a negative dim, an attribute
 // without a name or whose value does not match its declared type, subgraphs nested more than
 // 64 deep. UNIMPLEMENTED, naming what, for parts graphopt does not carry: non-tensor value types
-// (sequence, map, optional), sparse initializers, model-local functions, training info, tensors
+// (sequence, map, optional), sparse initializers, functions InlineLocalFunctions refuses,
+// training info, tensors
 // in external files, segmented tensors.
 absl::StatusOr<v1::Graph> GraphFromOnnx(onnx::ModelProto model);
 

@@ -9,6 +9,7 @@
 #include "passes/decompose_rnn_pass.h"
 #include "passes/eliminate_identity_pass.h"
 #include "passes/fold_batchnorm_pass.h"
+#include "passes/fold_shapes_pass.h"
 #include "passes/fuse_ops_pass.h"
 #include "passes/gradient_pass.h"
 #include "passes/training_step_pass.h"
@@ -46,7 +47,7 @@ absl::Status RegisterBuiltinPasses(PassRegistry* registry) {
   for (PassInfo info :
        {InlineFunctionsPassInfo(), InferTypePassInfo(), InferShapePassInfo(),
         DecomposeRnnPassInfo(), GradientPassInfo(), TrainingStepPassInfo(),
-        EliminateIdentityPassInfo(), FoldBatchNormPassInfo(), SimplifyPassInfo(),
+        EliminateIdentityPassInfo(), FoldBatchNormPassInfo(), SimplifyPassInfo(), FoldShapesPassInfo(),
         ConstantFoldPassInfo(std::move(kernels)), CommonSubexpressionEliminationPassInfo(),
         DeadCodeEliminationPassInfo(), ChannelsLastPassInfo(), FuseOpsPassInfo(),
         RematerializePassInfo(), SchedulePassInfo(), PlanMemoryPassInfo()}) {

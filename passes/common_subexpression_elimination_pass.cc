@@ -196,6 +196,7 @@ PassInfo CommonSubexpressionEliminationPassInfo() {
       "reading or producing a value some node mutates).";
   info.preserves = AnalysisSet::All();
   info.min_opt_level = 1;
+  info.repeat_to_fixpoint = true;
   info.factory = OptionlessFactory<CommonSubexpressionEliminationPass>();
   return info;
 }

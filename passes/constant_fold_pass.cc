@@ -164,7 +164,6 @@ class ConstantFoldPass : public Pass {
       constant_[id.value()] = v.alive && !v.is_graph_input && !hidden_->mutated(id);
     }
     Stats stats;
-    growth_ = 0;
     int64_t visited = 0;
     for (NodeId id : *order) {
       if (absl::Status s = context.CheckStopEvery(visited++); !s.ok()) return s;
@@ -457,6 +456,8 @@ class ConstantFoldPass : public Pass {
   std::vector<char> computed_;
   std::optional<HiddenAccess> hidden_;
   absl::flat_hash_map<int32_t, runtime::Tensor> tensors_;
+  // Bytes the folds of this pass object added so far: across the rounds of a fixpoint group,
+  // which run the same object, the budget holds for all of them together.
   int64_t growth_ = 0;
 };
 
@@ -496,6 +497,7 @@ PassInfo ConstantFoldPassInfo(std::shared_ptr<const runtime::KernelRegistry> ker
   // Folded values keep their (now exactly known) types.
   info.preserves = AnalysisSet::All();
   info.min_opt_level = 2;
+  info.repeat_to_fixpoint = true;
   info.factory = [kernels = std::move(kernels)](
                      const PassOptions& options) -> absl::StatusOr<std::unique_ptr<Pass>> {
     Options o;

@@ -102,6 +102,7 @@ PassInfo DeadCodeEliminationPassInfo() {
       "inputs) and unused initializers.";
   info.preserves = AnalysisSet::All();
   info.min_opt_level = 1;
+  info.repeat_to_fixpoint = true;
   info.factory = OptionlessFactory<DeadCodeEliminationPass>();
   return info;
 }

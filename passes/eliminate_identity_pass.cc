@@ -83,6 +83,7 @@ PassInfo EliminateIdentityPassInfo() {
       "(not those copying a value some node mutates).";
   info.preserves = AnalysisSet::All();
   info.min_opt_level = 1;
+  info.repeat_to_fixpoint = true;
   info.factory = OptionlessFactory<EliminateIdentityPass>();
   return info;
 }

@@ -394,6 +394,7 @@ PassInfo FoldBatchNormPassInfo() {
   info.requires_analyses = {Analysis::kTypes, Analysis::kShapes};
   info.preserves = AnalysisSet::All();
   info.min_opt_level = 2;
+  info.repeat_to_fixpoint = true;
   info.factory = OptionlessFactory<FoldBatchNormPass>();
   return info;
 }

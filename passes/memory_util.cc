@@ -28,6 +28,18 @@ absl::StatusOr<DimBounds> ParseDimBounds(absl::string_view text, absl::string_vi
     absl::string_view symbol = absl::StripAsciiWhitespace(entry.substr(0, colon));
     absl::string_view size_text = absl::StripAsciiWhitespace(entry.substr(colon + 1));
     if (symbol.empty()) return bad("has an empty symbol");
+    // "batch:8 seq:128" would read as symbol "batch:8 seq": a blank-separated list, not a
+    // symbol (a symbol may hold blanks and ':', but not a whole SYMBOL:SIZE before a blank).
+    for (absl::string_view piece : absl::StrSplit(symbol, absl::ByAnyChar(" \t\n\r\f\v"),
+                                                  absl::SkipEmpty())) {
+      if (piece.data() + piece.size() == symbol.data() + symbol.size()) break;
+      const size_t inner_colon = piece.rfind(':');
+      int64_t unused = 0;
+      if (inner_colon != absl::string_view::npos &&
+          absl::SimpleAtoi(piece.substr(inner_colon + 1), &unused)) {
+        return bad("holds a blank-separated list (entries are separated by ',')");
+      }
+    }
     int64_t size = 0;
     if (!absl::SimpleAtoi(size_text, &size) || size < 0) {
       return bad("does not give a non-negative integer size");

@@ -99,6 +99,11 @@ struct PassInfo {
   // levels: -O<n> runs every registered pass with 1 <= min_opt_level <= n, in registration order
   // (PipelineForLevel).
   int min_opt_level = 0;
+  // A simplifying pass whose rewrites can enable each other's: from kFixpointMinOptLevel
+  // (pipeline.h) up, the levels repeat these passes, with the passes between them in the level,
+  // until nothing changes (PassSpec::repeat). Such a pass must stay correct when run again on
+  // its own output, and report `changed` only when it changed the graph.
+  bool repeat_to_fixpoint = false;
   // Creates a pass configured by `options` (already checked to use only known keys);
   // INVALID_ARGUMENT for a malformed value.
   std::function<absl::StatusOr<std::unique_ptr<Pass>>(const PassOptions& options)> factory;

@@ -1,5 +1,6 @@
 #include "passes/pipeline.h"
 
+#include <algorithm>
 #include <memory>
 #include <utility>
 
@@ -95,11 +96,16 @@ struct Runner {
   const PipelineOptions& options;
   PipelineResult result;
   AnalysisSet valid;
+  // The fixpoint round the runs belong to (0 outside a group), and how many runs changed the
+  // graph so far.
+  int round = 0;
+  int64_t changed_runs = 0;
 
   absl::Status Run(const PassInfo& info, Pass& pass, const std::string& added_for) {
     PassRun run;
     run.name = info.name;
     run.added_for = added_for;
+    run.round = round;
     run.nodes_before = graph.num_live_nodes();
     PassContext context{&ops, &run.messages, options.stop, info.name};
     if (absl::Status s = context.CheckStop(); !s.ok()) return s;
@@ -120,6 +126,7 @@ struct Runner {
       return Prefixed(changed.status(), absl::StrCat("pass '", info.name, "': "));
     }
     run.changed = *changed;
+    changed_runs += run.changed ? 1 : 0;
     run.nodes_after = graph.num_live_nodes();
     if (run.changed) valid = valid.Intersect(info.preserves);
     valid.InsertAll(info.provides);
@@ -186,10 +193,21 @@ absl::StatusOr<std::vector<PassSpec>> PipelineForLevel(const PassRegistry& passe
         absl::StrCat("opt_level ", level, " is not supported (0 to ", kMaxOptLevel, ")"));
   }
   std::vector<PassSpec> specs;
+  // The fixpoint group spans from the first to the last repeat_to_fixpoint pass of the level.
+  size_t first = 0, last = 0;
+  bool any = false;
   for (const PassInfo* info : passes.InRegistrationOrder()) {
     if (info->min_opt_level >= 1 && info->min_opt_level <= level) {
+      if (info->repeat_to_fixpoint && level >= kFixpointMinOptLevel) {
+        if (!any) first = specs.size();
+        last = specs.size();
+        any = true;
+      }
       specs.push_back({info->name, {}});
     }
+  }
+  if (any) {
+    for (size_t i = first; i <= last; ++i) specs[i].repeat = true;
   }
   return specs;
 }
@@ -240,11 +258,43 @@ absl::StatusOr<PipelineResult> RunPipelineUnguarded(Graph& graph,
   if (absl::Status s = BindDims(graph, options.dim_bindings); !s.ok()) return s;
 
   Runner runner{graph, pass_registry, ops, options, {}, {}};
-  for (auto& [info, pass] : plan) {
-    if (absl::Status s = runner.Ensure(info->requires_analyses, info->name, 0); !s.ok()) {
-      return s;
+  auto run_one = [&runner](const PassInfo& info, Pass& pass) -> absl::Status {
+    if (absl::Status s = runner.Ensure(info.requires_analyses, info.name, 0); !s.ok()) return s;
+    return runner.Run(info, pass, "");
+  };
+  const int max_rounds = std::max(1, options.max_fixpoint_rounds);
+  for (size_t i = 0; i < plan.size();) {
+    if (!passes[i].repeat) {
+      if (absl::Status s = run_one(*plan[i].first, *plan[i].second); !s.ok()) return s;
+      ++i;
+      continue;
     }
-    if (absl::Status s = runner.Run(*info, *pass, ""); !s.ok()) return s;
+    size_t end = i;
+    while (end < plan.size() && passes[end].repeat) ++end;
+    // The same pass objects run every round: a pass's budgets (constant_fold's growth) hold
+    // for the whole group, not per round.
+    int round = 1;
+    for (;; ++round) {
+      // The last round's rewrites may let inference know more (a folded Reshape target makes
+      // its output static): every round after the first starts from fresh analyses.
+      if (round > 1) runner.valid = AnalysisSet();
+      runner.round = round;
+      const int64_t changed_before = runner.changed_runs;
+      for (size_t k = i; k < end; ++k) {
+        if (absl::Status s = run_one(*plan[k].first, *plan[k].second); !s.ok()) return s;
+      }
+      if (runner.changed_runs == changed_before) break;
+      if (round == max_rounds) {
+        runner.result.fixpoint_reached = false;
+        runner.result.runs.back().messages.push_back(absl::StrCat(
+            "the fixpoint group stopped at its bound of ", max_rounds,
+            " rounds while still changing the graph"));
+        break;
+      }
+    }
+    runner.round = 0;
+    runner.result.fixpoint_rounds = std::max(runner.result.fixpoint_rounds, round);
+    i = end;
   }
   runner.result.total_time_us = absl::ToInt64Microseconds(absl::Now() - start);
   return std::move(runner.result);

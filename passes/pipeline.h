@@ -17,16 +17,25 @@ namespace graphopt {
 struct PassSpec {
   std::string name;
   PassOptions options;
+  // Part of a fixpoint group: a maximal run of consecutive specs with `repeat` set runs again,
+  // round after round, until a whole round changes nothing or PipelineOptions::
+  // max_fixpoint_rounds rounds have run.
+  bool repeat = false;
 };
 
 // Highest optimization level understood, and the level Optimize runs when a request names
 // neither passes nor a level (and `graphopt optimize` without -O or --passes).
 inline constexpr int kMaxOptLevel = 3;
 inline constexpr int kDefaultOptLevel = 2;
+// The lowest level whose simplifying passes (PassInfo::repeat_to_fixpoint) form a fixpoint
+// group, and the default bound on its rounds.
+inline constexpr int kFixpointMinOptLevel = 2;
+inline constexpr int kDefaultMaxFixpointRounds = 8;
 
 // The ordered pass list of optimization level `level`: every pass of `passes` whose
 // min_opt_level is in [1, level], in registration order (no pass at level 0: only the
-// verifier). RegisterBuiltinPasses (builtin_passes.h) gives the order and so the levels.
+// verifier). RegisterBuiltinPasses (builtin_passes.h) gives the order and so the levels. From
+// kFixpointMinOptLevel up, the passes marked repeat_to_fixpoint get PassSpec::repeat.
 // INVALID_ARGUMENT for a level outside [0, kMaxOptLevel].
 absl::StatusOr<std::vector<PassSpec>> PipelineForLevel(const PassRegistry& passes, int level);
 
@@ -58,6 +67,11 @@ struct PipelineOptions {
   // the ceiling runs at the ceiling. A budget option without an entry has no ceiling: clear the
   // map only for trusted, in-process use.
   OptionCeilings option_ceilings = DefaultOptionCeilings();
+  // Rounds a fixpoint group (PassSpec::repeat) runs at most; values below 1 count as 1. Each
+  // round after the first starts from freshly inferred types and shapes (their providers run
+  // again, reported with added_for), since the last round's rewrites may let inference know
+  // more.
+  int max_fixpoint_rounds = kDefaultMaxFixpointRounds;
 };
 
 struct PassRun {
@@ -70,11 +84,18 @@ struct PassRun {
   std::vector<std::string> messages;
   // Name of the pass this one was added for ("" when requested).
   std::string added_for;
+  // The round of the fixpoint group this run belongs to, from 1; 0 outside any group.
+  int round = 0;
 };
 
 struct PipelineResult {
   std::vector<PassRun> runs;
   int64_t total_time_us = 0;
+  // Rounds the fixpoint group ran (the most of any group); 0 when the pipeline had none.
+  int fixpoint_rounds = 0;
+  // False when a group stopped at max_fixpoint_rounds while its last round still changed the
+  // graph (the last run of that round also says so in its messages).
+  bool fixpoint_reached = true;
 };
 
 // Runs `passes` over `graph` in order. Before it starts: every pass name is looked up
@@ -83,7 +104,9 @@ struct PipelineResult {
 // are produced by running their provider passes first, which appear in the result with
 // `added_for` set. A pass error is returned as "pass 'x': <error>"; a verifier failure after a
 // pass as "after pass 'x': <error>". The stop token (PipelineOptions::stop) is checked before
-// every pass. No C++ exception leaves the call: one thrown by a pass (or its factory) becomes
+// every pass. A fixpoint group (PassSpec::repeat) runs round after round until a round in which
+// no pass changed the graph, at most PipelineOptions::max_fixpoint_rounds rounds; each run
+// carries its round. No C++ exception leaves the call: one thrown by a pass (or its factory) becomes
 // RESOURCE_EXHAUSTED (std::bad_alloc, std::length_error) or INTERNAL naming the pass.
 absl::StatusOr<PipelineResult> RunPipeline(Graph& graph, const std::vector<PassSpec>& passes,
                                            const PassRegistry& pass_registry,

@@ -328,7 +328,8 @@ TEST(PlanMemoryPassTest, UnboundedDimsAreLeftUnplannedAndReported) {
 
 TEST(PlanMemoryPassTest, BadOptionsAreInvalidArgumentNamingTheOption) {
   PassTestEnv env;
-  for (const char* bad : {"batch", "batch:x", ":3", "batch:-1", "batch:2,batch:3", "a:1,,"}) {
+  for (const char* bad : {"batch", "batch:x", ":3", "batch:-1", "batch:2,batch:3", "a:1,,",
+                          "batch:8 seq:128", "a:1 b:2,c:3"}) {
     auto out = env.RunSpecs(kChain, {{"plan_memory", {{"dim_bounds", bad}}}});
     ASSERT_FALSE(out.ok()) << bad;
     EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
@@ -338,6 +339,11 @@ TEST(PlanMemoryPassTest, BadOptionsAreInvalidArgumentNamingTheOption) {
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(out.status().message(), HasSubstr("'inplace'"));
   EXPECT_TRUE(env.RunSpecs(kChain, {{"plan_memory", {{"dim_bounds", " b : 2 , c:0 "}}}}).ok());
+  // A symbol may hold blanks and ':' (ONNX dim_param is free text).
+  EXPECT_TRUE(
+      env.RunSpecs(kChain, {{"plan_memory", {{"dim_bounds", "batch size:2,a:b c:3"}}}}).ok());
+  auto list = env.RunSpecs(kChain, {{"plan_memory", {{"dim_bounds", "batch:8 seq:128"}}}});
+  EXPECT_THAT(list.status().message(), HasSubstr("blank-separated list"));
 }
 
 TEST(PlanMemoryPassTest, DeterministicAndUnchangedTheSecondTime) {

@@ -581,6 +581,7 @@ PassInfo SimplifyPassInfo() {
   // Every value that stays keeps its type and shape; new constants carry theirs.
   info.preserves = AnalysisSet::All();
   info.min_opt_level = 2;
+  info.repeat_to_fixpoint = true;
   info.factory = [](const PassOptions& options) -> absl::StatusOr<std::unique_ptr<Pass>> {
     Options o;
     if (auto it = options.find("ignore_signed_zeros"); it != options.end()) {

@@ -19,6 +19,8 @@ CoordinatorService::CoordinatorService(Coordinator* coordinator, RpcEnvironment*
   run_policy_ = {"Run", Access::kTenant, run_queue, true};
   register_policy_ = {"RegisterWorker", Access::kClusterPeer, nullptr, false, /*quiet=*/true};
   list_policy_ = {"ListWorkers", Access::kAdmin, nullptr, false};
+  fetch_state_policy_ = {"FetchState", Access::kTenant, run_queue, true};
+  end_session_policy_ = {"EndSession", Access::kTenant, run_queue, false};
 }
 
 CoordinatorService::CoordinatorService(Coordinator* coordinator,
@@ -43,6 +45,7 @@ grpc::ServerUnaryReactor* CoordinatorService::Run(grpc::CallbackServerContext* c
         call.set_request_id(request.request_id());
         // Quoted and cut: the id is the caller's text.
         const std::string id = absl::CHexEscape(request.request_id().substr(0, 80));
+        const std::string request_session = absl::CHexEscape(request.session().substr(0, 80));
         // The graph and inputs are moved, not copied.
         absl::StatusOr<v1::RunResponse> result =
             coordinator_->Run(std::move(request), call.tenant(), &call.stop());
@@ -51,7 +54,9 @@ grpc::ServerUnaryReactor* CoordinatorService::Run(grpc::CallbackServerContext* c
           return result.status();
         }
         call.log_fields() = absl::StrCat(
-            "request_id='", id, "' plan=", result->plan_id(), " worker=",
+            "request_id='", id, "'",
+            request_session.empty() ? "" : absl::StrCat(" session='", request_session, "'"),
+            " plan=", result->plan_id(), " worker=",
             result->worker_address(), " (", result->worker_id(), ") attempts=",
             result->attempts(), " loaded=", result->loaded_plan() ? "true" : "false",
             " replayed=", result->replayed() ? "true" : "false");
@@ -89,6 +94,39 @@ grpc::ServerUnaryReactor* CoordinatorService::ListWorkers(grpc::CallbackServerCo
       [this](CallState& call, v1::ListWorkersRequest&, v1::ListWorkersResponse& response) {
         response = coordinator_->ListWorkers();
         call.log_fields() = absl::StrCat("workers=", response.workers_size());
+        return absl::OkStatus();
+      });
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::FetchState(grpc::CallbackServerContext* context,
+                                                         const grpc::ByteBuffer* in,
+                                                         grpc::ByteBuffer* out) {
+  return ServeRaw<v1::CoordinatorFetchStateRequest, v1::CoordinatorFetchStateResponse>(
+      *env_, context, fetch_state_policy_, in, out,
+      [this](CallState& call, v1::CoordinatorFetchStateRequest& request,
+             v1::CoordinatorFetchStateResponse& response) {
+        call.log_fields() =
+            absl::StrCat("session='", absl::CHexEscape(request.session().substr(0, 80)), "'");
+        absl::StatusOr<v1::CoordinatorFetchStateResponse> result =
+            coordinator_->FetchState(request, call.tenant(), &call.stop());
+        if (!result.ok()) return result.status();
+        response = *std::move(result);
+        return absl::OkStatus();
+      });
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::EndSession(grpc::CallbackServerContext* context,
+                                                         const grpc::ByteBuffer* in,
+                                                         grpc::ByteBuffer* out) {
+  return ServeRaw<v1::EndSessionRequest, v1::EndSessionResponse>(
+      *env_, context, end_session_policy_, in, out,
+      [this](CallState& call, v1::EndSessionRequest& request, v1::EndSessionResponse& response) {
+        call.log_fields() =
+            absl::StrCat("session='", absl::CHexEscape(request.session().substr(0, 80)), "'");
+        absl::StatusOr<v1::EndSessionResponse> result =
+            coordinator_->EndSession(request, call.tenant(), &call.stop());
+        if (!result.ok()) return result.status();
+        response = *std::move(result);
         return absl::OkStatus();
       });
 }

@@ -18,12 +18,15 @@ namespace graphopt {
 // Run needs a tenant credential and runs on the run queue with the call's stop token (the
 // client's deadline and cancellation reach the worker); RegisterWorker needs the cluster
 // identity (a worker certificate) and ListWorkers an admin credential; both are answered on
-// gRPC's thread. Every call is logged with its peer, tenant, duration and status; Run also with
+// gRPC's thread. FetchState and EndSession (training sessions) need a tenant credential and
+// run on the run queue (they call the session's worker). Every call is logged with its peer, tenant, duration and status; Run also with
 // its request id, plan, worker and attempts.
 // Every method is registered raw (server/rpc_call.h, ServeRaw).
 using CoordinatorServiceBase = v1::Coordinator::WithRawCallbackMethod_Run<
     v1::Coordinator::WithRawCallbackMethod_RegisterWorker<
-        v1::Coordinator::WithRawCallbackMethod_ListWorkers<v1::Coordinator::Service>>>;
+        v1::Coordinator::WithRawCallbackMethod_ListWorkers<
+            v1::Coordinator::WithRawCallbackMethod_FetchState<
+                v1::Coordinator::WithRawCallbackMethod_EndSession<v1::Coordinator::Service>>>>>;
 
 class CoordinatorService final : public CoordinatorServiceBase {
  public:
@@ -46,13 +49,20 @@ class CoordinatorService final : public CoordinatorServiceBase {
   grpc::ServerUnaryReactor* ListWorkers(grpc::CallbackServerContext* context,
                                         const grpc::ByteBuffer* request,
                                         grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* FetchState(grpc::CallbackServerContext* context,
+                                       const grpc::ByteBuffer* request,
+                                       grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* EndSession(grpc::CallbackServerContext* context,
+                                       const grpc::ByteBuffer* request,
+                                       grpc::ByteBuffer* response) override;
 
  private:
   Coordinator* coordinator_;
   std::unique_ptr<RpcEnvironment> owned_env_;
   std::unique_ptr<WorkQueue> owned_run_queue_;
   RpcEnvironment* env_;
-  MethodPolicy run_policy_, register_policy_, list_policy_;
+  MethodPolicy run_policy_, register_policy_, list_policy_, fetch_state_policy_,
+      end_session_policy_;
 };
 
 }  // namespace graphopt

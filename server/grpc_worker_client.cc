@@ -88,6 +88,20 @@ class GrpcWorkerClient final : public WorkerClient {
     return Result(*context, stub_->Execute(context, request, response));
   }
 
+  WorkerCallResult FetchState(WorkerCall& call, const v1::FetchStateRequest& request,
+                              v1::FetchStateResponse* response) override {
+    grpc::ClientContext* context = static_cast<GrpcWorkerCall&>(call).context();
+    AddTraceId(context);
+    return Result(*context, stub_->FetchState(context, request, response));
+  }
+
+  WorkerCallResult UnloadPlan(WorkerCall& call, const v1::UnloadPlanRequest& request,
+                              v1::UnloadPlanResponse* response) override {
+    grpc::ClientContext* context = static_cast<GrpcWorkerCall&>(call).context();
+    AddTraceId(context);
+    return Result(*context, stub_->UnloadPlan(context, request, response));
+  }
+
   void Describe(WorkerCall& call, const v1::DescribeRequest& request,
                 v1::DescribeResponse* response,
                 std::function<void(WorkerCallResult)> done) override {

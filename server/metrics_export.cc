@@ -18,6 +18,8 @@ void ExportCoordinator(MetricsRegistry* registry, const Coordinator* coordinator
     out.Declare({"graphopt_worker_failures_total", "Times a worker was marked down.",
                  {"address"}, /*max_series=*/100000},
                 /*counter=*/true);
+    out.Declare({"graphopt_training_sessions", "Training sessions the coordinator holds.", {}});
+    out.Set("graphopt_training_sessions", {}, coordinator->sessions());
     // Every health appears, at 0 when no worker has it: alerts on "up == 0" need the series.
     for (const char* health : {"up", "down", "unknown"}) out.Set("graphopt_workers", {health}, 0);
     const v1::ListWorkersResponse workers = coordinator->ListWorkers();

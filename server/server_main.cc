@@ -177,6 +177,11 @@ ABSL_FLAG(int, slot_wait_s, 30,
           "How long a Run waits for a free worker slot before RESOURCE_EXHAUSTED, 0..3600.");
 ABSL_FLAG(int, quarantine_s, 600,
           "How long a plan that killed or stalled two workers is refused, 0..604800.");
+ABSL_FLAG(int, max_sessions_per_tenant, 16,
+          "Training sessions (Run with a session) one tenant may hold at once, 1..100000.");
+ABSL_FLAG(int, session_idle_s, 1800,
+          "A training session without a Run or FetchState for this long is ended and its state "
+          "dropped on its worker, 1..2592000.");
 ABSL_FLAG(int, worker_call_timeout_s, 120,
           "Deadline of one LoadPlan or Execute call on a worker; a worker past it is taken as "
           "stalled (marked down, the request retried elsewhere), 1..86400.");
@@ -302,6 +307,8 @@ absl::StatusOr<ServerConfig> ConfigFromFlags() {
           {"--max_workers", absl::GetFlag(FLAGS_max_workers), 1, 100000},
           {"--slot_wait_s", absl::GetFlag(FLAGS_slot_wait_s), 0, 3600},
           {"--quarantine_s", absl::GetFlag(FLAGS_quarantine_s), 0, 604800},
+          {"--max_sessions_per_tenant", absl::GetFlag(FLAGS_max_sessions_per_tenant), 1, 100000},
+          {"--session_idle_s", absl::GetFlag(FLAGS_session_idle_s), 1, 2592000},
           {"--tenant_max_concurrent", absl::GetFlag(FLAGS_tenant_max_concurrent), 1, 1000000},
           {"--tenant_blob_mb", absl::GetFlag(FLAGS_tenant_blob_mb), 0, kMaxBlobStoreMb},
           {"--tenant_op_store_mb", absl::GetFlag(FLAGS_tenant_op_store_mb), 0, 1 << 20},
@@ -334,6 +341,8 @@ absl::StatusOr<ServerConfig> ConfigFromFlags() {
   config.coordinator.max_workers = absl::GetFlag(FLAGS_max_workers);
   config.coordinator.slot_wait = absl::Seconds(absl::GetFlag(FLAGS_slot_wait_s));
   config.coordinator.quarantine = absl::Seconds(absl::GetFlag(FLAGS_quarantine_s));
+  config.coordinator.max_sessions_per_tenant = absl::GetFlag(FLAGS_max_sessions_per_tenant);
+  config.coordinator.session_idle_timeout = absl::Seconds(absl::GetFlag(FLAGS_session_idle_s));
   config.security.insecure = absl::GetFlag(FLAGS_insecure);
   config.security.tls_cert = absl::GetFlag(FLAGS_tls_cert);
   config.security.tls_key = absl::GetFlag(FLAGS_tls_key);
@@ -816,6 +825,7 @@ int Main(int argc, char** argv) {
       "  [--optimize_cache_mb=N] [--optimize_cache_tenant_mb=N] [--verify_memory_mb=N]\n"
       "  [--workers=HOST:PORT,dns:NAME:PORT,...] [--probe_interval_ms=N] [--probe_timeout_ms=N]\n"
       "  [--max_run_attempts=N] [--worker_call_timeout_s=N] [--slot_wait_s=N] [--quarantine_s=N]\n"
+      "  [--max_sessions_per_tenant=N] [--session_idle_s=N]\n"
       "  [--advertise_address=HOST:PORT] [--request_id_ttl_s=N] [--request_ids_per_tenant=N]\n",
       kProcessFlagsUsage,
       "Serves graphopt.v1.GraphOptimizer, graphopt.v1.Coordinator, grpc.health.v1.Health and "

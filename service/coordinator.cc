@@ -11,6 +11,7 @@
 #include "absl/synchronization/notification.h"
 #include "graph/proto_util.h"
 #include "service/blob_refs.h"
+#include "service/coordinator_call_scope.h"
 #include "service/digest.h"
 #include "util/retry_hint.h"
 
@@ -55,49 +56,6 @@ absl::Status CheckHostPort(absl::string_view address, absl::string_view what) {
   return absl::OkStatus();
 }
 
-// A call to a worker, registered with the worker so that marking the worker down cancels the
-// call. A worker already down (or forgotten) gets a call cancelled at once.
-class Coordinator::CallScope {
- public:
-  // The call's deadline is the caller's, or call_timeout from now when that comes first; the
-  // caller's cancellation cancels the call.
-  CallScope(Coordinator* coordinator, const Target& target, const StopToken& stop)
-      : c_(coordinator), address_(target.address), stop_(stop) {
-    const absl::Time timeout = absl::Now() + c_->options_.call_timeout;
-    callers_deadline_ = stop.deadline() <= timeout;
-    call_ = target.client->NewCall(std::min(timeout, stop.deadline()));
-    callback_ = const_cast<StopToken&>(stop_).AddCallback([this] { call_->Cancel(); });
-    absl::MutexLock lock(&c_->mu_);
-    auto it = c_->workers_.find(address_);
-    if (it == c_->workers_.end() || it->second.health == Health::kDown || c_->cancelled_) {
-      call_->Cancel();
-      return;
-    }
-    it->second.calls.insert(call_.get());
-  }
-  ~CallScope() {
-    const_cast<StopToken&>(stop_).RemoveCallback(callback_);
-    absl::MutexLock lock(&c_->mu_);
-    auto it = c_->workers_.find(address_);
-    if (it != c_->workers_.end()) it->second.calls.erase(call_.get());
-  }
-  CallScope(const CallScope&) = delete;
-  CallScope& operator=(const CallScope&) = delete;
-
-  WorkerCall& call() { return *call_; }
-  // Whether the call's deadline is the caller's (not the worker call timeout): a
-  // DEADLINE_EXCEEDED of the call is then the caller's, not a stalled worker.
-  bool callers_deadline() const { return callers_deadline_; }
-
- private:
-  Coordinator* const c_;
-  const std::string address_;
-  const StopToken& stop_;
-  bool callers_deadline_ = false;
-  int64_t callback_ = -1;
-  std::unique_ptr<WorkerCall> call_;
-};
-
 Coordinator::Coordinator(CoordinatorOptions options, WorkerClientFactory clients,
                          const Optimizer* optimizer, BlobStore* blobs,
                          std::shared_ptr<spdlog::logger> logger)
@@ -107,7 +65,9 @@ Coordinator::Coordinator(CoordinatorOptions options, WorkerClientFactory clients
       blobs_(blobs),
       logger_(std::move(logger)),
       request_log_(std::make_shared<InMemoryRequestLog>(options_.dedup_entries,
-                                                        options_.dedup_bytes)) {}
+                                                        options_.dedup_bytes)),
+      sessions_(SessionTable::Limits{options_.max_sessions_per_tenant, options_.max_sessions,
+                                     options_.session_idle_timeout}) {}
 
 Coordinator::~Coordinator() {
   {
@@ -224,6 +184,7 @@ void Coordinator::Start() {
 void Coordinator::ProbeLoop() {
   while (true) {
     ProbeNow();
+    MaintainSessions();
     absl::MutexLock lock(&mu_);
     auto stop = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stopping_; };
     mu_.AwaitWithTimeout(absl::Condition(&stop), options_.probe_interval);
@@ -300,8 +261,9 @@ void Coordinator::MarkDown(Worker& w, const std::string& why) {
   w.last_error = why;
   w.probe_misses = 0;
   ++slot_generation_;  // runs waiting for it must look elsewhere
-  // It may come back restarted, with an empty plan cache.
+  // It may come back restarted, with an empty plan cache; its sessions' steps cannot move.
   w.loaded_plans.clear();
+  LoseSessionsLocked(w, why, /*unload=*/true);
   for (WorkerCall* call : w.calls) call->Cancel();
 }
 
@@ -369,7 +331,10 @@ void Coordinator::ProbeNow() {
     w.probe_misses = 0;
     v1::DescribeResponse& d = p->response;
     // A worker that restarted since the last probe has lost its plans.
-    if (d.instance() != w.description.instance()) w.loaded_plans.clear();
+    if (d.instance() != w.description.instance()) {
+      w.loaded_plans.clear();
+      LoseSessionsLocked(w, "the worker restarted", /*unload=*/false);
+    }
     if (w.health != Health::kUp) {
       logger_->info("coordinator: worker {} ({}) is up: {} ops, {} plans loaded", w.address,
                     d.worker_id(), d.supported_ops_size(), d.plans_loaded());
@@ -757,8 +722,9 @@ absl::StatusOr<v1::RunResponse> Coordinator::Run(v1::RunRequest request, absl::s
                                                  const StopToken* stop) {
   StopToken never;
   const StopToken& token = stop != nullptr ? *stop : never;
-  if (!request.has_graph()) {
-    return absl::InvalidArgumentError("graph: missing (the plan to run)");
+  if (!request.has_graph() && (request.session().empty() || request.has_optimize())) {
+    return absl::InvalidArgumentError(
+        "graph: missing (the plan to run; only a later Run of a session may leave it out)");
   }
   if (request.request_id().size() > kMaxRequestIdBytes) {
     return absl::InvalidArgumentError(absl::StrCat("request_id: ", request.request_id().size(),
@@ -797,6 +763,7 @@ absl::StatusOr<v1::RunResponse> Coordinator::Run(v1::RunRequest request, absl::s
   if (request.has_optimize()) *asked.mutable_optimize() = request.optimize();
   *asked.mutable_dim_bindings() = request.dim_bindings();
   asked.set_memory_limit_bytes(request.memory_limit_bytes());
+  asked.set_session(request.session());
   const std::string fingerprint =
       Sha256Digest(absl::StrCat(input_digest, SerializeDeterministic(asked)));
   const std::string id = request.request_id();
@@ -848,6 +815,7 @@ absl::StatusOr<v1::RunResponse> Coordinator::RunOnce(v1::RunRequest request,
                                                      std::string input_digest,
                                                      const StopToken& stop) {
   const absl::Time start = absl::Now();
+  const bool has_graph = request.has_graph();
   v1::RunResponse response;
   v1::Graph plan;
   std::string plan_id;
@@ -901,6 +869,10 @@ absl::StatusOr<v1::RunResponse> Coordinator::RunOnce(v1::RunRequest request,
     }
   }
 
+  if (!request.session().empty()) {
+    return RunSession(request, tenant, has_graph ? &plan : nullptr, plan_id, needs, stop,
+                      std::move(response), start);
+  }
   // Busy workers (a full queue: another server's load) send a Run on to the next one without
   // using up an attempt; this bounds how often.
   constexpr int kMaxBusyBounces = 8;
@@ -924,17 +896,7 @@ absl::StatusOr<v1::RunResponse> Coordinator::RunOnce(v1::RunRequest request,
       return target.status();
     }
     Attempt attempt = TryWorker(*target, plan, plan_id, request, tenant, stop, &response);
-    {
-      absl::MutexLock lock(&mu_);
-      auto it = workers_.find(target->address);
-      if (it != workers_.end() && --it->second.in_flight == 0 && it->second.leaving) {
-        logger_->info("coordinator: worker {} forgotten (its membership ended, its last call is "
-                      "over)",
-                      target->address);
-        workers_.erase(it);
-      }
-      ++slot_generation_;
-    }
+    ReleaseWorker(target->address);
     if (attempt.outcome == Attempt::Outcome::kRetry && !attempt.counted) {
       if (++bounces <= kMaxBusyBounces) {
         tried.insert(target->address);
@@ -959,6 +921,17 @@ absl::StatusOr<v1::RunResponse> Coordinator::RunOnce(v1::RunRequest request,
     last_code = attempt.code;
     response.clear_loaded_plan();
   }
+}
+
+void Coordinator::ReleaseWorker(const std::string& address) {
+  absl::MutexLock lock(&mu_);
+  auto it = workers_.find(address);
+  if (it != workers_.end() && --it->second.in_flight == 0 && it->second.leaving) {
+    logger_->info("coordinator: worker {} forgotten (its membership ended, its last call is over)",
+                  address);
+    workers_.erase(it);
+  }
+  ++slot_generation_;
 }
 
 v1::ListWorkersResponse Coordinator::ListWorkers() const {

@@ -23,6 +23,7 @@
 #include "service/blob_store.h"
 #include "service/optimizer.h"
 #include "service/request_log.h"
+#include "service/session_table.h"
 #include "service/tenant.h"
 #include "service/worker_client.h"
 #include "spdlog/logger.h"
@@ -71,6 +72,11 @@ struct CoordinatorOptions {
   absl::Duration quarantine = absl::Minutes(10);
   // Plans whose deaths are remembered (oldest forgotten first).
   int max_remembered_plans = 10000;
+  // Training sessions (RunRequest.session): at most this many per tenant and in all; one
+  // without a Run or FetchState for session_idle_timeout is ended and dropped on its worker.
+  int max_sessions_per_tenant = 16;
+  int max_sessions = 4096;
+  absl::Duration session_idle_timeout = absl::Minutes(30);
 };
 
 // "host:port" with a non-empty host (a name, an IPv4 address or a bracketed IPv6 address) and a
@@ -141,6 +147,20 @@ class Coordinator {
   absl::StatusOr<v1::RunResponse> Run(v1::RunRequest request,
                                       absl::string_view tenant = kDefaultTenant,
                                       const StopToken* stop = nullptr);
+
+  // A training session's state, and its end (coordinator.proto FetchState, EndSession), on
+  // behalf of `tenant`; `stop` as Run's.
+  absl::StatusOr<v1::CoordinatorFetchStateResponse> FetchState(
+      const v1::CoordinatorFetchStateRequest& request, absl::string_view tenant = kDefaultTenant,
+      const StopToken* stop = nullptr);
+  absl::StatusOr<v1::EndSessionResponse> EndSession(const v1::EndSessionRequest& request,
+                                                    absl::string_view tenant = kDefaultTenant,
+                                                    const StopToken* stop = nullptr);
+  // Ends idle sessions, and drops the state of ended and lost sessions on workers that are
+  // up. The prober calls it after every round; tests call it to run expiry now.
+  void MaintainSessions();
+  // Live training sessions.
+  int sessions() const { return sessions_.size(); }
 
   // Every worker known, by address.
   v1::ListWorkersResponse ListWorkers() const;
@@ -220,6 +240,12 @@ class Coordinator {
     absl::Time quarantined_until = absl::InfinitePast();
   };
   class CallScope;
+  // A session's state to drop on a worker (it ended or was lost while the worker lives on).
+  struct PendingUnload {
+    std::string address;
+    v1::UnloadPlanRequest request;
+    int tries = 0;
+  };
 
   absl::StatusOr<v1::RunResponse> RunOnce(v1::RunRequest request, absl::string_view tenant,
                                           std::string input_digest, const StopToken& stop);
@@ -240,6 +266,32 @@ class Coordinator {
   // enough workers did.
   void RecordDeath(const std::string& plan_id, const std::string& address,
                    const std::string& worker_id);
+  // RunOnce for a Run with a session (coordinator_sessions.cc). `plan` is null when the Run
+  // left the graph out (a later step); `needs` is its requirements.
+  absl::StatusOr<v1::RunResponse> RunSession(const v1::RunRequest& request,
+                                             absl::string_view tenant, const v1::Graph* plan,
+                                             const std::string& plan_id, const Requirements& needs,
+                                             const StopToken& stop, v1::RunResponse response,
+                                             absl::Time start);
+  // Loads `plan` into `session` on `target` (its first step); fills the session's worker.
+  absl::Status LoadSession(const Target& target, const v1::Graph& plan, absl::string_view tenant,
+                           const StopToken& stop, SessionTable::Session* session,
+                           v1::RunResponse* response);
+  // The session's worker as a call target, counted in flight when `execution`; the status
+  // that loses the session (ABORTED) when that worker is no longer up.
+  absl::StatusOr<Target> SessionTarget(const SessionTable::Session& session, bool execution);
+  // Loses `session` because its worker failed `rpc` on the way or no longer has it (`result`):
+  // marks the worker down when it did not answer, unless the server is shutting down (then
+  // UNAVAILABLE, and the step ends when `holds_step`). Returns the answer.
+  absl::Status LoseSessionToWorker(const SessionTable::Session& session, const std::string& plan_id,
+                                   const WorkerCallResult& result, const std::string& rpc,
+                                   bool holds_step);
+  // Ends a call that PickWorker or SessionTarget counted in flight.
+  void ReleaseWorker(const std::string& address);
+  // Sessions on `w` are lost (`why`); their state is dropped there later when `unload`.
+  void LoseSessionsLocked(const Worker& w, const std::string& why, bool unload)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void QueueUnloadLocked(const SessionTable::Session& session) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ProbeLoop();
   void DnsLoop();
   void ResolveDns();
@@ -268,6 +320,8 @@ class Coordinator {
   // Plans that killed or stalled workers; insertion order for forgetting the oldest.
   absl::flat_hash_map<std::string, PlanDeaths> deaths_ ABSL_GUARDED_BY(mu_);
   std::deque<std::string> death_order_ ABSL_GUARDED_BY(mu_);
+  SessionTable sessions_;
+  std::deque<PendingUnload> pending_unloads_ ABSL_GUARDED_BY(mu_);
   std::thread prober_;
   std::thread resolver_;
 };

@@ -219,10 +219,16 @@ absl::StatusOr<v1::OptimizeResponse> Optimizer::OptimizeUncached(
     *response.mutable_cost() = *std::move(cost);
   }
   ToProtoOptions to_proto;
-  to_proto.value_info = !request.options().strip_value_info();
+  // Portable ONNX bodies read value types; the exporter strips them after.
+  const bool portable_onnx =
+      result_format == v1::MODEL_FORMAT_ONNX && !request.options().native_ops();
+  to_proto.value_info = !request.options().strip_value_info() || portable_onnx;
   v1::Graph optimized = GraphToProto(*std::move(graph), to_proto);
   if (result_format == v1::MODEL_FORMAT_ONNX) {
-    absl::StatusOr<std::string> onnx = GraphToOnnxBytes(std::move(optimized));
+    OnnxExportOptions export_options;
+    export_options.native_ops = request.options().native_ops();
+    export_options.strip_value_info = request.options().strip_value_info();
+    absl::StatusOr<std::string> onnx = GraphToOnnxBytes(std::move(optimized), export_options);
     if (!onnx.ok()) {
       return absl::Status(onnx.status().code(),
                           absl::StrCat("writing the result as ONNX: ", onnx.status().message()));
@@ -242,8 +248,10 @@ absl::StatusOr<v1::OptimizeResponse> Optimizer::OptimizeUncached(
     for (std::string& m : run.messages) r->add_messages(std::move(m));
     r->set_added_for(run.added_for);
     r->set_verify_time_us(run.verify_time_us);
+    r->set_round(run.round);
   }
   response.set_total_time_us(result->total_time_us);
+  response.set_fixpoint_rounds(result->fixpoint_rounds);
   return response;
 }
 

@@ -6,6 +6,7 @@
 #include "gtest/gtest.h"
 #include "passes/builtin_passes.h"
 #include "passes/pipeline.h"
+#include "onnx/onnx_pb.h"
 
 namespace graphopt {
 namespace {
@@ -91,6 +92,46 @@ TEST_F(OptimizerTest, StripValueInfo) {
   auto without = optimizer.Optimize(r);
   ASSERT_TRUE(without.ok());
   EXPECT_EQ(without->graph().value_info_size(), 0);
+}
+
+// -O3 fuses the elementwise chain into a graphopt FusedGroup: portable ONNX by default (a
+// model-local function), graphopt's own node with native_ops.
+TEST_F(OptimizerTest, OnnxResultIsPortableUnlessNativeOps) {
+  Optimizer optimizer(&ops_, &passes_);
+  v1::OptimizeRequest r = Request(R"pb(
+    inputs { name: "x" type { dtype: DT_FLOAT32 shape { dims { size: 2 } dims { size: 8 } } } }
+    nodes { op_type: "Relu" inputs: "x" outputs: "a" }
+    nodes { op_type: "Sigmoid" inputs: "a" outputs: "b" }
+    nodes { op_type: "Tanh" inputs: "b" outputs: "y" }
+    outputs { name: "y" })pb");
+  r.mutable_pipeline()->set_opt_level(3);
+  r.set_result_format(v1::MODEL_FORMAT_ONNX);
+  auto count = [](const onnx::ModelProto& m) {
+    int graphopt_nodes = 0;
+    for (const onnx::NodeProto& n : m.graph().node()) graphopt_nodes += n.domain() == "graphopt";
+    return graphopt_nodes;
+  };
+  for (bool strip : {false, true}) {
+    r.mutable_options()->set_strip_value_info(strip);
+    r.mutable_options()->set_native_ops(false);
+    auto portable = optimizer.Optimize(r);
+    ASSERT_TRUE(portable.ok()) << portable.status();
+    onnx::ModelProto p;
+    ASSERT_TRUE(p.ParseFromString(portable->onnx_model()));
+    EXPECT_EQ(count(p), 1);
+    ASSERT_EQ(p.functions_size(), 1);
+    EXPECT_EQ(p.graph().node(0).op_type(), p.functions(0).name());
+    if (strip) EXPECT_EQ(p.graph().value_info_size(), 0);
+
+    r.mutable_options()->set_native_ops(true);
+    auto native = optimizer.Optimize(r);
+    ASSERT_TRUE(native.ok()) << native.status();
+    onnx::ModelProto n;
+    ASSERT_TRUE(n.ParseFromString(native->onnx_model()));
+    EXPECT_EQ(count(n), 1);
+    EXPECT_EQ(n.functions_size(), 0);
+    EXPECT_EQ(n.graph().node(0).op_type(), "FusedGroup");
+  }
 }
 
 TEST_F(OptimizerTest, ListsPassesAndOps) {

@@ -52,11 +52,29 @@ class WorkerClient {
                                     v1::LoadPlanResponse* response) = 0;
   virtual WorkerCallResult Execute(WorkerCall& call, const v1::ExecuteRequest& request,
                                    v1::ExecuteResponse* response) = 0;
+  // Training sessions' state and end. A transport without them answers UNIMPLEMENTED, so
+  // that clients made only for stateless plans need not implement them.
+  virtual WorkerCallResult FetchState(WorkerCall& /*call*/, const v1::FetchStateRequest&,
+                                      v1::FetchStateResponse*) {
+    return Unimplemented("FetchState");
+  }
+  virtual WorkerCallResult UnloadPlan(WorkerCall& /*call*/, const v1::UnloadPlanRequest&,
+                                      v1::UnloadPlanResponse*) {
+    return Unimplemented("UnloadPlan");
+  }
   // Asynchronous: returns at once, and `done` runs exactly once, on any thread (perhaps before
   // Describe returns), when the call ends. `call`, `request` and `response` must live until then.
   virtual void Describe(WorkerCall& call, const v1::DescribeRequest& request,
                         v1::DescribeResponse* response,
                         std::function<void(WorkerCallResult)> done) = 0;
+
+ private:
+  static WorkerCallResult Unimplemented(const char* rpc) {
+    WorkerCallResult r;
+    r.status = absl::UnimplementedError(std::string(rpc) + ": not supported by this transport");
+    r.answered = true;
+    return r;
+  }
 };
 
 // Makes the client for the worker at `address` ("host:port"). Must not block: the

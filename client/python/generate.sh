@@ -39,10 +39,12 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 
-readonly PROTOS=(proto/graph.proto proto/op.proto proto/optimizer.proto)
-# Only optimizer.proto declares a service; the plugin's empty *_pb2_grpc.py files of the other
-# two are not kept.
-readonly MODULES=(graph_pb2.py op_pb2.py optimizer_pb2.py optimizer_pb2_grpc.py)
+readonly PROTOS=(proto/graph.proto proto/op.proto proto/optimizer.proto proto/worker.proto
+  proto/coordinator.proto)
+# The client calls the GraphOptimizer and Coordinator services; the plugin's other *_pb2_grpc.py
+# files are not kept (worker.proto is here for the messages coordinator.proto uses).
+readonly MODULES=(graph_pb2.py op_pb2.py optimizer_pb2.py optimizer_pb2_grpc.py worker_pb2.py
+  coordinator_pb2.py coordinator_pb2_grpc.py)
 
 for tool in "${PROTOC}" "${GRPC_PYTHON_PLUGIN}"; do
   [[ -x "${tool}" ]] || {

@@ -13,11 +13,13 @@ GRAPHOPT_TOKEN environment variable) and usually TLS (`tls_ca`, the CA of its ce
 Errors raise GraphoptError with the gRPC status code name (`code`) and the server's message.
 Large weights can travel once, as content-addressed blobs (Client.optimize's upload_weights).
 Client.grad (and grad) differentiate a model: the gradient pass, then an optimization level.
+Client.run runs a graph on the service's workers; Client.session trains: a stateful plan (a
+training step) run step by step on one worker, its weights fetched with fetch_state.
 The protobuf messages of the wire contract are here too: graph_pb2 (Graph, Tensor, ...),
-op_pb2 (OpDescriptor) and optimizer_pb2 (requests, responses, PassInfo).
+op_pb2 (OpDescriptor), optimizer_pb2 (requests, responses, PassInfo) and coordinator_pb2.
 """
 
-from ._proto import graph_pb2, op_pb2, optimizer_pb2, optimizer_pb2_grpc
+from ._proto import coordinator_pb2, graph_pb2, op_pb2, optimizer_pb2, optimizer_pb2_grpc
 from .client import (
     AUTO_UPLOAD_MODEL_BYTES,
     DEFAULT_ADDRESS,
@@ -35,6 +37,7 @@ from .client import (
     optimize,
 )
 from .errors import GraphoptError
+from .session import Session, from_tensor, to_tensor
 from .weights import BLOB_THRESHOLD_BYTES, CHUNK_BYTES, blob_digest
 
 __all__ = [
@@ -47,6 +50,7 @@ __all__ = [
     "DEFAULT_TIMEOUT_S",
     "GraphoptError",
     "NodeCost",
+    "Session",
     "OptimizeResult",
     "OutputComparison",
     "PassReport",
@@ -54,12 +58,15 @@ __all__ = [
     "UploadStats",
     "VerifyReport",
     "blob_digest",
+    "coordinator_pb2",
+    "from_tensor",
     "grad",
     "graph_pb2",
     "op_pb2",
     "optimize",
     "optimizer_pb2",
     "optimizer_pb2_grpc",
+    "to_tensor",
 ]
 
 __version__ = "0.1.0"

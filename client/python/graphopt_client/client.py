@@ -9,7 +9,9 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import grpc
 
+from . import session as session_lib
 from . import weights
+from ._proto import coordinator_pb2, coordinator_pb2_grpc
 from ._proto import graph_pb2, op_pb2, optimizer_pb2, optimizer_pb2_grpc
 from .errors import GraphoptError
 
@@ -292,6 +294,7 @@ class Client:
         else:
             self._channel = grpc.secure_channel(address, credentials, options=options)
         self._stub = optimizer_pb2_grpc.GraphOptimizerStub(self._channel)
+        self._coordinator = coordinator_pb2_grpc.CoordinatorStub(self._channel)
 
     def close(self) -> None:
         self._channel.close()
@@ -555,6 +558,41 @@ class Client:
                       error.message)
         self.upload_blobs(blobs.items(), timeout=timeout)
         return self._call("Optimize", self._stub.Optimize, request, timeout)
+
+    # --- running plans on workers (graphopt.v1.Coordinator) --------------------------------------
+
+    def run(self, graph: Optional[graph_pb2.Graph],
+            inputs: Optional[Mapping[str, "session_lib.TensorLike"]] = None, *,
+            session: str = "", request_id: str = "", profile: bool = False,
+            timeout: Optional[float] = None) -> coordinator_pb2.RunResponse:
+        """Runs `graph` (a graphopt Graph, e.g. OptimizeResult.graph) on a worker with `inputs`
+        ({name: numpy array or Tensor}); returns the RunResponse (outputs as NamedTensors:
+        session.from_tensor converts them). With `session`, the graph is a stateful plan run
+        as one step of that training session (graph None: a later step); see Session."""
+        request = coordinator_pb2.RunRequest(
+            inputs=session_lib.named_tensors(inputs), profile=profile, request_id=request_id,
+            session=session)
+        if graph is not None:
+            request.graph.CopyFrom(graph)
+        return self._call("Run", self._coordinator.Run, request, timeout)
+
+    def session(self, name: str, graph: graph_pb2.Graph) -> "session_lib.Session":
+        """A training session named `name` (private to this client's tenant) of the stateful
+        plan `graph`; nothing is sent until its first step()."""
+        return session_lib.Session(self, name, graph)
+
+    def fetch_state(self, session: str, names: Optional[Iterable[str]] = None, *,
+                    timeout: Optional[float] = None
+                    ) -> coordinator_pb2.CoordinatorFetchStateResponse:
+        """The state tensors of a training session (all, or those named) and its version."""
+        request = coordinator_pb2.CoordinatorFetchStateRequest(session=session,
+                                                                names=list(names or []))
+        return self._call("FetchState", self._coordinator.FetchState, request, timeout)
+
+    def end_session(self, session: str, *, timeout: Optional[float] = None) -> bool:
+        """Ends a training session; False when the server had no such session."""
+        request = coordinator_pb2.EndSessionRequest(session=session)
+        return self._call("EndSession", self._coordinator.EndSession, request, timeout).ended
 
     def _call(self, rpc: str, method, request, timeout: Optional[float]):
         """Calls one RPC with the deadline and the credential; gRPC failures become

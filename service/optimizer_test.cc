@@ -45,10 +45,13 @@ TEST_F(OptimizerTest, DefaultsToLevelTwo) {
   absl::StatusOr<std::vector<PassSpec>> level = PipelineForLevel(passes_, kDefaultOptLevel);
   ASSERT_TRUE(level.ok());
   ASSERT_EQ(kDefaultOptLevel, 2);
-  ASSERT_EQ(response->reports_size(), static_cast<int>(level->size()));
-  for (int i = 0; i < response->reports_size(); ++i) {
-    EXPECT_EQ(response->reports(i).name(), (*level)[i].name);
+  // The fixpoint group repeats its passes: its later rounds are reported after the first.
+  std::vector<std::string> first_round;
+  for (const v1::PassReport& r : response->reports()) {
+    if (r.round() <= 1) first_round.push_back(r.name());
   }
+  ASSERT_EQ(first_round.size(), level->size());
+  for (size_t i = 0; i < first_round.size(); ++i) EXPECT_EQ(first_round[i], (*level)[i].name);
   EXPECT_EQ(response->reports(0).name(), "inline_functions");
 }
 

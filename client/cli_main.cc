@@ -36,6 +36,7 @@
 #include "client/health_check.h"
 #include "client/model_summary.h"
 #include "client/op_file.h"
+#include "client/optimize_verify.h"
 #include "client/progress.h"
 #include "client/cost_table.h"
 #include "client/report_table.h"
@@ -85,6 +86,7 @@ struct OptimizeArgs {
   int cost_top = 0;
   std::string upload_weights = "auto";
   std::string ops_file;
+  OptimizeVerifyArgs verify;
 };
 
 struct InspectArgs {
@@ -210,6 +212,10 @@ int RunOptimize(const OptimizeArgs& args) {
   }
   const bool onnx_out = IsOnnxPath(args.output);
   request.set_result_format(onnx_out ? v1::MODEL_FORMAT_ONNX : v1::MODEL_FORMAT_GRAPH);
+  if (absl::Status s = ApplyOptimizeVerifyArgs(args.verify, &request); !s.ok()) {
+    return s.code() == absl::StatusCode::kInvalidArgument ? UsageError(std::string(s.message()))
+                                                          : ReportError(s);
+  }
 
   if (!args.ops_file.empty()) {
     absl::StatusOr<v1::OpDescriptorList> ops = ReadOpDescriptorFile(args.ops_file);
@@ -303,10 +309,14 @@ int RunOptimize(const OptimizeArgs& args) {
   }
   if (!args.quiet) {
     std::fputs(FormatPassReports(*response).c_str(), stdout);
+    std::fputs(FormatCacheLine(response->cache()).c_str(), stdout);
     // A server that predates the estimate sends none.
     if (response->has_cost()) {
       std::fputs(FormatCostSummary(response->cost()).c_str(), stdout);
       std::fputs(FormatTopNodeCosts(response->cost(), args.cost_top).c_str(), stdout);
+    }
+    if (response->has_verification()) {
+      std::fputs(FormatVerifyReport(response->verification()).c_str(), stdout);
     }
     std::printf("wrote %s (%s nodes)\n", args.output.c_str(),
                 nodes.has_value() ? absl::StrCat(*nodes).c_str() : "?");
@@ -735,6 +745,7 @@ int Main(int argc, char** argv) {
   optimize->add_option("--ops", optimize_args.ops_file,
                        "Custom op descriptors (a file as for `ops register`) visible to this "
                        "request only");
+  AddOptimizeVerifyOptions(optimize, &optimize_args.verify);
   AddBackendOptions(optimize, &optimize_args.backend);
 
   GradArgs grad_args;

@@ -81,13 +81,13 @@ absl::StatusOr<v1::OptimizeResponse> Optimizer::Optimize(v1::OptimizeRequest req
         std::move(request), tenant, std::move(snapshot), stop, use_cache ? &digests : nullptr);
     if (!result.ok()) return result.status();
     response = *std::move(result);
-    if (use_cache) {
+    if (use_cache && cache_->Admits(static_cast<int64_t>(response.ByteSizeLong()))) {
       auto entry = std::make_shared<CachedResult>();
       entry->response = response;
       entry->blob_digests = std::move(digests);
       cache_->Insert(tenant, key, std::move(entry));
-      response.set_cache(v1::CACHE_RESULT_MISS);
     }
+    if (use_cache) response.set_cache(v1::CACHE_RESULT_MISS);
   }
 
   if (verify.enabled()) {

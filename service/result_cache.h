@@ -91,6 +91,11 @@ class ResultCache {
 
   // The bytes an entry is charged: the response's serialized size, the digests and the key.
   static int64_t EntryBytes(const CachedResult& result, absl::string_view key);
+  // Whether a response of this serialized size can be kept at all (so that one too large is
+  // not copied for nothing).
+  bool Admits(int64_t response_bytes) const {
+    return enabled() && response_bytes <= options_.max_tenant_bytes;
+  }
 
   // Tenants whose figures are kept apart; a bound on the stats' memory when tenant names are
   // invented (an --insecure server takes them from a header).

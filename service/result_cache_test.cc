@@ -173,11 +173,14 @@ TEST(ResultCacheTest, TotalBoundEvictsAcrossTenants) {
 
 TEST(ResultCacheTest, TooLargeOrDisabledIsNotKept) {
   ResultCache small({.max_bytes = 4000, .max_tenant_bytes = 1000});
+  EXPECT_TRUE(small.Admits(1000));
+  EXPECT_FALSE(small.Admits(1001));
   EXPECT_FALSE(small.Insert("t", "k", ResultOfSize(2000)));
   EXPECT_EQ(small.Lookup("t", "k"), nullptr);
   EXPECT_EQ(small.bytes(), 0);
   ResultCache off({.max_bytes = 0});
   EXPECT_FALSE(off.enabled());
+  EXPECT_FALSE(off.Admits(0));
   EXPECT_FALSE(off.Insert("t", "k", ResultOfSize(10)));
   EXPECT_EQ(off.Lookup("t", "k"), nullptr);
 }

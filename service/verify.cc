@@ -39,10 +39,19 @@ int64_t InitializerBytes(const v1::Graph& graph) {
 }
 
 // Seeded values for one graph input of the original graph.
+// Elements filled between two polls of the stop token: a large input takes seconds to fill.
+constexpr int64_t kElementsPerStopCheck = int64_t{1} << 20;
+
+absl::Status CheckStopAt(const StopToken* stop, int64_t i, absl::string_view what) {
+  if (stop == nullptr || i % kElementsPerStopCheck != 0) return absl::OkStatus();
+  return CheckStop(stop, what);
+}
+
 absl::StatusOr<Tensor> RandomInput(const Value& value,
                                    const std::map<std::string, int64_t>& bindings,
                                    std::mt19937_64& rng,
-                                   const std::shared_ptr<runtime::MemoryBudget>& budget) {
+                                   const std::shared_ptr<runtime::MemoryBudget>& budget,
+                                   const StopToken* stop) {
   const TensorType& type = value.type;
   if (type.dtype == v1::DT_UNDEFINED || !type.shape.has_value()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -67,6 +76,22 @@ absl::StatusOr<Tensor> RandomInput(const Value& value,
                                                      "): give the input in verify.inputs"));
     }
   }
+  switch (type.dtype) {
+    case v1::DT_FLOAT32:
+    case v1::DT_FLOAT64:
+    case v1::DT_FLOAT16:
+    case v1::DT_BFLOAT16:
+    case v1::DT_BOOL:
+    case v1::DT_INT64:
+    case v1::DT_INT32:
+    case v1::DT_INT8:
+    case v1::DT_UINT8:
+      break;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "verify: input '", value.name, "' is ", DataTypeName(type.dtype),
+          ": no random values for it; give it in verify.inputs"));
+  }
   absl::StatusOr<Tensor> t = Tensor::Allocate(type.dtype, shape, budget, [&] {
     return absl::StrCat("verify: generated input '", value.name, "'");
   });
@@ -74,38 +99,38 @@ absl::StatusOr<Tensor> RandomInput(const Value& value,
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::uniform_int_distribution<int> small(0, 3);
   const int64_t n = t->num_elements();
-  switch (type.dtype) {
-    case v1::DT_FLOAT32:
-      for (int64_t i = 0; i < n; ++i) t->data<float>()[i] = normal(rng);
-      break;
-    case v1::DT_FLOAT64:
-      for (int64_t i = 0; i < n; ++i) t->data<double>()[i] = normal(rng);
-      break;
-    case v1::DT_FLOAT16:
-      for (int64_t i = 0; i < n; ++i) t->data<runtime::Float16>()[i] = runtime::Float16(normal(rng));
-      break;
-    case v1::DT_BFLOAT16:
-      for (int64_t i = 0; i < n; ++i) {
+  const std::string where = absl::StrCat("verify: generating input '", value.name, "'");
+  for (int64_t i = 0; i < n; ++i) {
+    if (absl::Status s = CheckStopAt(stop, i, where); !s.ok()) return s;
+    switch (type.dtype) {
+      case v1::DT_FLOAT32:
+        t->data<float>()[i] = normal(rng);
+        break;
+      case v1::DT_FLOAT64:
+        t->data<double>()[i] = normal(rng);
+        break;
+      case v1::DT_FLOAT16:
+        t->data<runtime::Float16>()[i] = runtime::Float16(normal(rng));
+        break;
+      case v1::DT_BFLOAT16:
         t->data<runtime::BFloat16>()[i] = runtime::BFloat16(normal(rng));
-      }
-      break;
-    case v1::DT_BOOL:
-      for (int64_t i = 0; i < n; ++i) t->data<bool>()[i] = small(rng) >= 2;
-      break;
-    case v1::DT_INT64:
-      for (int64_t i = 0; i < n; ++i) t->data<int64_t>()[i] = small(rng);
-      break;
-    case v1::DT_INT32:
-      for (int64_t i = 0; i < n; ++i) t->data<int32_t>()[i] = small(rng);
-      break;
-    case v1::DT_INT8:
-    case v1::DT_UINT8:
-      for (int64_t i = 0; i < n; ++i) t->data<uint8_t>()[i] = static_cast<uint8_t>(small(rng));
-      break;
-    default:
-      return absl::InvalidArgumentError(absl::StrCat(
-          "verify: input '", value.name, "' is ", DataTypeName(type.dtype),
-          ": no random values for it; give it in verify.inputs"));
+        break;
+      case v1::DT_BOOL:
+        t->data<bool>()[i] = small(rng) >= 2;
+        break;
+      case v1::DT_INT64:
+        t->data<int64_t>()[i] = small(rng);
+        break;
+      case v1::DT_INT32:
+        t->data<int32_t>()[i] = small(rng);
+        break;
+      case v1::DT_INT8:
+      case v1::DT_UINT8:
+        t->data<uint8_t>()[i] = static_cast<uint8_t>(small(rng));
+        break;
+      default:
+        break;  // refused before the allocation
+    }
   }
   return t;
 }
@@ -114,7 +139,7 @@ absl::StatusOr<Tensor> RandomInput(const Value& value,
 absl::StatusOr<NamedTensors> PrepareInputs(const Graph& original, const v1::VerifyOptions& options,
                                            const std::map<std::string, int64_t>& bindings,
                                            const std::shared_ptr<runtime::MemoryBudget>& budget,
-                                           v1::VerifyReport* report) {
+                                           const StopToken* stop, v1::VerifyReport* report) {
   absl::flat_hash_map<std::string, int> given;
   for (int i = 0; i < options.inputs_size(); ++i) given[options.inputs(i).name()] = i;
   absl::flat_hash_set<std::string> input_names;
@@ -144,7 +169,7 @@ absl::StatusOr<NamedTensors> PrepareInputs(const Graph& original, const v1::Veri
       continue;
     }
     if (value.initializer >= 0) continue;
-    absl::StatusOr<Tensor> t = RandomInput(value, bindings, rng, budget);
+    absl::StatusOr<Tensor> t = RandomInput(value, bindings, rng, budget, stop);
     if (!t.ok()) return t.status();
     report->add_generated_inputs(value.name);
     out.emplace_back(value.name, *std::move(t));
@@ -197,8 +222,9 @@ absl::StatusOr<RunOutputs> RunGraph(Graph graph, runtime::MemoryReservation weig
 
 bool IsNumeric(v1::DataType t) { return t != v1::DT_STRING && t != v1::DT_UNDEFINED; }
 
-v1::OutputComparison Compare(const std::string& name, const Tensor& want, const Tensor& got,
-                             double rtol, double atol) {
+absl::StatusOr<v1::OutputComparison> Compare(const std::string& name, const Tensor& want,
+                                             const Tensor& got, double rtol, double atol,
+                                             const StopToken* stop) {
   v1::OutputComparison c;
   c.set_name(name);
   if (want.dtype() != got.dtype() || want.shape() != got.shape()) {
@@ -219,7 +245,9 @@ v1::OutputComparison Compare(const std::string& name, const Tensor& want, const 
   }
   constexpr double kInf = std::numeric_limits<double>::infinity();
   double max_abs = 0, max_orig = 0;
+  const std::string where = absl::StrCat("verify: comparing output '", name, "'");
   for (int64_t i = 0; i < n; ++i) {
+    if (absl::Status s = CheckStopAt(stop, i, where); !s.ok()) return s;
     const double a = want.ElementAsDouble(i), b = got.ElementAsDouble(i);
     if (std::isnan(a) || std::isnan(b)) {
       if (std::isnan(a) != std::isnan(b)) max_abs = kInf;
@@ -292,7 +320,7 @@ absl::StatusOr<v1::VerifyReport> VerifyOptimization(
     absl::StatusOr<Graph> graph = convert(std::move(original), "original", &weights);
     if (!graph.ok()) return graph.status();
     absl::StatusOr<NamedTensors> prepared =
-        PrepareInputs(*graph, options, dim_bindings, budget, &report);
+        PrepareInputs(*graph, options, dim_bindings, budget, stop, &report);
     if (!prepared.ok()) return prepared.status();
     inputs = *std::move(prepared);
     return RunGraph(*std::move(graph), std::move(weights), "original", inputs, kernels, limits,
@@ -321,7 +349,10 @@ absl::StatusOr<v1::VerifyReport> VerifyOptimization(
       c.set_name(name);
       c.set_problem("the optimized graph has no output of this name");
     } else {
-      c = Compare(name, want->tensors[i], got->tensors[it->second], rtol, atol);
+      absl::StatusOr<v1::OutputComparison> compared =
+          Compare(name, want->tensors[i], got->tensors[it->second], rtol, atol, stop);
+      if (!compared.ok()) return compared.status();
+      c = *std::move(compared);
     }
     passed = passed && c.passed();
     *report.add_outputs() = std::move(c);

@@ -5,7 +5,8 @@ optimizes a torch-exported MLP (ONNX bytes) at opt_level=1 and with explicit pas
 the result with onnx.checker and the pass reports; checks the errors (unknown pass: NOT_FOUND
 naming it; malformed model: INVALID_ARGUMENT); sends the same model with upload_weights=True
 (its 128 KiB weight goes through HasBlobs/PutBlobs) and requires the very same result as the
-inline call; lists passes and ops. The server is killed at the end, whatever happened (and
+inline call; a repeated request is a cache hit with the same bytes; verify=True reports per
+output, and fails over tolerance; lists passes and ops. The server is killed at the end, whatever happened (and
 dies with this process should it be killed: PR_SET_PDEATHSIG).
 
     client_server_test.py --server PATH/TO/graphopt-server
@@ -289,6 +290,54 @@ class ClientServerTest(unittest.TestCase):
             self.client.grad(model.SerializeToString(), ["nope"], loss=["y"])
         self.assertEqual(raised.exception.code, "INVALID_ARGUMENT")
         self.assertIn("nope", raised.exception.message)
+
+    def test_repeated_request_is_a_cache_hit(self):
+        # A binding no other test uses: the first call cannot have been answered before.
+        first = self.client.optimize(self.model_bytes, opt_level=2, dim_bindings={"batch": 5})
+        second = self.client.optimize(self.model_bytes, opt_level=2, dim_bindings={"batch": 5})
+        self.assertEqual(first.cache, "miss")
+        self.assertEqual(second.cache, "hit")
+        self.assertEqual(second.model, first.model)
+        self.assertEqual([r.name for r in second.reports], [r.name for r in first.reports])
+        uncached = self.client.optimize(self.model_bytes, opt_level=2, dim_bindings={"batch": 5},
+                                        no_cache=True)
+        self.assertEqual(uncached.cache, "not_used")
+        self.assertEqual(uncached.model, first.model)
+
+    def test_verify(self):
+        result = self.client.optimize(self.model_bytes, opt_level=3, dim_bindings={"batch": 3},
+                                      verify=True, verify_seed=11)
+        report = result.verification
+        self.assertIsNotNone(report)
+        self.assertTrue(report.passed)
+        self.assertEqual(report.seed, 11)
+        self.assertEqual(report.generated_inputs, ("x",))
+        self.assertEqual([o.name for o in report.outputs], ["y"])
+        self.assertTrue(all(o.passed and o.max_abs_error < 1e-5 for o in report.outputs))
+        self.assertEqual((report.rtol, report.atol), (1e-4, 1e-6))
+        # Given inputs need no binding and are not generated.
+        x = np.random.default_rng(0).standard_normal((4, 64)).astype(np.float32)
+        given = self.client.optimize(self.model_bytes, opt_level=2, verify=True,
+                                     verify_inputs={"x": x}, rtol=1e-3)
+        self.assertEqual(given.verification.generated_inputs, ())
+        self.assertEqual(given.verification.rtol, 1e-3)
+        self.assertIsNone(self.client.optimize(self.model_bytes, opt_level=2).verification)
+
+    def test_verify_errors(self):
+        with self.assertRaises(GraphoptError) as raised:
+            self.client.optimize(self.model_bytes, opt_level=2, verify=True)
+        self.assertEqual(raised.exception.code, "INVALID_ARGUMENT")
+        self.assertIn("input 'x' dim 0 is symbolic 'batch'", raised.exception.message)
+        # -O3's fused kernels (kept in a graphopt graph; a portable ONNX result runs their
+        # standard-op bodies) round differently from the unfused ones: a tolerance no float
+        # computation meets shows the failure (FAILED_PRECONDITION naming the output).
+        with self.assertRaises(GraphoptError) as raised:
+            self.client.optimize(self.model_bytes, opt_level=3, dim_bindings={"batch": 3},
+                                 result_format="graph", verify=True, rtol=1e-300, atol=1e-300)
+        self.assertEqual(raised.exception.code, "FAILED_PRECONDITION")
+        self.assertIn("output 'y'", raised.exception.message)
+        with self.assertRaises(ValueError):
+            self.client.optimize(self.model_bytes, rtol=1e-3)
 
     def test_lists(self):
         passes = {p.name: p for p in self.client.list_passes()}

@@ -406,6 +406,30 @@ class ClientTest(unittest.TestCase):
 
     # --- requests and results ----------------------------------------------------------------
 
+    def test_verify_and_no_cache_options(self):
+        x = np.arange(6, dtype=np.float32).reshape(2, 3)
+        result = self.client.optimize(self.model_bytes, verify=True, rtol=1e-3, atol=1e-5,
+                                      verify_inputs={"x": x}, verify_seed=4, no_cache=True)
+        options = self.fake.optimize_requests[-1].options
+        self.assertTrue(options.no_cache)
+        self.assertTrue(options.verify.enabled)
+        self.assertEqual((options.verify.rtol, options.verify.atol, options.verify.seed),
+                         (1e-3, 1e-5, 4))
+        self.assertEqual(len(options.verify.inputs), 1)
+        given = options.verify.inputs[0]
+        self.assertEqual((given.name, given.dtype, list(given.dims)),
+                         ("x", graphopt_client.graph_pb2.DT_FLOAT32, [2, 3]))
+        self.assertEqual(given.raw_data, x.tobytes())
+        # The fake answers neither: the defaults.
+        self.assertEqual(result.cache, "not_used")
+        self.assertIsNone(result.verification)
+        self.client.optimize(self.model_bytes)
+        self.assertFalse(self.fake.optimize_requests[-1].options.HasField("verify"))
+        with self.assertRaises(ValueError):
+            self.client.optimize(self.model_bytes, atol=1e-3)
+        with self.assertRaises(ValueError):
+            self.client.optimize(self.model_bytes, verify=True, rtol=-1)
+
     def test_onnx_bytes_travel_inline_by_default(self):
         result = self.client.optimize(self.model_bytes, opt_level=1)
         request = self.fake.optimize_requests[-1]

@@ -121,6 +121,50 @@ class CostReport:
 
 
 @dataclasses.dataclass(frozen=True)
+class OutputComparison:
+    """One output compared by verification (proto/optimizer.proto OutputComparison)."""
+
+    name: str
+    max_abs_error: float
+    # max |optimized - original| / max |original| (0 when both are all zero).
+    max_rel_error: float
+    passed: bool
+    # Why the output could not be compared (dtype or shape differs); "" otherwise.
+    problem: str
+
+    @classmethod
+    def from_proto(cls, c: optimizer_pb2.OutputComparison) -> "OutputComparison":
+        return cls(name=c.name, max_abs_error=c.max_abs_error, max_rel_error=c.max_rel_error,
+                   passed=c.passed, problem=c.problem)
+
+
+@dataclasses.dataclass(frozen=True)
+class VerifyReport:
+    """What verification on request found (proto/optimizer.proto VerifyReport).
+
+    A failed verification never gets here: the call raises GraphoptError with code
+    FAILED_PRECONDITION naming the outputs over tolerance.
+    """
+
+    passed: bool
+    rtol: float
+    atol: float
+    outputs: Tuple[OutputComparison, ...]
+    # The inputs the server generated (the others were given) and the seed it used.
+    generated_inputs: Tuple[str, ...]
+    seed: int
+    original_run_us: int
+    optimized_run_us: int
+
+    @classmethod
+    def from_proto(cls, r: optimizer_pb2.VerifyReport) -> "VerifyReport":
+        return cls(passed=r.passed, rtol=r.rtol, atol=r.atol,
+                   outputs=tuple(OutputComparison.from_proto(c) for c in r.outputs),
+                   generated_inputs=tuple(r.generated_inputs), seed=r.seed,
+                   original_run_us=r.original_run_us, optimized_run_us=r.optimized_run_us)
+
+
+@dataclasses.dataclass(frozen=True)
 class UploadStats:
     """The blob upload that preceded an Optimize call (upload_weights)."""
 
@@ -146,6 +190,9 @@ class OptimizeResult:
       graph: the optimized graphopt.v1.Graph when `format` is "graph", else None.
       upload: what was uploaded before the call, None when weights travelled inline.
       cost: the estimated cost when cost_estimate asked for it, else None.
+      cache: "hit" (answered from the server's result cache), "miss" (made now and cached) or
+        "not_used" (no_cache, or a server without a cache).
+      verification: the VerifyReport when verify=True, else None.
     """
 
     model: bytes
@@ -155,6 +202,8 @@ class OptimizeResult:
     graph: Optional[graph_pb2.Graph] = None
     upload: Optional[UploadStats] = None
     cost: Optional[CostReport] = None
+    cache: str = "not_used"
+    verification: Optional[VerifyReport] = None
 
     @property
     def total_time_ms(self) -> float:
@@ -267,6 +316,9 @@ class Client:
                  result_format: Optional[Union[str, int]] = None,
                  upload_weights: Optional[bool] = None,
                  cost_estimate: Optional[str] = None,
+                 verify: bool = False, rtol: Optional[float] = None,
+                 atol: Optional[float] = None, verify_inputs: Optional[Mapping[str, Any]] = None,
+                 verify_seed: int = 0, no_cache: bool = False,
                  timeout: Optional[float] = None) -> OptimizeResult:
         """Runs a pass pipeline over `model` on the server.
 
@@ -291,6 +343,16 @@ class Client:
           cost_estimate: "totals" or "per_node" to get the optimized graph's estimated flops
             and bytes moved in OptimizeResult.cost (per node as well with "per_node"); None
             (the default) does not compute it.
+          verify: have the server run the original and the optimized model on the same inputs
+            and compare every output (OptimizeResult.verification); an output fails when
+            max |optimized - original| > atol + rtol * max |original|, and then the call raises
+            GraphoptError FAILED_PRECONDITION naming it. Runs on every call, also when the
+            result comes from the cache.
+          rtol, atol: verify's tolerances; None is the server's default (1e-4, 1e-6).
+          verify_inputs: {input name: numpy array or graph_pb2.Tensor} to verify on; the other
+            inputs are seeded random values (symbolic dims need dim_bindings).
+          verify_seed: the seed of the generated inputs.
+          no_cache: neither use nor fill the server's result cache.
           timeout: deadline of each RPC in seconds; defaults to the client's.
 
         Returns:
@@ -307,9 +369,15 @@ class Client:
             pipeline=_pipeline(passes, opt_level),
             options=optimizer_pb2.OptimizeOptions(verify_each_pass=verify_each_pass,
                                                   strip_value_info=strip_value_info,
-                                                  cost_estimate=_cost_estimate(cost_estimate)),
+                                                  cost_estimate=_cost_estimate(cost_estimate),
+                                                  no_cache=bool(no_cache)),
             dim_bindings=_dim_bindings(dim_bindings),
             result_format=_result_format(result_format))
+        if verify:
+            request.options.verify.CopyFrom(
+                _verify_options(rtol, atol, verify_inputs, verify_seed))
+        elif rtol is not None or atol is not None or verify_inputs or verify_seed:
+            raise ValueError("rtol, atol, verify_inputs and verify_seed need verify=True")
         expected_format = request.result_format or model_input.format
 
         if upload_weights is None:
@@ -824,11 +892,60 @@ def _cost_estimate(cost_estimate: Optional[str]) -> int:
 # --- response handling --------------------------------------------------------------------------
 
 
+_NUMPY_DTYPES = {
+    "float32": graph_pb2.DT_FLOAT32, "float64": graph_pb2.DT_FLOAT64,
+    "float16": graph_pb2.DT_FLOAT16, "int8": graph_pb2.DT_INT8, "uint8": graph_pb2.DT_UINT8,
+    "int16": graph_pb2.DT_INT16, "uint16": graph_pb2.DT_UINT16, "int32": graph_pb2.DT_INT32,
+    "int64": graph_pb2.DT_INT64, "uint32": graph_pb2.DT_UINT32, "uint64": graph_pb2.DT_UINT64,
+    "bool": graph_pb2.DT_BOOL,
+}
+
+
+def _tensor(name: str, value: Any) -> graph_pb2.Tensor:
+    """A named wire Tensor from a graph_pb2.Tensor or anything numpy.asarray takes."""
+    if isinstance(value, graph_pb2.Tensor):
+        tensor = graph_pb2.Tensor()
+        tensor.CopyFrom(value)
+        tensor.name = name
+        return tensor
+    import numpy  # pylint: disable=import-outside-toplevel
+
+    array = numpy.asarray(value)
+    dtype = _NUMPY_DTYPES.get(array.dtype.name)
+    if dtype is None:
+        raise ValueError(f"verify_inputs[{name!r}]: dtype {array.dtype} has no graphopt "
+                         "counterpart; give a graph_pb2.Tensor")
+    little = array.astype(array.dtype.newbyteorder("<"), copy=False)
+    return graph_pb2.Tensor(name=name, dtype=dtype, dims=list(array.shape),
+                            raw_data=numpy.ascontiguousarray(little).tobytes())
+
+
+def _verify_options(rtol: Optional[float], atol: Optional[float],
+                    inputs: Optional[Mapping[str, Any]], seed: int) -> optimizer_pb2.VerifyOptions:
+    for label, value in (("rtol", rtol), ("atol", atol)):
+        if value is not None and not value >= 0:
+            raise ValueError(f"{label} must be >= 0, not {value!r}")
+    options = optimizer_pb2.VerifyOptions(enabled=True, rtol=rtol or 0.0, atol=atol or 0.0,
+                                          seed=int(seed))
+    for name, value in (inputs or {}).items():
+        options.inputs.append(_tensor(name, value))
+    return options
+
+
+_CACHE_RESULTS = {
+    optimizer_pb2.CACHE_RESULT_HIT: "hit",
+    optimizer_pb2.CACHE_RESULT_MISS: "miss",
+}
+
+
 def _result(response: optimizer_pb2.OptimizeResponse, expected_format: int,
             blobs: Mapping[str, bytes], stats: Optional[UploadStats]) -> OptimizeResult:
     """The OptimizeResult of a response, with blob-referenced weights restored."""
     reports = [PassReport.from_proto(report) for report in response.reports]
     cost = CostReport.from_proto(response.cost) if response.HasField("cost") else None
+    extra = {"cache": _CACHE_RESULTS.get(response.cache, "not_used"),
+             "verification": (VerifyReport.from_proto(response.verification)
+                              if response.HasField("verification") else None)}
     if expected_format == optimizer_pb2.MODEL_FORMAT_ONNX:
         if not response.onnx_model:
             raise GraphoptError(
@@ -843,10 +960,11 @@ def _result(response: optimizer_pb2.OptimizeResponse, expected_format: int,
             if weights.reattach_onnx_initializers(proto, blobs):
                 model = proto.SerializeToString()
         return OptimizeResult(model=model, format="onnx", reports=reports,
-                              total_time_us=response.total_time_us, upload=stats, cost=cost)
+                              total_time_us=response.total_time_us, upload=stats, cost=cost,
+                              **extra)
     graph = response.graph
     if blobs:
         weights.reattach_graph_tensors(graph, blobs)
     return OptimizeResult(model=graph.SerializeToString(), format="graph", reports=reports,
                           total_time_us=response.total_time_us, graph=graph, upload=stats,
-                          cost=cost)
+                          cost=cost, **extra)

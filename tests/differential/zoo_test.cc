@@ -207,6 +207,13 @@ TEST(ZooTest, EveryModelOptimizesRunsAndMatchesTorch) {
       }
     }
     EXPECT_LE(e3, kO3Bound) << "-O3 against -O0";
+    for (size_t i = 0; i < o0->size(); ++i) {
+      // Per element too, as the corpus's differential test checks (README.md's claim).
+      EXPECT_EQ(differential::CompareTensors(o3->outputs[i], (*o0)[i], /*exact=*/false,
+                                             /*rtol=*/1e-4, /*atol=*/1e-5),
+                "")
+          << "-O3 against -O0, output " << i;
+    }
 
     auto sim = onnxsim.find(name);
     const int64_t sim_nodes = sim == onnxsim.end() || sim->second.empty() ? -1 : sim->second[0];

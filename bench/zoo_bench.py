@@ -197,10 +197,15 @@ def main():
                     lat["first_go"], lat["first_ort"] = first_runs(args, d, t)
                     row["threads"][t] = lat
             rows.append(row)
-            print(f"  measured {name}", file=sys.stderr, flush=True)
+            print(f"  measured {name}: {json.dumps(row)}", file=sys.stderr, flush=True)
+            if args.json:  # after every model, so that an interrupted run keeps what it measured
+                with open(args.json, "w") as f:
+                    json.dump(rows, f, indent=1)
 
     when = time.strftime("%Y-%m-%d", time.gmtime(started))
-    print(f"\n{when}, {cpu_model()}, {os.cpu_count()} vCPUs; batch 1; latency medians of "
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"\n{when}, {cpu_model()}, {os.cpu_count()} vCPUs (load average at the end: {load}); "
+          f"batch 1; latency medians of "
           f"{args.trials} interleaved trials x {args.runs} runs (bursts of {args.burst}); "
           f"first run: medians of {args.first_trials} fresh processes. Ratios graphopt / ORT "
           f"(ONNX Runtime, all optimizations).\n")

@@ -61,6 +61,8 @@ std::string Read(const fs::path& p) {
   return ss.str();
 }
 
+// TestCorpusDir() is runfiles/<workspace>/models/corpus (a path only: this test does not need
+// the corpus itself).
 fs::path ZooDir() { return fs::path(TestCorpusDir()).parent_path() / "zoo"; }
 
 fs::path SourceFile(const std::string& name) {

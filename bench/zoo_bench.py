@@ -155,53 +155,8 @@ def cpu_model():
     return platform.processor() or "unknown CPU"
 
 
-def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--zoo", default=".bazel/bin/models/zoo")
-    p.add_argument("--graphopt", default=".bazel/bin/client/graphopt")
-    p.add_argument("--bench", default=".bazel/bin/bench/run_model_bench")
-    p.add_argument("--python", default=sys.executable,
-                   help="the interpreter with onnxruntime and onnxsim (the venv's)")
-    p.add_argument("--onnxsim_path", help="a directory to add to onnxsim's PYTHONPATH")
-    p.add_argument("--models", default=",".join(MODELS))
-    p.add_argument("--threads", default="1,2")
-    p.add_argument("--trials", type=int, default=3)
-    p.add_argument("--runs", type=int, default=20, help="timed runs per contender per trial")
-    p.add_argument("--burst", type=int, default=10)
-    p.add_argument("--gap_ms", type=float, default=100)
-    p.add_argument("--first_trials", type=int, default=3)
-    p.add_argument("--no_latency", action="store_true", help="node counts only")
-    p.add_argument("--write_onnxsim", help="write onnxsim's node counts to this file")
-    p.add_argument("--json", help="also write every figure here")
-    p.add_argument("--ort_first_run", help=argparse.SUPPRESS)
-    args = p.parse_args()
-    if args.ort_first_run:
-        ort_first_run(args.ort_first_run, int(args.threads))
-        return 0
-
-    threads = [int(t) for t in args.threads.split(",")]
-    rows = []
-    started = time.time()
-    with tempfile.TemporaryDirectory() as tmp:
-        for name in args.models.split(","):
-            d = os.path.join(args.zoo, name)
-            path = os.path.join(d, "model.onnx")
-            row = {"model": name, "input": node_count(path)}
-            for level in (0, 2, 3):
-                row[f"O{level}"] = graphopt_nodes(args.graphopt, path, level, tmp)
-            row["onnxsim"] = onnxsim_nodes(args.python, args.onnxsim_path, path, tmp)
-            row["threads"] = {}
-            if not args.no_latency:
-                for t in threads:
-                    lat = latency(args, d, t)
-                    lat["first_go"], lat["first_ort"] = first_runs(args, d, t)
-                    row["threads"][t] = lat
-            rows.append(row)
-            print(f"  measured {name}: {json.dumps(row)}", file=sys.stderr, flush=True)
-            if args.json:  # after every model, so that an interrupted run keeps what it measured
-                with open(args.json, "w") as f:
-                    json.dump(rows, f, indent=1)
-
+def print_table(rows, args, started):
+    """The markdown table (the one docs/performance.md holds) and the summary lines."""
     when = time.strftime("%Y-%m-%d", time.gmtime(started))
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"\n{when}, {cpu_model()}, {os.cpu_count()} vCPUs (load average at the end: {load}); "
@@ -227,7 +182,66 @@ def main():
     misses = [r["model"] for r in rows if r["O2"] > r["onnxsim"]]
     print(f"\n-O2 leaves more nodes than onnxsim on {len(misses)} of {len(rows)}"
           + (f": {', '.join(misses)}" if misses else ""))
-    print(f"(wall time of this run: {(time.time() - started) / 60:.1f} min)")
+    if not args.table_from:
+        print(f"(wall time of this run: {(time.time() - started) / 60:.1f} min)")
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--zoo", default=".bazel/bin/models/zoo")
+    p.add_argument("--graphopt", default=".bazel/bin/client/graphopt")
+    p.add_argument("--bench", default=".bazel/bin/bench/run_model_bench")
+    p.add_argument("--python", default=sys.executable,
+                   help="the interpreter with onnxruntime and onnxsim (the venv's)")
+    p.add_argument("--onnxsim_path", help="a directory to add to onnxsim's PYTHONPATH")
+    p.add_argument("--models", default=",".join(MODELS))
+    p.add_argument("--threads", default="1,2")
+    p.add_argument("--trials", type=int, default=3)
+    p.add_argument("--runs", type=int, default=20, help="timed runs per contender per trial")
+    p.add_argument("--burst", type=int, default=10)
+    p.add_argument("--gap_ms", type=float, default=100)
+    p.add_argument("--first_trials", type=int, default=3)
+    p.add_argument("--no_latency", action="store_true", help="node counts only")
+    p.add_argument("--write_onnxsim", help="write onnxsim's node counts to this file")
+    p.add_argument("--json", help="also write every figure here")
+    p.add_argument("--table_from", help="print the table of a --json file of an earlier run")
+    p.add_argument("--ort_first_run", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.ort_first_run:
+        ort_first_run(args.ort_first_run, int(args.threads))
+        return 0
+    if args.table_from:
+        with open(args.table_from) as f:
+            rows = json.load(f)
+        for row in rows:
+            row["threads"] = {int(t): r for t, r in row["threads"].items()}
+        print_table(rows, args, os.path.getmtime(args.table_from))
+        return 0
+
+    threads = [int(t) for t in args.threads.split(",")]
+    rows = []
+    started = time.time()
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.models.split(","):
+            d = os.path.join(args.zoo, name)
+            path = os.path.join(d, "model.onnx")
+            row = {"model": name, "input": node_count(path)}
+            for level in (0, 2, 3):
+                row[f"O{level}"] = graphopt_nodes(args.graphopt, path, level, tmp)
+            row["onnxsim"] = onnxsim_nodes(args.python, args.onnxsim_path, path, tmp)
+            row["threads"] = {}
+            if not args.no_latency:
+                for t in threads:
+                    lat = latency(args, d, t)
+                    lat["first_go"], lat["first_ort"] = first_runs(args, d, t)
+                    row["threads"][t] = lat
+            rows.append(row)
+            print(f"  measured {name}: {json.dumps(row)}", file=sys.stderr, flush=True)
+            if args.json:  # after every model, so that an interrupted run keeps what it measured
+                with open(args.json, "w") as f:
+                    json.dump(rows, f, indent=1)
+
+    print_table(rows, args, started)
     if args.write_onnxsim:
         with open(args.write_onnxsim, "w") as f:
             f.write("# onnxsim's node count per zoo model (onnxsim 0.4.36, onnxsim.simplify with "

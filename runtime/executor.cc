@@ -128,6 +128,15 @@ absl::Status Executor::Plan(const KernelRegistry& registry) {
         if (c != constant_by_slot.end()) constants[i] = c->second;
       }
     }
+    // An Identity of a constant views it (IdentityKernel), so its output is that constant too:
+    // kernels reading it take the same constant-input paths (weights prepacked once) as they
+    // do once eliminate_identity or constant_fold has removed the Identity. Otherwise those
+    // passes would change rounding: oneDNN's prepacked Gemm with a transposed B sums 2 to 15
+    // rows in another order than sgemm.
+    if (node.op_type.str() == "Identity" && node.domain.empty() && !constants.empty() &&
+        constants[0] != nullptr && node.outputs.size() == 1 && node.outputs[0].valid()) {
+      constant_by_slot[node.outputs[0].value()] = constants[0];
+    }
     step.info->set_constant_inputs(std::move(constants));
     absl::StatusOr<std::unique_ptr<OpKernel>> kernel = absl::InternalError("");
     try {

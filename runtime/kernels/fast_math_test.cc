@@ -356,5 +356,79 @@ TEST(FastMathTest, LayerNormMatchesDoubleReference) {
   }
 }
 
+// Each parameterised activation against the formula in double, on the sweep, a fine grid
+// around 0 (where exp(x) - 1 and log(1 + exp(x)) cancel) and subnormal, huge and special inputs.
+TEST(FastMathTest, ActivationsAccurate) {
+  std::vector<float> x = Sweep();
+  for (float v = -2.0f; v <= 2.0f; v += 0.000917f) x.push_back(v);
+  for (float v : {1e-20f, -1e-20f, 3e-39f, -3e-39f, 1e-7f, -1e-7f, 87.0f, 89.0f, -89.0f, 1e30f}) {
+    x.push_back(v);
+  }
+  struct Case {
+    Activation act;
+    float alpha, beta;
+    double (*want)(double, double, double);
+    double rel;  // relative error allowed
+    double abs;  // absolute error allowed as well (near zeros of the function)
+  };
+  const Case cases[] = {
+      {Activation::kLog, 0, 0, [](double v, double, double) { return v < 0 ? NAN : std::log(v); },
+       3e-7, 0},
+      {Activation::kSoftplus, 0, 0,
+       [](double v, double, double) { return v > 0 ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v)); },
+       1e-6, 1.2e-38},
+      {Activation::kExpm1, 0, 0, [](double v, double, double) { return std::expm1(v); }, 1e-6, 0},
+      {Activation::kElu, 0.7f, 0,
+       [](double v, double a, double) { return v < 0 ? a * std::expm1(v) : v; }, 1e-6, 0},
+      {Activation::kSelu, 1.6732632f, 1.0507010f,
+       [](double v, double a, double g) { return v <= 0 ? g * a * std::expm1(v) : g * v; }, 1e-6, 0},
+      {Activation::kCelu, 1.5f, 0,
+       [](double v, double a, double) { return std::max(0.0, v) + std::min(0.0, a * std::expm1(v / a)); },
+       1e-6, 0},
+      {Activation::kHardSwish, 0, 0,
+       // x / 6 + 1/2 cancels near x = -3, as it does in the ONNX formula the kernels follow.
+       [](double v, double, double) { return v * std::clamp(v / 6 + 0.5, 0.0, 1.0); }, 2e-6, 0},
+      {Activation::kSoftsign, 0, 0, [](double v, double, double) { return v / (1 + std::fabs(v)); },
+       3e-7, 0},
+      {Activation::kSilu, 0, 0, [](double v, double, double) { return v / (1 + std::exp(-v)); },
+       1e-6, 2e-36},
+      {Activation::kMish, 0, 0,
+       [](double v, double, double) {
+         const double sp = v > 0 ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v));
+         return v * std::tanh(sp);
+       },
+       2e-6, 2e-36},
+  };
+  for (FastMathIsa isa : Versions()) {
+    SCOPED_TRACE(FastMathIsaName(isa));
+    for (const Case& c : cases) {
+      SCOPED_TRACE(static_cast<int>(c.act));
+      std::vector<float> y = x;
+      ActivationF32(isa, c.act, c.alpha, c.beta, y.data(), static_cast<int64_t>(y.size()));
+      for (size_t i = 0; i < x.size(); ++i) {
+        const double want = c.want(x[i], c.alpha, c.beta);
+        if (std::isnan(want)) {
+          EXPECT_TRUE(std::isnan(y[i])) << x[i];
+          continue;
+        }
+        // Beyond float's range (exp clamps its input there): finite or not, only the sign.
+        if (std::fabs(want) > 3e38) {
+          EXPECT_EQ(y[i] > 0, want > 0) << x[i];
+          continue;
+        }
+        const double err = std::fabs(y[i] - want);
+        EXPECT_TRUE(err <= c.abs || err <= c.rel * std::fabs(want))
+            << "x = " << x[i] << ": got " << y[i] << ", want " << want;
+      }
+    }
+    std::vector<float> special = {std::numeric_limits<float>::quiet_NaN(), 0.0f,
+                                  std::numeric_limits<float>::infinity()};
+    ActivationF32(isa, Activation::kLog, 0, 0, special.data(), 3);
+    EXPECT_TRUE(std::isnan(special[0]));
+    EXPECT_EQ(special[1], -std::numeric_limits<float>::infinity());
+    EXPECT_EQ(special[2], std::numeric_limits<float>::infinity());
+  }
+}
+
 }  // namespace
 }  // namespace graphopt::runtime

@@ -464,9 +464,49 @@ absl::Status QLinearMatMulKernel(KernelContext& ctx) {
 
 namespace {
 
+// Products of at most this many multiply-adds run on fast_math's row loops instead of oneDNN's
+// sgemm. oneDNN generates all its sgemm kernels on the first call of a process (tens of
+// milliseconds), which a model whose products are all small (recurrent layers, attention at
+// short sequence lengths) would otherwise pay on its first run; at these sizes the row loops
+// are as fast as sgemm's packing and blocking.
+constexpr int64_t kSmallGemmMacs = int64_t{1} << 19;
+
+// C = op(A) op(B) (+ C when beta is 1), row by row: a row of op(A) (gathered when A is
+// transposed) times B [k, n] (GemvAccumulateF32) or dotted with the rows of B [n, k]
+// (DotRowsF32). Each element is summed over k in order.
+void SmallSgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  std::vector<float> row(ta ? k : 0), dots(tb && beta != 0.0f ? n : 0);
+  for (int64_t i = 0; i < m; ++i) {
+    const float* ai = a + i * lda;
+    if (ta) {
+      for (int64_t p = 0; p < k; ++p) row[p] = a[p * lda + i];
+      ai = row.data();
+    }
+    float* ci = c + i * ldc;
+    if (tb) {
+      if (beta == 0.0f) {
+        DotRowsF32(k, n, ai, b, ldb, ci);
+      } else {
+        DotRowsF32(k, n, ai, b, ldb, dots.data());
+        for (int64_t j = 0; j < n; ++j) ci[j] += dots[j];
+      }
+    } else {
+      if (beta == 0.0f) std::fill(ci, ci + n, 0.0f);
+      GemvAccumulateF32(k, n, ai, b, ldb, ci);
+    }
+  }
+}
+
 absl::Status SgemmCall(const KernelContext& ctx, bool ta, bool tb, int64_t m, int64_t n,
                        int64_t k, float alpha, const float* a, int64_t lda, const float* b,
                        int64_t ldb, float beta, float* c, int64_t ldc) {
+  if (alpha == 1.0f && (beta == 0.0f || beta == 1.0f) && m > 0 && n > 0 && k > 0 &&
+      static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) <=
+          static_cast<double>(kSmallGemmMacs)) {
+    SmallSgemm(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
+    return absl::OkStatus();
+  }
   const dnnl_status_t st =
       dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   if (st != dnnl_success) {

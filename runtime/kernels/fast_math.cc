@@ -182,6 +182,68 @@ GRAPHOPT_INLINE void Gemv(int64_t k, int64_t n, const float* a, const float* b, 
   }
 }
 
+// --- A few rows of A times a row-major block ---------------------------------------------------
+
+// R rows of A against Q * N columns of b at a time, R * Q accumulators: each row of b's block is
+// loaded once for the R rows. An element's arithmetic is Gemv's (its products summed in order of
+// p, fused as the vector lanes do), so a row gives the same bits here and in GemvAccumulateF32.
+template <int N, int Q, int R>
+GRAPHOPT_INLINE int64_t GemmColumns(int64_t j, int64_t k, int64_t n, const float* a, int64_t lda,
+                                    const float* b, int64_t ldb, float* y, int64_t ldy) {
+  for (; j + Q * N <= n; j += Q * N) {
+    F<N> acc[R][Q];
+    for (int r = 0; r < R; ++r) {
+      for (int q = 0; q < Q; ++q) acc[r][q] = Load<N>(y + r * ldy + j + q * N);
+    }
+    const float* row = b + j;
+    for (int64_t p = 0; p < k; ++p, row += ldb) {
+      F<N> bv[Q];
+      for (int q = 0; q < Q; ++q) bv[q] = Load<N>(row + q * N);
+      for (int r = 0; r < R; ++r) {
+        const F<N> s = Splat<N>(a[r * lda + p]);
+        for (int q = 0; q < Q; ++q) acc[r][q] += s * bv[q];
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      for (int q = 0; q < Q; ++q) Store<N>(y + r * ldy + j + q * N, acc[r][q]);
+    }
+  }
+  return j;
+}
+
+template <int N>
+GRAPHOPT_INLINE void Gemm(int64_t m, int64_t k, int64_t n, const float* a, int64_t lda,
+                          const float* b, int64_t ldb, float* y, int64_t ldy) {
+  int64_t i = 0;
+  for (; i + 4 <= m; i += 4) {
+    const float* ai = a + i * lda;
+    float* yi = y + i * ldy;
+    int64_t j = GemmColumns<N, 2, 4>(0, k, n, ai, lda, b, ldb, yi, ldy);
+    j = GemmColumns<N, 1, 4>(j, k, n, ai, lda, b, ldb, yi, ldy);
+    for (; j < n; ++j) {  // as Gemv's last columns
+      for (int r = 0; r < 4; ++r) {
+        float acc = yi[r * ldy + j];
+        for (int64_t p = 0; p < k; ++p) acc = std::fma(ai[r * lda + p], b[p * ldb + j], acc);
+        yi[r * ldy + j] = acc;
+      }
+    }
+  }
+  for (; i < m; ++i) Gemv<N>(k, n, a + i * lda, b, ldb, y + i * ldy);
+}
+
+GRAPHOPT_V4 void GemmV4(int64_t m, int64_t k, int64_t n, const float* a, int64_t lda,
+                        const float* b, int64_t ldb, float* y, int64_t ldy) {
+  Gemm<16>(m, k, n, a, lda, b, ldb, y, ldy);
+}
+GRAPHOPT_V3 void GemmV3(int64_t m, int64_t k, int64_t n, const float* a, int64_t lda,
+                        const float* b, int64_t ldb, float* y, int64_t ldy) {
+  Gemm<8>(m, k, n, a, lda, b, ldb, y, ldy);
+}
+void GemmBase(int64_t m, int64_t k, int64_t n, const float* a, int64_t lda, const float* b,
+              int64_t ldb, float* y, int64_t ldy) {
+  Gemm<8>(m, k, n, a, lda, b, ldb, y, ldy);
+}
+
 // --- Rows of a matrix dotted with one vector -------------------------------------------------
 
 // The 16-lane accumulator of one row: lane j sums a[p] * row[p] for p = j mod 16 (one vector of
@@ -698,6 +760,20 @@ void DotRowsF32(FastMathIsa isa, int64_t k, int64_t n, const float* a, const flo
     case FastMathIsa::kX86_64_V3: return DotRowsV3(k, n, a, b, ldb, y);
     case FastMathIsa::kX86_64: return DotRowsBase(k, n, a, b, ldb, y);
   }
+}
+
+void GemmAccumulateF32(FastMathIsa isa, int64_t m, int64_t k, int64_t n, const float* a,
+                       int64_t lda, const float* b, int64_t ldb, float* y, int64_t ldy) {
+  switch (isa) {
+    case FastMathIsa::kX86_64_V4: return GemmV4(m, k, n, a, lda, b, ldb, y, ldy);
+    case FastMathIsa::kX86_64_V3: return GemmV3(m, k, n, a, lda, b, ldb, y, ldy);
+    case FastMathIsa::kX86_64: return GemmBase(m, k, n, a, lda, b, ldb, y, ldy);
+  }
+}
+
+void GemmAccumulateF32(int64_t m, int64_t k, int64_t n, const float* a, int64_t lda,
+                       const float* b, int64_t ldb, float* y, int64_t ldy) {
+  GemmAccumulateF32(DetectedFastMathIsa(), m, k, n, a, lda, b, ldb, y, ldy);
 }
 
 void DotRowsF32(int64_t k, int64_t n, const float* a, const float* b, int64_t ldb, float* y) {

@@ -23,6 +23,14 @@ namespace graphopt::runtime {
 // row-major [k, n] block (leading dimension ldb), accumulated into y.
 void GemvAccumulateF32(int64_t k, int64_t n, const float* a, const float* b, int64_t ldb,
                        float* y);
+// y[i * ldy + j] += sum_p a[i * lda + p] * b[p * ldb + j] for rows i < m: GemvAccumulateF32 for
+// m rows of a, four at a time (each block row of b loaded once for the four). Every row gives
+// GemvAccumulateF32's bits, whichever rows a call covers, so threads may share out the rows.
+// No code is generated at run time (oneDNN's sgemm generates all its kernels on its first call).
+void GemmAccumulateF32(int64_t m, int64_t k, int64_t n, const float* a, int64_t lda,
+                       const float* b, int64_t ldb, float* y, int64_t ldy);
+void GemmAccumulateF32(FastMathIsa isa, int64_t m, int64_t k, int64_t n, const float* a,
+                       int64_t lda, const float* b, int64_t ldb, float* y, int64_t ldy);
 // y[i] = sum_p a[p] * b[i * ldb + p] for i in [0, n), p in [0, k): the rows of a row-major
 // [n, k] matrix (leading dimension ldb) dotted with a vector, written to y. Each row's sum has
 // the same arithmetic in every split of the rows (16 partial sums added pairwise; the AVX-512

@@ -162,6 +162,12 @@ class RecurrentKernel : public OpKernel {
     if (r != nullptr && r->dtype() == v1::DT_FLOAT32 && r->rank() == 3) {
       TransposeWeights<float>(*r, &k->rt_);
     }
+    // W likewise, for the input projection on GemmAccumulateF32 (no sgemm, whose kernels
+    // oneDNN generates on a process's first call).
+    const Tensor* w = info.constant_input(1);
+    if (w != nullptr && w->dtype() == v1::DT_FLOAT32 && w->rank() == 3) {
+      TransposeWeights<float>(*w, &k->wt_);
+    }
     return std::unique_ptr<OpKernel>(std::move(k));
   }
 
@@ -351,9 +357,19 @@ class RecurrentKernel : public OpKernel {
         std::copy(bias.begin(), bias.end(), xw.begin() + row * GH);
       }
       if constexpr (std::is_same_v<T, float>) {
-        absl::Status st = Sgemm(ctx, false, true, seq * batch, GH, in, 1.0f, xp, in,
-                                W.data<float>() + d * GH * in, in, 1.0f, xw.data(), GH);
-        if (!st.ok()) return st;
+        if (static_cast<int64_t>(wt_.size()) == W.num_elements()) {
+          const float* wtd = wt_.data() + d * in * GH;
+          const int64_t rows = seq * batch;
+          ctx.ParallelFor((rows + 3) / 4, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, GH)),
+                          [&](int64_t b0, int64_t b1) {
+            const int64_t r0 = b0 * 4, r1 = std::min(rows, b1 * 4);
+            GemmAccumulateF32(r1 - r0, in, GH, xp + r0 * in, in, wtd, GH, xw.data() + r0 * GH, GH);
+          });
+        } else {
+          absl::Status st = Sgemm(ctx, false, true, seq * batch, GH, in, 1.0f, xp, in,
+                                  W.data<float>() + d * GH * in, in, 1.0f, xw.data(), GH);
+          if (!st.ok()) return st;
+        }
       } else {
         ctx.ParallelFor(seq * batch, 16, [&](int64_t begin, int64_t end) {
           for (int64_t row = begin; row < end; ++row) {
@@ -472,8 +488,8 @@ class RecurrentKernel : public OpKernel {
   bool linear_before_reset_ = false;
   bool input_forget_ = false;
   std::vector<Activation> activations_;  // per direction, NumActivations each
-  // R as [D, H, GH] when it is a float constant of the plan.
-  std::vector<float> rt_;
+  // R as [D, H, GH] and W as [D, in, GH] when they are float constants of the plan.
+  std::vector<float> rt_, wt_;
 };
 
 }  // namespace

@@ -29,8 +29,6 @@ void GemvAccumulateF32(int64_t k, int64_t n, const float* a, const float* b, int
 // No code is generated at run time (oneDNN's sgemm generates all its kernels on its first call).
 void GemmAccumulateF32(int64_t m, int64_t k, int64_t n, const float* a, int64_t lda,
                        const float* b, int64_t ldb, float* y, int64_t ldy);
-void GemmAccumulateF32(FastMathIsa isa, int64_t m, int64_t k, int64_t n, const float* a,
-                       int64_t lda, const float* b, int64_t ldb, float* y, int64_t ldy);
 // y[i] = sum_p a[p] * b[i * ldb + p] for i in [0, n), p in [0, k): the rows of a row-major
 // [n, k] matrix (leading dimension ldb) dotted with a vector, written to y. Each row's sum has
 // the same arithmetic in every split of the rows (16 partial sums added pairwise; the AVX-512
@@ -77,6 +75,8 @@ void GemvAccumulateF32(FastMathIsa isa, int64_t k, int64_t n, const float* a, co
                        int64_t ldb, float* y);
 void DotRowsF32(FastMathIsa isa, int64_t k, int64_t n, const float* a, const float* b,
                 int64_t ldb, float* y);
+void GemmAccumulateF32(FastMathIsa isa, int64_t m, int64_t k, int64_t n, const float* a,
+                       int64_t lda, const float* b, int64_t ldb, float* y, int64_t ldy);
 void ExpF32(FastMathIsa isa, float* x, int64_t n);
 void SigmoidF32(FastMathIsa isa, float* x, int64_t n);
 void TanhF32(FastMathIsa isa, float* x, int64_t n);

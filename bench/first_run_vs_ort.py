@@ -5,6 +5,7 @@ creation (all optimizations) + first run, each in a fresh process, the two alter
     .venv/bin/python bench/first_run_vs_ort.py --corpus DIR [--models a,b] [--trials 5]
                                                [--threads 1] [--opt_level 3]
 
+(A run_model_bench too old to print optimize_ms counts it as 0.)
 DIR holds one directory per model with model.onnx and test_data_set_0 (models/ corpus layout).
 """
 import argparse
@@ -48,7 +49,7 @@ def main() -> int:
             for name, cmd in runs:
                 r, _ = bursts.run(cmd)
                 if name == "go":
-                    go.append((r["optimize_ms"], r["plan_ms"], r["median_ms"]))
+                    go.append((r.get("optimize_ms", 0.0), r["plan_ms"], r["median_ms"]))
                 else:
                     ort.append((r["session_ms"], r["median_ms"]))
         g = [statistics.median(x) for x in zip(*go)]

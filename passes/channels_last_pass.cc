@@ -166,20 +166,30 @@ class ChannelsLastPass : public Pass {
     if (op == "GlobalAveragePool") return kNhwcGlobalAveragePoolOp;
     if (op == "GlobalMaxPool") return kNhwcGlobalMaxPoolOp;
     if (!IsLayoutFree(op) || node.outputs.size() != 1) return std::nullopt;
-    // Layout-free ops follow the converted nodes they read: every input of the output's shape
-    // must already be available channels-last, one of them computed so (not a Transpose of a
-    // channels-first value: following that would only move a Transpose behind the op), the
-    // rest must be single elements.
+    // Layout-free ops follow the converted nodes they read: every input must be of rank 4
+    // (broadcasting along any of its dims, a squeeze-excite's [N, C, 1, 1] scale say: the same
+    // permutation of every operand's axes keeps the broadcast) or a single element. Inputs of
+    // the output's shape must already be available channels-last; one input must be computed
+    // so (not a Transpose of a channels-first value: following that would only move a
+    // Transpose behind the op). An input that is one value per image and channel ([N, C, 1, 1])
+    // may be transposed here: that is a copy of N * C values.
     bool computed = false;
     for (ValueId v : node.inputs) {
       if (!v.valid()) continue;
       const Value& in = graph_->value(v);
       if (IsScalarShaped(in)) continue;
-      if (!twin_at(v).valid() || in.type.shape->size() != 4) return std::nullopt;
+      if (!in.type.shape || in.type.shape->size() != 4) return std::nullopt;
+      bool full = true;
       for (int i = 0; i < 4; ++i) {
-        if (!Dim::SameSize((*in.type.shape)[i], (*y.type.shape)[i])) return std::nullopt;
+        const Dim& d = (*in.type.shape)[i];
+        if (Dim::SameSize(d, (*y.type.shape)[i])) continue;
+        if (!d.is_known() || d.size() != 1) return std::nullopt;
+        full = false;
       }
-      computed |= computed_[v.value()] != 0;
+      const bool per_channel = (*in.type.shape)[2].is_known() && (*in.type.shape)[2].size() == 1 &&
+                               (*in.type.shape)[3].is_known() && (*in.type.shape)[3].size() == 1;
+      if (!twin_at(v).valid() && (full || !per_channel)) return std::nullopt;
+      computed |= twin_at(v).valid() && computed_[v.value()] != 0;
     }
     if (!computed) return std::nullopt;
     return op;

@@ -174,6 +174,25 @@ TEST_F(ChannelsLastPassTest, ScalarOperandsFollowTheRegion) {
   EXPECT_THAT(clip->inputs(), ElementsAre("c_nhwc", "lo", "hi"));
 }
 
+// A squeeze-excite block: the scale [1, C, 1, 1], computed from the pooled activations, stays
+// channels-last ([1, 1, 1, C]) and so does the Mul broadcasting it over the image: no Transpose
+// inside the block. A per-channel constant operand is transposed (C values).
+TEST_F(ChannelsLastPassTest, BroadcastOperandsFollowTheRegion) {
+  std::string message;
+  const v1::Graph out = Run(
+      InputText("x", {1, 4, 8, 8}) + InputText("w", {4, 4, 1, 1}) + InputText("k", {1, 4, 1, 1}) +
+          NodeText("Conv", {"x", "w"}, "c") + NodeText("GlobalAveragePool", {"c"}, "g") +
+          NodeText("Conv", {"g", "w"}, "s0") + NodeText("Sigmoid", {"s0"}, "s") +
+          NodeText("Mul", {"c", "s"}, "m") + NodeText("Add", {"m", "k"}, "a") +
+          NodeText("Conv", {"a", "w"}, "y") + OutputText("y"),
+      &message);
+  EXPECT_THAT(message, HasSubstr("(3 Conv, 0 of them Winograd, 1 pools, 3 elementwise); "
+                                 "transposes: 2 in, 1 out"));
+  const v1::Node* mul = Producer(out, "m_nhwc");
+  ASSERT_NE(mul, nullptr);
+  EXPECT_THAT(mul->inputs(), ElementsAre("c_nhwc", "s_nhwc"));
+}
+
 // Winograd where it pays: 3x3, stride 1, one group, 64 or more channels in and out, outputs of
 // 28x28 or more; the option turns it off.
 TEST_F(ChannelsLastPassTest, WinogradForLargeThreeByThreeConvolutions) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/kernels/fast_math.h"
 #include "runtime/kernels/float_conv.h"
 #include "runtime/kernels/nn_util.h"
 
@@ -173,6 +174,16 @@ bool PostOpsSupported(absl::Span<const ConvPostOp> ops) {
       case dnnl::algorithm::eltwise_linear:
       case dnnl::algorithm::eltwise_logistic:
       case dnnl::algorithm::eltwise_tanh:
+      case dnnl::algorithm::eltwise_exp:
+      case dnnl::algorithm::eltwise_log:
+      case dnnl::algorithm::eltwise_sqrt:
+      case dnnl::algorithm::eltwise_abs:
+      case dnnl::algorithm::eltwise_soft_relu:
+      case dnnl::algorithm::eltwise_hardswish:
+      case dnnl::algorithm::eltwise_elu:
+        break;
+      case dnnl::algorithm::eltwise_swish:
+        if (op.alpha != 1.0f) return false;
         break;
       default:
         return false;
@@ -243,11 +254,24 @@ GRAPHOPT_MULTIVERSION void PostOpsChunk(const ConvPostOp* ops, size_t count, int
           case dnnl::algorithm::eltwise_linear:
             for (int64_t i = 0; i < n; ++i) y[i] = a * y[i] + b;
             break;
-          case dnnl::algorithm::eltwise_logistic:
-            for (int64_t i = 0; i < n; ++i) y[i] = 1.0f / (1.0f + std::exp(-y[i]));
+          // The transcendental ones on fast_math's vector loops (which pick their own ISA).
+          case dnnl::algorithm::eltwise_logistic: SigmoidF32(y, n); break;
+          case dnnl::algorithm::eltwise_tanh: TanhF32(y, n); break;
+          case dnnl::algorithm::eltwise_exp: ExpF32(y, n); break;
+          case dnnl::algorithm::eltwise_log: ActivationF32(Activation::kLog, 0, 0, y, n); break;
+          case dnnl::algorithm::eltwise_soft_relu:
+            ActivationF32(Activation::kSoftplus, 0, 0, y, n);
             break;
-          case dnnl::algorithm::eltwise_tanh:
-            for (int64_t i = 0; i < n; ++i) y[i] = std::tanh(y[i]);
+          case dnnl::algorithm::eltwise_hardswish:
+            ActivationF32(Activation::kHardSwish, 0, 0, y, n);
+            break;
+          case dnnl::algorithm::eltwise_elu: ActivationF32(Activation::kElu, a, 0, y, n); break;
+          case dnnl::algorithm::eltwise_swish: ActivationF32(Activation::kSilu, 0, 0, y, n); break;
+          case dnnl::algorithm::eltwise_sqrt:
+            for (int64_t i = 0; i < n; ++i) y[i] = std::sqrt(y[i]);
+            break;
+          case dnnl::algorithm::eltwise_abs:
+            for (int64_t i = 0; i < n; ++i) y[i] = std::fabs(y[i]);
             break;
           default:
             break;  // PostOpsSupported rules these out

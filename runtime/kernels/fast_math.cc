@@ -182,6 +182,68 @@ GRAPHOPT_INLINE void Gemv(int64_t k, int64_t n, const float* a, const float* b, 
   }
 }
 
+// --- A few rows of A times a row-major block ---------------------------------------------------
+
+// R rows of A against Q * N columns of b at a time, R * Q accumulators: each row of b's block is
+// loaded once for the R rows. An element's arithmetic is Gemv's (its products summed in order of
+// p, fused as the vector lanes do), so a row gives the same bits here and in GemvAccumulateF32.
+template <int N, int Q, int R>
+GRAPHOPT_INLINE int64_t GemmColumns(int64_t j, int64_t k, int64_t n, const float* a, int64_t lda,
+                                    const float* b, int64_t ldb, float* y, int64_t ldy) {
+  for (; j + Q * N <= n; j += Q * N) {
+    F<N> acc[R][Q];
+    for (int r = 0; r < R; ++r) {
+      for (int q = 0; q < Q; ++q) acc[r][q] = Load<N>(y + r * ldy + j + q * N);
+    }
+    const float* row = b + j;
+    for (int64_t p = 0; p < k; ++p, row += ldb) {
+      F<N> bv[Q];
+      for (int q = 0; q < Q; ++q) bv[q] = Load<N>(row + q * N);
+      for (int r = 0; r < R; ++r) {
+        const F<N> s = Splat<N>(a[r * lda + p]);
+        for (int q = 0; q < Q; ++q) acc[r][q] += s * bv[q];
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      for (int q = 0; q < Q; ++q) Store<N>(y + r * ldy + j + q * N, acc[r][q]);
+    }
+  }
+  return j;
+}
+
+template <int N>
+GRAPHOPT_INLINE void Gemm(int64_t m, int64_t k, int64_t n, const float* a, int64_t lda,
+                          const float* b, int64_t ldb, float* y, int64_t ldy) {
+  int64_t i = 0;
+  for (; i + 4 <= m; i += 4) {
+    const float* ai = a + i * lda;
+    float* yi = y + i * ldy;
+    int64_t j = GemmColumns<N, 2, 4>(0, k, n, ai, lda, b, ldb, yi, ldy);
+    j = GemmColumns<N, 1, 4>(j, k, n, ai, lda, b, ldb, yi, ldy);
+    for (; j < n; ++j) {  // as Gemv's last columns
+      for (int r = 0; r < 4; ++r) {
+        float acc = yi[r * ldy + j];
+        for (int64_t p = 0; p < k; ++p) acc = std::fma(ai[r * lda + p], b[p * ldb + j], acc);
+        yi[r * ldy + j] = acc;
+      }
+    }
+  }
+  for (; i < m; ++i) Gemv<N>(k, n, a + i * lda, b, ldb, y + i * ldy);
+}
+
+GRAPHOPT_V4 void GemmV4(int64_t m, int64_t k, int64_t n, const float* a, int64_t lda,
+                        const float* b, int64_t ldb, float* y, int64_t ldy) {
+  Gemm<16>(m, k, n, a, lda, b, ldb, y, ldy);
+}
+GRAPHOPT_V3 void GemmV3(int64_t m, int64_t k, int64_t n, const float* a, int64_t lda,
+                        const float* b, int64_t ldb, float* y, int64_t ldy) {
+  Gemm<8>(m, k, n, a, lda, b, ldb, y, ldy);
+}
+void GemmBase(int64_t m, int64_t k, int64_t n, const float* a, int64_t lda, const float* b,
+              int64_t ldb, float* y, int64_t ldy) {
+  Gemm<8>(m, k, n, a, lda, b, ldb, y, ldy);
+}
+
 // --- Rows of a matrix dotted with one vector -------------------------------------------------
 
 // The 16-lane accumulator of one row: lane j sums a[p] * row[p] for p = j mod 16 (one vector of
@@ -292,6 +354,131 @@ GRAPHOPT_MAP_VERSIONS(Tanh, Tanh)
 GRAPHOPT_MAP_VERSIONS(Erf, Erf)
 GRAPHOPT_MAP_VERSIONS(Gelu, Gelu)
 #undef GRAPHOPT_MAP_VERSIONS
+
+// --- Parameterised activations ----------------------------------------------------------------
+
+// log(x) (Cephes logf): x = m * 2^e with m in [sqrt(1/2), sqrt(2)), log(1 + (m - 1)) by a
+// degree-8 polynomial, e * ln2 in two parts. Subnormals are scaled into range first; 0, negative,
+// infinite and NaN inputs give -inf, NaN, inf and NaN.
+template <int N>
+GRAPHOPT_INLINE F<N> Log(F<N> v) {
+  const I<N> tiny = v < 1.17549435e-38f;
+  const F<N> x = tiny ? v * 8388608.0f : v;
+  const I<N> bits = (I<N>)x;
+  I<N> e = ((bits >> 23) & 0xff) - 126;
+  e = tiny ? e - 23 : e;
+  F<N> m = (F<N>)((bits & 0x807fffff) | 0x3f000000);  // [0.5, 1)
+  const I<N> low = m < 0.707106781186547524f;
+  const F<N> ef = __builtin_convertvector(low ? e - 1 : e, F<N>);
+  m = low ? m + m - 1.0f : m - 1.0f;
+  const F<N> z = m * m;
+  F<N> y = Splat<N>(7.0376836292e-2f);
+  y = y * m - 1.1514610310e-1f;
+  y = y * m + 1.1676998740e-1f;
+  y = y * m - 1.2420140846e-1f;
+  y = y * m + 1.4249322787e-1f;
+  y = y * m - 1.6668057665e-1f;
+  y = y * m + 2.0000714765e-1f;
+  y = y * m - 2.4999993993e-1f;
+  y = y * m + 3.3333331174e-1f;
+  y = y * m * z;
+  y = y + ef * -2.12194440e-4f;
+  y = y - 0.5f * z;
+  F<N> r = m + y + ef * 0.693359375f;
+  const float inf = __builtin_inff();
+  r = v == 0.0f ? Splat<N>(-inf) : r;
+  r = v < 0.0f ? Splat<N>(__builtin_nanf("")) : r;
+  r = v == inf ? Splat<N>(inf) : r;
+  return KeepNan<N>(v, r);
+}
+
+// log(1 + t) for t > -1: w = 1 + t rounded, then log(w) scaled by t / (w - 1), which cancels
+// the rounding of w (Goldberg's correction); t itself where w rounds to 1.
+template <int N>
+GRAPHOPT_INLINE F<N> Log1p(F<N> t) {
+  const F<N> w = 1.0f + t;
+  const F<N> d = w - 1.0f;
+  const F<N> safe = d == 0.0f ? Splat<N>(1.0f) : d;
+  return d == 0.0f ? t : Log<N>(w) * (t / safe);
+}
+
+// exp(x) - 1 by Kahan's correction: u = exp(x), then (u - 1) * x / log(u), which cancels the
+// rounding of u; x itself where u rounds to 1, -1 where u - 1 does.
+template <int N>
+GRAPHOPT_INLINE F<N> Expm1(F<N> x) {
+  const F<N> u = Exp<N>(x);
+  const F<N> d = u - 1.0f;
+  const F<N> lu = Log<N>(u);
+  const F<N> safe = lu == 0.0f ? Splat<N>(1.0f) : lu;
+  F<N> r = d * (x / safe);
+  r = d == -1.0f ? d : r;
+  r = x > 88.0f ? d : r;  // exp clamps there: the ratio would no longer hold
+  r = u == 1.0f ? x : r;
+  return KeepNan<N>(x, r);
+}
+
+template <int N>
+GRAPHOPT_INLINE F<N> Softplus(F<N> v) {
+  const F<N> a = v < 0.0f ? -v : v;
+  const F<N> pos = v > 0.0f ? v : Splat<N>(0.0f);
+  return KeepNan<N>(v, pos + Log1p<N>(Exp<N>(-a)));
+}
+
+template <int N>
+GRAPHOPT_INLINE F<N> Clamp01(F<N> r) {
+  r = r < 0.0f ? Splat<N>(0.0f) : r;
+  return r > 1.0f ? Splat<N>(1.0f) : r;
+}
+
+template <int N>
+GRAPHOPT_INLINE void Activate(Activation act, float alpha, float beta, float* x, int64_t n) {
+  switch (act) {
+    case Activation::kLog:
+      return Map<N>(x, n, [](F<N> v) __attribute__((always_inline)) { return Log<N>(v); });
+    case Activation::kSoftplus:
+      return Map<N>(x, n, [](F<N> v) __attribute__((always_inline)) { return Softplus<N>(v); });
+    case Activation::kExpm1:
+      return Map<N>(x, n, [](F<N> v) __attribute__((always_inline)) { return Expm1<N>(v); });
+    case Activation::kElu:
+      return Map<N>(x, n, [alpha](F<N> v) __attribute__((always_inline)) {
+        return v < 0.0f ? alpha * Expm1<N>(v) : v;
+      });
+    case Activation::kSelu:
+      return Map<N>(x, n, [alpha, beta](F<N> v) __attribute__((always_inline)) {
+        return v <= 0.0f ? beta * (alpha * Expm1<N>(v)) : beta * v;
+      });
+    case Activation::kCelu:
+      return Map<N>(x, n, [alpha](F<N> v) __attribute__((always_inline)) {
+        const F<N> neg = alpha * Expm1<N>(v / alpha);
+        const F<N> r = (v > 0.0f ? v : Splat<N>(0.0f)) + (neg < 0.0f ? neg : Splat<N>(0.0f));
+        return KeepNan<N>(v, r);
+      });
+    case Activation::kHardSwish:
+      return Map<N>(x, n, [](F<N> v) __attribute__((always_inline)) {
+        return v * Clamp01<N>(v / 6.0f + 0.5f);
+      });
+    case Activation::kSoftsign:
+      return Map<N>(x, n, [](F<N> v) __attribute__((always_inline)) {
+        return v / (1.0f + (v < 0.0f ? -v : v));
+      });
+    case Activation::kSilu:
+      return Map<N>(x, n, [](F<N> v) __attribute__((always_inline)) { return v * Sigmoid<N>(v); });
+    case Activation::kMish:
+      return Map<N>(x, n, [](F<N> v) __attribute__((always_inline)) {
+        return v * Tanh<N>(Softplus<N>(v));
+      });
+  }
+}
+
+GRAPHOPT_V4 void ActivateV4(Activation act, float alpha, float beta, float* x, int64_t n) {
+  Activate<16>(act, alpha, beta, x, n);
+}
+GRAPHOPT_V3 void ActivateV3(Activation act, float alpha, float beta, float* x, int64_t n) {
+  Activate<8>(act, alpha, beta, x, n);
+}
+void ActivateBase(Activation act, float alpha, float beta, float* x, int64_t n) {
+  Activate<8>(act, alpha, beta, x, n);
+}
 
 // --- Layer normalisation ----------------------------------------------------------------------
 
@@ -575,6 +762,20 @@ void DotRowsF32(FastMathIsa isa, int64_t k, int64_t n, const float* a, const flo
   }
 }
 
+void GemmAccumulateF32(FastMathIsa isa, int64_t m, int64_t k, int64_t n, const float* a,
+                       int64_t lda, const float* b, int64_t ldb, float* y, int64_t ldy) {
+  switch (isa) {
+    case FastMathIsa::kX86_64_V4: return GemmV4(m, k, n, a, lda, b, ldb, y, ldy);
+    case FastMathIsa::kX86_64_V3: return GemmV3(m, k, n, a, lda, b, ldb, y, ldy);
+    case FastMathIsa::kX86_64: return GemmBase(m, k, n, a, lda, b, ldb, y, ldy);
+  }
+}
+
+void GemmAccumulateF32(int64_t m, int64_t k, int64_t n, const float* a, int64_t lda,
+                       const float* b, int64_t ldb, float* y, int64_t ldy) {
+  GemmAccumulateF32(DetectedFastMathIsa(), m, k, n, a, lda, b, ldb, y, ldy);
+}
+
 void DotRowsF32(int64_t k, int64_t n, const float* a, const float* b, int64_t ldb, float* y) {
   DotRowsF32(DetectedFastMathIsa(), k, n, a, b, ldb, y);
 }
@@ -595,6 +796,19 @@ GRAPHOPT_MAP_DISPATCH(Tanh)
 GRAPHOPT_MAP_DISPATCH(Erf)
 GRAPHOPT_MAP_DISPATCH(Gelu)
 #undef GRAPHOPT_MAP_DISPATCH
+
+void ActivationF32(FastMathIsa isa, Activation act, float alpha, float beta, float* x,
+                   int64_t n) {
+  switch (isa) {
+    case FastMathIsa::kX86_64_V4: return ActivateV4(act, alpha, beta, x, n);
+    case FastMathIsa::kX86_64_V3: return ActivateV3(act, alpha, beta, x, n);
+    case FastMathIsa::kX86_64: return ActivateBase(act, alpha, beta, x, n);
+  }
+}
+
+void ActivationF32(Activation act, float alpha, float beta, float* x, int64_t n) {
+  ActivationF32(DetectedFastMathIsa(), act, alpha, beta, x, n);
+}
 
 void GemvAccumulateF32(int64_t k, int64_t n, const float* a, const float* b, int64_t ldb,
                        float* y) {

@@ -23,6 +23,12 @@ namespace graphopt::runtime {
 // row-major [k, n] block (leading dimension ldb), accumulated into y.
 void GemvAccumulateF32(int64_t k, int64_t n, const float* a, const float* b, int64_t ldb,
                        float* y);
+// y[i * ldy + j] += sum_p a[i * lda + p] * b[p * ldb + j] for rows i < m: GemvAccumulateF32 for
+// m rows of a, four at a time (each block row of b loaded once for the four). Every row gives
+// GemvAccumulateF32's bits, whichever rows a call covers, so threads may share out the rows.
+// No code is generated at run time (oneDNN's sgemm generates all its kernels on its first call).
+void GemmAccumulateF32(int64_t m, int64_t k, int64_t n, const float* a, int64_t lda,
+                       const float* b, int64_t ldb, float* y, int64_t ldy);
 // y[i] = sum_p a[p] * b[i * ldb + p] for i in [0, n), p in [0, k): the rows of a row-major
 // [n, k] matrix (leading dimension ldb) dotted with a vector, written to y. Each row's sum has
 // the same arithmetic in every split of the rows (16 partial sums added pairwise; the AVX-512
@@ -35,6 +41,26 @@ void SigmoidF32(float* x, int64_t n);
 void TanhF32(float* x, int64_t n);
 void ErfF32(float* x, int64_t n);
 void GeluF32(float* x, int64_t n);
+
+// Activations with up to two parameters, in place, for float32 elementwise loops (the fused
+// groups' programs, conv epilogues and the unfused kernels) so that no ONNX activation runs
+// element by element through libm. Accuracy against the exact function: log within 1 ulp-ish
+// (Cephes logf: 1e-7 relative); expm1 (exp(x) - 1 by Kahan's log-ratio correction, exact near
+// 0 where exp(x) - 1 cancels) and what is made of it within 1e-6 relative; softplus uses the
+// same correction for log1p, so it stays accurate where exp(x) is far below 1. NaN stays NaN.
+enum class Activation : uint8_t {
+  kLog,        // log(x)
+  kSoftplus,   // log(1 + exp(x))
+  kExpm1,      // exp(x) - 1
+  kElu,        // x < 0 ? alpha * (exp(x) - 1) : x
+  kSelu,       // beta * (x <= 0 ? alpha * (exp(x) - 1) : x)   (ONNX's gamma is beta)
+  kCelu,       // max(0, x) + min(0, alpha * (exp(x / alpha) - 1))
+  kHardSwish,  // x * clamp(x / 6 + 1/2, 0, 1)
+  kSoftsign,   // x / (1 + |x|)
+  kSilu,       // x / (1 + exp(-x)): x * Sigmoid(x)
+  kMish,       // x * tanh(softplus(x))
+};
+void ActivationF32(Activation act, float alpha, float beta, float* x, int64_t n);
 
 // The instruction sets of the versions, best first.
 enum class FastMathIsa { kX86_64_V4 = 0, kX86_64_V3 = 1, kX86_64 = 2 };
@@ -49,11 +75,15 @@ void GemvAccumulateF32(FastMathIsa isa, int64_t k, int64_t n, const float* a, co
                        int64_t ldb, float* y);
 void DotRowsF32(FastMathIsa isa, int64_t k, int64_t n, const float* a, const float* b,
                 int64_t ldb, float* y);
+void GemmAccumulateF32(FastMathIsa isa, int64_t m, int64_t k, int64_t n, const float* a,
+                       int64_t lda, const float* b, int64_t ldb, float* y, int64_t ldy);
 void ExpF32(FastMathIsa isa, float* x, int64_t n);
 void SigmoidF32(FastMathIsa isa, float* x, int64_t n);
 void TanhF32(FastMathIsa isa, float* x, int64_t n);
 void ErfF32(FastMathIsa isa, float* x, int64_t n);
 void GeluF32(FastMathIsa isa, float* x, int64_t n);
+void ActivationF32(FastMathIsa isa, Activation act, float alpha, float beta, float* x,
+                   int64_t n);
 
 // Layer normalisation of `rows` rows of `cols` floats each: y = (x - mean) * inv_std * scale +
 // bias, with the row's mean and inv_std = 1 / sqrt(variance + eps) (two passes: the mean, then

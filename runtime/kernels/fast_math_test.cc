@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <random>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -349,6 +350,113 @@ TEST(FastMathTest, LayerNormMatchesDoubleReference) {
             if (b != nullptr) want += b[i * step];
             ASSERT_NEAR(y[r * cols + i], want, 2e-4 * (1 + std::fabs(want)))
                 << "row " << r << " column " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
+// Each parameterised activation against the formula in double, on the sweep, a fine grid
+// around 0 (where exp(x) - 1 and log(1 + exp(x)) cancel) and subnormal, huge and special inputs.
+TEST(FastMathTest, ActivationsAccurate) {
+  std::vector<float> x = Sweep();
+  for (float v = -2.0f; v <= 2.0f; v += 0.000917f) x.push_back(v);
+  for (float v : {1e-20f, -1e-20f, 3e-39f, -3e-39f, 1e-7f, -1e-7f, 87.0f, 89.0f, -89.0f, 1e30f}) {
+    x.push_back(v);
+  }
+  struct Case {
+    Activation act;
+    float alpha, beta;
+    double (*want)(double, double, double);
+    double rel;  // relative error allowed
+    double abs;  // absolute error allowed as well (near zeros of the function)
+  };
+  const Case cases[] = {
+      {Activation::kLog, 0, 0, [](double v, double, double) { return v < 0 ? NAN : std::log(v); },
+       3e-7, 0},
+      {Activation::kSoftplus, 0, 0,
+       [](double v, double, double) { return v > 0 ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v)); },
+       1e-6, 1.2e-38},
+      {Activation::kExpm1, 0, 0, [](double v, double, double) { return std::expm1(v); }, 1e-6, 0},
+      {Activation::kElu, 0.7f, 0,
+       [](double v, double a, double) { return v < 0 ? a * std::expm1(v) : v; }, 1e-6, 0},
+      {Activation::kSelu, 1.6732632f, 1.0507010f,
+       [](double v, double a, double g) { return v <= 0 ? g * a * std::expm1(v) : g * v; }, 1e-6, 0},
+      {Activation::kCelu, 1.5f, 0,
+       [](double v, double a, double) { return std::max(0.0, v) + std::min(0.0, a * std::expm1(v / a)); },
+       1e-6, 0},
+      {Activation::kHardSwish, 0, 0,
+       // x / 6 + 1/2 cancels near x = -3, as it does in the ONNX formula the kernels follow.
+       // (an error of half an ulp of 1/2, times x).
+       [](double v, double, double) { return v * std::clamp(v / 6 + 0.5, 0.0, 1.0); }, 3e-7, 5e-7},
+      {Activation::kSoftsign, 0, 0, [](double v, double, double) { return v / (1 + std::fabs(v)); },
+       3e-7, 0},
+      {Activation::kSilu, 0, 0, [](double v, double, double) { return v / (1 + std::exp(-v)); },
+       1e-6, 2e-36},
+      {Activation::kMish, 0, 0,
+       [](double v, double, double) {
+         const double sp = v > 0 ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v));
+         return v * std::tanh(sp);
+       },
+       2e-6, 2e-36},
+  };
+  for (FastMathIsa isa : Versions()) {
+    SCOPED_TRACE(FastMathIsaName(isa));
+    for (const Case& c : cases) {
+      SCOPED_TRACE(static_cast<int>(c.act));
+      std::vector<float> y = x;
+      ActivationF32(isa, c.act, c.alpha, c.beta, y.data(), static_cast<int64_t>(y.size()));
+      for (size_t i = 0; i < x.size(); ++i) {
+        // exp clamps its input at 88.37 (ExpWithinTwoUlpsWhereNormal).
+        if (c.act == Activation::kExpm1 && x[i] > 88.37f) continue;
+        const double want = c.want(x[i], c.alpha, c.beta);
+        if (std::isnan(want)) {
+          EXPECT_TRUE(std::isnan(y[i])) << x[i];
+          continue;
+        }
+        // Beyond float's range (exp clamps its input there): finite or not, only the sign.
+        if (std::fabs(want) > 3e38) {
+          EXPECT_EQ(y[i] > 0, want > 0) << x[i];
+          continue;
+        }
+        const double err = std::fabs(y[i] - want);
+        EXPECT_TRUE(err <= c.abs || err <= c.rel * std::fabs(want))
+            << "x = " << x[i] << ": got " << y[i] << ", want " << want;
+      }
+    }
+    std::vector<float> special = {std::numeric_limits<float>::quiet_NaN(), 0.0f,
+                                  std::numeric_limits<float>::infinity()};
+    ActivationF32(isa, Activation::kLog, 0, 0, special.data(), 3);
+    EXPECT_TRUE(std::isnan(special[0]));
+    EXPECT_EQ(special[1], -std::numeric_limits<float>::infinity());
+    EXPECT_EQ(special[2], std::numeric_limits<float>::infinity());
+  }
+}
+
+// Rows of a matrix product four at a time give GemvAccumulateF32's bits row by row (so threads
+// may split the rows anywhere), on odd sizes that leave every tier and the tail some columns.
+TEST(FastMathTest, GemmRowsMatchGemv) {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (FastMathIsa isa : Versions()) {
+    SCOPED_TRACE(FastMathIsaName(isa));
+    for (int64_t m : {1, 4, 7, 9}) {
+      for (int64_t n : {5, 16, 53, 100}) {
+        const int64_t k = 37, lda = k + 3, ldb = n + 2, ldy = n + 1;
+        std::vector<float> a(m * lda), b(k * ldb), y(m * ldy);
+        for (float& v : a) v = dist(rng);
+        for (float& v : b) v = dist(rng);
+        for (float& v : y) v = dist(rng);
+        std::vector<float> want = y;
+        for (int64_t i = 0; i < m; ++i) {
+          GemvAccumulateF32(isa, k, n, a.data() + i * lda, b.data(), ldb, want.data() + i * ldy);
+        }
+        GemmAccumulateF32(isa, m, k, n, a.data(), lda, b.data(), ldb, y.data(), ldy);
+        for (int64_t i = 0; i < m; ++i) {
+          for (int64_t j = 0; j < n; ++j) {
+            ASSERT_EQ(y[i * ldy + j], want[i * ldy + j]) << "m " << m << " n " << n << " at "
+                                                         << i << ", " << j;
           }
         }
       }

@@ -38,6 +38,10 @@ constexpr OpInfo kOps[] = {
     {"Floor", EwOp::kFloor, 1},     {"Ceil", EwOp::kCeil, 1},
     {"Softplus", EwOp::kSoftplus, 1}, {"Sign", EwOp::kSign, 1},
     {"Identity", EwOp::kIdentity, 1},
+    {"Elu", EwOp::kElu, 1},         {"Selu", EwOp::kSelu, 1},
+    {"Celu", EwOp::kCelu, 1},       {"HardSwish", EwOp::kHardSwish, 1},
+    {"Softsign", EwOp::kSoftsign, 1}, {"ThresholdedRelu", EwOp::kThresholdedRelu, 1},
+    {"PRelu", EwOp::kPRelu, 2},
 };
 
 const OpInfo* FindOp(const Node& node) {
@@ -97,6 +101,46 @@ inline void InPlace(int64_t n, const float* a, int sa, float* y, void (*fn)(floa
   }
 }
 
+// The same for a parameterised activation of fast_math.h.
+inline void InPlaceActivation(int64_t n, const float* a, int sa, float* y, Activation act,
+                              float alpha, float beta) {
+  if (sa) {
+    if (y != a) std::memcpy(y, a, n * sizeof(float));
+    ActivationF32(act, alpha, beta, y, n);
+  } else {
+    float v = a[0];
+    ActivationF32(act, alpha, beta, &v, 1);
+    for (int64_t i = 0; i < n; ++i) y[i] = v;
+  }
+}
+
+// Pow with one exponent for the whole tile: the exponents models use (squares, cubes, square
+// roots, reciprocals) as plain arithmetic; pow(x, 0.5) and sqrt(x) differ only at -0 and -inf.
+// False for any other exponent.
+inline bool PowByConstant(int64_t n, const float* a, int sa, float e, float* y) {
+  if (e == 1.0f) {
+    Unary(n, a, sa, y, [](float u) { return u; });
+  } else if (e == 2.0f) {
+    Unary(n, a, sa, y, [](float u) { return u * u; });
+  } else if (e == 3.0f) {
+    Unary(n, a, sa, y, [](float u) { return u * u * u; });
+  } else if (e == 0.0f) {
+    Unary(n, a, sa, y, [](float) { return 1.0f; });
+  } else if (e == -1.0f) {
+    Unary(n, a, sa, y, [](float u) { return 1.0f / u; });
+  } else if (e == 0.5f) {
+    Unary(n, a, sa, y, [](float u) {
+      return u == -std::numeric_limits<float>::infinity() ? -u : std::sqrt(u) + 0.0f;
+    });
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// Compiled for AVX-512 and AVX2 as well as the baseline, so that the tile loops above vectorise
+// at the CPU's full width; the loops' arithmetic is the same in every version.
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 void Execute(const EwInstr& in, int64_t n, const float* const* ptr, const int* stride, float* y) {
   const float* a = ptr[in.a];
   const int sa = stride[in.a];
@@ -118,8 +162,7 @@ void Execute(const EwInstr& in, int64_t n, const float* const* ptr, const int* s
                                               : std::min(u, v);
       });
     case EwOp::kPow:
-      if (!sb && b[0] == 2.0f) return Unary(n, a, sa, y, [](float u) { return u * u; });
-      if (!sb && b[0] == 1.0f) return Unary(n, a, sa, y, [](float u) { return u; });
+      if (!sb && PowByConstant(n, a, sa, b[0], y)) return;
       return Binary(n, a, sa, b, sb, y, [](float u, float v) { return std::pow(u, v); });
     case EwOp::kRelu: return Unary(n, a, sa, y, [](float u) { return u > 0.0f ? u : (u == u ? 0.0f : u); });
     case EwOp::kLeakyRelu: {
@@ -141,7 +184,7 @@ void Execute(const EwInstr& in, int64_t n, const float* const* ptr, const int* s
     case EwOp::kSigmoid: return InPlace(n, a, sa, y, SigmoidF32);
     case EwOp::kTanh: return InPlace(n, a, sa, y, TanhF32);
     case EwOp::kExp: return InPlace(n, a, sa, y, ExpF32);
-    case EwOp::kLog: return Unary(n, a, sa, y, [](float u) { return std::log(u); });
+    case EwOp::kLog: return InPlaceActivation(n, a, sa, y, Activation::kLog, 0, 0);
     case EwOp::kSqrt: return Unary(n, a, sa, y, [](float u) { return std::sqrt(u); });
     case EwOp::kNeg: return Unary(n, a, sa, y, [](float u) { return -u; });
     case EwOp::kAbs: return Unary(n, a, sa, y, [](float u) { return std::fabs(u); });
@@ -149,10 +192,18 @@ void Execute(const EwInstr& in, int64_t n, const float* const* ptr, const int* s
     case EwOp::kErf: return InPlace(n, a, sa, y, ErfF32);
     case EwOp::kFloor: return Unary(n, a, sa, y, [](float u) { return std::floor(u); });
     case EwOp::kCeil: return Unary(n, a, sa, y, [](float u) { return std::ceil(u); });
-    case EwOp::kSoftplus:
-      return Unary(n, a, sa, y, [](float u) {
-        return u > 0.0f ? u + std::log1p(std::exp(-u)) : std::log1p(std::exp(u));
-      });
+    case EwOp::kSoftplus: return InPlaceActivation(n, a, sa, y, Activation::kSoftplus, 0, 0);
+    case EwOp::kElu: return InPlaceActivation(n, a, sa, y, Activation::kElu, in.p0, 0);
+    case EwOp::kSelu: return InPlaceActivation(n, a, sa, y, Activation::kSelu, in.p0, in.p1);
+    case EwOp::kCelu: return InPlaceActivation(n, a, sa, y, Activation::kCelu, in.p0, 0);
+    case EwOp::kHardSwish: return InPlaceActivation(n, a, sa, y, Activation::kHardSwish, 0, 0);
+    case EwOp::kSoftsign: return InPlaceActivation(n, a, sa, y, Activation::kSoftsign, 0, 0);
+    case EwOp::kThresholdedRelu: {
+      const float alpha = in.p0;
+      return Unary(n, a, sa, y, [alpha](float u) { return u > alpha ? u : 0.0f; });
+    }
+    case EwOp::kPRelu:
+      return Binary(n, a, sa, b, sb, y, [](float u, float s) { return u < 0.0f ? s * u : u; });
     case EwOp::kSign:
       return Unary(n, a, sa, y, [](float u) { return u > 0.0f ? 1.0f : (u < 0.0f ? -1.0f : u); });
     case EwOp::kIdentity: return Unary(n, a, sa, y, [](float u) { return u; });
@@ -225,6 +276,8 @@ bool IsProgramNode(const Graph& body, NodeId id, int64_t opset) {
     return !(opset > 0 && opset < 11 && node.inputs.size() > 1);
   }
   if (static_cast<int>(node.inputs.size()) != info->arity) return false;
+  // Celu divides by alpha; its kernel reports 0 as invalid.
+  if (info->op == EwOp::kCelu && FloatAttr(node, "alpha", 1.0f) == 0.0f) return false;
   for (ValueId v : node.inputs) {
     if (!v.valid()) return false;
   }
@@ -277,6 +330,13 @@ EwProgram CompileProgram(const Graph& body, const std::vector<NodeId>& nodes, in
       in.b = index.at(node.inputs[1].value());
     }
     if (info->op == EwOp::kLeakyRelu) in.p0 = FloatAttr(node, "alpha", 0.01f);
+    if (info->op == EwOp::kElu || info->op == EwOp::kCelu || info->op == EwOp::kThresholdedRelu) {
+      in.p0 = FloatAttr(node, "alpha", 1.0f);
+    }
+    if (info->op == EwOp::kSelu) {
+      in.p0 = FloatAttr(node, "alpha", 1.67326319217681884765625f);
+      in.p1 = FloatAttr(node, "gamma", 1.05070102214813232421875f);
+    }
     if (info->op == EwOp::kHardSigmoid) {
       in.p0 = FloatAttr(node, "alpha", 0.2f);
       in.p1 = FloatAttr(node, "beta", 0.5f);

@@ -24,11 +24,12 @@ enum class EwOp : uint8_t {
   kRelu, kLeakyRelu, kClip, kHardSigmoid, kSigmoid, kTanh, kExp, kLog, kSqrt, kNeg, kAbs,
   kReciprocal, kErf, kFloor, kCeil, kSoftplus, kSign, kIdentity,
   kGelu,  // x * 0.5 * (1 + erf(x / sqrt(2))), the five nodes of the pattern in one step
+  kElu, kSelu, kCelu, kHardSwish, kSoftsign, kThresholdedRelu, kPRelu,
 };
 
 // One step of a program: out = op(a, b); Clip reads its bounds from b and c (program values,
-// -1 when absent) or, when those are absent, from p0/p1. LeakyRelu's alpha is p0, HardSigmoid's
-// alpha and beta p0 and p1.
+// -1 when absent) or, when those are absent, from p0/p1. LeakyRelu's, Elu's, Celu's and
+// ThresholdedRelu's alpha is p0; HardSigmoid's alpha and beta, Selu's alpha and gamma p0 and p1.
 struct EwInstr {
   EwOp op = EwOp::kIdentity;
   int a = -1, b = -1, c = -1;

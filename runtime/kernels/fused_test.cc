@@ -254,6 +254,77 @@ TEST_F(FusedKernelTest, ConvWithOtherEpilogues) {
         1);
 }
 
+// Every activation fuse_ops may put after a convolution, on each convolution path: oneDNN
+// (small outputs), the direct 1x1 and depthwise NCHW loops (from 28x28 outputs on) and
+// channels-last oneDNN. SiLU (x * Sigmoid(x), the Sigmoid reading the convolution's result
+// too) becomes one swish post-op.
+TEST_F(FusedKernelTest, ConvWithEveryFusableActivation) {
+  struct Act {
+    std::string nodes;  // reading "c", writing "y"
+    std::string consts;
+  };
+  const std::vector<Act> acts = {
+      {Node("Sigmoid", {"c"}, "s") + Node("Mul", {"c", "s"}, "y"), ""},
+      {Node("Sigmoid", {"c"}, "s") + Node("Mul", {"s", "c"}, "y"), ""},
+      {Node("HardSwish", {"c"}, "y"), ""},
+      {Node("Elu", {"c"}, "y", "attributes { name: \"alpha\" f: 0.7 }"), ""},
+      {Node("Softplus", {"c"}, "y"), ""},
+      {Node("Tanh", {"c"}, "y"), ""},
+      {Node("Exp", {"c"}, "y"), ""},
+      {Node("Abs", {"c"}, "a") + Node("Sqrt", {"a"}, "y"), ""},
+      {Node("Abs", {"c"}, "a") + Node("Add", {"a", "one"}, "p") + Node("Log", {"p"}, "y"),
+       Const("one", {}, {1.0f})},
+      {Node("Neg", {"c"}, "y"), ""},
+      {Node("HardSigmoid", {"c"}, "y",
+            "attributes { name: \"alpha\" f: 0.3 } attributes { name: \"beta\" f: 0.4 }"),
+       ""},
+      {Node("Sub", {"c", "k"}, "d") + Node("Div", {"d", "two"}, "y"),
+       Const("k", {}, {0.25f}) + Const("two", {}, {2.0f})},
+      {Node("Sub", {"k", "c"}, "d") + Node("Relu", {"d"}, "y"), Const("k", {}, {0.25f})},
+      // The same eltwise algorithm twice with different parameters (linear, clip, linear).
+      {Node("Add", {"c", "k"}, "d") + Node("Clip", {"d", "lo", "hi"}, "e") +
+           Node("Mul", {"e", "k2"}, "y"),
+       Const("k", {}, {0.25f}) + Const("k2", {}, {0.5f}) + Const("lo", {}, {-0.3f}) +
+           Const("hi", {}, {0.3f})},
+  };
+  const std::string depthwise =
+      absl::StrCat(kPads, " attributes { name: \"group\" i: 6 }");
+  for (size_t i = 0; i < acts.size(); ++i) {
+    SCOPED_TRACE(acts[i].nodes);
+    // oneDNN: a 1x1 convolution of a 6x6 image.
+    Check(Input("x", {1, 4, 6, 6}) + Const("w", {4, 4, 1, 1}, {0.5f, -0.25f, 0.125f}) +
+              Const("b", {4}, {0.1f, -0.2f}) + acts[i].consts +
+              Node("Conv", {"x", "w", "b"}, "c") + acts[i].nodes + Output("y"),
+          1);
+    // The direct loops: 1x1 and depthwise at 30x30.
+    Check(Input("x", {1, 8, 30, 30}) + Const("w", {8, 8, 1, 1}, {0.05f, -0.04f, 0.01f}) +
+              Const("b", {8}, {0.2f, -0.3f}) + acts[i].consts +
+              Node("Conv", {"x", "w", "b"}, "c") + acts[i].nodes + Output("y"),
+          1);
+    Check(Input("x", {1, 6, 30, 30}) + Const("w", {6, 1, 3, 3}, {0.2f, -0.1f, 0.3f}) +
+              Const("b", {6}, {0.5f, -0.5f}) + acts[i].consts +
+              Node("Conv", {"x", "w", "b"}, "c", depthwise) + acts[i].nodes + Output("y"),
+          1);
+  }
+}
+
+// Every elementwise op a group's program runs (fused_elementwise.cc), chained, against the
+// unfused nodes.
+TEST_F(FusedKernelTest, ProgramRunsEveryActivation) {
+  Check(Input("x", {2, 3, 40}) + Const("slope", {3, 1}, {0.1f, -0.2f, 0.3f}) +
+            Const("half", {}, {0.5f}) + Const("three", {}, {3.0f}) + Const("e", {}, {-1.0f}) +
+            Node("Elu", {"x"}, "a", "attributes { name: \"alpha\" f: 0.5 }") +
+            Node("Selu", {"a"}, "b") +
+            Node("Celu", {"b"}, "c", "attributes { name: \"alpha\" f: 1.5 }") +
+            Node("HardSwish", {"c"}, "d") + Node("Softsign", {"d"}, "f") +
+            Node("PRelu", {"f", "slope"}, "g") +
+            Node("ThresholdedRelu", {"g"}, "h", "attributes { name: \"alpha\" f: -0.05 }") +
+            Node("Softplus", {"h"}, "i") + Node("Log", {"i"}, "j") +
+            Node("Pow", {"i", "half"}, "k") + Node("Pow", {"k", "three"}, "l") +
+            Node("Pow", {"l", "e"}, "m") + Node("Add", {"j", "m"}, "y") + Output("y"),
+        1);
+}
+
 // One executor run again and again with inputs in new buffers each time: the oneDNN
 // convolution keeps its argument views between runs and must re-point them at each run's
 // tensors (source, residual, per-channel operand), including Winograd's reordered residual.

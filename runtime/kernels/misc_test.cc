@@ -181,6 +181,37 @@ TEST(RecurrentTest, LstmBatchMatchesEntriesAlone) { ExpectBatchMatchesEntries("L
 TEST(RecurrentTest, GruBatchMatchesEntriesAlone) { ExpectBatchMatchesEntries("GRU", 3); }
 TEST(RecurrentTest, RnnBatchMatchesEntriesAlone) { ExpectBatchMatchesEntries("RNN", 1); }
 
+// A single batch entry on two threads shares each step's recurrent product out by columns: the
+// result must be the one-thread result to the bit (hidden 136: above the size from which the
+// product is shared, and not a multiple of the 16-column blocks).
+void ExpectThreadsAgree(const std::string& op, int64_t gates) {
+  const int64_t seq = 5, in = 7, hidden = 136;
+  uint32_t state = 777;
+  auto values = [&](int64_t n, float scale) {
+    std::vector<float> v(n);
+    for (float& x : v) {
+      state = state * 1664525u + 1013904223u;
+      x = scale * (static_cast<float>(state >> 8) / 16777216.0f - 0.5f);
+    }
+    return v;
+  };
+  const std::vector<Tensor> inputs = {
+      F32(values(seq * in, 2.0f), {seq, 1, in}),
+      F32(values(gates * hidden * in, 0.6f), {1, gates * hidden, in}),
+      F32(values(gates * hidden * hidden, 0.2f), {1, gates * hidden, hidden}),
+      F32(values(2 * gates * hidden, 0.2f), {1, 2 * gates * hidden})};
+  const std::vector<std::string> attrs = {absl::StrCat("name: \"hidden_size\" i: ", hidden)};
+  absl::StatusOr<std::vector<Tensor>> one = RunNode(op, attrs, inputs, 2, 0, 1);
+  absl::StatusOr<std::vector<Tensor>> two = RunNode(op, attrs, inputs, 2, 0, 2);
+  ASSERT_TRUE(one.ok()) << one.status();
+  ASSERT_TRUE(two.ok()) << two.status();
+  EXPECT_EQ(ToFloats((*one)[0]), ToFloats((*two)[0])) << op;
+  EXPECT_EQ(ToFloats((*one)[1]), ToFloats((*two)[1])) << op;
+}
+
+TEST(RecurrentTest, LstmThreadsAgree) { ExpectThreadsAgree("LSTM", 4); }
+TEST(RecurrentTest, GruThreadsAgree) { ExpectThreadsAgree("GRU", 3); }
+
 // --- NonMaxSuppression ----------------------------------------------------------------------
 
 TEST(NonMaxSuppressionTest, SuppressesOverlaps) {

@@ -6,6 +6,8 @@
 #include <memory>
 #include <vector>
 
+#include <omp.h>
+
 #include "absl/strings/str_cat.h"
 #include "oneapi/dnnl/dnnl.h"
 #include "runtime/kernels/cpu_kernels.h"
@@ -464,9 +466,65 @@ absl::Status QLinearMatMulKernel(KernelContext& ctx) {
 
 namespace {
 
+// Products of at most this many multiply-adds run on fast_math's row loops (GemmAccumulateF32)
+// instead of oneDNN's sgemm. oneDNN generates all its sgemm kernels on the first call of a
+// process (20 ms and more), which a model whose products are all of this size (recurrent
+// layers, attention and projections at batch 1) would otherwise pay on its first run; at these
+// sizes four rows of A per pass over B keep up with sgemm's packing and blocking. A transposed B
+// is transposed into a scratch when that is small; larger ones keep to sgemm.
+constexpr int64_t kSmallGemmMacs = int64_t{1} << 23;
+constexpr int64_t kMaxTransposedB = int64_t{1} << 16;
+// From this many multiply-adds the rows are shared among the threads (as sgemm would).
+constexpr int64_t kParallelGemmMacs = int64_t{1} << 18;
+
+bool SmallSgemmFits(bool tb, int64_t m, int64_t n, int64_t k) {
+  const double macs = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  return macs <= static_cast<double>(kSmallGemmMacs) &&
+         (!tb || static_cast<double>(n) * static_cast<double>(k) <= kMaxTransposedB);
+}
+
+// C = op(A) op(B) (+ C when beta is 1), in blocks of four rows of C: op(A) gathered into a
+// scratch when A is transposed, op(B) likewise. Each element is summed over k in order.
+void SmallSgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  std::vector<float> at, bt;
+  if (ta) {
+    at.resize(static_cast<size_t>(m * k));
+    for (int64_t p = 0; p < k; ++p) {
+      for (int64_t i = 0; i < m; ++i) at[i * k + p] = a[p * lda + i];
+    }
+    a = at.data();
+    lda = k;
+  }
+  if (tb) {
+    bt.resize(static_cast<size_t>(k * n));
+    for (int64_t j = 0; j < n; ++j) {
+      for (int64_t p = 0; p < k; ++p) bt[p * n + j] = b[j * ldb + p];
+    }
+    b = bt.data();
+    ldb = n;
+  }
+  const int64_t blocks = (m + 3) / 4;
+  const bool parallel = static_cast<double>(m) * n * k >= kParallelGemmMacs && blocks > 1 &&
+                        !omp_in_parallel() && omp_get_max_threads() > 1;
+#pragma omp parallel for if (parallel) schedule(static)
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    const int64_t i0 = blk * 4, rows = std::min<int64_t>(4, m - i0);
+    if (beta == 0.0f) {
+      for (int64_t i = i0; i < i0 + rows; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
+    }
+    GemmAccumulateF32(rows, k, n, a + i0 * lda, lda, b, ldb, c + i0 * ldc, ldc);
+  }
+}
+
 absl::Status SgemmCall(const KernelContext& ctx, bool ta, bool tb, int64_t m, int64_t n,
                        int64_t k, float alpha, const float* a, int64_t lda, const float* b,
                        int64_t ldb, float beta, float* c, int64_t ldc) {
+  if (alpha == 1.0f && (beta == 0.0f || beta == 1.0f) && m > 0 && n > 0 && k > 0 &&
+      SmallSgemmFits(tb, m, n, k)) {
+    SmallSgemm(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
+    return absl::OkStatus();
+  }
   const dnnl_status_t st =
       dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   if (st != dnnl_success) {

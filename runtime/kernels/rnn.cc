@@ -29,6 +29,9 @@ namespace {
 
 enum class Cell { kRnn, kGru, kLstm };
 
+// Multiply-adds of one step's recurrent product from which it is shared out among threads.
+constexpr int64_t kMinSplitRecurrentProduct = 32 * 1024;
+
 int NumGates(Cell c) { return c == Cell::kRnn ? 1 : c == Cell::kGru ? 3 : 4; }
 int NumActivations(Cell c) { return c == Cell::kRnn ? 1 : c == Cell::kGru ? 2 : 3; }
 const char* CellName(Cell c) { return c == Cell::kRnn ? "RNN" : c == Cell::kGru ? "GRU" : "LSTM"; }
@@ -158,6 +161,12 @@ class RecurrentKernel : public OpKernel {
     const Tensor* r = info.constant_input(2);
     if (r != nullptr && r->dtype() == v1::DT_FLOAT32 && r->rank() == 3) {
       TransposeWeights<float>(*r, &k->rt_);
+    }
+    // W likewise, for the input projection on GemmAccumulateF32 (no sgemm, whose kernels
+    // oneDNN generates on a process's first call).
+    const Tensor* w = info.constant_input(1);
+    if (w != nullptr && w->dtype() == v1::DT_FLOAT32 && w->rank() == 3) {
+      TransposeWeights<float>(*w, &k->wt_);
     }
     return std::unique_ptr<OpKernel>(std::move(k));
   }
@@ -348,9 +357,19 @@ class RecurrentKernel : public OpKernel {
         std::copy(bias.begin(), bias.end(), xw.begin() + row * GH);
       }
       if constexpr (std::is_same_v<T, float>) {
-        absl::Status st = Sgemm(ctx, false, true, seq * batch, GH, in, 1.0f, xp, in,
-                                W.data<float>() + d * GH * in, in, 1.0f, xw.data(), GH);
-        if (!st.ok()) return st;
+        if (static_cast<int64_t>(wt_.size()) == W.num_elements()) {
+          const float* wtd = wt_.data() + d * in * GH;
+          const int64_t rows = seq * batch;
+          ctx.ParallelFor((rows + 3) / 4, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, GH)),
+                          [&](int64_t b0, int64_t b1) {
+            const int64_t r0 = b0 * 4, r1 = std::min(rows, b1 * 4);
+            GemmAccumulateF32(r1 - r0, in, GH, xp + r0 * in, in, wtd, GH, xw.data() + r0 * GH, GH);
+          });
+        } else {
+          absl::Status st = Sgemm(ctx, false, true, seq * batch, GH, in, 1.0f, xp, in,
+                                  W.data<float>() + d * GH * in, in, 1.0f, xw.data(), GH);
+          if (!st.ok()) return st;
+        }
       } else {
         ctx.ParallelFor(seq * batch, 16, [&](int64_t begin, int64_t end) {
           for (int64_t row = begin; row < end; ++row) {
@@ -364,8 +383,22 @@ class RecurrentKernel : public OpKernel {
           c[bb * H + j] = *c0 != nullptr ? (*c0)->data<T>()[state_off(d, bb) + j] : T(0);
         }
       }
-      // Batch entries recur independently: one chunk of them per thread.
-      ctx.ParallelFor(batch, 1, [&](int64_t b_begin, int64_t b_end) {
+      // Batch entries recur independently: one chunk of them per thread. With fewer entries
+      // than threads, the entries run in turn and each step's recurrent product H*R^T is shared
+      // out by columns instead (columns of 16, so that each thread's part stays on the vector
+      // tiers; a column's arithmetic is the same whichever thread computes it, so the results
+      // do not depend on the number of threads). Small products stay on one thread: sharing
+      // out costs a few microseconds per step.
+      const bool split = ctx.num_threads() > 1 && batch < ctx.num_threads() &&
+                         H * GH >= kMinSplitRecurrentProduct;
+      auto step_gemv = [&](int64_t k, int64_t n, const T* a, const T* bm, T* yv) {
+        if (!split) return Gemv<T>(k, n, a, bm, GH, yv);
+        ctx.ParallelFor((n + 15) / 16, 1, [&](int64_t c0, int64_t c1) {
+          const int64_t j0 = c0 * 16, j1 = std::min(n, c1 * 16);
+          Gemv<T>(k, j1 - j0, a, bm + j0, GH, yv + j0);
+        });
+      };
+      auto run_entries = [&](int64_t b_begin, int64_t b_end) {
         std::vector<T> gates(GH), tmp(H);
         for (int64_t bb = b_begin; bb < b_end; ++bb) {
           T* hb = h.data() + bb * H;
@@ -378,31 +411,31 @@ class RecurrentKernel : public OpKernel {
             std::copy(xg, xg + GH, gates.begin());
             switch (cell_) {
               case Cell::kRnn:
-                Gemv<T>(H, H, hb, RTd, GH, gates.data());
+                step_gemv(H, H, hb, RTd, gates.data());
                 Activate(act[0], gates.data(), H);
                 std::copy(gates.begin(), gates.begin() + H, hb);
                 break;
               case Cell::kGru: {
                 // z and r from h; the candidate from r*h (or r*(h*Rh + Rbh)).
-                Gemv<T>(H, 2 * H, hb, RTd, GH, gates.data());
+                step_gemv(H, 2 * H, hb, RTd, gates.data());
                 Activate(act[0], gates.data(), 2 * H);
                 const T* z = gates.data();
                 const T* rg = gates.data() + H;
                 T* hh = gates.data() + 2 * H;
                 if (linear_before_reset_) {
                   std::copy(rbh.begin(), rbh.end(), tmp.begin());
-                  Gemv<T>(H, H, hb, RTd + 2 * H, GH, tmp.data());
+                  step_gemv(H, H, hb, RTd + 2 * H, tmp.data());
                   for (int64_t j = 0; j < H; ++j) hh[j] += rg[j] * tmp[j];
                 } else {
                   for (int64_t j = 0; j < H; ++j) tmp[j] = rg[j] * hb[j];
-                  Gemv<T>(H, H, tmp.data(), RTd + 2 * H, GH, hh);
+                  step_gemv(H, H, tmp.data(), RTd + 2 * H, hh);
                 }
                 Activate(act[1], hh, H);
                 for (int64_t j = 0; j < H; ++j) hb[j] = (T(1) - z[j]) * hh[j] + z[j] * hb[j];
                 break;
               }
               case Cell::kLstm: {
-                Gemv<T>(H, GH, hb, RTd, GH, gates.data());
+                step_gemv(H, GH, hb, RTd, gates.data());
                 T* gi = gates.data();
                 T* go = gates.data() + H;
                 T* gf = gates.data() + 2 * H;
@@ -436,7 +469,12 @@ class RecurrentKernel : public OpKernel {
           if (yh != nullptr) std::copy(hb, hb + H, yh->data<T>() + state_off(d, bb));
           if (yc != nullptr) std::copy(cb, cb + H, yc->data<T>() + state_off(d, bb));
         }
-      });
+      };
+      if (split) {
+        run_entries(0, batch);
+      } else {
+        ctx.ParallelFor(batch, 1, run_entries);
+      }
     }
     return absl::OkStatus();
   }
@@ -450,8 +488,8 @@ class RecurrentKernel : public OpKernel {
   bool linear_before_reset_ = false;
   bool input_forget_ = false;
   std::vector<Activation> activations_;  // per direction, NumActivations each
-  // R as [D, H, GH] when it is a float constant of the plan.
-  std::vector<float> rt_;
+  // R as [D, H, GH] and W as [D, in, GH] when they are float constants of the plan.
+  std::vector<float> rt_, wt_;
 };
 
 }  // namespace

@@ -93,10 +93,10 @@ expect_grep "^dead_code_elimination " "${TMP}/remote.out" "no report row for DCE
 expect_grep "^total \(" "${TMP}/remote.out" "no total row"
 expect_grep "wrote .*remote.pb \([0-9]+ nodes\)" "${TMP}/remote.out"
 # The symbolic batch leaves every figure of the cost estimate unknown.
-expect_grep "^cost: \? FLOP, \? B moved \(6 nodes; flops unknown for 6, bytes for 6\)$" \
+expect_grep "^cost: \? FLOP, \? B moved \(5 nodes; flops unknown for 5, bytes for 5\)$" \
   "${TMP}/remote.out"
 
-# Bound, the MatMuls get their flops; remote and embedded estimate alike.
+# Bound, the matrix products (fc1 with its bias, a Gemm at -O2) get their flops; remote and embedded estimate alike.
 for where in remote local; do
   server=(); [[ "${where}" == remote ]] && server=(--server "${ADDR}")
   run_expect 0 "${TMP}/cost_${where}.out" "${TMP}/cost_${where}.err" \
@@ -104,9 +104,9 @@ for where in remote local; do
     "${server[@]}"
   sed -n '/^cost: /,/^wrote /{/^wrote /!p}' "${TMP}/cost_${where}.out" >"${TMP}/cost_${where}.txt"
 done
-expect_grep "^cost: 896 FLOP, 2.7 KiB moved \(6 nodes; flops unknown for 4, bytes for 0\)$" \
+expect_grep "^cost: 896 FLOP, 2.2 KiB moved \(5 nodes; flops unknown for 3, bytes for 0\)$" \
   "${TMP}/cost_remote.txt"
-expect_grep "^fc1 +MatMul +512 FLOP +512 B$" "${TMP}/cost_remote.txt"
+expect_grep "^fc1 +Gemm +512 FLOP +544 B$" "${TMP}/cost_remote.txt"
 cmp -s "${TMP}/cost_remote.txt" "${TMP}/cost_local.txt" || fail "remote and embedded costs differ"
 
 run_expect 0 "${TMP}/q.out" "${TMP}/q.err" \

@@ -211,24 +211,38 @@ GRAPHOPT_INLINE int64_t GemmColumns(int64_t j, int64_t k, int64_t n, const float
   return j;
 }
 
+// Column blocks outermost: one block of b (k rows of 2N columns) stays in L1 while every row of
+// A goes past it, so that b is read from memory once whatever m is.
 template <int N>
 GRAPHOPT_INLINE void Gemm(int64_t m, int64_t k, int64_t n, const float* a, int64_t lda,
                           const float* b, int64_t ldb, float* y, int64_t ldy) {
+  constexpr int64_t kCols = 2 * N;
+  int64_t j = 0;
+  for (; j + kCols <= n; j += kCols) {
+    int64_t i = 0;
+    for (; i + 4 <= m; i += 4) {
+      GemmColumns<N, 2, 4>(j, k, j + kCols, a + i * lda, lda, b, ldb, y + i * ldy, ldy);
+    }
+    for (; i < m; ++i) {
+      GemmColumns<N, 2, 1>(j, k, j + kCols, a + i * lda, lda, b, ldb, y + i * ldy, ldy);
+    }
+  }
+  if (j == n) return;
+  // The last columns: one vector block of four rows at a time, then as Gemv's last columns.
   int64_t i = 0;
   for (; i + 4 <= m; i += 4) {
     const float* ai = a + i * lda;
     float* yi = y + i * ldy;
-    int64_t j = GemmColumns<N, 2, 4>(0, k, n, ai, lda, b, ldb, yi, ldy);
-    j = GemmColumns<N, 1, 4>(j, k, n, ai, lda, b, ldb, yi, ldy);
-    for (; j < n; ++j) {  // as Gemv's last columns
+    int64_t jj = GemmColumns<N, 1, 4>(j, k, n, ai, lda, b, ldb, yi, ldy);
+    for (; jj < n; ++jj) {
       for (int r = 0; r < 4; ++r) {
-        float acc = yi[r * ldy + j];
-        for (int64_t p = 0; p < k; ++p) acc = std::fma(ai[r * lda + p], b[p * ldb + j], acc);
-        yi[r * ldy + j] = acc;
+        float acc = yi[r * ldy + jj];
+        for (int64_t p = 0; p < k; ++p) acc = std::fma(ai[r * lda + p], b[p * ldb + jj], acc);
+        yi[r * ldy + jj] = acc;
       }
     }
   }
-  for (; i < m; ++i) Gemv<N>(k, n, a + i * lda, b, ldb, y + i * ldy);
+  for (; i < m; ++i) Gemv<N>(k, n - j, a + i * lda, b + j, ldb, y + i * ldy + j);
 }
 
 GRAPHOPT_V4 void GemmV4(int64_t m, int64_t k, int64_t n, const float* a, int64_t lda,

@@ -56,7 +56,13 @@ absl::StatusOr<v1::OptimizeResponse> Optimizer::Optimize(v1::OptimizeRequest req
     }
   }
 
-  const bool use_cache = cache_ != nullptr && cache_->enabled() && !request.options().no_cache();
+  // A model larger than a tenant's share of the cache would give a result too large to keep
+  // (the weights come back with it): such a request is not hashed and looked up for nothing.
+  const bool use_cache =
+      cache_ != nullptr && !request.options().no_cache() &&
+      cache_->Admits(request.onnx_model().empty()
+                         ? static_cast<int64_t>(request.graph().ByteSizeLong())
+                         : static_cast<int64_t>(request.onnx_model().size()));
   std::string key;
   std::shared_ptr<const CachedResult> cached;
   if (use_cache) {

@@ -52,7 +52,8 @@ class Optimizer {
   // Takes the request by value so a large model can be moved in. `stop` (may be null) ends
   // the work early with its status (CANCELLED, DEADLINE_EXCEEDED naming the stage or pass).
   //
-  // Result cache (set_result_cache): unless options.no_cache, a request whose key
+  // Result cache (set_result_cache): unless options.no_cache or the model alone is larger than
+  // a tenant's share of the cache (its result could not be kept), a request whose key
   // (OptimizeCacheKey: model, pipeline, options, bindings, format, the tenant's op set, the
   // request's ops, graphopt's version) was answered before gets that response again (its pass
   // reports are the ones of the run that made it; cache says HIT and total_time_us is this

@@ -167,6 +167,20 @@ TEST_F(OptimizerCacheTest, NoCacheAndNoCacheObjectMeanNotUsed) {
   EXPECT_EQ(response->cache(), v1::CACHE_RESULT_NOT_USED);
 }
 
+TEST_F(OptimizerCacheTest, AModelLargerThanATenantsShareIsNotLookedUp) {
+  v1::OptimizeRequest r = Request();
+  const int64_t model_bytes = static_cast<int64_t>(r.graph().ByteSizeLong());
+  ResultCache small({.max_bytes = 4 * model_bytes, .max_tenant_bytes = model_bytes - 1});
+  Optimizer optimizer(store_.get(), &passes_, blobs_.get());
+  optimizer.set_result_cache(&small);
+  for (int i = 0; i < 2; ++i) {
+    auto response = optimizer.Optimize(r, "team-a");
+    ASSERT_TRUE(response.ok()) << response.status();
+    EXPECT_EQ(response->cache(), v1::CACHE_RESULT_NOT_USED);
+  }
+  EXPECT_TRUE(small.Stats().empty());
+}
+
 TEST_F(OptimizerCacheTest, FailedRequestsAreNotCached) {
   v1::OptimizeRequest r = Request();
   r.mutable_pipeline()->clear_opt_level();

@@ -740,7 +740,8 @@ int Main(int argc, char** argv) {
              "time per op");
   run->add_option("model", run_args.model, "Model file (.onnx or a graphopt graph)")->required();
   run->add_option("--input", run_args.inputs,
-                  "An input from a .npy file: NAME=FILE.npy (repeatable); inputs not given get "
+                  "An input from a .npy file: NAME=FILE.npy (repeatable; NAME=FILE.pb reads an "
+                  "ONNX TensorProto, SequenceProto or OptionalProto); inputs not given get "
                   "random values")
       ->allow_extra_args(false);
   run->add_option("-o,--output-dir", run_args.output_dir,

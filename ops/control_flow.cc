@@ -165,11 +165,11 @@ absl::Status LoopType(InferenceContext& ctx) {
   };
   for (int i = 0; i < ctx.num_outputs(); ++i) {
     const TensorType declared_type = DeclaredOutput(**body, i + 1);
-    // A carried value keeps its kind: the initial value's when known, else the body's.
-    if (i < carried && Declares(ctx.input_type(i + 2))) {
-      ctx.set_output_kind(i, ctx.input_type(i + 2).kind);
-    } else if (i < carried) {
-      ctx.set_output_kind(i, declared_type.kind);
+    // A carried value's kind: the body's when it declares one (an optional carried in may
+    // come out as its element), else the initial value's.
+    if (i < carried) {
+      ctx.set_output_kind(i, Declares(declared_type) ? declared_type.kind
+                                                     : ctx.input_type(i + 2).kind);
     }
     v1::DataType declared = declared_type.dtype;
     if (declared == v1::DT_UNDEFINED) declared = ForwardedInputDType(**body, i + 1, input_dtype);

@@ -396,15 +396,19 @@ absl::StatusOr<RunResult> Executor::RunSlots(
       return absl::InvalidArgumentError(absl::StrCat("input '", value.name, "' is not given"));
     }
     // A value declared a sequence or optional must be fed one, and a declared tensor a
-    // tensor: kernels rely on it. A value without a declared type takes either.
+    // tensor: kernels rely on it. A value without a declared type takes either. An optional
+    // also takes its element's kind (a value that is present), as ONNX lets a Loop's carried
+    // optional become its element after the first iteration.
     const bool declared = value.type.dtype != v1::DT_UNDEFINED || value.type.shape.has_value() ||
                           !value.type.is_tensor();
-    if (declared && t.kind() != value.type.kind) {
+    const bool present_optional = IsOptionalKind(value.type.kind) &&
+                                  t.kind() == OptionalElementKind(value.type.kind);
+    if (declared && t.kind() != value.type.kind && !present_optional) {
       return absl::InvalidArgumentError(
           absl::StrCat("input '", value.name, "': ", t.DebugString(), " given, ",
                        TensorTypeToString(value.type), " expected"));
     }
-    if (!t.is_tensor()) {
+    if (!t.is_tensor() || !value.type.is_tensor()) {
       if (value.type.dtype != v1::DT_UNDEFINED && t.element_dtype() != v1::DT_UNDEFINED &&
           t.element_dtype() != value.type.dtype) {
         return absl::InvalidArgumentError(

@@ -392,6 +392,11 @@ absl::StatusOr<RunOutcome> RunOnServer(const RunArgs& args, v1::Graph model,
   v1::RunRequest request;
   *request.mutable_graph() = std::move(model);
   for (const auto& [name, tensor] : inputs) {
+    if (!tensor.is_tensor()) {
+      return absl::UnimplementedError(absl::StrCat(
+          "input '", name, "' is ", tensor.DebugString(),
+          ": runs through a server carry tensors only; run the model in-process"));
+    }
     v1::NamedTensor* in = request.add_inputs();
     in->set_name(name);
     tensor.ToProto(in->mutable_tensor());

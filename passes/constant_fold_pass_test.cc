@@ -432,14 +432,14 @@ TEST(ConstantFoldPassTest, KeepsWhatASubgraphReadsByName) {
 namespace graphopt {
 namespace {
 
-// No initializer can hold a sequence: a constant-input SequenceEmpty/SequenceInsert chain stays
-// computed (types inferred or not), and what reads it still runs; dead ones still go.
+// No initializer can hold a sequence: a SequenceConstruct of a constant (its type fully static
+// once inferred) stays computed, types inferred or not, and what reads it still runs; dead
+// sequence nodes still go.
 TEST(ConstantFoldPassTest, LeavesSequencesComputed) {
   testing::PassTestEnv env;
   const std::string text = testing::WithInitializers(
       R"pb(
-        nodes { op_type: "SequenceEmpty" outputs: "e" }
-        nodes { op_type: "SequenceInsert" inputs: "e" inputs: "a" outputs: "s" }
+        nodes { op_type: "SequenceConstruct" inputs: "a" outputs: "s" }
         nodes { op_type: "SequenceLength" inputs: "s" outputs: "n" }
         nodes { op_type: "SequenceEmpty" outputs: "dead" }
         outputs { name: "n" })pb",
@@ -451,13 +451,12 @@ TEST(ConstantFoldPassTest, LeavesSequencesComputed) {
     absl::StatusOr<v1::Graph> g = env.Run(text, passes, &result);
     ASSERT_TRUE(g.ok()) << g.status();
     EXPECT_THAT(testing::OpTypes(*g),
-                ::testing::IsSupersetOf({"SequenceEmpty", "SequenceInsert", "SequenceLength"}));
+                ::testing::IsSupersetOf({"SequenceConstruct", "SequenceLength"}));
     EXPECT_THAT(AllMessages(result), HasSubstr("producing sequences or optionals"));
   }
   absl::StatusOr<v1::Graph> dce = env.Run(text, {"dead_code_elimination"});
   ASSERT_TRUE(dce.ok()) << dce.status();
-  EXPECT_THAT(testing::OpTypes(*dce),
-              ElementsAre("SequenceEmpty", "SequenceInsert", "SequenceLength"));
+  EXPECT_THAT(testing::OpTypes(*dce), ElementsAre("SequenceConstruct", "SequenceLength"));
 }
 
 }  // namespace

@@ -36,8 +36,8 @@ inline constexpr char kStateUpdatesMetadataKey[] = "graphopt.state_updates";
 // without a name or whose value does not match its declared type, subgraphs nested more than
 // 64 deep. Sequences of tensors and optionals of either become v1::TensorType kinds.
 // UNIMPLEMENTED, naming what, for parts graphopt does not carry: other value types (maps,
-// sparse tensors, nested sequences), sparse initializers, model-local functions, training info, tensors
-// in external files, segmented tensors.
+// sparse tensors, nested sequences), sparse initializers, model-local functions, training info,
+// tensors in external files, segmented tensors.
 absl::StatusOr<v1::Graph> GraphFromOnnx(onnx::ModelProto model);
 
 // Parses a serialized ModelProto and converts it. INVALID_ARGUMENT when the bytes do not parse.

@@ -377,8 +377,8 @@ absl::Status RegisterBuiltinOps(OpRegistry* registry) {
                    builtin_internal::AddReductionOps, builtin_internal::AddTensorOps,
                    builtin_internal::AddTensorIndexOps, builtin_internal::AddTensorShapeOps,
                    builtin_internal::AddRnnOps, builtin_internal::AddControlFlowOps,
-                   builtin_internal::AddSequenceOps, builtin_internal::AddMiscOps, builtin_internal::AddFusedOps,
-                   builtin_internal::AddNnGradOps}) {
+                   builtin_internal::AddSequenceOps, builtin_internal::AddMiscOps,
+                   builtin_internal::AddFusedOps, builtin_internal::AddNnGradOps}) {
     add(&ops);
   }
   // The builtin gradients, by op: descriptor.gradient names them, so that a client listing the

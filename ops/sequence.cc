@@ -269,8 +269,9 @@ absl::Status SequenceMapShape(InferenceContext& ctx) {
   }
   for (int i = 0; i < ctx.num_outputs(); ++i) {
     const v1::TensorType& declared = body->g().outputs(i).type();
-    ctx.set_output_shape(i, declared.has_shape() ? std::optional<Dims>(ShapeFromProto(declared.shape()))
-                                                 : std::nullopt);
+    std::optional<Dims> shape;
+    if (declared.has_shape()) shape = ShapeFromProto(declared.shape());
+    ctx.set_output_shape(i, std::move(shape));
   }
   return absl::OkStatus();
 }

@@ -207,7 +207,9 @@ absl::Status SplitToSequenceKernel(KernelContext& ctx) {
     if (split->rank() == 0) {
       const int64_t chunk = (*v)[0];
       if (chunk <= 0) return ctx.Invalid(absl::StrCat("split ", chunk, " must be positive"));
-      for (int64_t done = 0; done < dim; done += chunk) sizes.push_back(std::min(chunk, dim - done));
+      for (int64_t done = 0; done < dim; done += chunk) {
+        sizes.push_back(std::min(chunk, dim - done));
+      }
     } else {
       int64_t total = 0;
       for (int64_t s : *v) {

@@ -111,7 +111,8 @@ TEST(SequenceTest, SplitToSequenceBySizesChunkAndOnes) {
   EXPECT_THAT(ToFloats(sizes->items()[0]), ElementsAre(1, 4));
   EXPECT_THAT(ToFloats(sizes->items()[1]), ElementsAre(2, 3, 5, 6));
 
-  absl::StatusOr<Tensor> chunk = Run1("SplitToSequence", {R"(name: "axis" i: 1)"}, {x, I64({2}, {})});
+  absl::StatusOr<Tensor> chunk =
+      Run1("SplitToSequence", {R"(name: "axis" i: 1)"}, {x, I64({2}, {})});
   ASSERT_TRUE(chunk.ok()) << chunk.status();
   ASSERT_EQ(chunk->items().size(), 2u);
   EXPECT_EQ(chunk->items()[1].shape(), Shape({2, 1}));

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "onnx/onnx_pb.h"
 #include "onnx_io/onnx_import.h"
+#include "onnx_io/onnx_values.h"
 
 namespace graphopt {
 namespace {
@@ -33,13 +34,9 @@ absl::StatusOr<CorpusModel> LoadCorpusModel(const std::string& dir) {
   for (int i = 0; i < model.graph.inputs_size(); ++i) {
     const fs::path p = fs::path(dir) / "test_data_set_0" / absl::StrCat("input_", i, ".pb");
     if (!fs::exists(p)) break;
-    onnx::TensorProto t;
-    if (!t.ParseFromString(Read(p))) {
-      return absl::InvalidArgumentError(absl::StrCat(p.string(), ": not an onnx.TensorProto"));
-    }
-    absl::StatusOr<v1::Tensor> v = TensorFromOnnx(std::move(t), p.string());
-    if (!v.ok()) return v.status();
-    absl::StatusOr<runtime::Tensor> tensor = runtime::Tensor::FromProto(*v, p.string());
+    // A TensorProto, or a SequenceProto / OptionalProto for a sequence or optional input.
+    absl::StatusOr<runtime::Tensor> tensor =
+        ValueFromOnnxBytes(Read(p), model.graph.inputs(i).type().kind(), p.string());
     if (!tensor.ok()) return tensor.status();
     model.inputs.emplace_back(model.graph.inputs(i).name(), *std::move(tensor));
   }

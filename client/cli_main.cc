@@ -407,6 +407,11 @@ absl::StatusOr<RunOutcome> RunOnServer(const RunArgs& args, v1::Graph model,
   v1::RunRequest request;
   *request.mutable_graph() = std::move(model);
   for (const auto& [name, tensor] : inputs) {
+    if (!tensor.is_tensor()) {
+      return absl::UnimplementedError(absl::StrCat(
+          "input '", name, "' is ", tensor.DebugString(),
+          ": runs through a server carry tensors only; run the model in-process"));
+    }
     v1::NamedTensor* in = request.add_inputs();
     in->set_name(name);
     tensor.ToProto(in->mutable_tensor());
@@ -768,7 +773,8 @@ int Main(int argc, char** argv) {
              "time per op");
   run->add_option("model", run_args.model, "Model file (.onnx or a graphopt graph)")->required();
   run->add_option("--input", run_args.inputs,
-                  "An input from a .npy file: NAME=FILE.npy (repeatable); inputs not given get "
+                  "An input from a .npy file: NAME=FILE.npy (repeatable; NAME=FILE.pb reads an "
+                  "ONNX TensorProto, SequenceProto or OptionalProto); inputs not given get "
                   "random values. Strings: '<U' or '|S' arrays; bfloat16: float32 (rounded to "
                   "nearest even) or ml_dtypes.bfloat16 saved by np.save")
       ->allow_extra_args(false);

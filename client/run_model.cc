@@ -6,9 +6,11 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "graph/types.h"
+#include "onnx_io/onnx_values.h"
 #include "runtime/npy.h"
 #include "util/file_util.h"
 
@@ -42,6 +44,11 @@ absl::StatusOr<Tensor> RandomTensor(const Value& value,
                                     const std::map<std::string, int64_t>& bindings,
                                     std::mt19937_64& rng) {
   const TensorType& type = value.type;
+  if (!type.is_tensor()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "input '", value.name, "' is a ", ValueKindName(type.kind), ": give it with --input ",
+        value.name, "=FILE.pb (an ONNX SequenceProto or OptionalProto)"));
+  }
   if (type.dtype == v1::DT_UNDEFINED || !type.shape.has_value()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "input '", value.name, "' has no declared ", type.dtype == v1::DT_UNDEFINED ? "type" : "rank",
@@ -122,7 +129,12 @@ absl::StatusOr<std::vector<std::pair<std::string, Tensor>>> PrepareInputs(
     if (it != by_name.end()) {
       absl::StatusOr<std::string> bytes = ReadFileBytes(it->second->npy_path);
       if (!bytes.ok()) return bytes.status();
-      absl::StatusOr<Tensor> t = runtime::ParseNpy(*bytes, it->second->npy_path);
+      // .pb: ONNX's value messages (a TensorProto, or a SequenceProto / OptionalProto for an
+      // input declared a sequence or optional), as ONNX's test data stores them.
+      absl::StatusOr<Tensor> t =
+          absl::EndsWith(it->second->npy_path, ".pb")
+              ? ValueFromOnnxBytes(*bytes, value.type.kind, it->second->npy_path)
+              : runtime::ParseNpy(*bytes, it->second->npy_path);
       if (!t.ok()) return t.status();
       // NumPy has no bfloat16: a float32 file feeds a bfloat16 input, rounded to nearest even.
       if (value.type.dtype == v1::DT_BFLOAT16 && t->dtype() == v1::DT_FLOAT32) {
@@ -150,6 +162,7 @@ absl::StatusOr<std::vector<std::pair<std::string, Tensor>>> PrepareInputs(
 
 std::string FormatTensorSummary(const std::string& name, const Tensor& t) {
   std::string line = absl::StrFormat("%-16s %-22s", name, t.DebugString());
+  if (!t.is_tensor()) return line;
   const int64_t n = t.num_elements();
   if (t.dtype() == v1::DT_STRING) {
     for (int64_t i = 0; i < std::min<int64_t>(n, 4); ++i) absl::StrAppend(&line, " '", t.strings()[i], "'");

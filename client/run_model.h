@@ -27,7 +27,9 @@ struct InputSpec {
 // given twice.
 absl::StatusOr<std::vector<InputSpec>> ParseInputSpecs(const std::vector<std::string>& specs);
 
-// The inputs for one run of `graph`: each required graph input from its .npy file when given,
+// The inputs for one run of `graph`: each required graph input from its .npy file when given
+// (a file ending in .pb holds ONNX's TensorProto, or SequenceProto / OptionalProto for an input
+// declared a sequence or optional, which have no random values),
 // otherwise random values of its declared type (float: uniform in [-1, 1); integers: [0, 4);
 // bool: fair coin) from `seed`, symbolic dims taken from `bindings` (1 when unbound). Unknown
 // dims or an input without a dtype need a file. A bfloat16 input takes a float32 file

@@ -7,6 +7,7 @@
 #include "graph/proto_convert.h"
 #include "gtest/gtest.h"
 #include "runtime/float16.h"
+#include "onnx/onnx-data_pb.h"
 #include "runtime/npy.h"
 
 namespace graphopt {
@@ -112,6 +113,34 @@ TEST(PrepareInputsTest, AFileOfAnotherDtypeNamesTheInput) {
   EXPECT_NE(in.status().message().find("holds float64"), std::string::npos) << in.status();
   in = PrepareInputs(g, {{"s", path}}, {}, 0);
   EXPECT_NE(in.status().message().find("--input 's'"), std::string::npos) << in.status();
+}
+
+TEST(PrepareInputsTest, ReadsAnOnnxSequenceForASequenceInput) {
+  v1::Graph proto;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
+    nodes { op_type: "SequenceLength" inputs: "s" outputs: "n" }
+    inputs { name: "s" type { dtype: DT_FLOAT32 kind: VALUE_SEQUENCE } }
+    outputs { name: "n" }
+  )pb", &proto));
+  Graph g = *GraphFromProto(proto);
+  // No random values for a sequence: the error says how to give one.
+  auto random = PrepareInputs(g, {}, {}, 0);
+  ASSERT_FALSE(random.ok());
+  EXPECT_NE(random.status().message().find("s=FILE.pb"), std::string::npos) << random.status();
+
+  onnx::SequenceProto seq;
+  seq.set_elem_type(onnx::SequenceProto::TENSOR);
+  for (float v : {1.0f, 2.0f}) {
+    onnx::TensorProto* t = seq.add_tensor_values();
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    t->add_float_data(v);
+  }
+  const std::string path = ::testing::TempDir() + "/s.pb";
+  std::ofstream(path, std::ios::binary) << seq.SerializeAsString();
+  auto in = PrepareInputs(g, {{"s", path}}, {}, 0);
+  ASSERT_TRUE(in.ok()) << in.status();
+  EXPECT_EQ((*in)[0].second.kind(), v1::VALUE_SEQUENCE);
+  EXPECT_EQ((*in)[0].second.items().size(), 2u);
 }
 
 TEST(FormatTest, SummaryProfileAndFileNames) {

@@ -188,6 +188,9 @@ class NodeContext : public InferenceContext {
   void set_output_dtype(int i, v1::DataType dtype) override {
     if (has_output(i)) graph_.mutable_value(node().outputs[i]).type.dtype = dtype;
   }
+  void set_output_kind(int i, v1::ValueKind kind) override {
+    if (has_output(i)) graph_.mutable_value(node().outputs[i]).type.kind = kind;
+  }
   void set_output_shape(int i, std::optional<Dims> shape) override {
     if (has_output(i)) graph_.mutable_value(node().outputs[i]).type.shape = std::move(shape);
   }
@@ -244,6 +247,11 @@ absl::Status InferNodeTypes(Graph& graph, NodeId id, const OpDef& op) {
   };
   for (int i = 0; i < static_cast<int>(n.inputs.size()); ++i) {
     if (!n.inputs[i].valid()) continue;
+    const v1::ValueKind kind = graph.value(n.inputs[i]).type.kind;
+    if (kind != v1::VALUE_TENSOR && !op.takes_containers) {
+      return ctx.Error("input ", i, " '", graph.value(n.inputs[i]).name, "' is a ",
+                       ValueKindName(kind), "; the op takes tensors only");
+    }
     const v1::ArgSpec* spec = op.input_spec(i);
     if (spec == nullptr || spec->type_constraint().empty()) continue;
     const v1::DataType dt = graph.value(n.inputs[i]).type.dtype;
@@ -290,6 +298,7 @@ absl::Status InferNodeTypes(Graph& graph, NodeId id, const OpDef& op) {
       }
     }
     ctx.set_output_dtype(i, dt);
+    ctx.set_output_kind(i, v1::VALUE_TENSOR);
   }
   if (op.type_fn) return op.type_fn(ctx);
   return absl::OkStatus();

@@ -82,6 +82,10 @@ class InferenceContext {
   }
   virtual v1::DataType output_dtype(int i) const = 0;
   virtual void set_output_dtype(int i, v1::DataType dtype) = 0;
+  // Whether output i is a tensor (what InferNodeTypes sets before the op's type rule), a
+  // sequence or an optional: only rules of ops that take containers (OpDef::takes_containers)
+  // set another kind.
+  virtual void set_output_kind(int i, v1::ValueKind kind) = 0;
   // nullopt: rank unknown.
   virtual void set_output_shape(int i, std::optional<Dims> shape) = 0;
   virtual void set_output_dims_value(int i, Dims value) = 0;
@@ -126,7 +130,9 @@ DimsValueTable InitialDimsValues(const Graph& graph);
 // constraint (INVALID_ARGUMENT naming the node, the input and the constraint), binds the
 // constraints, then sets each output from its dtype_from_attribute, its bound constraint or the
 // constraint's single allowed type, and finally lets op.type_fn refine them. Inputs of unknown
-// type bind nothing; outputs that cannot be known stay DT_UNDEFINED.
+// type bind nothing; outputs that cannot be known stay DT_UNDEFINED. A sequence or optional
+// input binds its element type; it is INVALID_ARGUMENT for an op that does not take such
+// values (OpDef::takes_containers). Outputs are tensors unless op.type_fn says otherwise.
 absl::Status InferNodeTypes(Graph& graph, NodeId node, const OpDef& op);
 
 // Output shapes of `node` through op.shape_fn. Reads and writes `dims_values` (which must have

@@ -37,6 +37,8 @@ bool AttributeMatchesType(const v1::Attribute& a, v1::AttributeType type) {
       return a.value_case() == v1::Attribute::kDtype || a.value_case() == v1::Attribute::kI;
     case v1::ATTR_SHAPE:
       return a.value_case() == v1::Attribute::kShape || a.value_case() == v1::Attribute::kInts;
+    case v1::ATTR_OPAQUE:
+      return a.value_case() == v1::Attribute::kOpaque;
     default:
       return false;
   }

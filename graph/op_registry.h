@@ -47,6 +47,10 @@ struct OpDef {
   CostFn flops_fn;
   CostFn bytes_fn;
   GradientFn gradient_fn;
+  // Whether the op reads or writes sequence and optional values (TensorType::kind): only such
+  // ops may be given them (InferNodeTypes refuses them elsewhere). Builtin ops only: wire
+  // descriptors describe tensor ops.
+  bool takes_containers = false;
 
   // Derived by OpRegistry::Register from the descriptor.
   int min_inputs = 0;

@@ -108,7 +108,32 @@ std::string ShapeToString(const std::optional<Dims>& shape) {
 }
 
 std::string TensorTypeToString(const TensorType& type) {
-  return absl::StrCat(DataTypeName(type.dtype), ShapeToString(type.shape));
+  const std::string tensor = absl::StrCat(DataTypeName(type.dtype), ShapeToString(type.shape));
+  switch (type.kind) {
+    case v1::VALUE_SEQUENCE:
+      return absl::StrCat("sequence(", tensor, ")");
+    case v1::VALUE_OPTIONAL_TENSOR:
+      return absl::StrCat("optional(", tensor, ")");
+    case v1::VALUE_OPTIONAL_SEQUENCE:
+      return absl::StrCat("optional(sequence(", tensor, "))");
+    default:
+      return tensor;
+  }
+}
+
+const char* ValueKindName(v1::ValueKind kind) {
+  switch (kind) {
+    case v1::VALUE_TENSOR:
+      return "tensor";
+    case v1::VALUE_SEQUENCE:
+      return "sequence";
+    case v1::VALUE_OPTIONAL_TENSOR:
+      return "optional tensor";
+    case v1::VALUE_OPTIONAL_SEQUENCE:
+      return "optional sequence";
+    default:
+      return "unknown kind";
+  }
 }
 
 Dim DimFromProto(const v1::Dim& dim) {
@@ -147,6 +172,7 @@ void ShapeToProto(const Dims& dims, v1::Shape* out) {
 TensorType TensorTypeFromProto(const v1::TensorType& type) {
   TensorType t;
   t.dtype = type.dtype();
+  t.kind = type.kind();
   if (type.has_shape()) t.shape = ShapeFromProto(type.shape());
   return t;
 }
@@ -154,6 +180,7 @@ TensorType TensorTypeFromProto(const v1::TensorType& type) {
 void TensorTypeToProto(const TensorType& type, v1::TensorType* out) {
   out->Clear();
   out->set_dtype(type.dtype);
+  out->set_kind(type.kind);
   if (type.shape) ShapeToProto(*type.shape, out->mutable_shape());
 }
 

@@ -102,12 +102,19 @@ class Dim {
 using Dims = std::vector<Dim>;
 
 // Element type plus shape. shape == nullopt means the rank is unknown.
+//
+// `kind` says whether the value is that tensor or a sequence or optional holding tensors of
+// that dtype and shape (v1::ValueKind). Almost every value is a tensor; the rest are produced
+// and read only by ops that declare they take them (OpDef::takes_containers).
 struct TensorType {
   v1::DataType dtype = v1::DT_UNDEFINED;
   std::optional<Dims> shape;
+  v1::ValueKind kind = v1::VALUE_TENSOR;
+
+  bool is_tensor() const { return kind == v1::VALUE_TENSOR; }
 
   friend bool operator==(const TensorType& a, const TensorType& b) {
-    return a.dtype == b.dtype && a.shape == b.shape;
+    return a.dtype == b.dtype && a.kind == b.kind && a.shape == b.shape;
   }
   friend bool operator!=(const TensorType& a, const TensorType& b) { return !(a == b); }
 };
@@ -123,8 +130,18 @@ bool IsInteger(v1::DataType dtype);
 
 // "[batch,3,224,224]" or "[?..]" when the rank is unknown.
 std::string ShapeToString(const std::optional<Dims>& shape);
-// "float32[batch,3]".
+// "float32[batch,3]"; "sequence(float32[?,3])", "optional(int64[])",
+// "optional(sequence(float32[?..]))" for the other kinds.
 std::string TensorTypeToString(const TensorType& type);
+// "tensor", "sequence", "optional tensor", "optional sequence".
+const char* ValueKindName(v1::ValueKind kind);
+// Whether `kind` is one of the optional kinds, and the kind it holds when it has a value.
+inline bool IsOptionalKind(v1::ValueKind kind) {
+  return kind == v1::VALUE_OPTIONAL_TENSOR || kind == v1::VALUE_OPTIONAL_SEQUENCE;
+}
+inline v1::ValueKind OptionalElementKind(v1::ValueKind kind) {
+  return kind == v1::VALUE_OPTIONAL_SEQUENCE ? v1::VALUE_SEQUENCE : v1::VALUE_TENSOR;
+}
 
 // Proto conversion.
 Dim DimFromProto(const v1::Dim& dim);

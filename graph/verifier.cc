@@ -40,6 +40,8 @@ const char* AttributeTypeText(v1::AttributeType type) {
       return "a data type";
     case v1::ATTR_SHAPE:
       return "a shape";
+    case v1::ATTR_OPAQUE:
+      return "an opaque value (such as an ONNX TypeProto)";
     default:
       return "an undefined kind";
   }

@@ -28,9 +28,20 @@ void TensorTypeToOnnx(const v1::TensorType& t, onnx::TypeProto::Tensor* out) {
   }
 }
 
+// A tensor, sequence or optional type (v1::ValueKind) as ONNX's TypeProto.
+void ValueTypeToOnnx(const v1::TensorType& t, onnx::TypeProto* out) {
+  if (t.kind() == v1::VALUE_OPTIONAL_TENSOR || t.kind() == v1::VALUE_OPTIONAL_SEQUENCE) {
+    out = out->mutable_optional_type()->mutable_elem_type();
+  }
+  if (t.kind() == v1::VALUE_SEQUENCE || t.kind() == v1::VALUE_OPTIONAL_SEQUENCE) {
+    out = out->mutable_sequence_type()->mutable_elem_type();
+  }
+  TensorTypeToOnnx(t, out->mutable_tensor_type());
+}
+
 void ValueInfoToOnnx(v1::ValueInfo& v, onnx::ValueInfoProto* out) {
   out->set_name(std::move(*v.mutable_name()));
-  if (v.has_type()) TensorTypeToOnnx(v.type(), out->mutable_type()->mutable_tensor_type());
+  if (v.has_type()) ValueTypeToOnnx(v.type(), out->mutable_type());
   if (!v.doc_string().empty()) out->set_doc_string(std::move(*v.mutable_doc_string()));
 }
 

@@ -178,19 +178,51 @@ const char* TypeKindName(const onnx::TypeProto& t) {
   }
 }
 
+// A tensor, a sequence of tensors, or an optional of either (v1::ValueKind); UNIMPLEMENTED
+// naming `what` for the other kinds (maps, sparse tensors, nested sequences).
+absl::StatusOr<v1::TensorType> ValueTypeFromOnnx(const onnx::TypeProto& type,
+                                                 absl::string_view what) {
+  const onnx::TypeProto* t = &type;
+  bool optional = false;
+  if (t->value_case() == onnx::TypeProto::kOptionalType) {
+    optional = true;
+    t = &t->optional_type().elem_type();
+  }
+  bool sequence = false;
+  if (t->value_case() == onnx::TypeProto::kSequenceType) {
+    sequence = true;
+    t = &t->sequence_type().elem_type();
+  }
+  const bool container = optional || sequence;
+  if (container && t->value_case() == onnx::TypeProto::VALUE_NOT_SET) {
+    // A sequence or optional whose element type is not given.
+    v1::TensorType out;
+    out.set_kind(optional ? (sequence ? v1::VALUE_OPTIONAL_SEQUENCE : v1::VALUE_OPTIONAL_TENSOR)
+                          : v1::VALUE_SEQUENCE);
+    return out;
+  }
+  if (t->value_case() != onnx::TypeProto::kTensorType) {
+    return absl::UnimplementedError(absl::StrCat(
+        what, " has ", TypeKindName(*t), " type", t == &type ? "" : " inside",
+        "; graphopt carries tensors, sequences of tensors and optionals of either"));
+  }
+  absl::StatusOr<v1::TensorType> out = TensorTypeFromOnnx(t->tensor_type(), what);
+  if (!out.ok()) return out.status();
+  out->set_kind(optional ? (sequence ? v1::VALUE_OPTIONAL_SEQUENCE : v1::VALUE_OPTIONAL_TENSOR)
+                         : (sequence ? v1::VALUE_SEQUENCE : v1::VALUE_TENSOR));
+  return out;
+}
+
 absl::StatusOr<v1::ValueInfo> ValueInfoFromOnnx(onnx::ValueInfoProto& vi,
                                                 absl::string_view kind) {
   v1::ValueInfo out;
   std::string what = absl::StrCat(kind, " ", Quoted(vi.name()));
   if (vi.has_type()) {
     const onnx::TypeProto& type = vi.type();
-    if (type.value_case() == onnx::TypeProto::kTensorType) {
-      absl::StatusOr<v1::TensorType> t = TensorTypeFromOnnx(type.tensor_type(), what);
+    if (type.value_case() != onnx::TypeProto::VALUE_NOT_SET) {
+      absl::StatusOr<v1::TensorType> t = ValueTypeFromOnnx(type, what);
       if (!t.ok()) return t.status();
       *out.mutable_type() = *std::move(t);
-    } else if (type.value_case() != onnx::TypeProto::VALUE_NOT_SET) {
-      return absl::UnimplementedError(absl::StrCat(what, " has ", TypeKindName(type),
-                                                   " type; graphopt carries only tensor values"));
     }
   }
   out.set_name(std::move(*vi.mutable_name()));

@@ -37,10 +37,11 @@ inline constexpr char kStateUpdatesMetadataKey[] = "graphopt.state_updates";
 // INVALID_ARGUMENT naming the node / value / tensor / attribute for: a data type ONNX 1.12
 // does not define, a tensor whose data does not match its dims, a negative dim, an attribute
 // without a name or whose value does not match its declared type, subgraphs nested more than
-// 64 deep. UNIMPLEMENTED, naming what, for parts graphopt does not carry: non-tensor value types
-// (sequence, map, optional), sparse initializers, functions InlineLocalFunctions refuses,
-// training info, tensors
-// in external files, segmented tensors.
+// 64 deep. Sequences of tensors and optionals of either become v1::TensorType kinds;
+// model-local functions are inlined (InlineLocalFunctions). UNIMPLEMENTED, naming what, for
+// parts graphopt does not carry: other value types (maps, sparse tensors, nested sequences),
+// sparse initializers, functions InlineLocalFunctions refuses, training info, tensors in
+// external files, segmented tensors.
 absl::StatusOr<v1::Graph> GraphFromOnnx(onnx::ModelProto model);
 
 // Parses a serialized ModelProto and converts it. INVALID_ARGUMENT when the bytes do not parse.

@@ -190,6 +190,11 @@ OpBuilder& OpBuilder::TypeFn(TypeInferenceFn fn) {
   return *this;
 }
 
+OpBuilder& OpBuilder::TakesContainers() {
+  def_.takes_containers = true;
+  return *this;
+}
+
 OpDef OpBuilder::Build() { return std::move(def_); }
 
 // --- InferenceContext helpers -----------------------------------------------------------------
@@ -367,13 +372,13 @@ std::optional<Dims> UnionShapes(const std::optional<Dims>& a, const std::optiona
 absl::Status RegisterBuiltinOps(OpRegistry* registry) {
   std::vector<OpDef> ops;
   // Layered as the kernel families of runtime/kernels/cpu_kernels.cc: elementwise, nn, reduction,
-  // tensor, rnn, control flow, misc, fused.
+  // tensor, rnn, control flow, sequence, misc, fused.
   for (auto add : {builtin_internal::AddElementwiseOps, builtin_internal::AddNnOps,
                    builtin_internal::AddReductionOps, builtin_internal::AddTensorOps,
                    builtin_internal::AddTensorIndexOps, builtin_internal::AddTensorShapeOps,
                    builtin_internal::AddRnnOps, builtin_internal::AddControlFlowOps,
-                   builtin_internal::AddMiscOps, builtin_internal::AddFusedOps,
-                   builtin_internal::AddNnGradOps}) {
+                   builtin_internal::AddSequenceOps, builtin_internal::AddMiscOps,
+                   builtin_internal::AddFusedOps, builtin_internal::AddNnGradOps}) {
     add(&ops);
   }
   // The builtin gradients, by op: descriptor.gradient names them, so that a client listing the

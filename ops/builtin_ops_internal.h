@@ -70,6 +70,8 @@ class OpBuilder {
   OpBuilder& InPlace(int input, int output);
   OpBuilder& IgnoredInput(int input);
   OpBuilder& Extension(absl::string_view name, v1::Attribute value);
+  // The op reads or writes sequence and optional values (OpDef::takes_containers).
+  OpBuilder& TakesContainers();
   OpBuilder& ShapeFn(ShapeInferenceFn fn);
   OpBuilder& TypeFn(TypeInferenceFn fn);
 
@@ -186,6 +188,7 @@ void AddTensorIndexOps(std::vector<OpDef>* ops);
 void AddTensorShapeOps(std::vector<OpDef>* ops);
 void AddRnnOps(std::vector<OpDef>* ops);
 void AddControlFlowOps(std::vector<OpDef>* ops);
+void AddSequenceOps(std::vector<OpDef>* ops);  // sequences and optionals (runtime sequence.cc)
 void AddMiscOps(std::vector<OpDef>* ops);
 void AddFusedOps(std::vector<OpDef>* ops);  // FusedGroup, domain graphopt
 void AddNnGradOps(std::vector<OpDef>* ops);  // ops/nn_grad_ops.h, domain graphopt

@@ -78,6 +78,11 @@ TensorType DeclaredOutput(const v1::Graph& body, int i) {
   return t;
 }
 
+// Whether a body declares anything of a value's type (else its kind is not known either).
+bool Declares(const TensorType& t) {
+  return t.dtype != v1::DT_UNDEFINED || t.shape.has_value() || !t.is_tensor();
+}
+
 absl::StatusOr<std::pair<const v1::Graph*, const v1::Graph*>> Branches(
     const InferenceContext& ctx) {
   absl::StatusOr<const v1::Graph*> then_branch = Body(ctx, "then_branch");
@@ -100,13 +105,21 @@ absl::Status IfType(InferenceContext& ctx) {
   absl::StatusOr<std::pair<const v1::Graph*, const v1::Graph*>> b = Branches(ctx);
   if (!b.ok()) return b.status();
   for (int i = 0; i < ctx.num_outputs(); ++i) {
-    const v1::DataType t = DeclaredOutput(*b->first, i).dtype;
-    const v1::DataType e = DeclaredOutput(*b->second, i).dtype;
+    const TensorType then_type = DeclaredOutput(*b->first, i);
+    const TensorType else_type = DeclaredOutput(*b->second, i);
+    const v1::DataType t = then_type.dtype;
+    const v1::DataType e = else_type.dtype;
     if (t != v1::DT_UNDEFINED && e != v1::DT_UNDEFINED && t != e) {
       return ctx.Error("output ", i, " is ", DataTypeName(t), " in then_branch but ",
                        DataTypeName(e), " in else_branch");
     }
+    if (then_type.kind != else_type.kind && Declares(then_type) && Declares(else_type)) {
+      return ctx.Error("output ", i, " is a ", ValueKindName(then_type.kind),
+                       " in then_branch but a ", ValueKindName(else_type.kind),
+                       " in else_branch");
+    }
     ctx.set_output_dtype(i, t != v1::DT_UNDEFINED ? t : e);
+    ctx.set_output_kind(i, Declares(then_type) ? then_type.kind : else_type.kind);
   }
   return absl::OkStatus();
 }
@@ -151,7 +164,14 @@ absl::Status LoopType(InferenceContext& ctx) {
     return k == 0 ? v1::DT_INT64 : k == 1 ? v1::DT_BOOL : ctx.input_type(k).dtype;
   };
   for (int i = 0; i < ctx.num_outputs(); ++i) {
-    v1::DataType declared = DeclaredOutput(**body, i + 1).dtype;
+    const TensorType declared_type = DeclaredOutput(**body, i + 1);
+    // A carried value's kind: the body's when it declares one (an optional carried in may
+    // come out as its element), else the initial value's.
+    if (i < carried) {
+      ctx.set_output_kind(i, Declares(declared_type) ? declared_type.kind
+                                                     : ctx.input_type(i + 2).kind);
+    }
+    v1::DataType declared = declared_type.dtype;
     if (declared == v1::DT_UNDEFINED) declared = ForwardedInputDType(**body, i + 1, input_dtype);
     const v1::DataType initial = i < carried ? ctx.input_type(i + 2).dtype : v1::DT_UNDEFINED;
     if (initial != v1::DT_UNDEFINED && declared != v1::DT_UNDEFINED && initial != declared) {
@@ -332,6 +352,7 @@ void AddControlFlowOps(std::vector<OpDef>* ops) {
                      .RequiredAttr("then_branch", v1::ATTR_GRAPH)
                      .RequiredAttr("else_branch", v1::ATTR_GRAPH)
                      .Constraint("B", {v1::DT_BOOL})
+                     .TakesContainers()
                      .Fusion(v1::FUSION_OPAQUE)
                      .ShapeFn(IfShape)
                      .TypeFn(IfType)
@@ -345,6 +366,7 @@ void AddControlFlowOps(std::vector<OpDef>* ops) {
                      .RequiredAttr("body", v1::ATTR_GRAPH)
                      .Constraint("I", {v1::DT_INT64})
                      .Constraint("B", {v1::DT_BOOL})
+                     .TakesContainers()
                      .Fusion(v1::FUSION_OPAQUE)
                      .ShapeFn(LoopShape)
                      .TypeFn(LoopType)

@@ -821,6 +821,7 @@ class ChannelsFirstView : public InferenceContext {
   const v1::Attribute* attr(absl::string_view name) const override { return inner_.attr(name); }
   v1::DataType output_dtype(int i) const override { return inner_.output_dtype(i); }
   void set_output_dtype(int i, v1::DataType dtype) override { inner_.set_output_dtype(i, dtype); }
+  void set_output_kind(int i, v1::ValueKind kind) override { inner_.set_output_kind(i, kind); }
   void set_output_shape(int i, std::optional<Dims> shape) override {
     inner_.set_output_shape(i, ToChannelsLast(std::move(shape)));
   }

@@ -33,6 +33,12 @@ absl::Status ShapeAndValueOfInput0(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
+// Identity passes sequences and optionals on as they are.
+absl::Status KindOfInput0(InferenceContext& ctx) {
+  ctx.set_output_kind(0, ctx.input_type(0).kind);
+  return absl::OkStatus();
+}
+
 void AddIdentityOp(std::vector<OpDef>* ops) {
   ops->push_back(OpBuilder("Identity", "Returns its input.")
                      .Input("input", "T")
@@ -40,7 +46,9 @@ void AddIdentityOp(std::vector<OpDef>* ops) {
                      .Constraint("T", AllTypes())
                      .Fusion(v1::FUSION_ELEMWISE)
                      .InPlace(0, 0)
+                     .TakesContainers()
                      .ShapeFn(ShapeAndValueOfInput0)
+                     .TypeFn(KindOfInput0)
                      .Build());
 }
 

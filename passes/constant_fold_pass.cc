@@ -76,6 +76,7 @@ struct Stats {
   int64_t effects = 0;
   int64_t subgraphs = 0;
   int64_t not_static = 0;
+  int64_t containers = 0;
   int64_t blobs = 0;
   absl::btree_map<std::string, int64_t> no_kernel;  // op label -> nodes
   std::vector<std::string> over_budget;              // "node 'x' (Op): why"
@@ -118,6 +119,11 @@ struct Stats {
       context.Note(absl::StrCat("left ", subgraphs, " nodes with subgraphs, ", not_static,
                                 " with outputs of no static type, ", blobs,
                                 " reading constants held as blob references"));
+    }
+    if (containers > 0) {
+      context.Note(absl::StrCat("left ", containers,
+                                " nodes producing sequences or optionals (no initializer can "
+                                "hold one)"));
     }
     if (!failed.empty()) {
       context.Note(absl::StrCat("left ", failed.size(), " nodes whose kernel failed; first: ",
@@ -197,6 +203,12 @@ class ConstantFoldPass : public Pass {
     if (HasSubgraph(n)) {
       ++stats.subgraphs;
       return absl::OkStatus();
+    }
+    for (ValueId out : n.outputs) {
+      if (out.valid() && !graph.value(out).type.is_tensor()) {
+        ++stats.containers;
+        return absl::OkStatus();
+      }
     }
     for (ValueId out : n.outputs) {
       // Written in place by some node: it must stay a computed value.
@@ -290,6 +302,11 @@ class ConstantFoldPass : public Pass {
     for (ValueId out : n.outputs) {
       if (!out.valid()) continue;
       const runtime::Tensor& t = (*results)[k++];
+      if (!t.is_tensor()) {
+        // Types not inferred yet: only the kernel shows that the value is a container.
+        ++stats.containers;
+        return absl::OkStatus();
+      }
       if (!MatchesType(t, graph.value(out).type)) {
         stats.failed.push_back(absl::StrCat(graph.NodeLabel(id), ": the kernel gave ",
                                             t.DebugString(), " for '", graph.value(out).name,

@@ -428,3 +428,36 @@ TEST(ConstantFoldPassTest, KeepsWhatASubgraphReadsByName) {
 
 }  // namespace
 }  // namespace graphopt
+
+namespace graphopt {
+namespace {
+
+// No initializer can hold a sequence: a SequenceConstruct of a constant (its type fully static
+// once inferred) stays computed, types inferred or not, and what reads it still runs; dead
+// sequence nodes still go.
+TEST(ConstantFoldPassTest, LeavesSequencesComputed) {
+  testing::PassTestEnv env;
+  const std::string text = testing::WithInitializers(
+      R"pb(
+        nodes { op_type: "SequenceConstruct" inputs: "a" outputs: "s" }
+        nodes { op_type: "SequenceLength" inputs: "s" outputs: "n" }
+        nodes { op_type: "SequenceEmpty" outputs: "dead" }
+        outputs { name: "n" })pb",
+      {testing::FloatTensorProto("a", {2}, {1.0f, 2.0f})});
+  for (const std::vector<std::string>& passes :
+       std::vector<std::vector<std::string>>{{"constant_fold"},
+                                             {"infer_type", "infer_shape", "constant_fold"}}) {
+    PipelineResult result;
+    absl::StatusOr<v1::Graph> g = env.Run(text, passes, &result);
+    ASSERT_TRUE(g.ok()) << g.status();
+    EXPECT_THAT(testing::OpTypes(*g),
+                ::testing::IsSupersetOf({"SequenceConstruct", "SequenceLength"}));
+    EXPECT_THAT(AllMessages(result), HasSubstr("producing sequences or optionals"));
+  }
+  absl::StatusOr<v1::Graph> dce = env.Run(text, {"dead_code_elimination"});
+  ASSERT_TRUE(dce.ok()) << dce.status();
+  EXPECT_THAT(testing::OpTypes(*dce), ElementsAre("SequenceConstruct", "SequenceLength"));
+}
+
+}  // namespace
+}  // namespace graphopt

@@ -139,6 +139,8 @@ class Fuser {
     }
     if (hidden_->Touches(node)) return v1::FUSION_OPAQUE;
     if (!IsFloatingPoint(graph_.value(node.outputs[0]).type.dtype)) return v1::FUSION_OPAQUE;
+    // A sequence or optional (Identity passes them) is no elementwise operand.
+    if (!graph_.value(node.outputs[0]).type.is_tensor()) return v1::FUSION_OPAQUE;
     return op->descriptor.fusion_pattern();
   }
 

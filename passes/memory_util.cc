@@ -67,6 +67,11 @@ absl::StatusOr<DimBounds> DimBoundsFromOptions(const std::map<std::string, std::
 
 std::optional<int64_t> BoundedBytes(const TensorType& type, const DimBounds& bounds,
                                     std::string* why) {
+  if (!type.is_tensor()) {
+    // Its tensors are allocated by the kernels that build it, outside any plan.
+    *why = absl::StrCat("it is a ", ValueKindName(type.kind), ", not a tensor");
+    return std::nullopt;
+  }
   const int element = DataTypeSize(type.dtype);
   if (element <= 0) {
     *why = type.dtype == v1::DT_STRING

@@ -326,6 +326,27 @@ TEST(PlanMemoryPassTest, UnboundedDimsAreLeftUnplannedAndReported) {
             "(option dim_bounds) (e.g. 'a')");
 }
 
+TEST(PlanMemoryPassTest, SequencesAreLeftUnplanned) {
+  // A sequence's tensors are allocated by the kernels that build it: its element type must
+  // not be planned as if it were one tensor.
+  PassTestEnv env;
+  auto out = env.Run(R"pb(
+    inputs { name: "x" type { dtype: DT_FLOAT32 shape { dims { size: 8 } } } }
+    nodes { op_type: "Relu" inputs: "x" outputs: "a" }
+    nodes { op_type: "SequenceConstruct" inputs: "a" inputs: "x" outputs: "s" }
+    nodes { op_type: "SequenceAt" inputs: "s" inputs: "zero" outputs: "b" }
+    nodes { op_type: "Relu" inputs: "b" outputs: "y" }
+    initializers { name: "zero" dtype: DT_INT64 raw_data: "\000\000\000\000\000\000\000\000" }
+    outputs { name: "y" })pb",
+                     {"infer_type", "infer_shape", "plan_memory"});
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->memory_plan().unplanned_size(), 1);
+  EXPECT_EQ(out->memory_plan().unplanned(0).value(), "s");
+  EXPECT_EQ(out->memory_plan().unplanned(0).reason(), "it is a sequence, not a tensor");
+  EXPECT_NE(Find(*out, "a"), nullptr);
+  EXPECT_NE(Find(*out, "b"), nullptr);
+}
+
 TEST(PlanMemoryPassTest, BadOptionsAreInvalidArgumentNamingTheOption) {
   PassTestEnv env;
   for (const char* bad : {"batch", "batch:x", ":3", "batch:-1", "batch:2,batch:3", "a:1,,",

@@ -108,7 +108,11 @@ absl::Status Executor::Plan(const KernelRegistry& registry) {
         }
       }
     }
-    const v1::DataType dtype = input_types.empty() ? v1::DT_UNDEFINED : input_types[0].dtype;
+    // A sequence or optional first input selects the op's any-dtype kernel: the dtype-specific
+    // ones read tensor elements.
+    const v1::DataType dtype = input_types.empty() || !input_types[0].is_tensor()
+                                   ? v1::DT_UNDEFINED
+                                   : input_types[0].dtype;
     const KernelFactory* factory =
         registry.Find(node.domain, node.op_type, options_.device, dtype);
     if (factory == nullptr) {
@@ -399,6 +403,28 @@ absl::StatusOr<RunResult> Executor::RunSlots(
     const Tensor& t = slots[v.value()];
     if (!t.defined()) {
       return absl::InvalidArgumentError(absl::StrCat("input '", value.name, "' is not given"));
+    }
+    // A value declared a sequence or optional must be fed one, and a declared tensor a
+    // tensor: kernels rely on it. A value without a declared type takes either. An optional
+    // also takes its element's kind (a value that is present), as ONNX lets a Loop's carried
+    // optional become its element after the first iteration.
+    const bool declared = value.type.dtype != v1::DT_UNDEFINED || value.type.shape.has_value() ||
+                          !value.type.is_tensor();
+    const bool present_optional = IsOptionalKind(value.type.kind) &&
+                                  t.kind() == OptionalElementKind(value.type.kind);
+    if (declared && t.kind() != value.type.kind && !present_optional) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("input '", value.name, "': ", t.DebugString(), " given, ",
+                       TensorTypeToString(value.type), " expected"));
+    }
+    if (!t.is_tensor() || !value.type.is_tensor()) {
+      if (value.type.dtype != v1::DT_UNDEFINED && t.element_dtype() != v1::DT_UNDEFINED &&
+          t.element_dtype() != value.type.dtype) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("input '", value.name, "': ", t.DebugString(), " given, ",
+                         TensorTypeToString(value.type), " expected"));
+      }
+      continue;
     }
     if (value.type.dtype != v1::DT_UNDEFINED && t.dtype() != value.type.dtype) {
       return absl::InvalidArgumentError(

@@ -167,3 +167,39 @@ TEST(ExecutorTest, IdentityOfAWeightRunsLikeTheWeight) {
 
 }  // namespace
 }  // namespace graphopt::runtime
+
+namespace graphopt::runtime {
+namespace {
+
+// Sequence values travel through the executor like tensors; the declared kind of an input is
+// checked against what is fed.
+TEST(ExecutorTest, SequenceInputsAreCheckedAndPassedOn) {
+  Graph g = ParseGraph(R"pb(
+    nodes { op_type: "SequenceLength" inputs: "s" outputs: "n" }
+    nodes { op_type: "Identity" inputs: "s" outputs: "same" }
+    inputs { name: "s" type { dtype: DT_FLOAT32 kind: VALUE_SEQUENCE } }
+    outputs { name: "n" }
+    outputs { name: "same" }
+  )pb");
+  absl::StatusOr<std::unique_ptr<Executor>> ex = Executor::Create(std::move(g), Registry(), {});
+  ASSERT_TRUE(ex.ok()) << ex.status();
+  Tensor item = Tensor::FromVector<float>(v1::DT_FLOAT32, {1}, {1});
+  Tensor seq = Tensor::Sequence(v1::DT_FLOAT32, {item, item});
+  absl::StatusOr<RunResult> r = (*ex)->Run({{"s", seq}});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->outputs[0].data<int64_t>()[0], 2);
+  EXPECT_EQ(r->outputs[1].kind(), v1::VALUE_SEQUENCE);
+  EXPECT_EQ(r->outputs[1].items().size(), 2u);
+
+  absl::StatusOr<RunResult> tensor = (*ex)->Run({{"s", item}});
+  ASSERT_FALSE(tensor.ok());
+  EXPECT_EQ(tensor.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(tensor.status().message().find("sequence(float32"), absl::string_view::npos)
+      << tensor.status();
+  absl::StatusOr<RunResult> ints =
+      (*ex)->Run({{"s", Tensor::Sequence(v1::DT_INT64, {})}});
+  ASSERT_FALSE(ints.ok());
+}
+
+}  // namespace
+}  // namespace graphopt::runtime

@@ -322,10 +322,55 @@ absl::StatusOr<Tensor> Tensor::Reshaped(Shape shape) const {
   return t;
 }
 
+Tensor Tensor::Sequence(v1::DataType element_dtype, std::vector<Tensor> items) {
+  auto c = std::make_shared<ContainerValue>();
+  c->kind = v1::VALUE_SEQUENCE;
+  c->element_dtype = element_dtype;
+  c->items = std::move(items);
+  Tensor t;
+  t.container_ = std::move(c);
+  return t;
+}
+
+Tensor Tensor::OptionalOf(Tensor element) {
+  auto c = std::make_shared<ContainerValue>();
+  c->kind = element.kind() == v1::VALUE_SEQUENCE ? v1::VALUE_OPTIONAL_SEQUENCE
+                                                 : v1::VALUE_OPTIONAL_TENSOR;
+  c->element_dtype = element.element_dtype();
+  c->items.push_back(std::move(element));
+  Tensor t;
+  t.container_ = std::move(c);
+  return t;
+}
+
+Tensor Tensor::EmptyOptional(v1::ValueKind kind, v1::DataType element_dtype) {
+  auto c = std::make_shared<ContainerValue>();
+  c->kind = kind;
+  c->element_dtype = element_dtype;
+  Tensor t;
+  t.container_ = std::move(c);
+  return t;
+}
+
+v1::ValueKind Tensor::kind() const {
+  return container_ == nullptr ? v1::VALUE_TENSOR : container_->kind;
+}
+
+const std::vector<Tensor>& Tensor::items() const {
+  static const std::vector<Tensor>* const kNone = new std::vector<Tensor>();
+  return container_ == nullptr ? *kNone : container_->items;
+}
+
+v1::DataType Tensor::element_dtype() const {
+  return container_ == nullptr ? dtype_ : container_->element_dtype;
+}
+
 absl::StatusOr<Tensor> Tensor::Clone() const { return Clone(nullptr, UnnamedTensor); }
 
 absl::StatusOr<Tensor> Tensor::Clone(const std::shared_ptr<MemoryBudget>& budget,
                                      AllocationName what) const {
+  // A container is immutable and its items own their elements: sharing it is a copy.
+  if (container_ != nullptr) return *this;
   absl::StatusOr<Tensor> t;
   if (dtype_ == v1::DT_STRING) {
     // A copy's strings hold exactly their characters: the charge is exact, nothing to settle.
@@ -353,6 +398,17 @@ absl::StatusOr<Tensor> Tensor::Clone(const std::shared_ptr<MemoryBudget>& budget
 }
 
 std::string Tensor::DebugString() const {
+  if (container_ != nullptr) {
+    const std::string element = DataTypeName(container_->element_dtype);
+    switch (container_->kind) {
+      case v1::VALUE_SEQUENCE:
+        return absl::StrCat("sequence(", element, ", ", container_->items.size(), " items)");
+      default:
+        return container_->items.empty()
+                   ? absl::StrCat("optional(", element, ", empty)")
+                   : absl::StrCat("optional(", container_->items[0].DebugString(), ")");
+    }
+  }
   if (!defined()) return "undefined";
   return absl::StrCat(DataTypeName(dtype_), ShapeString(shape_));
 }

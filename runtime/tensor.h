@@ -112,6 +112,8 @@ class Buffer {
   mutable std::atomic<int64_t> max_string_length_{-1};
 };
 
+struct ContainerValue;
+
 // A dense row-major tensor: dtype, shape and a view into a shared Buffer. Copying a Tensor
 // copies the view, not the elements; Reshaped views the same elements under another shape.
 // Elements are little-endian in their natural width (bool as one byte, float16/bfloat16 as
@@ -119,9 +121,30 @@ class Buffer {
 //
 // A Tensor is immutable once a kernel has produced it: kernels write only into outputs they
 // allocated, so views may be shared freely between values and threads.
+//
+// The same object carries the runtime's non-tensor values (ONNX sequences and optionals, see
+// v1::ValueKind): then it has no buffer, dtype() is DT_UNDEFINED and the value lives in a
+// shared, immutable ContainerValue. Kernels of tensor ops never see one (type inference and the
+// executor's input checks keep them to the ops that take them), so the tensor paths carry only
+// the extra pointer. Items of a container own their elements (never a view of an executor's
+// arena): the kernels that build containers copy what they put in.
 class Tensor {
  public:
   Tensor() = default;  // undefined (no dtype, no storage)
+
+  // A sequence of `items` (tensors of `element_dtype`; DT_UNDEFINED when not known).
+  static Tensor Sequence(v1::DataType element_dtype, std::vector<Tensor> items);
+  // An optional holding `element` (a tensor or a sequence).
+  static Tensor OptionalOf(Tensor element);
+  // An optional without a value, of `kind` VALUE_OPTIONAL_TENSOR or VALUE_OPTIONAL_SEQUENCE.
+  static Tensor EmptyOptional(v1::ValueKind kind, v1::DataType element_dtype);
+  // VALUE_TENSOR for a tensor (or an undefined Tensor), else the container's kind.
+  v1::ValueKind kind() const;
+  bool is_tensor() const { return container_ == nullptr; }
+  // A sequence's items, an optional's element (none or one); empty for a tensor.
+  const std::vector<Tensor>& items() const;
+  // The dtype of a tensor, or of the tensors a container holds.
+  v1::DataType element_dtype() const;
 
   // A new tensor with uninitialised elements (strings: empty). INVALID_ARGUMENT for a negative
   // dim or an unsupported dtype, RESOURCE_EXHAUSTED when the size overflows or cannot be had.
@@ -151,7 +174,7 @@ class Tensor {
   // Writes dtype, dims and raw_data (string_data for strings); `name` is left as it is.
   void ToProto(v1::Tensor* out) const;
 
-  bool defined() const { return buffer_ != nullptr; }
+  bool defined() const { return buffer_ != nullptr || container_ != nullptr; }
   v1::DataType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
   int rank() const { return static_cast<int>(shape_.size()); }
@@ -215,6 +238,14 @@ class Tensor {
   v1::DataType dtype_ = v1::DT_UNDEFINED;
   Shape shape_;
   int64_t num_elements_ = 0;
+  std::shared_ptr<const ContainerValue> container_;
+};
+
+// A sequence or optional value (see Tensor).
+struct ContainerValue {
+  v1::ValueKind kind = v1::VALUE_SEQUENCE;
+  v1::DataType element_dtype = v1::DT_UNDEFINED;
+  std::vector<Tensor> items;
 };
 
 // Product of dims, or nullopt-like -1 on overflow or a negative dim.

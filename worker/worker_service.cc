@@ -202,6 +202,12 @@ absl::StatusOr<v1::ExecuteResponse> WorkerCore::Execute(const v1::ExecuteRequest
   }
   for (size_t i = 0; i < result->outputs.size(); ++i) {
     if (plan->is_state_update[i]) continue;
+    if (!result->outputs[i].is_tensor()) {
+      // The wire carries tensors only (v1::Tensor).
+      return absl::UnimplementedError(absl::StrCat(
+          "output '", plan->output_names[i], "' is ", result->outputs[i].DebugString(),
+          ": a worker returns tensors only"));
+    }
     v1::NamedTensor* out = response.add_outputs();
     out->set_name(plan->output_names[i]);
     result->outputs[i].ToProto(out->mutable_tensor());

@@ -5,7 +5,7 @@ namespace graphopt::runtime {
 absl::Status RegisterCpuKernels(KernelRegistry& registry) {
   for (auto fn : {RegisterElementwiseKernels, RegisterTensorKernels, RegisterReductionKernels,
                   RegisterNnKernels, RegisterControlFlowKernels, RegisterMiscKernels,
-                  RegisterFusedKernels}) {
+                  RegisterSequenceKernels, RegisterFusedKernels}) {
     absl::Status status = fn(registry);
     if (!status.ok()) return status;
   }

@@ -16,6 +16,7 @@ absl::Status RegisterReductionKernels(KernelRegistry& registry);     // reductio
 absl::Status RegisterNnKernels(KernelRegistry& registry);            // nn.cc (oneDNN)
 absl::Status RegisterControlFlowKernels(KernelRegistry& registry);   // control_flow.cc
 absl::Status RegisterMiscKernels(KernelRegistry& registry);          // misc.cc
+absl::Status RegisterSequenceKernels(KernelRegistry& registry);       // sequence.cc
 absl::Status RegisterFusedKernels(KernelRegistry& registry);         // fused.cc (FusedGroup)
 
 }  // namespace graphopt::runtime

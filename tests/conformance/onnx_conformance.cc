@@ -39,6 +39,7 @@
 #include "graph/proto_convert.h"
 #include "onnx/onnx_pb.h"
 #include "onnx_io/onnx_import.h"
+#include "onnx_io/onnx_values.h"
 #include "ops/builtin_ops.h"
 #include "passes/builtin_passes.h"
 #include "passes/gradient_pass.h"
@@ -93,20 +94,15 @@ absl::StatusOr<std::string> ReadFile(const fs::path& path) {
   return ss.str();
 }
 
-absl::StatusOr<std::pair<std::string, Tensor>> ReadTensor(const fs::path& path) {
+// A test data file: a TensorProto, or for a sequence or optional value (`kind`, the model's
+// declared kind) a SequenceProto or OptionalProto.
+absl::StatusOr<std::pair<std::string, Tensor>> ReadValue(const fs::path& path, v1::ValueKind kind) {
   absl::StatusOr<std::string> bytes = ReadFile(path);
   if (!bytes.ok()) return bytes.status();
-  onnx::TensorProto proto;
-  if (!proto.ParseFromString(*bytes)) {
-    return absl::UnimplementedError(
-        absl::StrCat(path.filename().string(), " is not a TensorProto (a sequence or optional)"));
-  }
-  std::string name = proto.name();
-  absl::StatusOr<v1::Tensor> t = TensorFromOnnx(std::move(proto), path.filename().string());
+  std::string name;
+  absl::StatusOr<Tensor> t = ValueFromOnnxBytes(*bytes, kind, path.filename().string(), &name);
   if (!t.ok()) return t.status();
-  absl::StatusOr<Tensor> rt = Tensor::FromProto(*t, path.filename().string());
-  if (!rt.ok()) return rt.status();
-  return std::make_pair(std::move(name), *std::move(rt));
+  return std::make_pair(std::move(name), *std::move(t));
 }
 
 std::vector<fs::path> Sorted(const fs::path& dir, const std::string& prefix) {
@@ -125,8 +121,26 @@ std::vector<fs::path> Sorted(const fs::path& dir, const std::string& prefix) {
   return out;
 }
 
-// Compares one output; returns an empty string when equal within tolerance.
+std::string CompareTensors(const Tensor& got, const Tensor& want, double rtol, double atol);
+
+// Compares one output; returns an empty string when equal within tolerance. Sequences and
+// optionals compare item by item.
 std::string Compare(const Tensor& got, const Tensor& want, double rtol, double atol) {
+  if (got.kind() != want.kind()) {
+    return absl::StrCat(got.DebugString(), " != expected ", want.DebugString());
+  }
+  if (got.is_tensor()) return CompareTensors(got, want, rtol, atol);
+  if (got.items().size() != want.items().size()) {
+    return absl::StrCat(got.DebugString(), " != expected ", want.DebugString());
+  }
+  for (size_t i = 0; i < got.items().size(); ++i) {
+    std::string diff = Compare(got.items()[i], want.items()[i], rtol, atol);
+    if (!diff.empty()) return absl::StrCat("item ", i, ": ", diff);
+  }
+  return "";
+}
+
+std::string CompareTensors(const Tensor& got, const Tensor& want, double rtol, double atol) {
   if (got.dtype() != want.dtype()) {
     return absl::StrCat("dtype ", got.DebugString(), " != expected ", want.DebugString());
   }
@@ -207,10 +221,13 @@ CaseResult RunCase(const fs::path& dir, const Registries& registries) {
   }
   std::vector<std::string> input_names;
   std::vector<v1::DataType> input_dtypes;
+  std::vector<v1::ValueKind> input_kinds, output_kinds;
   for (ValueId v : graph->inputs()) {
     input_names.push_back(graph->value(v).name);
     input_dtypes.push_back(graph->value(v).type.dtype);
+    input_kinds.push_back(graph->value(v).type.kind);
   }
+  for (ValueId v : graph->outputs()) output_kinds.push_back(graph->value(v).type.kind);
   runtime::ExecutorOptions options;
   options.num_threads = absl::GetFlag(FLAGS_threads);
   absl::StatusOr<std::unique_ptr<runtime::Executor>> executor =
@@ -220,9 +237,10 @@ CaseResult RunCase(const fs::path& dir, const Registries& registries) {
   for (const fs::path& set : Sorted(dir, "test_data_set_")) {
     std::vector<std::pair<std::string, Tensor>> inputs;
     for (const fs::path& p : Sorted(set, "input_")) {
-      absl::StatusOr<std::pair<std::string, Tensor>> t = ReadTensor(p);
-      if (!t.ok()) return FromStatus(t.status(), "inputs");
       const size_t i = inputs.size();
+      absl::StatusOr<std::pair<std::string, Tensor>> t =
+          ReadValue(p, i < input_kinds.size() ? input_kinds[i] : v1::VALUE_TENSOR);
+      if (!t.ok()) return FromStatus(t.status(), "inputs");
       if (t->first.empty() && i < input_names.size()) t->first = input_names[i];
       for (size_t k = 0; k < input_names.size(); ++k) {
         if (input_names[k] == t->first) {
@@ -239,7 +257,8 @@ CaseResult RunCase(const fs::path& dir, const Registries& registries) {
                                            " expected")};
     }
     for (size_t i = 0; i < outputs.size(); ++i) {
-      absl::StatusOr<std::pair<std::string, Tensor>> want = ReadTensor(outputs[i]);
+      absl::StatusOr<std::pair<std::string, Tensor>> want =
+          ReadValue(outputs[i], i < output_kinds.size() ? output_kinds[i] : v1::VALUE_TENSOR);
       if (!want.ok()) return FromStatus(want.status(), "outputs");
       want->second =
           AsBFloat16IfStoredAsUint16(std::move(want->second), result->outputs[i].dtype());

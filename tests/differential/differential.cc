@@ -77,6 +77,17 @@ absl::StatusOr<std::vector<runtime::Tensor>> Execute(const Env& env, v1::Graph g
 
 std::string CompareTensors(const runtime::Tensor& got, const runtime::Tensor& want, bool exact,
                            double rtol, double atol) {
+  if (got.kind() != want.kind() || got.items().size() != want.items().size()) {
+    return absl::StrCat(got.DebugString(), " != expected ", want.DebugString());
+  }
+  if (!want.is_tensor()) {
+    // A sequence or optional: item by item.
+    for (size_t i = 0; i < want.items().size(); ++i) {
+      std::string diff = CompareTensors(got.items()[i], want.items()[i], exact, rtol, atol);
+      if (!diff.empty()) return absl::StrCat("item ", i, ": ", diff);
+    }
+    return "";
+  }
   if (got.dtype() != want.dtype() || got.shape() != want.shape()) {
     return absl::StrCat(got.DebugString(), " != expected ", want.DebugString());
   }

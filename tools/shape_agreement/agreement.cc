@@ -114,20 +114,30 @@ Dim DimFromOnnx(const onnx::TensorShapeProto::Dimension& d) {
 
 // ONNX's tensor type in graphopt's terms; nullopt when ONNX knows nothing about the value
 // (no type, a non-tensor type, or neither an element type nor a shape).
+// A tensor type, or a sequence / optional of tensors as graphopt's value kinds.
 std::optional<TensorType> TensorTypeFromOnnxType(const onnx::TypeProto* type) {
-  if (type == nullptr || !type->has_tensor_type()) return std::nullopt;
+  if (type == nullptr) return std::nullopt;
+  const bool optional = type->has_optional_type();
+  if (optional) type = &type->optional_type().elem_type();
+  const bool sequence = type->has_sequence_type();
+  if (sequence) type = &type->sequence_type().elem_type();
+  if (!type->has_tensor_type()) return std::nullopt;
   const onnx::TypeProto::Tensor& t = type->tensor_type();
   TensorType out;
   out.dtype = static_cast<v1::DataType>(t.elem_type());
+  out.kind = optional ? (sequence ? v1::VALUE_OPTIONAL_SEQUENCE : v1::VALUE_OPTIONAL_TENSOR)
+                      : (sequence ? v1::VALUE_SEQUENCE : v1::VALUE_TENSOR);
   if (t.has_shape()) {
     out.shape.emplace();
     for (const auto& d : t.shape().dim()) out.shape->push_back(DimFromOnnx(d));
   }
-  if (out.dtype == v1::DT_UNDEFINED && !out.shape) return std::nullopt;
+  if (out.dtype == v1::DT_UNDEFINED && !out.shape && out.is_tensor()) return std::nullopt;
   return out;
 }
 
-bool HasType(const TensorType& t) { return t.dtype != v1::DT_UNDEFINED || t.shape.has_value(); }
+bool HasType(const TensorType& t) {
+  return t.dtype != v1::DT_UNDEFINED || t.shape.has_value() || !t.is_tensor();
+}
 
 struct Comparison {
   bool conflict = false;
@@ -137,6 +147,7 @@ struct Comparison {
 
 Comparison Compare(const TensorType& g, const TensorType& o) {
   Comparison c;
+  c.conflict |= g.kind != o.kind;
   if (g.dtype != v1::DT_UNDEFINED && o.dtype != v1::DT_UNDEFINED) {
     c.conflict |= g.dtype != o.dtype;
   } else {
@@ -174,20 +185,19 @@ std::string GraphoptTypeString(const TensorType& t) {
 std::string OnnxTypeToString(const onnx::TypeProto& type) {
   switch (type.value_case()) {
     case onnx::TypeProto::kTensorType:
-      break;
     case onnx::TypeProto::kSequenceType:
-      return "sequence";
+    case onnx::TypeProto::kOptionalType:
+      break;
     case onnx::TypeProto::kMapType:
       return "map";
-    case onnx::TypeProto::kOptionalType:
-      return "optional";
     case onnx::TypeProto::kSparseTensorType:
       return "sparse_tensor";
     default:
       return "none";
   }
   std::optional<TensorType> t = TensorTypeFromOnnxType(&type);
-  return t ? TensorTypeToString(*t) : "none";
+  if (t) return TensorTypeToString(*t);
+  return type.has_sequence_type() ? "sequence" : type.has_optional_type() ? "optional" : "none";
 }
 
 onnx::ModelProto SymbolizeInputs(const onnx::ModelProto& model) {

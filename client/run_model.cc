@@ -141,7 +141,10 @@ absl::StatusOr<std::vector<std::pair<std::string, Tensor>>> PrepareInputs(
         t = runtime::Float32ToBFloat16(*t);
         if (!t.ok()) return t.status();
       }
-      if (value.type.dtype != v1::DT_UNDEFINED && t->dtype() != value.type.dtype) {
+      // A sequence or optional read from a .pb was checked against the input's kind by
+      // ValueFromOnnxBytes; its items carry the dtype, the container does not.
+      if (value.type.kind == v1::VALUE_TENSOR && value.type.dtype != v1::DT_UNDEFINED &&
+          t->dtype() != value.type.dtype) {
         return absl::InvalidArgumentError(absl::StrCat(
             "--input '", value.name, "': '", it->second->npy_path, "' holds ",
             DataTypeName(t->dtype()), "; the model's input is ", DataTypeName(value.type.dtype),

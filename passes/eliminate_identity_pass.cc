@@ -87,10 +87,7 @@ class EliminateIdentityPass : public Pass {
     // No pattern depends on its input having been visited: node-id order, no sort.
     RewriteDriverOptions options;
     options.order = RewriteDriverOptions::Order::kNodeId;
-    absl::StatusOr<RewriteStats> stats = ApplyPatterns(graph, context, patterns_, options);
-    if (!stats.ok()) return stats.status();
-    context.Note(stats->Summary("removed"));
-    return stats->total_applied > 0;
+    return RunPatterns(graph, context, patterns_, "removed", options);
   }
 
  private:

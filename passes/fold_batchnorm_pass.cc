@@ -367,10 +367,7 @@ RewritePattern FoldPattern(const char* name, const char* op, FoldInto into) {
 class FoldBatchNormPass : public Pass {
  public:
   absl::StatusOr<bool> Run(Graph& graph, const PassContext& context) override {
-    absl::StatusOr<RewriteStats> stats = ApplyPatterns(graph, context, patterns_);
-    if (!stats.ok()) return stats.status();
-    context.Note(stats->Summary("folded BatchNormalization"));
-    return stats->total_applied > 0;
+    return RunPatterns(graph, context, patterns_, "folded BatchNormalization");
   }
 
  private:

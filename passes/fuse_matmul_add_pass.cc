@@ -91,10 +91,7 @@ class FuseMatMulAddPass : public Pass {
   absl::StatusOr<bool> Run(Graph& graph, const PassContext& context) override {
     RewriteDriverOptions options;
     options.order = RewriteDriverOptions::Order::kNodeId;
-    absl::StatusOr<RewriteStats> stats = ApplyPatterns(graph, context, patterns_, options);
-    if (!stats.ok()) return stats.status();
-    context.Note(stats->Summary("fused"));
-    return stats->total_applied > 0;
+    return RunPatterns(graph, context, patterns_, "fused", options);
   }
 
  private:

@@ -218,4 +218,13 @@ absl::StatusOr<RewriteStats> ApplyPatterns(Graph& graph, const PassContext& cont
   return Driver(graph, context, patterns, options).Run();
 }
 
+absl::StatusOr<bool> RunPatterns(Graph& graph, const PassContext& context,
+                                 absl::Span<const RewritePattern> patterns, absl::string_view what,
+                                 const RewriteDriverOptions& options) {
+  absl::StatusOr<RewriteStats> stats = ApplyPatterns(graph, context, patterns, options);
+  if (!stats.ok()) return stats.status();
+  context.Note(stats->Summary(what));
+  return stats->total_applied > 0;
+}
+
 }  // namespace graphopt

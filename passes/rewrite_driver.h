@@ -114,6 +114,12 @@ absl::StatusOr<RewriteStats> ApplyPatterns(Graph& graph, const PassContext& cont
                                            absl::Span<const RewritePattern> patterns,
                                            const RewriteDriverOptions& options = {});
 
+// A pattern pass's whole Run: ApplyPatterns, then the report line stats.Summary(`what`) as a
+// note; true when a pattern rewrote.
+absl::StatusOr<bool> RunPatterns(Graph& graph, const PassContext& context,
+                                 absl::Span<const RewritePattern> patterns, absl::string_view what,
+                                 const RewriteDriverOptions& options = {});
+
 }  // namespace graphopt
 
 #endif  // GRAPHOPT_PASSES_REWRITE_DRIVER_H_

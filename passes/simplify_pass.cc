@@ -561,10 +561,7 @@ class SimplifyPass : public Pass {
 
   absl::StatusOr<bool> Run(Graph& graph, const PassContext& context) override {
     state_.summaries.clear();
-    absl::StatusOr<RewriteStats> stats = ApplyPatterns(graph, context, patterns_);
-    if (!stats.ok()) return stats.status();
-    context.Note(stats->Summary("simplified"));
-    return stats->total_applied > 0;
+    return RunPatterns(graph, context, patterns_, "simplified");
   }
 
  private:

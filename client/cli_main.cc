@@ -56,11 +56,11 @@
 #include "util/file_util.h"
 #include "util/malloc_tuning.h"
 #include "util/mutex_mode.h"
+#include "util/version.h"
 
 namespace graphopt {
 namespace {
 
-constexpr char kVersion[] = "0.1.0";
 
 
 struct TokenNewArgs {
@@ -132,7 +132,7 @@ struct OpsUnregisterArgs {
 };
 
 std::string VersionText() {
-  return absl::StrCat("graphopt ", kVersion, " (gRPC ", grpc::Version(), ", protobuf ",
+  return absl::StrCat("graphopt ", kGraphoptVersion, " (gRPC ", grpc::Version(), ", protobuf ",
                       google::protobuf::internal::VersionString(GOOGLE_PROTOBUF_VERSION), ")");
 }
 

@@ -14,13 +14,9 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "proto/optimizer.pb.h"
+#include "util/version.h"
 
 namespace graphopt {
-
-// graphopt's version as the result cache knows it: part of every key, so results made by one
-// release are never served by another when a cache outlives a process (a shared or persisted
-// one). Raise it with every release that can change an optimization's output.
-inline constexpr char kGraphoptVersion[] = "0.1.0";
 
 // The key of an Optimize request's result: a "sha256:<hex>" digest over graphopt's version, the
 // tenant's op set (`op_set_digest`, OpSnapshot::digest), the request's own ops, and the request

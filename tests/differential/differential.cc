@@ -23,15 +23,12 @@ absl::StatusOr<std::unique_ptr<Env>> Env::Create() {
   return env;
 }
 
+bool ReassociatesFloatMath(const std::string& name) {
+  return name == "fold_batchnorm" || name == "fuse_ops" || name == "channels_last" ||
+         name == "decompose_rnn" || name == "fuse_matmul_add";
+}
+
 std::vector<Check> AllChecks(const PassRegistry& passes) {
-  // Passes that change how float values are computed (folded weights, fused loops, oneDNN's
-  // channels-last convolutions, which sum in another order; recurrent ops unrolled into
-  // MatMuls, which sum each step's products in another order than the RNN kernels; a Gemm,
-  // which sums its bias in with the products instead of adding it after them).
-  auto reassociates = [](const std::string& name) {
-    return name == "fold_batchnorm" || name == "fuse_ops" || name == "channels_last" ||
-           name == "decompose_rnn" || name == "fuse_matmul_add";
-  };
   // Passes that change what a graph computes by design, and only when asked with options: a
   // training step adds the optimizer's updates of weights a gradient pass differentiated.
   auto transforms = [](const std::string& name) { return name == "training_step"; };
@@ -41,7 +38,7 @@ std::vector<Check> AllChecks(const PassRegistry& passes) {
     Check c;
     c.name = absl::StrCat("pass ", info->name);
     c.pipeline = {{info->name, {}}};
-    c.exact = !reassociates(info->name);
+    c.exact = !ReassociatesFloatMath(info->name);
     c.exact_without_batchnorm = info->name == "fold_batchnorm";
     checks.push_back(std::move(c));
   }
@@ -54,9 +51,9 @@ std::vector<Check> AllChecks(const PassRegistry& passes) {
     c.exact = true;
     c.exact_without_batchnorm = true;
     for (const PassSpec& spec : c.pipeline) {
-      c.exact = c.exact && !reassociates(spec.name);
+      c.exact = c.exact && !ReassociatesFloatMath(spec.name);
       c.exact_without_batchnorm =
-          c.exact_without_batchnorm && (spec.name == "fold_batchnorm" || !reassociates(spec.name));
+          c.exact_without_batchnorm && (spec.name == "fold_batchnorm" || !ReassociatesFloatMath(spec.name));
     }
     checks.push_back(std::move(c));
   }

@@ -21,6 +21,12 @@
 
 namespace graphopt::differential {
 
+// Whether pass `name` changes how float values are computed (folded weights, fused loops,
+// oneDNN's channels-last convolutions, which sum in another order; recurrent ops unrolled into
+// MatMuls, which sum each step's products in another order than the RNN kernels; a Gemm, which
+// sums its bias in with the products instead of adding it after them).
+bool ReassociatesFloatMath(const std::string& name);
+
 using NamedTensors = std::vector<std::pair<std::string, runtime::Tensor>>;
 
 // The builtin ops, passes and CPU kernels.

@@ -133,8 +133,8 @@ double ScaledError(const std::vector<runtime::Tensor>& got,
 struct Optimized {
   int64_t nodes = 0;
   std::vector<runtime::Tensor> outputs;
-  // Whether a pass that changes rounding by design (fuse_matmul_add: the Gemm sums the bias in
-  // with the products) changed the graph.
+  // Whether a pass that changes rounding by design (differential::ReassociatesFloatMath)
+  // changed the graph.
   bool reassociated = false;
 };
 
@@ -156,7 +156,7 @@ absl::StatusOr<Optimized> OptimizeAndRun(const Env& env, const CorpusModel& mode
   Optimized result;
   result.nodes = ir->num_live_nodes();
   for (const PassRun& r : run->runs) {
-    if (r.name == "fuse_matmul_add" && r.changed) result.reassociated = true;
+    if (r.changed && differential::ReassociatesFloatMath(r.name)) result.reassociated = true;
   }
   absl::StatusOr<std::vector<runtime::Tensor>> outputs =
       differential::Execute(env, GraphToProto(*std::move(ir)), model.inputs);

@@ -9,72 +9,14 @@
 #   faster a hit is, is measured by bench/optimize_cache.sh, not asserted here.
 set -euo pipefail
 
-readonly RUNFILES="${TEST_SRCDIR:?}/graphopt"
-readonly SERVER="${RUNFILES}/server/graphopt-server"
-readonly CLI="${RUNFILES}/client/graphopt"
+source "${TEST_SRCDIR:?}/graphopt/tests/server_test_lib.sh"
 readonly MLP="${RUNFILES}/models/corpus/mlp/model.onnx"
 readonly RESNET50="${RUNFILES}/models/corpus/resnet50/model.onnx"
-readonly TMP="${TEST_TMPDIR:?}"
-readonly PORT_FILE="${TMP}/port"
 readonly METRICS_PORT_FILE="${TMP}/metrics_port"
-readonly SERVER_LOG="${TMP}/server.log"
 
-server_pid=""
-
-fail() {
-  echo "FAIL: $*" >&2
-  if [[ -f "${SERVER_LOG}" ]]; then
-    echo "--- server log ---" >&2
-    cat "${SERVER_LOG}" >&2
-  fi
-  exit 1
-}
-
-cleanup() {
-  if [[ -n "${server_pid}" ]] && kill -0 "${server_pid}" 2>/dev/null; then
-    kill -KILL "${server_pid}" 2>/dev/null || true
-    wait "${server_pid}" 2>/dev/null || true
-  fi
-}
-trap cleanup EXIT
-
-# run_expect CODE OUTFILE ERRFILE CMD...: runs CMD, requires exit status CODE.
-run_expect() {
-  local expected="$1" out="$2" err="$3"
-  shift 3
-  local rc=0
-  "$@" >"${out}" 2>"${err}" || rc=$?
-  if [[ "${rc}" -ne "${expected}" ]]; then
-    echo "--- stdout ---" >&2; cat "${out}" >&2
-    echo "--- stderr ---" >&2; cat "${err}" >&2
-    fail "expected exit ${expected}, got ${rc}: $*"
-  fi
-}
-
-expect_grep() {  # expect_grep PATTERN FILE [description]
-  grep -Eq -- "$1" "$2" || { cat "$2" >&2; fail "${3:-'$1' not found in $2}"; }
-}
-
-expect_no_grep() {  # expect_no_grep PATTERN FILE [description]
-  if grep -Eq -- "$1" "$2"; then cat "$2" >&2; fail "${3:-'$1' found in $2}"; fi
-}
-
-for binary in "${SERVER}" "${CLI}"; do
-  [[ -x "${binary}" ]] || fail "missing binary ${binary}"
-done
-
-rm -f "${PORT_FILE}" "${METRICS_PORT_FILE}"
-"${SERVER}" --insecure --listen 127.0.0.1:0 --port_file "${PORT_FILE}" --threads 2 \
-  --metrics_listen 127.0.0.1:0 --metrics_port_file "${METRICS_PORT_FILE}" \
-  >"${SERVER_LOG}" 2>&1 &
-server_pid=$!
-for _ in $(seq 1 300); do
-  [[ -s "${PORT_FILE}" && -s "${METRICS_PORT_FILE}" ]] && break
-  kill -0 "${server_pid}" 2>/dev/null || fail "server exited during start-up"
-  sleep 0.1
-done
-[[ -s "${PORT_FILE}" ]] || fail "no port file after 30 s"
-readonly ADDRESS="127.0.0.1:$(cat "${PORT_FILE}")"
+require_binaries
+start_server --wait "${METRICS_PORT_FILE}" --threads 2 \
+  --metrics_listen 127.0.0.1:0 --metrics_port_file "${METRICS_PORT_FILE}"
 readonly METRICS="http://127.0.0.1:$(cat "${METRICS_PORT_FILE}")/metrics"
 
 scrape() {  # scrape FILE
@@ -84,18 +26,18 @@ scrape() {  # scrape FILE
 
 # --- The result cache on resnet50. -----------------------------------------------------------
 run_expect 0 "${TMP}/r1.out" "${TMP}/r1.err" \
-  "${CLI}" optimize "${RESNET50}" -O2 -o "${TMP}/r1.onnx" --server "${ADDRESS}"
+  "${CLI}" optimize "${RESNET50}" -O2 -o "${TMP}/r1.onnx" --server "${ADDR}"
 expect_grep '^cache: miss$' "${TMP}/r1.out" "the first resnet50 request is not a miss"
 run_expect 0 "${TMP}/r2.out" "${TMP}/r2.err" \
-  "${CLI}" optimize "${RESNET50}" -O2 -o "${TMP}/r2.onnx" --server "${ADDRESS}"
+  "${CLI}" optimize "${RESNET50}" -O2 -o "${TMP}/r2.onnx" --server "${ADDR}"
 expect_grep '^cache: hit$' "${TMP}/r2.out" "the repeated resnet50 request is not a hit"
 cmp -s "${TMP}/r1.onnx" "${TMP}/r2.onnx" || fail "the cache hit wrote other bytes than the miss"
 run_expect 0 "${TMP}/r3.out" "${TMP}/r3.err" \
-  "${CLI}" optimize "${RESNET50}" -O2 -o "${TMP}/r3.onnx" --server "${ADDRESS}" --no-cache
+  "${CLI}" optimize "${RESNET50}" -O2 -o "${TMP}/r3.onnx" --server "${ADDR}" --no-cache
 expect_no_grep '^cache:' "${TMP}/r3.out" "--no-cache still reports the cache"
 cmp -s "${TMP}/r1.onnx" "${TMP}/r3.onnx" || fail "--no-cache wrote other bytes than the miss"
 run_expect 0 "${TMP}/r4.out" "${TMP}/r4.err" \
-  "${CLI}" optimize "${RESNET50}" -O1 -o "${TMP}/r4.onnx" --server "${ADDRESS}"
+  "${CLI}" optimize "${RESNET50}" -O1 -o "${TMP}/r4.onnx" --server "${ADDR}"
 expect_grep '^cache: miss$' "${TMP}/r4.out" "another level is not a miss"
 expect_grep 'cache=hit' "${SERVER_LOG}" "the server's log line has no cache=hit"
 
@@ -108,7 +50,7 @@ expect_grep '^graphopt_optimize_cache_budget_bytes 268435456$' "${TMP}/metrics.t
 
 # --- Verification on request. ------------------------------------------------------------------
 run_expect 0 "${TMP}/v1.out" "${TMP}/v1.err" \
-  "${CLI}" optimize "${MLP}" -O3 -o "${TMP}/v1.onnx" --server "${ADDRESS}" --verify \
+  "${CLI}" optimize "${MLP}" -O3 -o "${TMP}/v1.onnx" --server "${ADDR}" --verify \
   --bind batch=2 --verify-seed 5
 expect_grep '^verification: passed$' "${TMP}/v1.out"
 expect_grep '^logits +[0-9.e+-]+ +[0-9.e+-]+ +ok$' "${TMP}/v1.out" "no table row for logits"
@@ -116,18 +58,16 @@ expect_grep '^generated inputs \(seed 5\): x$' "${TMP}/v1.out"
 expect_grep 'verify=passed' "${SERVER_LOG}"
 
 run_expect 1 "${TMP}/v2.out" "${TMP}/v2.err" \
-  "${CLI}" optimize "${MLP}" -O3 -o "${TMP}/v2.onnx" --server "${ADDRESS}" --verify
+  "${CLI}" optimize "${MLP}" -O3 -o "${TMP}/v2.onnx" --server "${ADDR}" --verify
 expect_grep "INVALID_ARGUMENT.*input 'x' dim 0 is symbolic 'batch'" "${TMP}/v2.err"
 
 # -O3's fused kernels (kept as such in a graphopt graph; a portable ONNX result runs their
 # standard-op bodies) round differently from the unfused ones: no output meets 1e-300.
 run_expect 1 "${TMP}/v3.out" "${TMP}/v3.err" \
-  "${CLI}" optimize "${MLP}" -O3 -o "${TMP}/v3.pb" --server "${ADDRESS}" --verify \
+  "${CLI}" optimize "${MLP}" -O3 -o "${TMP}/v3.pb" --server "${ADDR}" --verify \
   --bind batch=2 --tolerance 1e-300 --atol 1e-300
 expect_grep "FAILED_PRECONDITION.*verification failed: output 'logits' max abs error" "${TMP}/v3.err"
 [[ ! -e "${TMP}/v3.pb" ]] || fail "a failed verification still wrote its output"
 
-kill -TERM "${server_pid}"
-wait "${server_pid}" || fail "the server did not exit 0 on SIGTERM"
-server_pid=""
+stop_server
 echo "PASS"

@@ -5,14 +5,11 @@
 # checks that the CLI reports the now unreachable server.
 set -euo pipefail
 
-readonly RUNFILES="${TEST_SRCDIR:?}/graphopt"
-readonly SERVER="${RUNFILES}/server/graphopt-server"
-readonly CLI="${RUNFILES}/client/graphopt"
+source "${TEST_SRCDIR:?}/graphopt/tests/server_test_lib.sh"
 readonly MLP="${RUNFILES}/examples/mlp.pbtxt"
 readonly BAD="${RUNFILES}/examples/bad_cycle.pbtxt"
 readonly ONNX_MLP="${RUNFILES}/models/corpus/mlp/model.onnx"
 readonly RESNET18="${RUNFILES}/models/corpus/resnet18/model.onnx"
-readonly TMP="${TEST_TMPDIR:?}"
 # An ONNX model whose op (NoSuchOp, default domain) no descriptor describes.
 readonly UNKNOWN_OP_MODEL="${TMP}/unknown_op.onnx"
 /usr/bin/python3 - "${UNKNOWN_OP_MODEL}" <<'PY'
@@ -23,63 +20,8 @@ y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
 node = helper.make_node("NoSuchOp", ["x"], ["y"], name="mystery")
 save(helper.make_model(helper.make_graph([node], "g", [x], [y])), sys.argv[1])
 PY
-readonly PORT_FILE="${TMP}/port"
-readonly SERVER_LOG="${TMP}/server.log"
-
-server_pid=""
-
-fail() {
-  echo "FAIL: $*" >&2
-  if [[ -f "${SERVER_LOG}" ]]; then
-    echo "--- server log ---" >&2
-    cat "${SERVER_LOG}" >&2
-  fi
-  exit 1
-}
-
-cleanup() {
-  if [[ -n "${server_pid}" ]] && kill -0 "${server_pid}" 2>/dev/null; then
-    kill -KILL "${server_pid}" 2>/dev/null || true
-    wait "${server_pid}" 2>/dev/null || true
-  fi
-}
-trap cleanup EXIT
-
-# run_expect CODE OUTFILE ERRFILE CMD...: runs CMD, requires exit status CODE.
-run_expect() {
-  local expected="$1" out="$2" err="$3"
-  shift 3
-  local rc=0
-  "$@" >"${out}" 2>"${err}" || rc=$?
-  if [[ "${rc}" -ne "${expected}" ]]; then
-    echo "--- stdout ---" >&2; cat "${out}" >&2
-    echo "--- stderr ---" >&2; cat "${err}" >&2
-    fail "expected exit ${expected}, got ${rc}: $*"
-  fi
-}
-
-expect_grep() {  # expect_grep PATTERN FILE [description]
-  grep -Eq -- "$1" "$2" || { cat "$2" >&2; fail "${3:-'$1' not found in $2}"; }
-}
-
-for binary in "${SERVER}" "${CLI}"; do
-  [[ -x "${binary}" ]] || fail "missing binary ${binary}"
-done
-
-# --- Start the server on a free port and wait (at most 30 s) for its port file. ----------
-rm -f "${PORT_FILE}"
-"${SERVER}" --insecure --listen 127.0.0.1:0 --port_file "${PORT_FILE}" --threads 4 \
-  >"${SERVER_LOG}" 2>&1 &
-server_pid=$!
-for _ in $(seq 1 300); do
-  [[ -s "${PORT_FILE}" ]] && break
-  kill -0 "${server_pid}" 2>/dev/null || fail "server exited during start-up"
-  sleep 0.1
-done
-[[ -s "${PORT_FILE}" ]] || fail "no port file after 30 s"
-port="$(cat "${PORT_FILE}")"
-[[ "${port}" =~ ^[0-9]+$ && "${port}" -gt 0 ]] || fail "bad port file contents '${port}'"
-readonly ADDR="127.0.0.1:${port}"
+require_binaries
+start_server --threads 4
 expect_grep "listening on ${ADDR} \(INSECURE.*threads=4" "${SERVER_LOG}" "no start-up log line"
 
 # --- optimize: remote and embedded give identical bytes, binary and text. ----------------

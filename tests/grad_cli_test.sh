@@ -6,42 +6,7 @@
 # --passes gradient:...`), and the errors: a value the model lacks, an op without a gradient.
 set -euo pipefail
 
-readonly RUNFILES="${TEST_SRCDIR:?}/graphopt"
-readonly SERVER="${RUNFILES}/server/graphopt-server"
-readonly CLI="${RUNFILES}/client/graphopt"
-readonly TMP="${TEST_TMPDIR:?}"
-readonly PORT_FILE="${TMP}/port"
-readonly SERVER_LOG="${TMP}/server.log"
-server_pid=""
-
-fail() {
-  echo "FAIL: $*" >&2
-  [[ -f "${SERVER_LOG}" ]] && { echo "--- server log ---" >&2; tail -20 "${SERVER_LOG}" >&2; }
-  exit 1
-}
-cleanup() {
-  if [[ -n "${server_pid}" ]] && kill -0 "${server_pid}" 2>/dev/null; then
-    kill -KILL "${server_pid}" 2>/dev/null || true
-    wait "${server_pid}" 2>/dev/null || true
-  fi
-}
-trap cleanup EXIT
-
-# run_expect CODE OUT ERR CMD...: runs CMD, requires exit status CODE.
-run_expect() {
-  local expected="$1" out="$2" err="$3"
-  shift 3
-  local rc=0
-  "$@" >"${out}" 2>"${err}" || rc=$?
-  if [[ "${rc}" -ne "${expected}" ]]; then
-    echo "--- stdout ---" >&2; cat "${out}" >&2
-    echo "--- stderr ---" >&2; cat "${err}" >&2
-    fail "expected exit ${expected}, got ${rc}: $*"
-  fi
-}
-expect_grep() {  # expect_grep PATTERN FILE [description]
-  grep -Eq -- "$1" "$2" || { cat "$2" >&2; fail "${3:-'$1' not found in $2}"; }
-}
+source "${TEST_SRCDIR:?}/graphopt/tests/server_test_lib.sh"
 
 # A two-layer ReLU MLP (MatMul, Add, Relu), and a model holding Det, which has no gradient.
 /usr/bin/python3 - "${TMP}" <<'PY'
@@ -135,16 +100,7 @@ expect_grep "wrt" "${TMP}/e4.err"
 [[ -e "${TMP}/e.onnx" ]] && fail "a failed grad wrote its output"
 
 # --- Through a server: the same bytes as in-process. ------------------------------------
-"${SERVER}" --insecure --listen 127.0.0.1:0 --port_file "${PORT_FILE}" --threads 2 \
-  >"${SERVER_LOG}" 2>&1 &
-server_pid=$!
-for _ in $(seq 1 300); do
-  [[ -s "${PORT_FILE}" ]] && break
-  kill -0 "${server_pid}" 2>/dev/null || fail "server exited during start-up"
-  sleep 0.1
-done
-[[ -s "${PORT_FILE}" ]] || fail "no port file after 30 s"
-readonly ADDR="127.0.0.1:$(cat "${PORT_FILE}")"
+start_server --threads 2
 for level in 2 3; do
   ext=onnx; [[ ${level} -eq 3 ]] && ext=pb
   run_expect 0 "${TMP}/remote${level}.out" "${TMP}/remote${level}.err" \
@@ -172,7 +128,5 @@ a, b = np.load('${TMP}/rpcrun/W1_grad.npy'), np.load('${TMP}/run1/W1_grad.npy')
 sys.exit(0 if np.allclose(a, b, rtol=1e-6, atol=0) else 1)" ||
   fail "the Optimize RPC's W1_grad differs from graphopt grad's"
 
-kill -TERM "${server_pid}"
-wait "${server_pid}" || fail "server exited non-zero on SIGTERM"
-server_pid=""
+stop_server
 echo "PASS"

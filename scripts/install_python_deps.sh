@@ -21,6 +21,18 @@ readonly PIP_PACKAGES=(onnxruntime==1.30.0 flatbuffers==25.2.10 packaging==25.0
   kubernetes-validate==1.37.0 jsonschema==4.26.0 jsonschema-specifications==2025.9.1
   referencing==0.37.0 rpds-py==2026.9.1 importlib-resources==7.1.0)
 
+# The wheels client/python:pip_install_test installs into a fresh venv (graphopt_client's PyPI
+# dependencies, and setuptools for building its wheel), kept here so that the test needs no network.
+readonly WHEELHOUSE="${VENV}/wheelhouse"
+readonly WHEELHOUSE_PACKAGES=(grpcio==1.68.1 protobuf==5.29.5 setuptools==75.8.0)
+
+wheelhouse_complete() {
+  local spec
+  for spec in "${WHEELHOUSE_PACKAGES[@]}"; do
+    compgen -G "${WHEELHOUSE}/${spec%%==*}-${spec##*==}-*.whl" >/dev/null || return 1
+  done
+}
+
 # Succeeds, printing the versions in use, when the venv is complete: every pinned package at its
 # version, and Debian's own packages still the ones imported (not shadowed by anything in the venv).
 check_venv() {
@@ -63,7 +75,7 @@ if [[ ! -x "${SYSTEM_PYTHON}" ]]; then
   exit 1
 fi
 
-if [[ -x "${VENV_PYTHON}" ]] && versions=$(check_venv 2>/dev/null); then
+if [[ -x "${VENV_PYTHON}" ]] && versions=$(check_venv 2>/dev/null) && wheelhouse_complete; then
   echo "install_python_deps: ${VENV} complete"
   echo "${versions}"
   exit 0
@@ -85,7 +97,13 @@ echo "install_python_deps: installing ${PIP_PACKAGES[*]} (--no-deps)"
 "${VENV_PYTHON}" -m pip install --quiet --disable-pip-version-check --no-input --no-deps \
   "${PIP_PACKAGES[@]}"
 
-if ! check_venv; then
+if ! wheelhouse_complete; then
+  echo "install_python_deps: downloading ${WHEELHOUSE_PACKAGES[*]} into ${WHEELHOUSE}"
+  "${VENV_PYTHON}" -m pip download --quiet --disable-pip-version-check --no-input --no-deps \
+    --only-binary=:all: -d "${WHEELHOUSE}" "${WHEELHOUSE_PACKAGES[@]}"
+fi
+
+if ! check_venv || ! wheelhouse_complete; then
   echo "install_python_deps: ${VENV} is still incomplete (see above)" >&2
   exit 1
 fi

@@ -47,6 +47,7 @@
 #include "graph/proto_util.h"
 #include "grpcpp/grpcpp.h"
 #include "onnx/onnx_pb.h"
+#include "onnx_io/external_data.h"
 #include "onnx_io/onnx_import.h"
 #include "proto/optimizer.pb.h"
 #include "runtime/executor.h"
@@ -85,6 +86,8 @@ struct OptimizeArgs {
   // How many of the costliest nodes to list after the cost line (0: none).
   int cost_top = 0;
   std::string upload_weights = "auto";
+  // Write the output's initializers to OUTPUT.data beside it (ONNX external data).
+  bool external_data = false;
   std::string ops_file;
   OptimizeVerifyArgs verify;
 };
@@ -141,6 +144,16 @@ std::string VersionText() {
 // --upload-weights=auto.
 constexpr int64_t kAutoUploadBytes = 16 << 20;
 
+// The most model bytes one request carries: protobuf's 2 GiB limit, less room for the rest.
+constexpr int64_t kMaxRequestModelBytes = (int64_t{1} << 31) - (int64_t{64} << 20);
+
+// Initializers of at least this size go to the data file with --external-data.
+constexpr int64_t kExternalDataThresholdBytes = 1024;
+
+// Whether an ONNX file's bytes may hold tensors with external data: every such tensor names
+// its file under the key "location". A false positive costs one parse.
+bool MayHaveExternalData(absl::string_view bytes) { return absl::StrContains(bytes, "location"); }
+
 bool IsOnnxPath(absl::string_view path) {
   return absl::EndsWithIgnoreCase(path, ".onnx");
 }
@@ -157,13 +170,7 @@ absl::StatusOr<onnx::ModelProto> ReadOnnxModel(const std::string& path, std::str
 
 absl::StatusOr<v1::Graph> ReadAnyModel(const std::string& path) {
   if (!IsOnnxPath(path)) return ReadGraphFile(path);
-  absl::StatusOr<std::string> bytes = ReadFileBytes(path);
-  if (!bytes.ok()) return bytes.status();
-  absl::StatusOr<v1::Graph> graph = GraphFromOnnxBytes(*std::move(bytes));
-  if (!graph.ok()) {
-    return absl::Status(graph.status().code(), absl::StrCat("'", path, "': ", graph.status().message()));
-  }
-  return graph;
+  return GraphFromOnnxFile(path);
 }
 
 // Sends the weights in `stash` ahead of the request, reporting what was sent.
@@ -238,10 +245,24 @@ int RunOptimize(const OptimizeArgs& args) {
   if (IsOnnxPath(args.input)) {
     absl::StatusOr<std::string> bytes = ReadFileBytes(args.input);
     if (!bytes.ok()) return ReportError(bytes.status());
-    if (want_upload(static_cast<int64_t>(bytes->size()))) {
-      absl::StatusOr<onnx::ModelProto> model = ReadOnnxModel(args.input, *std::move(bytes));
-      if (!model.ok()) return ReportError(model.status());
-      stash.Externalize(&*model);
+    // Weights in external files beside the model are read in (memory-mapped), then travel as
+    // blobs or inline like any others.
+    std::optional<onnx::ModelProto> model;
+    if (want_upload(static_cast<int64_t>(bytes->size())) ||
+        MayHaveExternalData(*bytes)) {
+      absl::StatusOr<onnx::ModelProto> read = ReadOnnxFile(args.input);
+      if (!read.ok()) return ReportError(read.status());
+      model = *std::move(read);
+    }
+    if (model.has_value()) {
+      const int64_t size = static_cast<int64_t>(model->ByteSizeLong());
+      if (want_upload(size)) stash.Externalize(&*model);
+      if (static_cast<int64_t>(model->ByteSizeLong()) > kMaxRequestModelBytes) {
+        return ReportError(absl::InvalidArgumentError(absl::StrCat(
+            "'", args.input, "' holds ", size, " bytes with its external data, more than one ",
+            "request can carry (2 GiB); optimize it through a server (--server), which takes ",
+            "the weights ahead of the request as blobs")));
+      }
       request.set_onnx_model(SerializeDeterministic(*model));
     } else {
       request.set_onnx_model(*std::move(bytes));
@@ -282,10 +303,22 @@ int RunOptimize(const OptimizeArgs& args) {
   std::optional<int64_t> nodes;
   if (onnx_out) {
     std::string bytes = std::move(*response->mutable_onnx_model());
-    if (stash.blob_count() > 0) {
+    if (stash.blob_count() > 0 || args.external_data) {
       absl::StatusOr<onnx::ModelProto> model = ReadOnnxModel("the server's result", std::move(bytes));
       if (!model.ok()) return ReportError(model.status());
       if (absl::Status s = stash.Reattach(&*model); !s.ok()) return ReportError(s);
+      // Weights that would not fit one file go to a data file beside it, as ONNX does.
+      if (args.external_data ||
+          static_cast<int64_t>(model->ByteSizeLong()) > kMaxRequestModelBytes) {
+        const std::filesystem::path out(args.output);
+        const std::string data_file = absl::StrCat(out.filename().string(), ".data");
+        if (absl::Status s = SaveExternalData(*model, out.parent_path().string(), data_file,
+                                              kExternalDataThresholdBytes);
+            !s.ok()) {
+          return ReportError(s);
+        }
+        if (!args.quiet) std::printf("weights in %s beside it\n", data_file.c_str());
+      }
       bytes = SerializeDeterministic(*model);
       nodes = model->graph().node_size();
     } else {
@@ -747,6 +780,10 @@ int Main(int argc, char** argv) {
                    "wire once and never come back (auto: for models of 16 MiB or more)")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "always", "never"}));
+  optimize->add_flag("--external-data", optimize_args.external_data,
+                     "With an .onnx output: write its initializers of 1 KiB or more to "
+                     "OUTPUT.data beside it (ONNX external data, offsets aligned to 4 KiB); "
+                     "outputs over 2 GiB are always written so");
   optimize->add_option("--ops", optimize_args.ops_file,
                        "Custom op descriptors (a file as for `ops register`) visible to this "
                        "request only");

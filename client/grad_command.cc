@@ -19,6 +19,7 @@
 #include "client/cli_errors.h"
 #include "client/cost_table.h"
 #include "client/graph_io.h"
+#include "onnx_io/external_data.h"
 #include "client/report_table.h"
 #include "onnx/onnx_pb.h"
 #include "onnx_io/onnx_import.h"
@@ -34,14 +35,7 @@ bool IsOnnxPath(absl::string_view path) { return absl::EndsWithIgnoreCase(path, 
 // need its values before anything is sent.
 absl::StatusOr<v1::Graph> ReadModel(const std::string& path) {
   if (!IsOnnxPath(path)) return ReadGraphFile(path);
-  absl::StatusOr<std::string> bytes = ReadFileBytes(path);
-  if (!bytes.ok()) return bytes.status();
-  absl::StatusOr<v1::Graph> graph = GraphFromOnnxBytes(*std::move(bytes));
-  if (!graph.ok()) {
-    return absl::Status(graph.status().code(),
-                        absl::StrCat("'", path, "': ", graph.status().message()));
-  }
-  return graph;
+  return GraphFromOnnxFile(path);
 }
 
 // Whether the graph has ONNX RNN, GRU or LSTM nodes, which have no gradient of their own: the

@@ -241,6 +241,55 @@ class ClientServerTest(unittest.TestCase):
         self.assertEqual(again.upload.uploaded_blobs, 0)
         self.assertEqual(again.model, inline.model)
 
+    def test_optimize_file_with_external_data(self):
+        folder = tempfile.mkdtemp()
+        path = os.path.join(folder, "mlp.onnx")
+        onnx.save_model(self.model, path, save_as_external_data=True,
+                        all_tensors_to_one_file=True, location="mlp.data", size_threshold=1024)
+        self.assertLess(os.path.getsize(path), 16384, "the weights stayed inline")
+        inline = self.client.optimize(self.model_bytes, opt_level=1, upload_weights=False)
+        seen = []
+        out = os.path.join(folder, "out.onnx")
+        result = self.client.optimize_file(path, out, opt_level=1,
+                                           progress=lambda sent, total: seen.append((sent, total)))
+        self.assertEqual(result.model, inline.model)
+        self.assertGreater(result.upload.blobs, 0)
+        if result.upload.uploaded_bytes:
+            self.assertEqual(seen[-1], (result.upload.uploaded_bytes,) * 2)
+        # The output keeps its weights beside it, as the input did; onnx reads it back.
+        self.assertTrue(os.path.exists(os.path.join(folder, "out.onnx.data")))
+        written = onnx.load(out)
+        for t in written.graph.initializer:
+            t.ClearField("data_location")  # onnx.load marks loaded tensors as DEFAULT
+        self.assertEqual(written.SerializeToString(), inline.onnx_model().SerializeToString())
+        # A second call finds every weight on the server.
+        again = self.client.optimize_file(path, opt_level=1, progress=False)
+        self.assertEqual(again.upload.uploaded_blobs, 0)
+
+    def test_optimize_file_refuses_locations_outside_the_folder(self):
+        folder = tempfile.mkdtemp()
+        inner = os.path.join(folder, "model")
+        os.makedirs(inner)
+        with open(os.path.join(folder, "secret.bin"), "wb") as f:
+            f.write(b"\0" * (1 << 20))
+        os.symlink(os.path.join(folder, "secret.bin"), os.path.join(inner, "link.bin"))
+        name = next(t.name for t in self.model.graph.initializer if len(t.raw_data) >= 1024)
+        for location, why in ((os.path.join(folder, "secret.bin"), "is absolute"),
+                              ("../secret.bin", "climbs out"),
+                              ("link.bin", "outside the model's folder")):
+            m = onnx.ModelProto()
+            m.CopyFrom(self.model)
+            t = next(t for t in m.graph.initializer if t.name == name)
+            t.ClearField("raw_data")
+            t.data_location = onnx.TensorProto.EXTERNAL
+            t.external_data.add(key="location", value=location)
+            path = os.path.join(inner, "m.onnx")
+            onnx.save(m, path)
+            with self.assertRaises(ValueError) as caught:
+                self.client.optimize_file(path, progress=False)
+            self.assertIn(f"initializer '{name}'", str(caught.exception))
+            self.assertIn(why, str(caught.exception))
+
     def test_upload_of_a_new_blob(self):
         # A model with a weight no other test uses: the upload must really happen.
         model = onnx.load_model_from_string(self.model_bytes)

@@ -5,7 +5,9 @@ import importlib
 import logging
 import os
 import re
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+import sys
+from typing import (Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple,
+                    Union)
 
 import grpc
 
@@ -319,7 +321,8 @@ class Client:
                  verify: bool = False, rtol: Optional[float] = None,
                  atol: Optional[float] = None, verify_inputs: Optional[Mapping[str, Any]] = None,
                  verify_seed: int = 0, no_cache: bool = False,
-                 timeout: Optional[float] = None) -> OptimizeResult:
+                 timeout: Optional[float] = None,
+                 progress: Optional[Callable[[int, int], None]] = None) -> OptimizeResult:
         """Runs a pass pipeline over `model` on the server.
 
         Args:
@@ -354,6 +357,7 @@ class Client:
           verify_seed: the seed of the generated inputs.
           no_cache: neither use nor fill the server's result cache.
           timeout: deadline of each RPC in seconds; defaults to the client's.
+          progress: progress(sent_bytes, bytes_to_send) while weights upload as blobs.
 
         Returns:
           an OptimizeResult with the optimized model, the pass reports and the time taken.
@@ -388,7 +392,7 @@ class Client:
         if upload:
             light, blobs = model_input.externalize()
             try:
-                stats = self.upload_blobs(blobs.items(), timeout=timeout)
+                stats = self.upload_blobs(blobs.items(), timeout=timeout, progress=progress)
             except GraphoptError as error:
                 if upload_weights is not None or error.code != "UNIMPLEMENTED":
                     raise
@@ -403,6 +407,57 @@ class Client:
             model_input.put_into(request)
             response = self._call("Optimize", self._stub.Optimize, request, timeout)
         return _result(response, expected_format, blobs, stats)
+
+    def optimize_file(self, path: str, output: Optional[str] = None,
+                      passes: Optional[Passes] = None, opt_level: Optional[int] = None, *,
+                      external_data: Optional[bool] = None,
+                      progress: Union[bool, Callable[[int, int], None]] = True,
+                      **options) -> OptimizeResult:
+        """Optimizes the ONNX model file at `path`, reading its external data files (weights
+        beside the model, as large models are saved; see external_data.load_onnx for which
+        locations are accepted), with every weight sent ahead as a content-addressed blob (a
+        second call with the same weights sends none), and writes the result to `output`
+        when given.
+
+        Args:
+          path: an .onnx file.
+          output: where to write the optimized model; None writes nothing.
+          passes, opt_level, **options: as for optimize() (not model, upload_weights,
+            result_format).
+          external_data: write `output`'s weights to OUTPUT.data beside it (ONNX external
+            data). None does so when the input had external data.
+          progress: True prints the upload's progress to stderr; a callable gets
+            (sent_bytes, bytes_to_send); False reports nothing.
+
+        Raises:
+          ValueError: an external data location outside the model's folder, or a range past
+            its file's end; FileNotFoundError: a missing data file; GraphoptError as optimize.
+        """
+        import onnx  # pylint: disable=import-outside-toplevel
+
+        from . import external_data as external_lib  # pylint: disable=import-outside-toplevel
+
+        model = external_lib.load_onnx(path)
+        had_external = external_data
+        if had_external is None:
+            had_external = external_lib.has_external_files(
+                onnx.load(path, load_external_data=False))
+        if progress is True:
+            progress = _StderrProgress(f"uploading weights of {os.path.basename(path)}")
+        result = self.optimize(model, passes, opt_level, upload_weights=True,
+                               result_format="onnx", progress=progress or None, **options)
+        if isinstance(progress, _StderrProgress):
+            progress.finish()
+        if output is not None:
+            optimized = result.onnx_model()
+            if had_external:
+                onnx.save_model(optimized, output, save_as_external_data=True,
+                                all_tensors_to_one_file=True,
+                                location=os.path.basename(output) + ".data", size_threshold=1024)
+            else:
+                with open(output, "wb") as f:
+                    f.write(result.model)
+        return result
 
     def grad(self, model: Model, wrt: Union[str, Sequence[str]], *,
              loss: Optional[Union[str, Sequence[str]]] = None,
@@ -489,14 +544,21 @@ class Client:
 
     def put_blobs(self, blobs: Iterable[Tuple[str, bytes]], *,
                   chunk_bytes: int = weights.CHUNK_BYTES,
-                  timeout: Optional[float] = None) -> optimizer_pb2.PutBlobsResponse:
-        """Uploads (digest, bytes) pairs in one PutBlobs stream of chunks of `chunk_bytes`."""
-        return self._call("PutBlobs", self._stub.PutBlobs,
-                          weights.iter_blob_chunks(blobs, chunk_bytes), timeout)
+                  timeout: Optional[float] = None,
+                  on_chunk: Optional[Callable[[int], None]] = None
+                  ) -> optimizer_pb2.PutBlobsResponse:
+        """Uploads (digest, bytes) pairs in one PutBlobs stream of chunks of `chunk_bytes`;
+        on_chunk(bytes) is called as each chunk goes out."""
+        chunks = weights.iter_blob_chunks(blobs, chunk_bytes)
+        if on_chunk is not None:
+            chunks = _observed(chunks, on_chunk)
+        return self._call("PutBlobs", self._stub.PutBlobs, chunks, timeout)
 
     def upload_blobs(self, blobs: Iterable[Tuple[str, bytes]], *,
-                     timeout: Optional[float] = None) -> UploadStats:
+                     timeout: Optional[float] = None,
+                     progress: Optional[Callable[[int, int], None]] = None) -> UploadStats:
         """Makes sure the server holds every blob: HasBlobs, then PutBlobs of the missing ones.
+        progress(sent_bytes, bytes_to_send), when given, is called as the bytes go out.
 
         Raises:
           GraphoptError: a call failed, or the server did not confirm every uploaded blob.
@@ -520,10 +582,17 @@ class Client:
             _log.debug("uploading %d of %d blobs (%d bytes) to %s", len(missing), len(blobs),
                        uploaded_bytes, self.address)
             stored = set()
+            sent = [0]
+
+            def on_chunk(size):
+                sent[0] += size
+                progress(sent[0], uploaded_bytes)
+
             for start in range(0, len(missing), _MAX_BLOBS_PER_CALL):
                 batch = missing[start:start + _MAX_BLOBS_PER_CALL]
                 response = self.put_blobs(((digest, blobs[digest]) for digest in batch),
-                                          timeout=timeout)
+                                          timeout=timeout,
+                                          on_chunk=on_chunk if progress is not None else None)
                 stored.update(response.stored)
             not_stored = set(missing) - stored
             if not_stored:
@@ -755,6 +824,34 @@ class _ModelInput:
             proto = _parse_onnx(self._onnx_bytes)
         blobs = weights.externalize_onnx_initializers(proto)
         return _ModelInput(self.format, onnx_proto=proto), blobs
+
+
+def _observed(chunks, on_chunk):
+    for chunk in chunks:
+        on_chunk(len(chunk.data))
+        yield chunk
+
+
+class _StderrProgress:
+    """A one-line progress report on stderr (redrawn in place on a terminal)."""
+
+    def __init__(self, label: str):
+        self.label = label
+        self.tty = sys.stderr.isatty()
+        self.last = -1
+
+    def __call__(self, sent: int, total: int) -> None:
+        percent = 100 * sent // max(total, 1)
+        if percent == self.last or (not self.tty and percent % 25 and sent != total):
+            return
+        self.last = percent
+        line = f"{self.label}: {sent / 2**20:.1f} / {total / 2**20:.1f} MiB ({percent}%)"
+        sys.stderr.write(("\r" + line) if self.tty else (line + "\n"))
+        sys.stderr.flush()
+
+    def finish(self) -> None:
+        if self.tty and self.last >= 0:
+            sys.stderr.write("\n")
 
 
 def _parse_onnx(data: bytes):

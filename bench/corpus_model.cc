@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "onnx/onnx_pb.h"
+#include "onnx_io/external_data.h"
 #include "onnx_io/onnx_import.h"
 #include "onnx_io/onnx_values.h"
 
@@ -28,7 +29,8 @@ std::string Read(const fs::path& p) {
 
 absl::StatusOr<CorpusModel> LoadCorpusModel(const std::string& dir) {
   CorpusModel model;
-  absl::StatusOr<v1::Graph> graph = GraphFromOnnxBytes(Read(fs::path(dir) / "model.onnx"));
+  // With its external data, if any (a large model keeps its weights in files beside it).
+  absl::StatusOr<v1::Graph> graph = GraphFromOnnxFile((fs::path(dir) / "model.onnx").string());
   if (!graph.ok()) return graph.status();
   model.graph = *std::move(graph);
   for (int i = 0; i < model.graph.inputs_size(); ++i) {

@@ -208,15 +208,38 @@ def export(model: Decoder, path: str) -> None:
         torch.onnx.export(model, example, path, opset_version=17, input_names=inputs,
                           output_names=outputs, dynamic_axes=dynamic, do_constant_folding=True)
     if large:
-        # torch writes one file per tensor beside the model; gather them into one data file.
-        import onnx
-        m = onnx.load(path, load_external_data=True)
-        folder = os.path.dirname(path)
-        for f in os.listdir(folder):
-            if f not in (os.path.basename(path),):
-                os.remove(os.path.join(folder, f))
-        onnx.save_model(m, path, save_as_external_data=True, all_tensors_to_one_file=True,
-                        location=os.path.basename(path) + ".data", size_threshold=1024)
+        gather_external_data(path)
+
+
+def gather_external_data(path: str) -> None:
+    """torch writes a large model's tensors one file each beside it: move them into one data
+    file, model.onnx.data, at 4 KiB-aligned offsets, one tensor at a time (never the whole
+    model in memory)."""
+    import onnx
+    folder = os.path.dirname(path)
+    data_name = os.path.basename(path) + ".data"
+    m = onnx.load(path, load_external_data=False)
+    offset = 0
+    with open(os.path.join(folder, data_name), "wb") as out:
+        for t in m.graph.initializer:
+            if t.data_location != onnx.TensorProto.EXTERNAL:
+                continue
+            entries = {e.key: e.value for e in t.external_data}
+            src = os.path.join(folder, entries["location"])
+            with open(src, "rb") as f:
+                f.seek(int(entries.get("offset", 0)))
+                data = f.read(int(entries["length"])) if "length" in entries else f.read()
+            os.remove(src)
+            pad = -offset % 4096
+            out.write(b"\0" * pad)
+            offset += pad
+            out.write(data)
+            del t.external_data[:]
+            for k, v in (("location", data_name), ("offset", str(offset)),
+                         ("length", str(len(data)))):
+                t.external_data.add(key=k, value=v)
+            offset += len(data)
+    onnx.save(m, path)
 
 
 def reference(model: Decoder, batch: int, prefill: int, decode: int, seed: int) -> dict:

@@ -44,8 +44,8 @@ absl::StatusOr<ExternalDataStats> LoadExternalData(onnx::ModelProto& model,
 // Whether any tensor of `model` keeps its bytes in an external file (not a graphopt blob).
 bool HasExternalFileData(const onnx::ModelProto& model);
 
-// Reads an ONNX model file and loads its external data (LoadExternalData with the file's
-// folder). INVALID_ARGUMENT when it does not parse; errors name the file.
+// Reads an ONNX model file and loads its external data (LoadExternalData with the folder of
+// the file, symlinks resolved: a link to a model reads the data beside the model). INVALID_ARGUMENT when it does not parse; errors name the file.
 absl::StatusOr<onnx::ModelProto> ReadOnnxFile(const std::string& path);
 
 // ReadOnnxFile, then GraphFromOnnx; errors name the file.

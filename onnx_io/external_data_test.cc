@@ -204,6 +204,19 @@ TEST(ExternalDataTest, SaveThenReadRoundTripsWithAlignedOffsets) {
   EXPECT_EQ(read->SerializeAsString(), original.SerializeAsString());
 }
 
+TEST(ExternalDataTest, ASymlinkToAModelReadsTheDataBesideItsTarget) {
+  const std::string dir = NewDir("linked");
+  ASSERT_EQ(std::system(absl::StrCat("mkdir -p '", dir, "/real' '", dir, "/view'").c_str()), 0);
+  Write(dir + "/real/w.bin", Bytes(8, 'r'));
+  onnx::ModelProto m;
+  AddExternal(m.mutable_graph(), "w", "w.bin", 2);
+  ASSERT_TRUE(WriteFileAtomically(dir + "/real/m.onnx", m.SerializeAsString()).ok());
+  ASSERT_EQ(symlink((dir + "/real/m.onnx").c_str(), (dir + "/view/m.onnx").c_str()), 0);
+  absl::StatusOr<onnx::ModelProto> read = ReadOnnxFile(dir + "/view/m.onnx");
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->graph().initializer(0).raw_data(), Bytes(8, 'r'));
+}
+
 TEST(ExternalDataTest, ReadOnnxFileNamesTheFile) {
   const std::string dir = NewDir("read");
   Write(dir + "/bad.onnx", "not a model \xff\xff");

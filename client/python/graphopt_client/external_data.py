@@ -57,7 +57,8 @@ def load_onnx(path: str):
     import onnx  # pylint: disable=import-outside-toplevel
 
     model = onnx.load(path, load_external_data=False)
-    folder = os.path.dirname(os.path.abspath(path))
+    # Relative to the folder the model file really is in (a symlink reads its target's data).
+    folder = os.path.dirname(os.path.realpath(path))
     real_folder = os.path.realpath(folder)
     maps = {}
     try:

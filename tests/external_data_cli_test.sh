@@ -95,6 +95,17 @@ else
   echo "ONNX Runtime not available (GRAPHOPT_PYTHON unset): its read-back check did not run"
 fi
 
+# --- A model over one request's limit (2 GiB; lowered here) in process: it goes as a graph,
+# and the result is exported here with its weights in a data file, the same bytes as above.
+mkdir -p "${TMP}/big"
+run_expect 0 "${TMP}/big.out" "${TMP}/big.err" \
+  "${CLI}" optimize "${TMP}/ext/r18.onnx" -O 2 -o "${TMP}/big/r18_O2.onnx" \
+  --request-limit-bytes 1000000
+expect_grep "^weights in r18_O2.onnx.data beside it$" "${TMP}/big.out"
+cmp -s "${TMP}/big/r18_O2.onnx" "${TMP}/out/r18_O2.onnx" || fail "the large-model path's model differs"
+cmp -s "${TMP}/big/r18_O2.onnx.data" "${TMP}/out/r18_O2.onnx.data" ||
+  fail "the large-model path's data file differs"
+
 # --- Hostile locations: refused, naming the tensor; nothing written. ------------------------
 for case in absolute dotdot symlink past_end; do
   run_expect 1 "${TMP}/h_${case}.out" "${TMP}/h_${case}.err" \

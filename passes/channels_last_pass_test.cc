@@ -9,6 +9,7 @@
 #include "ops/layout_ops.h"
 #include "gtest/gtest.h"
 #include "passes/pass_test_util.h"
+#include "passes/runtime_test_util.h"
 
 namespace graphopt {
 namespace {
@@ -20,6 +21,11 @@ using ::graphopt::testing::OpTypes;
 using ::graphopt::testing::OutputText;
 using ::graphopt::testing::PassTestEnv;
 using ::graphopt::testing::TypeOf;
+using ::graphopt::testing::FloatTensor;
+using ::graphopt::testing::FloatTensorProto;
+using ::graphopt::testing::Int64TensorProto;
+using ::graphopt::testing::SeededFloats;
+using ::graphopt::testing::WithInitializers;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -222,6 +228,138 @@ TEST_F(ChannelsLastPassTest, WinogradForLargeThreeByThreeConvolutions) {
   absl::StatusOr<v1::Graph> bad = env_.RunSpecs(graph, {{"channels_last", {{"winograd", "yes"}}}});
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(bad.status().message(), HasSubstr("winograd"));
+}
+
+using Inputs = std::vector<std::pair<std::string, runtime::Tensor>>;
+
+// Runs channels_last (winograd off: direct convolutions round alike) and checks the outputs
+// against the original graph's within 1e-4 (relative); returns the graph and the pass's note.
+v1::Graph RunAndCompare(const std::string& text, const Inputs& inputs, std::string* message) {
+  PassTestEnv env;
+  PipelineResult result;
+  absl::StatusOr<v1::Graph> out = testing::OptimizeAndCompare(
+      env, text, {{"channels_last", {{"winograd", "0"}}}}, inputs, /*bit_exact=*/false, 1e-4,
+      &result);
+  EXPECT_TRUE(out.ok()) << out.status();
+  if (!out.ok()) return v1::Graph();
+  for (const PassRun& run : result.runs) {
+    if (run.name == "channels_last") *message = absl::StrJoin(run.messages, "\n");
+  }
+  return *std::move(out);
+}
+
+int CountOps(const v1::Graph& g, const std::string& op) {
+  int n = 0;
+  for (const v1::Node& node : g.nodes()) n += node.op_type() == op;
+  return n;
+}
+
+std::string BnText(const std::string& x, const std::string& p, const std::string& y) {
+  return NodeText("BatchNormalization", {x, p + "scale", p + "b", p + "mean", p + "var"}, y);
+}
+
+std::vector<v1::Tensor> BnParams(const std::string& p, int64_t c, uint32_t seed) {
+  std::vector<float> var = SeededFloats(c, seed + 3);
+  for (float& v : var) v = v * v + 0.5f;
+  return {FloatTensorProto(p + "scale", {c}, SeededFloats(c, seed)),
+          FloatTensorProto(p + "b", {c}, SeededFloats(c, seed + 1)),
+          FloatTensorProto(p + "mean", {c}, SeededFloats(c, seed + 2)),
+          FloatTensorProto(p + "var", {c}, var)};
+}
+
+// A DenseNet layer: the block's features and a new convolution's are concatenated, then
+// normalised (a BatchNormalization no Conv precedes: it cannot fold) and activated before the
+// next convolution. Concat and the BatchNormalization (as a per-channel scale and shift) stay
+// channels-last: one Transpose in, one out, none around them.
+TEST_F(ChannelsLastPassTest, ConcatAndBatchNormStayChannelsLast) {
+  std::vector<v1::Tensor> init = BnParams("bn_", 12, 20);
+  init.push_back(FloatTensorProto("w0", {8, 3, 3, 3}, SeededFloats(8 * 27, 1)));
+  init.push_back(FloatTensorProto("w1", {4, 8, 3, 3}, SeededFloats(4 * 72, 2)));
+  init.push_back(FloatTensorProto("w2", {5, 12, 1, 1}, SeededFloats(60, 3)));
+  const std::string text = WithInitializers(
+      InputText("x", {1, 3, 6, 6}) +
+          NodeText("Conv", {"x", "w0"}, "f", IntsText("pads", {1, 1, 1, 1})) +
+          NodeText("Conv", {"f", "w1"}, "g", IntsText("pads", {1, 1, 1, 1})) +
+          NodeText("Concat", {"f", "g"}, "cat", "attributes { name: \"axis\" i: 1 }") +
+          BnText("cat", "bn_", "n") + NodeText("Relu", {"n"}, "r") +
+          NodeText("Conv", {"r", "w2"}, "y") + OutputText("y"),
+      init);
+  std::string message;
+  const v1::Graph out =
+      RunAndCompare(text, {{"x", FloatTensor({1, 3, 6, 6}, SeededFloats(108, 7))}}, &message);
+  EXPECT_EQ(CountOps(out, "Transpose"), 2);
+  EXPECT_EQ(CountOps(out, "BatchNormalization"), 0);
+  EXPECT_THAT(message, HasSubstr("transposes: 1 in, 1 out; kept channels-last: 1 "
+                                 "BatchNormalization as scale and shift, 1 Concat/Split/Slice"));
+  const v1::Node* cat = Producer(out, "cat_nhwc");
+  ASSERT_NE(cat, nullptr);
+  EXPECT_THAT(cat->inputs(), ElementsAre("f_nhwc", "g_nhwc"));
+  EXPECT_EQ(cat->attributes(0).i(), 3);
+  EXPECT_EQ(TypeOf(out, "cat_nhwc"), "float32[1,6,6,12]");
+  const v1::Node* add = Producer(out, "n_nhwc");
+  ASSERT_NE(add, nullptr);
+  EXPECT_EQ(add->op_type(), "Add");
+  // The shift is one value per channel; the parameters it and the scale replace are gone.
+  bool shift = false;
+  for (const v1::Tensor& t : out.initializers()) {
+    EXPECT_NE(t.name(), "bn_var");
+    if (t.name() == add->inputs(1)) shift = t.dims_size() == 1 && t.dims(0) == 12;
+  }
+  EXPECT_TRUE(shift);
+}
+
+// A BatchNormalization of a channels-first value (nothing computes it channels-last) stays.
+TEST_F(ChannelsLastPassTest, BatchNormOfChannelsFirstValueStays) {
+  std::string message;
+  const v1::Graph out = RunAndCompare(
+      WithInitializers(InputText("x", {1, 4, 5, 5}) + BnText("x", "bn_", "y") + OutputText("y"),
+                       BnParams("bn_", 4, 5)),
+      {{"x", FloatTensor({1, 4, 5, 5}, SeededFloats(100, 4))}}, &message);
+  EXPECT_THAT(OpTypes(out), ElementsAre("BatchNormalization"));
+}
+
+// A ShuffleNet v2 unit: the input split in two channel halves (Slice, or Split), one half
+// convolved, the halves concatenated, then the channel shuffle (Reshape to [N, 2, C/2, H, W],
+// Transpose(0, 2, 1, 3, 4), Reshape back). Everything stays channels-last.
+TEST_F(ChannelsLastPassTest, SplitSliceAndChannelShuffleStayChannelsLast) {
+  for (const bool split : {false, true}) {
+    SCOPED_TRACE(split ? "Split" : "Slice");
+    std::vector<v1::Tensor> init = {
+        FloatTensorProto("w0", {8, 3, 1, 1}, SeededFloats(24, 1)),
+        FloatTensorProto("w1", {4, 4, 3, 3}, SeededFloats(144, 2)),
+        FloatTensorProto("w2", {6, 8, 1, 1}, SeededFloats(48, 3)),
+        Int64TensorProto("s0", {1}, {0}), Int64TensorProto("s4", {1}, {4}),
+        Int64TensorProto("s8", {1}, {8}), Int64TensorProto("ax", {1}, {1}),
+        Int64TensorProto("grouped", {5}, {1, 2, 4, 5, 5}),
+        Int64TensorProto("merged", {4}, {1, 8, 5, 5})};
+    std::string halves;
+    if (split) {
+      halves = "nodes { op_type: \"Split\" name: \"split\" inputs: \"f\" outputs: \"a\" "
+               "outputs: \"b\" attributes { name: \"axis\" i: 1 } }\n";
+    } else {
+      halves = NodeText("Slice", {"f", "s0", "s4", "ax"}, "a") +
+               NodeText("Slice", {"f", "s4", "s8", "ax"}, "b");
+    }
+    const std::string text = WithInitializers(
+        InputText("x", {1, 3, 5, 5}) + NodeText("Conv", {"x", "w0"}, "f") + halves +
+            NodeText("Conv", {"b", "w1"}, "bc", IntsText("pads", {1, 1, 1, 1})) +
+            NodeText("Relu", {"bc"}, "br") +
+            NodeText("Concat", {"a", "br"}, "cat", "attributes { name: \"axis\" i: -3 }") +
+            NodeText("Reshape", {"cat", "grouped"}, "g5") +
+            NodeText("Transpose", {"g5"}, "t5", IntsText("perm", {0, 2, 1, 3, 4})) +
+            NodeText("Reshape", {"t5", "merged"}, "shuffled") +
+            NodeText("Conv", {"shuffled", "w2"}, "y") + OutputText("y"),
+        init);
+    std::string message;
+    const v1::Graph out =
+        RunAndCompare(text, {{"x", FloatTensor({1, 3, 5, 5}, SeededFloats(75, 8))}}, &message);
+    EXPECT_THAT(message, HasSubstr("transposes: 1 in, 1 out"));
+    EXPECT_THAT(message, HasSubstr(split ? "2 Concat/Split/Slice, 1 channel shuffles"
+                                         : "3 Concat/Split/Slice, 1 channel shuffles"));
+    // Three Transposes: the image in, the shuffle's own (now of the pixel's channels), out.
+    EXPECT_EQ(CountOps(out, "Transpose"), 3);
+    EXPECT_EQ(TypeOf(out, "shuffled_nhwc"), "float32[1,5,5,8]");
+  }
 }
 
 }  // namespace

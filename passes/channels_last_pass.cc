@@ -161,7 +161,7 @@ class ChannelsLastPass : public Pass {
     std::string kept;
     if (norms_ + moves_ + shuffles_ > 0) {
       kept = absl::StrCat("; kept channels-last: ", norms_, " BatchNormalization as scale and ",
-                          "shift, ", moves_, " Concat/Split/Slice, ", shuffles_,
+                          "shift, ", moves_, " Concat/Split/Slice/reductions, ", shuffles_,
                           " channel shuffles");
     }
     context.Note(absl::StrCat("converted ", converted, " nodes to channels-last (", convs_,
@@ -426,6 +426,69 @@ class ChannelsLastPass : public Pass {
     if (op == "Split") return Split(id);
     if (op == "Slice") return Slice(id);
     if (op == "Reshape") return ChannelShuffle(id);
+    if (op == "ReduceMean" || op == "ReduceMax" || op == "ReduceMin" || op == "ReduceSum") {
+      return Reduce(id);
+    }
+    return absl::OkStatus();
+  }
+
+  // A reduction of a channels-last activation over axes given as an attribute (or a constant
+  // input, as ReduceSum's): over the remapped axes. Keeping dims, its result is a channels-last
+  // twin; not keeping them and reducing exactly the spatial axes (a global pooling), the
+  // result is [N, C] in either layout and the new node computes the value itself.
+  absl::Status Reduce(NodeId id) {
+    const Node& node = graph_->node(id);
+    if (!Computed(node.inputs[0]) || node.outputs.size() != 1) return absl::OkStatus();
+    std::optional<std::vector<int64_t>> axes = IntsAttr(node, "axes");
+    const bool axes_input = node.inputs.size() > 1 && node.inputs[1].valid();
+    if (axes_input) {
+      if (axes) return absl::OkStatus();
+      axes = ConstantInts(*graph_, node.inputs[1], *hidden_);
+    }
+    if (!axes || axes->empty()) return absl::OkStatus();
+    std::vector<int64_t> remapped;
+    std::vector<bool> reduced(4, false);
+    for (int64_t a : *axes) {
+      const std::optional<int64_t> r = ChannelsLastAxis(a);
+      if (!r) return absl::OkStatus();
+      remapped.push_back(*r);
+      reduced[a < 0 ? a + 4 : a] = true;
+    }
+    const bool keepdims = IntAttr(node, "keepdims").value_or(1) != 0;
+    const Value& y = graph_->value(node.outputs[0]);
+    const bool pooled = !keepdims && !reduced[0] && !reduced[1] && reduced[2] && reduced[3] &&
+                        y.type.dtype == v1::DT_FLOAT32 && y.type.shape &&
+                        y.type.shape->size() == 2;
+    if (!pooled && !(keepdims && IsActivation(y))) return absl::OkStatus();
+    std::vector<ValueId> inputs(node.inputs.begin(), node.inputs.end());
+    AttributeMap attrs = node.attributes;
+    if (axes_input) {
+      if (graph_->value(inputs[1]).type.dtype != v1::DT_INT64) return absl::OkStatus();
+      inputs[1] =
+          NewInitializer(absl::StrCat(node.name.str(), "_axes_nhwc"), Int64Tensor(remapped));
+    } else {
+      v1::Attribute a;
+      for (int64_t r : remapped) a.mutable_ints()->add_values(r);
+      attrs["axes"] = std::move(a);
+    }
+    const ValueId old_axes = axes_input ? node.inputs[1] : ValueId();
+    inputs[0] = twin_at(inputs[0]);
+    ++moves_;
+    if (keepdims) {
+      if (absl::Status s = Replace(id, node.op_type.str(), std::move(inputs), std::move(attrs));
+          !s.ok()) {
+        return s;
+      }
+    } else {
+      const std::string name = node.name;
+      const std::string op = node.op_type;
+      const std::string device = node.device;
+      const ValueId out = DetachAll(id)[0];
+      absl::StatusOr<NodeId> n = graph_->AddNode(name, op, "", inputs, {out}, std::move(attrs));
+      if (!n.ok()) return n.status();
+      graph_->mutable_node(*n).device = device;
+    }
+    if (old_axes.valid()) RemoveDefinitionIfUnused(*graph_, old_axes, *context_ops_, *hidden_);
     return absl::OkStatus();
   }
 

@@ -290,7 +290,8 @@ TEST_F(ChannelsLastPassTest, ConcatAndBatchNormStayChannelsLast) {
   EXPECT_EQ(CountOps(out, "Transpose"), 2);
   EXPECT_EQ(CountOps(out, "BatchNormalization"), 0);
   EXPECT_THAT(message, HasSubstr("transposes: 1 in, 1 out; kept channels-last: 1 "
-                                 "BatchNormalization as scale and shift, 1 Concat/Split/Slice"));
+                                 "BatchNormalization as scale and shift, 1 "
+                                 "Concat/Split/Slice/reductions"));
   const v1::Node* cat = Producer(out, "cat_nhwc");
   ASSERT_NE(cat, nullptr);
   EXPECT_THAT(cat->inputs(), ElementsAre("f_nhwc", "g_nhwc"));
@@ -354,12 +355,37 @@ TEST_F(ChannelsLastPassTest, SplitSliceAndChannelShuffleStayChannelsLast) {
     const v1::Graph out =
         RunAndCompare(text, {{"x", FloatTensor({1, 3, 5, 5}, SeededFloats(75, 8))}}, &message);
     EXPECT_THAT(message, HasSubstr("transposes: 1 in, 1 out"));
-    EXPECT_THAT(message, HasSubstr(split ? "2 Concat/Split/Slice, 1 channel shuffles"
-                                         : "3 Concat/Split/Slice, 1 channel shuffles"));
+    EXPECT_THAT(message, HasSubstr(split ? "2 Concat/Split/Slice/reductions, 1 channel shuffles"
+                                         : "3 Concat/Split/Slice/reductions, 1 channel shuffles"));
     // Three Transposes: the image in, the shuffle's own (now of the pixel's channels), out.
     EXPECT_EQ(CountOps(out, "Transpose"), 3);
     EXPECT_EQ(TypeOf(out, "shuffled_nhwc"), "float32[1,5,5,8]");
   }
+}
+
+// Global pooling written as a reduction over the spatial axes (ShuffleNet's mean([2, 3])):
+// without kept dims its [N, C] result is the same in either layout, so no Transpose is left;
+// with kept dims the result is a channels-last twin that the next Conv reads.
+TEST_F(ChannelsLastPassTest, SpatialReductionsStayChannelsLast) {
+  const std::string text = WithInitializers(
+      InputText("x", {1, 3, 5, 5}) + NodeText("Conv", {"x", "w0"}, "f") +
+          NodeText("ReduceMean", {"f"}, "pooled",
+                   IntsText("axes", {2, 3}) + " attributes { name: \"keepdims\" i: 0 }") +
+          NodeText("ReduceMax", {"f"}, "m", IntsText("axes", {-1, -2})) +
+          NodeText("Conv", {"m", "w1"}, "y") + OutputText("pooled") + OutputText("y"),
+      {FloatTensorProto("w0", {8, 3, 1, 1}, SeededFloats(24, 1)),
+       FloatTensorProto("w1", {4, 8, 1, 1}, SeededFloats(32, 2))});
+  std::string message;
+  const v1::Graph out =
+      RunAndCompare(text, {{"x", FloatTensor({1, 3, 5, 5}, SeededFloats(75, 8))}}, &message);
+  EXPECT_THAT(message, HasSubstr("transposes: 1 in, 1 out; kept channels-last: 0 "
+                                 "BatchNormalization as scale and shift, 2 "
+                                 "Concat/Split/Slice/reductions"));
+  const v1::Node* pooled = Producer(out, "pooled");
+  ASSERT_NE(pooled, nullptr);
+  EXPECT_EQ(pooled->op_type(), "ReduceMean");
+  EXPECT_EQ(pooled->inputs(0), "f_nhwc");
+  EXPECT_EQ(TypeOf(out, "m_nhwc"), "float32[1,1,1,8]");
 }
 
 }  // namespace

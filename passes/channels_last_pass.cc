@@ -161,7 +161,7 @@ class ChannelsLastPass : public Pass {
     std::string kept;
     if (norms_ + moves_ + shuffles_ > 0) {
       kept = absl::StrCat("; kept channels-last: ", norms_, " BatchNormalization as scale and ",
-                          "shift, ", moves_, " Concat/Split/Slice/reductions, ", shuffles_,
+                          "shift, ", moves_, " Concat/Split/Slice/reductions/Flatten, ", shuffles_,
                           " channel shuffles");
     }
     context.Note(absl::StrCat("converted ", converted, " nodes to channels-last (", convs_,
@@ -429,7 +429,34 @@ class ChannelsLastPass : public Pass {
     if (op == "ReduceMean" || op == "ReduceMax" || op == "ReduceMin" || op == "ReduceSum") {
       return Reduce(id);
     }
+    if (op == "Flatten") return FlattenPooled(id);
     return absl::OkStatus();
+  }
+
+  // Replaces `id` (one output) by `op` reading `inputs`, producing the same value: for results
+  // that are the same in either layout.
+  absl::Status ReplaceSameOutput(NodeId id, std::vector<ValueId> inputs, AttributeMap attrs) {
+    const std::string name = graph_->node(id).name;
+    const std::string op = graph_->node(id).op_type;
+    const std::string device = graph_->node(id).device;
+    const ValueId out = DetachAll(id)[0];
+    absl::StatusOr<NodeId> n = graph_->AddNode(name, op, "", inputs, {out}, std::move(attrs));
+    if (!n.ok()) return n.status();
+    graph_->mutable_node(*n).device = device;
+    return absl::OkStatus();
+  }
+
+  // Flatten(axis 1) of a pooled activation [N, C, 1, 1] is [N, C] from either layout: the
+  // classifier reads the channels-last pool directly.
+  absl::Status FlattenPooled(NodeId id) {
+    const Node& node = graph_->node(id);
+    const ValueId x = node.inputs[0];
+    if (!Computed(x) || node.outputs.size() != 1 || IntAttr(node, "axis").value_or(1) != 1 ||
+        KnownDim(graph_->value(x), 2) != 1 || KnownDim(graph_->value(x), 3) != 1) {
+      return absl::OkStatus();
+    }
+    ++moves_;
+    return ReplaceSameOutput(id, {twin_at(x)}, node.attributes);
   }
 
   // A reduction of a channels-last activation over axes given as an attribute (or a constant
@@ -479,14 +506,9 @@ class ChannelsLastPass : public Pass {
           !s.ok()) {
         return s;
       }
-    } else {
-      const std::string name = node.name;
-      const std::string op = node.op_type;
-      const std::string device = node.device;
-      const ValueId out = DetachAll(id)[0];
-      absl::StatusOr<NodeId> n = graph_->AddNode(name, op, "", inputs, {out}, std::move(attrs));
-      if (!n.ok()) return n.status();
-      graph_->mutable_node(*n).device = device;
+    } else if (absl::Status s = ReplaceSameOutput(id, std::move(inputs), std::move(attrs));
+               !s.ok()) {
+      return s;
     }
     if (old_axes.valid()) RemoveDefinitionIfUnused(*graph_, old_axes, *context_ops_, *hidden_);
     return absl::OkStatus();

@@ -390,5 +390,26 @@ TEST_F(ChannelsLastPassTest, SpatialReductionsStayChannelsLast) {
   EXPECT_EQ(TypeOf(out, "m_nhwc"), "float32[1,1,1,8]");
 }
 
+// A Concat of a channels-last result and a channels-first value (a graph input) takes the
+// latter in through a Transpose (no more than the result's would cost) and stays channels-last.
+TEST_F(ChannelsLastPassTest, ConcatTransposesInWhatIsChannelsFirst) {
+  const std::string text = WithInitializers(
+      InputText("x", {1, 3, 4, 4}) + InputText("side", {1, 2, 4, 4}) +
+          NodeText("Conv", {"x", "w0"}, "f") +
+          NodeText("Concat", {"side", "f"}, "cat", "attributes { name: \"axis\" i: 1 }") +
+          NodeText("Conv", {"cat", "w1"}, "y") + OutputText("y"),
+      {FloatTensorProto("w0", {5, 3, 1, 1}, SeededFloats(15, 1)),
+       FloatTensorProto("w1", {4, 7, 1, 1}, SeededFloats(28, 2))});
+  std::string message;
+  const v1::Graph out = RunAndCompare(text,
+                                      {{"x", FloatTensor({1, 3, 4, 4}, SeededFloats(48, 3))},
+                                       {"side", FloatTensor({1, 2, 4, 4}, SeededFloats(32, 4))}},
+                                      &message);
+  EXPECT_THAT(message, HasSubstr("transposes: 2 in, 1 out"));
+  const v1::Node* cat = Producer(out, "cat_nhwc");
+  ASSERT_NE(cat, nullptr);
+  EXPECT_THAT(cat->inputs(), ElementsAre("side_nhwc", "f_nhwc"));
+}
+
 }  // namespace
 }  // namespace graphopt

@@ -344,6 +344,83 @@ absl::StatusOr<RewriteResult> FoldBatchNorm(RewriteContext& c, NodeId bn, FoldIn
   return RewriteResult::Applied();
 }
 
+// Conv(BN(x), W, B) = Conv(x, W * a[c], B + sum over c and taps of W * b[c]), where c is the
+// input channel each weight reads. Exact only when the Conv pads nothing: every tap then reads
+// an element of BN(x), which carries the shift b; a padded tap would read a zero of BN(x)'s
+// padding, where x's padding gives no shift. The BatchNormalization's output must be read by
+// that Conv alone (as its data); x may have other readers.
+absl::StatusOr<RewriteResult> FoldIntoNextConv(RewriteContext& c, NodeId bn_id) {
+  const Node& bn = c.graph.node(bn_id);
+  if (IntAttr(bn, "training_mode").value_or(0) != 0) return RewriteResult::Refused("training mode");
+  if (bn.inputs.size() != 5 || !bn.inputs[0].valid() || bn.outputs.empty() ||
+      !bn.outputs[0].valid()) {
+    return RewriteResult::Refused("malformed");
+  }
+  for (size_t i = 1; i < bn.outputs.size(); ++i) {
+    if (bn.outputs[i].valid() && (!c.graph.value(bn.outputs[i]).uses.empty() ||
+                                  c.graph.value(bn.outputs[i]).graph_output_count > 0)) {
+      return RewriteResult::Refused("statistics outputs used");
+    }
+  }
+  const Value& y = c.graph.value(bn.outputs[0]);
+  if (y.uses.size() != 1 || y.graph_output_count > 0 || y.uses[0].input_index != 0 ||
+      c.hidden.any(bn.outputs[0]) || c.hidden.any(bn.inputs[0])) {
+    return RewriteResult::NoMatch();
+  }
+  const NodeId conv = y.uses[0].node;
+  const Node& n = c.graph.node(conv);
+  if (!IsFoldableDtype(y.type.dtype)) return RewriteResult::Refused("not float32/float64");
+  for (int64_t p : IntsAttr(n, "pads").value_or(std::vector<int64_t>{})) {
+    if (p != 0) return RewriteResult::Refused("next Conv pads");
+  }
+  if (auto it = n.attributes.find("auto_pad");
+      it != n.attributes.end() && it->second.s() != "NOTSET" && it->second.s() != "VALID") {
+    return RewriteResult::Refused("next Conv pads");
+  }
+  std::optional<Affine> affine = AffineOf(c, bn);
+  if (!affine) return RewriteResult::Refused("parameters not constant");
+  const int64_t channels = static_cast<int64_t>(affine->a.size());
+  const v1::DataType dtype = c.graph.value(n.outputs[0]).type.dtype;
+  std::optional<ConstantView> w = Weights(c, n, 1, 0, dtype);
+  const int64_t groups = IntAttr(n, "group").value_or(1);
+  if (!w || groups <= 0 || w->dim(0) % groups != 0 || w->dim(1) * groups != channels) {
+    return RewriteResult::Refused("weights not constant or not matching");
+  }
+  const int64_t m = w->dim(0);
+  bool bias_ok = false;
+  std::optional<ConstantView> bias = OptionalBias(c, n, 2, m, &bias_ok);
+  if (!bias_ok || (bias && bias->num_elements() != m)) {
+    return RewriteResult::Refused("bias not constant");
+  }
+  // W viewed as [M, C/group, taps]: output channel o reads input channel g * C/group + ci.
+  const int64_t per_group = w->dim(1);
+  const int64_t taps = w->num_elements() / (m * per_group);
+  const int64_t outputs_per_group = m / groups;
+  FloatTensorBuilder scaled(w->dtype(), w->dims());
+  std::vector<double> shift(m, 0.0);
+  for (int64_t o = 0; o < m; ++o) {
+    const int64_t g = o / outputs_per_group;
+    for (int64_t ci = 0; ci < per_group; ++ci) {
+      const int64_t ch = g * per_group + ci;
+      const int64_t base = (o * per_group + ci) * taps;
+      for (int64_t k = base; k < base + taps; ++k) {
+        scaled.Set(k, w->AsDouble(k) * affine->a[ch]);
+        shift[o] += w->AsDouble(k) * affine->b[ch];
+      }
+    }
+  }
+  FloatTensorBuilder new_bias(dtype, {m});
+  for (int64_t o = 0; o < m; ++o) new_bias.Set(o, shift[o] + (bias ? bias->AsDouble(o) : 0.0));
+  const ValueId x = bn.inputs[0];
+  absl::StatusOr<RewriteResult> stored =
+      StoreWeightsAndBias(c, conv, scaled.Finish(), new_bias.Finish());
+  if (!stored.ok()) return stored;
+  if (!ReplaceNodeByValue(c.graph, bn_id, x, c.hidden)) {
+    return absl::InternalError(absl::StrCat(c.graph.NodeLabel(bn_id), ": could not be removed"));
+  }
+  return RewriteResult::Applied();
+}
+
 // A pattern folding a BatchNormalization that reads `op`'s output.
 RewritePattern FoldPattern(const char* name, const char* op, FoldInto into) {
   return RewritePattern{
@@ -359,7 +436,9 @@ RewritePattern FoldPattern(const char* name, const char* op, FoldInto into) {
 // Folds inference-mode BatchNormalization into the preceding linear op whose weights are
 // constants: Conv (with or without bias; a bias input is added when absent), Gemm (C folded,
 // beta set to 1), MatMul + Add(constant bias), and a bare MatMul (the BatchNormalization becomes
-// an Add of the folded bias). The scale goes into the weights and the shift into the bias,
+// an Add of the folded bias). One that cannot fold backwards (after a Concat, say) folds forwards
+// into the Conv that alone reads it, when that Conv pads nothing (FoldIntoNextConv).
+// The scale goes into the weights and the shift into the bias,
 // computed in double and rounded once, so results match the unfolded graph to float rounding.
 // Only when the producer's output is read by the BatchNormalization alone, its statistics
 // outputs are unused and training_mode is 0; float32 and float64 only. Weights shared with
@@ -376,6 +455,18 @@ class FoldBatchNormPass : public Pass {
       FoldPattern("into_gemm", "Gemm", IntoGemm),
       FoldPattern("into_matmul", "MatMul", IntoMatMul),
       FoldPattern("into_matmul_add", "Add", IntoMatMulAdd),
+      // Last: a BatchNormalization that folds backwards does so (its Conv then reads x).
+      RewritePattern{"into_next_conv",
+                     {"BatchNormalization"},
+                     [](const RewriteContext& c, NodeId id) {
+                       const Node& bn = c.graph.node(id);
+                       if (bn.outputs.empty() || !bn.outputs[0].valid()) return false;
+                       const Value& y = c.graph.value(bn.outputs[0]);
+                       return y.uses.size() == 1 &&
+                              c.graph.node(y.uses[0].node).op_type == "Conv" &&
+                              c.graph.node(y.uses[0].node).domain.empty();
+                     },
+                     FoldIntoNextConv},
   };
 };
 
@@ -387,7 +478,8 @@ PassInfo FoldBatchNormPassInfo() {
   info.description =
       "Folds inference BatchNormalization into the preceding Conv, Gemm or MatMul(+Add) with "
       "constant weights (scale into the weights, shift into the bias; a bias is added when "
-      "absent) when nothing else reads the producer's output.";
+      "absent) when nothing else reads the producer's output; else into the following Conv "
+      "that alone reads it, when that Conv pads nothing.";
   info.requires_analyses = {Analysis::kTypes, Analysis::kShapes};
   info.preserves = AnalysisSet::All();
   info.min_opt_level = 2;

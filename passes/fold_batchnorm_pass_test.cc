@@ -218,5 +218,51 @@ TEST(FoldBatchNormPassTest, LeavesAConvWhoseOutputASubgraphReads) {
               ElementsAre("folded BatchNormalization 0; refused 1: hidden accesses 1"));
 }
 
+// A BatchNormalization no linear op precedes (after a Concat, or of a graph input) folds
+// forwards into the Conv that reads it, grouped or not, when that Conv pads nothing; the
+// outputs match the original's.
+TEST(FoldBatchNormPassTest, FoldsForwardsIntoAnUnpaddedConv) {
+  for (const int group : {1, 3}) {
+    SCOPED_TRACE(group);
+    const int in_per_group = 3 / group;
+    const std::string text = WithInitializers(
+        absl::StrCat(kImage, BnNode("x", "bn_", "n"), R"pb(
+          nodes { name: "conv" op_type: "Conv" inputs: "n" inputs: "w" inputs: "cb" outputs: "y"
+                  attributes { name: "group" i: )pb", group, R"pb( } }
+          outputs { name: "y" })pb"),
+        Concat({FloatTensorProto("w", {6, in_per_group, 2, 2},
+                                 SeededFloats(6 * in_per_group * 4, 1)),
+                FloatTensorProto("cb", {6}, SeededFloats(6, 2))},
+               BnParams("bn_", 3, 10)));
+    std::string messages;
+    v1::Graph out = FoldAndCompare(text, ImageInput(), &messages);
+    EXPECT_THAT(OpTypes(out), ElementsAre("Conv"));
+    EXPECT_EQ(out.nodes(0).inputs(0), "x");
+    EXPECT_THAT(messages, HasSubstr("into_next_conv 1"));
+  }
+}
+
+// Forwards only into a Conv that pads nothing and reads the BatchNormalization's output alone:
+// a padded tap reads zero where x's padding would need the shift; a Relu between is not linear.
+TEST(FoldBatchNormPassTest, NoForwardFoldAcrossPaddingOrNonlinearity) {
+  const std::string text = WithInitializers(
+      absl::StrCat(kImage, BnNode("x", "bn_", "n"), BnNode("x", "p_", "m"), R"pb(
+        nodes { op_type: "Conv" inputs: "n" inputs: "w" outputs: "padded"
+                attributes { name: "pads" ints { values: [ 0, 1, 0, 1 ] } } }
+        nodes { op_type: "Relu" inputs: "m" outputs: "r" }
+        nodes { op_type: "Conv" inputs: "r" inputs: "w" outputs: "after_relu" }
+        outputs { name: "padded" } outputs { name: "after_relu" })pb"),
+      Concat(Concat({FloatTensorProto("w", {4, 3, 3, 3}, SeededFloats(108, 1))},
+                    BnParams("bn_", 3, 10)),
+             BnParams("p_", 3, 20)));
+  PassTestEnv env;
+  PipelineResult result;
+  auto out = env.Run(text, {"fold_batchnorm"}, &result);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_FALSE(result.runs.back().changed);
+  EXPECT_THAT(result.runs.back().messages,
+              ElementsAre(HasSubstr("refused 1: next Conv pads 1")));
+}
+
 }  // namespace
 }  // namespace graphopt

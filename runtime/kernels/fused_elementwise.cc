@@ -262,6 +262,73 @@ Iteration MakeIteration(const Shape& out, absl::Span<const Shape* const> in) {
   return it;
 }
 
+// RunProgram over an iteration [rows, inner] with several whole rows per tile, when every
+// data operand is either walked contiguously (row stride inner, element stride 1), a row
+// repeated for every row ([inner] broadcast over the rows: copied side by side to fill a
+// tile once per call), or one element. nullopt (nothing done) for other operands.
+std::optional<bool> RunRowGroups(const KernelContext& ctx, const EwProgram& p,
+                                 const std::vector<EwInstr>& code, const Iteration& it,
+                                 absl::Span<const Tensor* const> inputs,
+                                 absl::Span<float* const> outputs) {
+  const size_t num_inputs = p.inputs.size();
+  const int64_t rows = it.shape[0], inner = it.shape[1];
+  const int64_t group = kTile / inner;
+  enum class Walk : uint8_t { kContiguous, kRepeatedRow, kElement };
+  Small<Walk> walk(num_inputs);
+  for (size_t k = 0; k < num_inputs; ++k) {
+    const int64_t s0 = it.strides[k][0], s1 = it.strides[k][1];
+    if (p.scalar_input[k] || (s0 == 0 && s1 == 0)) {
+      walk[k] = Walk::kElement;
+    } else if (s1 == 1 && s0 == inner) {
+      walk[k] = Walk::kContiguous;
+    } else if (s1 == 1 && s0 == 0) {
+      walk[k] = Walk::kRepeatedRow;
+    } else {
+      return std::nullopt;
+    }
+  }
+  // The repeated rows, `group` copies side by side.
+  std::vector<float> repeated;
+  Small<int64_t> repeated_at(num_inputs, -1);
+  for (size_t k = 0; k < num_inputs; ++k) {
+    if (walk[k] != Walk::kRepeatedRow) continue;
+    repeated_at[k] = static_cast<int64_t>(repeated.size());
+    const float* row = inputs[k]->data<float>();
+    for (int64_t g = 0; g < group; ++g) repeated.insert(repeated.end(), row, row + inner);
+  }
+  Small<float*> output_of(p.num_values, nullptr);
+  for (size_t k = 0; k < p.outputs.size(); ++k) output_of[p.output_value[k]] = outputs[k];
+  const int num_temps = p.num_values - static_cast<int>(num_inputs);
+  const int64_t tiles = (rows + group - 1) / group;
+  const int64_t tile = group * inner;
+  ctx.ParallelFor(tiles, std::max<int64_t>(1, 16384 / tile), [&](int64_t begin, int64_t end) {
+    absl::InlinedVector<float, 2048> scratch(static_cast<size_t>(num_temps) * tile);
+    Small<const float*> ptr(p.num_values);
+    Small<int> stride(p.num_values, 1);
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t row = t * group;
+      const int64_t n = std::min(group, rows - row) * inner;
+      for (size_t k = 0; k < num_inputs; ++k) {
+        const float* base = inputs[k]->data<float>();
+        switch (walk[k]) {
+          case Walk::kContiguous: ptr[k] = base + row * inner; stride[k] = 1; break;
+          case Walk::kRepeatedRow: ptr[k] = repeated.data() + repeated_at[k]; stride[k] = 1; break;
+          case Walk::kElement: ptr[k] = base; stride[k] = 0; break;
+        }
+      }
+      for (const EwInstr& in : code) {
+        float* y = output_of[in.out] != nullptr
+                       ? output_of[in.out] + row * inner
+                       : scratch.data() + static_cast<size_t>(in.out - num_inputs) * tile;
+        Execute(in, n, ptr.data(), stride.data(), y);
+        ptr[in.out] = y;
+        stride[in.out] = 1;
+      }
+    }
+  });
+  return true;
+}
+
 }  // namespace
 
 bool IsProgramNode(const Graph& body, NodeId id, int64_t opset) {
@@ -451,6 +518,13 @@ absl::StatusOr<bool> RunProgram(const KernelContext& ctx, const EwProgram& p,
   }
   if (total == 0) return true;
   const int rank = static_cast<int>(it.shape.size());
+  if (rank == 2 && it.shape[1] < kTile / 2) {
+    // Short rows (a channels-last image's pixels, C channels each): the per-tile bookkeeping
+    // would cost more than the work, so a tile spans whole rows when every operand allows it.
+    if (std::optional<bool> done = RunRowGroups(ctx, p, code, it, inputs, outputs); done) {
+      return *done;
+    }
+  }
   const int64_t inner = it.shape.back();
   const int64_t rows = total / inner;
   const int64_t tiles_per_row = (inner + kTile - 1) / kTile;

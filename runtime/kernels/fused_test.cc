@@ -454,6 +454,23 @@ TEST_F(FusedKernelTest, BroadcastingElementwiseChainsWithSeveralOutputs) {
         1);
 }
 
+// Channels-last rows shorter than a tile (C values per pixel): a per-channel scale and shift
+// (an inference BatchNormalization), a residual and a Relu run several pixels per tile; the last
+// tile is partial. A per-pixel operand ([N, H, W, 1]) takes the row-by-row loop.
+TEST_F(FusedKernelTest, ShortRowsRunSeveralPerTile) {
+  Check(Input("x", {1, 7, 9, 24}) + Input("r", {1, 7, 9, 24}) +
+            Const("scale", {24}, {0.5f, -1.5f, 2.0f, 0.25f, 3.0f}) +
+            Const("shift", {1, 1, 1, 24}, {0.1f, -0.2f, 0.3f}) + Const("s", {}, {0.75f}) +
+            Node("Mul", {"x", "scale"}, "a") + Node("Add", {"a", "shift"}, "b") +
+            Node("Add", {"b", "r"}, "c") + Node("Mul", {"c", "s"}, "d") +
+            Node("Relu", {"d"}, "y") + Output("y"),
+        1);
+  Check(Input("x", {1, 7, 9, 24}) + Input("p", {1, 7, 9, 1}) +
+            Const("scale", {24}, {0.5f, -1.5f, 2.0f}) + Node("Mul", {"x", "scale"}, "a") +
+            Node("Add", {"a", "p"}, "b") + Node("Relu", {"b"}, "y") + Output("y"),
+        1);
+}
+
 TEST_F(FusedKernelTest, ReductionPrologueAndInjectiveChain) {
   Check(Input("x", {4, 6}) + Node("Exp", {"x"}, "e") + Node("Mul", {"e", "e"}, "sq") +
             Node("ReduceSum", {"sq"}, "y", "attributes { name: \"keepdims\" i: 0 }") +

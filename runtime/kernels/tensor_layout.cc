@@ -142,6 +142,30 @@ void StridedCopy(const T* in, absl::Span<const int64_t> dims, absl::Span<const i
     });
     return;
   }
+  if (n == 3 && last_stride != 1 && len <= 8 && l.strides[1] == 1) {
+    // The same per outer index: a few planes of contiguous runs interleaved (a channels-last
+    // channel shuffle, each pixel's [g, C/g] channels going [C/g, g]); the odometer would pay
+    // its bookkeeping for every `len` elements.
+    const int64_t outer = l.dims[0], inner = l.dims[1], outer_stride = l.strides[0];
+    ctx.ParallelFor(outer, std::max<int64_t>(1, kCopyGrain / (inner * len)),
+                    [&](int64_t begin, int64_t end) {
+      for (int64_t o = begin; o < end; ++o) {
+        const T* src = in + o * outer_stride;
+        T* dst = out + o * inner * len;
+        if (len == 2) {
+          for (int64_t i = 0; i < inner; ++i) {
+            dst[2 * i] = src[i];
+            dst[2 * i + 1] = src[i + last_stride];
+          }
+          continue;
+        }
+        for (int64_t i = 0; i < inner; ++i) {
+          for (int64_t j = 0; j < len; ++j) dst[i * len + j] = src[i + j * last_stride];
+        }
+      }
+    });
+    return;
+  }
   ctx.ParallelFor(rows, grain, [&](int64_t begin, int64_t end) {
     // Odometer over the outer dims, started at `begin`.
     std::vector<int64_t> idx(n, 0);

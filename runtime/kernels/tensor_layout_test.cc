@@ -62,9 +62,11 @@ TEST(TransposeTest, DefaultReversesDims) {
 }
 
 TEST(TransposeTest, MatchesNaiveForManyPermsAndShapes) {
-  // {1, 3, 20, 17} and {5, 300} reach the interleaving loop (an inner run of 3 or 5 after the move).
-  const std::vector<Shape> shapes = {{5, 37, 41}, {2, 3, 70, 33}, {64, 64}, {3, 1, 40, 1, 50},
-                                     {1, 3, 20, 17}, {5, 300}};
+  // {1, 3, 20, 17} and {5, 300} reach the interleaving loop (an inner run of 3 or 5 after the
+  // move); {1, 4, 3, 2, 29} its per-pixel form (perm 0, 1, 2, 4, 3: a channels-last shuffle).
+  const std::vector<Shape> shapes = {{5, 37, 41},     {2, 3, 70, 33}, {64, 64},
+                                     {3, 1, 40, 1, 50}, {1, 3, 20, 17}, {5, 300},
+                                     {1, 4, 3, 2, 29}};
   for (const Shape& shape : shapes) {
     Tensor x = Iota(shape);
     std::vector<float> in = ToFloats(x);

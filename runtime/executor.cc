@@ -505,6 +505,7 @@ absl::StatusOr<RunResult> Executor::RunSlots(
     KernelContext ctx(*step.info, in, absl::MakeSpan(out), lookup, options_.num_threads);
     if (!arenas.empty()) ctx.SetMemoryPlan(step.planned, arenas);
     ctx.SetRunGuards(stop, &run.memory);
+    ctx.SetScratchPool(&scratch_pool_);
     std::chrono::steady_clock::time_point start;
     if (run.profile) start = std::chrono::steady_clock::now();
     absl::Status status;

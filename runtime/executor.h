@@ -119,6 +119,9 @@ class Executor {
   const absl::Status& memory_plan_status() const { return memory_plan_status_; }
   // Bytes of the arenas one run takes (empty without a plan).
   const std::vector<int64_t>& arena_bytes() const { return arena_bytes_; }
+  // Bytes of scratch the kernels' shared pool keeps (ScratchPool::kept_bytes): after a
+  // sequential run, the largest scratch one kernel asked for, not the sum over the kernels.
+  int64_t scratch_kept_bytes() const { return scratch_pool_.kept_bytes(); }
 
  private:
   // A value's range in the plan.
@@ -174,6 +177,9 @@ class Executor {
   std::vector<Region> regions_;
   std::vector<int64_t> arena_bytes_;
   absl::Status memory_plan_status_;
+  // Memory kernels use only while they compute, shared by all of them (KernelContext::
+  // scratch_pool): the largest request per concurrent run instead of one buffer per kernel.
+  mutable ScratchPool scratch_pool_;
   mutable absl::Mutex pool_mu_;
   mutable std::vector<Arenas> idle_arenas_ ABSL_GUARDED_BY(pool_mu_);
 };

@@ -153,6 +153,11 @@ class KernelContext {
     planned_ = planned;
     arenas_ = arenas;
   }
+  // The executor's pool for memory a kernel needs only while it computes (ScratchPool): one
+  // buffer serves every kernel of a sequential run in turn. Null when the caller gives none
+  // (the kernel then keeps its own). Must outlive the context.
+  void SetScratchPool(ScratchPool* pool) { scratch_pool_ = pool; }
+  ScratchPool* scratch_pool() const { return scratch_pool_; }
   // Sets output i to an existing tensor (a view of an input, a cached constant).
   void SetOutput(int i, Tensor tensor) { outputs_[i] = std::move(tensor); }
   Tensor& output(int i) { return outputs_[i]; }
@@ -219,6 +224,7 @@ class KernelContext {
   absl::Span<const std::shared_ptr<Buffer>> arenas_;
   const StopToken* stop_ = nullptr;
   const std::shared_ptr<MemoryBudget>* memory_ = nullptr;
+  ScratchPool* scratch_pool_ = nullptr;
   mutable std::atomic<bool> stop_seen_{false};
   // String outputs AllocateOutput made with a budget: output index and buffer, to settle.
   absl::InlinedVector<std::pair<int, const Buffer*>, 2> unsettled_strings_;

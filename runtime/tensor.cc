@@ -102,6 +102,38 @@ absl::StatusOr<std::shared_ptr<Buffer>> Buffer::AllocateCpu(
   return buffer;
 }
 
+absl::StatusOr<std::shared_ptr<Buffer>> ScratchPool::Acquire(size_t bytes) {
+  absl::MutexLock lock(&mu_);
+  // Idle: held by the pool alone. Nobody else can take a new reference to a kept buffer
+  // without this lock, so an idle buffer stays idle until it is handed out here.
+  std::shared_ptr<Buffer>* best = nullptr;
+  size_t too_small = kept_.size();
+  for (size_t i = 0; i < kept_.size(); ++i) {
+    std::shared_ptr<Buffer>& b = kept_[i];
+    if (b.use_count() != 1) continue;
+    if (b->bytes() >= bytes) {
+      if (best == nullptr || b->bytes() < (*best)->bytes()) best = &b;
+    } else if (too_small == kept_.size() || b->bytes() > kept_[too_small]->bytes()) {
+      too_small = i;
+    }
+  }
+  if (best != nullptr) return *best;
+  // Freed before the new one is allocated: the process never holds both.
+  if (too_small < kept_.size()) kept_.erase(kept_.begin() + static_cast<ptrdiff_t>(too_small));
+  absl::StatusOr<std::shared_ptr<Buffer>> b =
+      Buffer::AllocateCpu(std::max<size_t>(bytes, 1), Buffer::Pages::kHugeWhenLarge);
+  if (!b.ok()) return b.status();
+  if (kept_.size() < kMaxKept) kept_.push_back(*b);
+  return b;
+}
+
+int64_t ScratchPool::kept_bytes() const {
+  absl::MutexLock lock(&mu_);
+  int64_t bytes = 0;
+  for (const std::shared_ptr<Buffer>& b : kept_) bytes += static_cast<int64_t>(b->bytes());
+  return bytes;
+}
+
 absl::StatusOr<std::shared_ptr<Buffer>> Buffer::AllocateStrings(
     size_t count, const std::shared_ptr<MemoryBudget>& budget, int64_t heap_bytes,
     AllocationName what) {

@@ -12,6 +12,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "proto/graph.pb.h"
 #include "runtime/float16.h"
@@ -110,6 +111,36 @@ class Buffer {
   std::shared_ptr<MemoryBudget> budget_;
   int64_t charged_ = 0;
   mutable std::atomic<int64_t> max_string_length_{-1};
+};
+
+// Buffers lent to kernels for memory they use only while they compute (a fused group's
+// intermediates), shared by every kernel of one executor. Kept per kernel, such scratch costs
+// the sum over the kernels of a plan (hundreds of MiB on a transformer or a ConvNeXt, each
+// group's scratch resident for the plan's lifetime); lent from one pool it costs the largest
+// one per concurrent run. A lent buffer is the borrower's while any shared_ptr to it lives
+// (a result that is a view of it keeps it from being lent again), so Acquire never hands out
+// memory someone still reads. Thread-safe.
+class ScratchPool {
+ public:
+  // At most this many buffers are kept between calls; more concurrent borrowers get buffers
+  // of their own, freed when they are done.
+  static constexpr size_t kMaxKept = 4;
+
+  ScratchPool() = default;
+  ScratchPool(const ScratchPool&) = delete;
+  ScratchPool& operator=(const ScratchPool&) = delete;
+
+  // A buffer of at least `bytes` (uninitialised; huge pages when large) that nobody else
+  // holds: the smallest idle one that is large enough, else a new one, which replaces the
+  // largest idle buffer too small for it (so the pool converges to the largest request instead
+  // of keeping one buffer per size). RESOURCE_EXHAUSTED when the memory cannot be had.
+  absl::StatusOr<std::shared_ptr<Buffer>> Acquire(size_t bytes);
+  // Bytes of the buffers kept (lent or idle).
+  int64_t kept_bytes() const;
+
+ private:
+  mutable absl::Mutex mu_;
+  std::vector<std::shared_ptr<Buffer>> kept_ ABSL_GUARDED_BY(mu_);
 };
 
 struct ContainerValue;

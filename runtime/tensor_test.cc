@@ -93,5 +93,45 @@ TEST(Float16Test, RoundTripsAndRounds) {
   EXPECT_EQ(static_cast<float>(BFloat16(3.140625f)), 3.140625f);
 }
 
+// The pool lends one buffer to borrowers in turn, grows by replacing (not adding) buffers, and
+// never lends a buffer someone still holds: what keeps a plan's scratch at the largest request
+// instead of the sum over its kernels.
+TEST(ScratchPoolTest, LendsOneBufferInTurnAndNeverOneStillHeld) {
+  ScratchPool pool;
+  EXPECT_EQ(pool.kept_bytes(), 0);
+  const Buffer* first = nullptr;
+  {
+    std::shared_ptr<Buffer> a = pool.Acquire(1000).value();
+    ASSERT_GE(a->bytes(), 1000u);
+    first = a.get();
+  }
+  {
+    // Smaller requests reuse the idle buffer.
+    std::shared_ptr<Buffer> b = pool.Acquire(300).value();
+    EXPECT_EQ(b.get(), first);
+  }
+  EXPECT_EQ(pool.kept_bytes(), 1000);
+  {
+    // A larger one replaces it: the pool keeps the largest, not one per size.
+    std::shared_ptr<Buffer> c = pool.Acquire(5000).value();
+    EXPECT_GE(c->bytes(), 5000u);
+  }
+  EXPECT_EQ(pool.kept_bytes(), 5000);
+  for (int i = 0; i < 10; ++i) pool.Acquire(100 * (i % 4) + 1).value();
+  EXPECT_EQ(pool.kept_bytes(), 5000);
+  // A buffer still held (say a result viewing it) is never lent again.
+  std::shared_ptr<Buffer> held = pool.Acquire(4000).value();
+  std::shared_ptr<Buffer> other = pool.Acquire(4000).value();
+  EXPECT_NE(held.get(), other.get());
+  EXPECT_EQ(pool.kept_bytes(), 9000);
+  // Borrowers beyond kMaxKept get buffers of their own, not kept.
+  std::vector<std::shared_ptr<Buffer>> many;
+  for (size_t i = 0; i < ScratchPool::kMaxKept + 2; ++i) many.push_back(pool.Acquire(64).value());
+  for (size_t i = 0; i < many.size(); ++i) {
+    for (size_t j = i + 1; j < many.size(); ++j) EXPECT_NE(many[i].get(), many[j].get());
+  }
+  EXPECT_LE(pool.kept_bytes(), 9000 + static_cast<int64_t>(ScratchPool::kMaxKept) * 64);
+}
+
 }  // namespace
 }  // namespace graphopt::runtime

@@ -98,8 +98,9 @@ class FusedGroupKernel : public OpKernel {
   void SetView(Step& step) const;
   // Places the intermediates with static types in the scratch layout (scratch_offset_).
   void PlanScratch();
-  // A scratch buffer no tensor views any more, from the pool or new.
-  absl::StatusOr<std::shared_ptr<Buffer>> AcquireScratch() const;
+  // A scratch buffer no tensor views any more: from the executor's pool (ctx.scratch_pool())
+  // when there is one, else from this kernel's own pool or new.
+  absl::StatusOr<std::shared_ptr<Buffer>> AcquireScratch(const KernelContext& ctx) const;
   // Sets f.scratch (AcquireScratch), charged to the run's memory budget first.
   absl::Status TakeScratch(const KernelContext& ctx, Frame& f) const;
 
@@ -292,7 +293,13 @@ void FusedGroupKernel::PlanScratch() {
   }
 }
 
-absl::StatusOr<std::shared_ptr<Buffer>> FusedGroupKernel::AcquireScratch() const {
+absl::StatusOr<std::shared_ptr<Buffer>> FusedGroupKernel::AcquireScratch(
+    const KernelContext& ctx) const {
+  // The executor's pool: one buffer for every group of a run (each needs it only while it
+  // computes), not one per group held for the plan's lifetime.
+  if (ctx.scratch_pool() != nullptr) {
+    return ctx.scratch_pool()->Acquire(static_cast<size_t>(std::max<int64_t>(scratch_bytes_, 1)));
+  }
   constexpr size_t kPoolSize = 4;
   absl::MutexLock lock(&mu_);
   for (const std::shared_ptr<Buffer>& b : scratch_pool_) {
@@ -313,7 +320,7 @@ absl::Status FusedGroupKernel::TakeScratch(const KernelContext& ctx, Frame& f) c
       !s.ok()) {
     return s;
   }
-  absl::StatusOr<std::shared_ptr<Buffer>> b = AcquireScratch();
+  absl::StatusOr<std::shared_ptr<Buffer>> b = AcquireScratch(ctx);
   if (!b.ok()) return b.status();
   f.scratch = *std::move(b);
   return absl::OkStatus();
@@ -502,6 +509,7 @@ absl::StatusOr<bool> FusedGroupKernel::RunNode(KernelContext& ctx, const Step& s
     if (absl::Status s = TakeScratch(ctx, f); !s.ok()) return s;
   }
   sub.SetRunGuards(ctx.stop(), &ctx.memory());
+  sub.SetScratchPool(ctx.scratch_pool());
   const std::shared_ptr<Buffer> arenas[1] = {f.scratch};
   if (planned) sub.SetMemoryPlan(step.planned, arenas);
   if (absl::Status s = step.kernel->Compute(sub); !s.ok()) return s;

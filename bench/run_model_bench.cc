@@ -35,6 +35,7 @@
 #include "runtime/executor.h"
 #include "runtime/kernels/cpu_kernels.h"
 #include "util/mutex_mode.h"
+#include "util/openmp_wait.h"
 
 ABSL_FLAG(int, threads, 1, "kernel threads");
 ABSL_FLAG(int, runs, 20, "timed runs");
@@ -174,6 +175,7 @@ int Main(const std::string& dir) {
 }  // namespace graphopt
 
 int main(int argc, char** argv) {
+  graphopt::ReexecWithPassiveOpenMpWait(argv);  // as the CLI and workers do
   graphopt::DisableMutexDeadlockDetection();  // as the server and workers do
   std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
   if (rest.size() != 2) {

@@ -55,9 +55,11 @@
 #include "runtime/kernels/cpu_kernels.h"
 #include "runtime/npy.h"
 #include "server/token_store.h"
+#include "util/cpu_quota.h"
 #include "util/file_util.h"
 #include "util/malloc_tuning.h"
 #include "util/mutex_mode.h"
+#include "util/openmp_wait.h"
 #include "util/version.h"
 
 namespace graphopt {
@@ -432,7 +434,15 @@ absl::StatusOr<RunOutcome> RunInProcess(const RunArgs& args, Graph model,
   runtime::KernelRegistry registry;
   if (absl::Status s = runtime::RegisterCpuKernels(registry); !s.ok()) return s;
   runtime::ExecutorOptions options;
-  options.num_threads = args.threads;
+  // No more threads than the process can run at once (its affinity mask, its container's CPU
+  // quota): a thread beyond those only waits to be scheduled.
+  const CpuLimits limits = ReadCpuLimits();
+  options.num_threads = CapThreads(args.threads, limits);
+  const std::string capped =
+      options.num_threads < args.threads
+          ? absl::StrFormat(" (--threads %d capped to the %d CPU%s this process may use, %s)",
+                            args.threads, limits.cpus, limits.cpus == 1 ? "" : "s", limits.source)
+          : "";
   const absl::Time plan_start = absl::Now();
   absl::StatusOr<std::unique_ptr<runtime::Executor>> executor =
       runtime::Executor::Create(std::move(model), registry, options);
@@ -456,9 +466,9 @@ absl::StatusOr<RunOutcome> RunInProcess(const RunArgs& args, Graph model,
   }
   outcome.profile = profile.Median();
   outcome.profile_runs = profile.runs();
-  outcome.summary = absl::StrFormat("plan %.1f ms; run %.2f ms%s on %d thread%s", plan_ms,
-                                    run_ms.front(), RepeatSummary(run_ms), args.threads,
-                                    args.threads == 1 ? "" : "s");
+  outcome.summary = absl::StrFormat("plan %.1f ms; run %.2f ms%s on %d thread%s%s", plan_ms,
+                                    run_ms.front(), RepeatSummary(run_ms), options.num_threads,
+                                    options.num_threads == 1 ? "" : "s", capped);
   return outcome;
 }
 
@@ -1010,6 +1020,12 @@ int Main(int argc, char** argv) {
   }
   if (inspect->parsed()) return RunInspect(inspect_args);
   if (run->parsed()) {
+    if (run_args.threads > 1 && run_args.backend.server.empty()) {
+      // Before any OpenMP region (util/openmp_wait.h); returns only when nothing was to do.
+      std::string note;
+      ReexecWithPassiveOpenMpWait(argv, &note);
+      if (!note.empty()) std::fprintf(stderr, "note: %s\n", note.c_str());
+    }
     run_args.has_opt_level = run_level_option->count() > 0;
     return RunRun(run_args);
   }

@@ -501,6 +501,15 @@ absl::StatusOr<RunResult> Executor::RunSlots(
       }
       in[i] = &t;
     }
+    // OpenMP code inside a kernel (oneDNN primitives, small sgemm) gets one thread for a step
+    // whose inputs are small: waking an OpenMP worker that sleeps (util/openmp_wait.h) and
+    // joining it costs more than such a step's whole work. ParallelFor sizes its own chunks.
+    if (options_.num_threads > 1) {
+      int64_t elements = 0;
+      for (const Tensor* t : in) elements += t != nullptr ? t->num_elements() : 0;
+      const int omp_threads = elements >= ExecutorOptions::kMinOpenMpStepElements ? options_.num_threads : 1;
+      if (omp_get_max_threads() != omp_threads) omp_set_num_threads(omp_threads);
+    }
     out.assign(step.outputs.size(), Tensor());
     KernelContext ctx(*step.info, in, absl::MakeSpan(out), lookup, options_.num_threads);
     if (!arenas.empty()) ctx.SetMemoryPlan(step.planned, arenas);

@@ -25,6 +25,8 @@ namespace graphopt::runtime {
 struct ExecutorOptions {
   // Threads for kernels (OpenMP and oneDNN) while this executor runs; at least 1.
   int num_threads = 1;
+  // Below this many input elements a step's OpenMP code runs on one thread (executor.cc).
+  static constexpr int64_t kMinOpenMpStepElements = int64_t{1} << 15;
   DeviceKind device = DeviceKind::kCpu;
   // Place intermediate values as the graph's memory plan says (Graph::memory_plan), when it
   // has one that fits the graph; false allocates every value on its own.

@@ -1,8 +1,11 @@
 #include "runtime/kernel.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <memory>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -11,6 +14,7 @@
 #include "graph/proto_convert.h"
 #include "graph/types.h"
 #include "runtime/executor.h"
+#include "runtime/thread_pool.h"
 
 namespace graphopt::runtime {
 
@@ -260,11 +264,37 @@ absl::Status KernelContext::SettleStringOutputs() {
   return absl::OkStatus();
 }
 
+namespace {
+
+// Whether this thread is running chunks of a ParallelFor (a pool worker, or the caller while
+// its region runs): a ParallelFor inside one runs serially, as a nested OpenMP region did.
+thread_local bool t_in_parallel_for = false;
+
+// The workers of the ParallelFors this thread calls: one pool per calling thread, as OpenMP
+// keeps one team per master thread, so that executions on several request threads never wait
+// for each other's workers. Grown on demand; it ends with its thread.
+ThreadPool& PoolOfThisThread(int workers) {
+  thread_local std::unique_ptr<ThreadPool> pool;
+  if (pool == nullptr || pool->workers() < workers) {
+    pool.reset();
+    pool = std::make_unique<ThreadPool>(workers, [] {
+      t_in_parallel_for = true;
+      // OpenMP code that a chunk calls (oneDNN, sgemm) stays on this thread.
+      omp_set_num_threads(1);
+    });
+  }
+  return *pool;
+}
+
+}  // namespace
+
 void KernelContext::ParallelFor(int64_t n, int64_t grain,
                                 const std::function<void(int64_t, int64_t)>& fn) const {
   if (n <= 0) return;
   grain = std::max<int64_t>(grain, 1);
-  const int64_t chunks = std::min<int64_t>(num_threads_, (n + grain - 1) / grain);
+  const int threads = t_in_parallel_for ? 1 : std::max(num_threads_, 1);
+  const int64_t chunks =
+      std::min<int64_t>(static_cast<int64_t>(threads) * kChunksPerThread, (n + grain - 1) / grain);
   const StopToken* stop = stop_;
   // One chunk [begin, end): whole, or in pieces with the token polled before each.
   auto run_chunk = [&](int64_t begin, int64_t end) {
@@ -279,24 +309,29 @@ void KernelContext::ParallelFor(int64_t n, int64_t grain,
       fn(b, std::min(end, b + piece));
     }
   };
-  if (chunks <= 1) {
+  if (threads <= 1 || chunks <= 1) {
     run_chunk(0, n);
     return;
   }
-  // An exception must not leave the OpenMP region (that terminates the process): the first
-  // one is kept and rethrown after it.
+  ThreadPool& pool = PoolOfThisThread(threads - 1);
+  // While this thread runs chunks beside the workers, OpenMP code inside fn runs on it alone
+  // (as it did nested in an OpenMP region) instead of starting a team next to the workers.
+  const int omp_threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  t_in_parallel_for = true;
+  // An exception must not leave a worker (that terminates the process): the first one is kept
+  // and rethrown here.
   std::exception_ptr error;
   std::atomic<bool> failed{false};
-#pragma omp parallel for num_threads(static_cast<int>(chunks)) schedule(static, 1)
-  for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t begin = n * c / chunks;
-    const int64_t end = n * (c + 1) / chunks;
+  pool.Run(chunks, threads - 1, [&](int64_t c) {
     try {
-      run_chunk(begin, end);
+      run_chunk(n * c / chunks, n * (c + 1) / chunks);
     } catch (...) {
       if (!failed.exchange(true)) error = std::current_exception();
     }
-  }
+  });
+  t_in_parallel_for = false;
+  omp_set_num_threads(omp_threads);
   if (error) std::rethrow_exception(error);
 }
 

@@ -195,16 +195,21 @@ class KernelContext {
   // stop_seen).
   absl::Status StopStatus(absl::string_view where) const;
 
-  // Runs fn(begin, end) over [0, n) split into chunks of at least `grain` items, on up to
-  // num_threads() threads; serial when n is small. With a stop token, each thread's range is
-  // run in pieces of at most kStopCheckGrains grains (at least one grain), the token polled
-  // (ShouldStop) before each piece: once it fires the remaining pieces are skipped (the
-  // kernel's outputs are then unfinished, and the executor returns the token's status after
-  // the step), so fn must not leave state that later code of the kernel relies on for memory
-  // safety. A C++
-  // exception thrown by fn is caught on its thread (it must not leave an OpenMP region) and
-  // rethrown here after the region, for the executor to turn into a status.
+  // Runs fn(begin, end) over [0, n) split into chunks of at least `grain` items (up to
+  // kChunksPerThread per thread), on up to num_threads() threads: this one and the workers of
+  // its ThreadPool, which claim chunks as they come, so a worker the OS has not scheduled
+  // leaves its chunks to the others instead of stalling the call (thread_pool.h). Serial when
+  // n is small, and inside another ParallelFor. OpenMP code that fn calls (oneDNN) runs on one
+  // thread. With a stop token, each chunk is run in pieces of at most kStopCheckGrains grains
+  // (at least one grain), the token polled (ShouldStop) before each piece: once it fires the
+  // remaining pieces are skipped (the kernel's outputs are then unfinished, and the executor
+  // returns the token's status after the step), so fn must not leave state that later code of
+  // the kernel relies on for memory safety. A C++ exception thrown by fn is caught on its
+  // thread and rethrown here, for the executor to turn into a status.
   void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) const;
+  // More chunks than threads, so that the work of a thread that starts late is taken by the
+  // others in pieces.
+  static constexpr int64_t kChunksPerThread = 4;
   static constexpr int64_t kStopCheckGrains = 16;
 
   // After Compute: settles the charge of the DT_STRING outputs AllocateOutput made against

@@ -45,10 +45,12 @@
 #include "service/tenant.h"
 #include "spdlog/logger.h"
 #include "spdlog/sinks/stdout_sinks.h"
+#include "util/cpu_quota.h"
 #include "util/http_endpoint.h"
 #include "util/log_format.h"
 #include "util/metrics.h"
 #include "util/mutex_mode.h"
+#include "util/openmp_wait.h"
 #include "worker/worker_metrics.h"
 #include "worker/worker_service.h"
 
@@ -127,6 +129,9 @@ CallAuthenticator WorkerCallAuthenticator(std::shared_ptr<Authenticator> auth,
 }
 
 int Main(int argc, char** argv) {
+  // First, before any thread starts or signal is blocked (the exec keeps the mask).
+  std::string openmp_note;
+  ReexecWithPassiveOpenMpWait(argv, &openmp_note);
   DisableMutexDeadlockDetection();  // before any thread starts (see util/mutex_mode.h)
   sigset_t shutdown_signals;
   if (absl::Status blocked = BlockShutdownSignals(&shutdown_signals); !blocked.ok()) {
@@ -143,7 +148,7 @@ int Main(int argc, char** argv) {
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   if (positional.size() > 1) return Usage(absl::StrCat("unexpected argument '", positional[1], "'"));
   const std::string listen = absl::GetFlag(FLAGS_listen);
-  const int threads = absl::GetFlag(FLAGS_threads);
+  const int requested_threads = absl::GetFlag(FLAGS_threads);
   const int64_t cache_mb = absl::GetFlag(FLAGS_plan_cache_mb);
   const int max_message_mb = absl::GetFlag(FLAGS_max_message_mb);
   const int grace_s = absl::GetFlag(FLAGS_shutdown_grace_s);
@@ -156,10 +161,15 @@ int Main(int argc, char** argv) {
       !a.empty() && (a.rfind(':') == std::string::npos || a.back() == ':')) {
     return Usage(absl::StrCat("--advertise_address must be host:port, got '", a, "'"));
   }
-  if (threads < 1 || threads > 256) return Usage(absl::StrCat("--threads must be in 1..256, got ", threads));
-  if (max_concurrent == 0) {
-    max_concurrent = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / threads);
+  if (requested_threads < 1 || requested_threads > 256) {
+    return Usage(absl::StrCat("--threads must be in 1..256, got ", requested_threads));
   }
+  // Kernel threads and the default concurrency count the CPUs this process may use at once
+  // (affinity, the container's CPU quota), not the host's: a pod limited to 2 CPUs on a
+  // 64-core node must not run 64 threads that the quota then parks.
+  const CpuLimits cpu_limits = ReadCpuLimits();
+  const int threads = CapThreads(requested_threads, cpu_limits);
+  if (max_concurrent == 0) max_concurrent = std::max(1, cpu_limits.cpus / threads);
   if (max_concurrent < 1 || max_concurrent > 1024) {
     return Usage(absl::StrCat("--max_concurrent must be in 1..1024, got ", max_concurrent));
   }
@@ -205,6 +215,11 @@ int Main(int argc, char** argv) {
   logger->set_level(*level);
   logger->flush_on(spdlog::level::info);
   ApplyLogFormat(*logger, process->log_format);
+  if (threads < requested_threads) {
+    logger->warn("--threads {} capped to {}: the CPUs this process may use ({})",
+                 requested_threads, threads, cpu_limits.source);
+  }
+  if (!openmp_note.empty()) logger->warn("{}", openmp_note);
 
   runtime::KernelRegistry kernels;
   if (absl::Status s = runtime::RegisterCpuKernels(kernels); !s.ok()) {

@@ -647,54 +647,65 @@ GRAPHOPT_INLINE double FoldSum16(const Dv<N>* v) {
   return s2[0] + s2[1];
 }
 
-// Each row of cols floats: y = exp(x - max) / sum, the sum of the exps in double. Blocks of 16
-// in both widths, a partial last block through a padded copy (-inf: its exps are 0), and the
-// max and the sums over 16 lanes (lane j: elements j mod 16) reduced pairwise: the same
-// arithmetic per element in every version. y may be x.
+// Each row of cols floats: y = exp(x - max) / sum, the sum of the exps in double. Three passes:
+// every row's max and x - max (into y); exp over all the rows at once (so that short rows,
+// attention's at batch 1, do not each pay for a padded vector); every row's sum and scaling.
+// The max and the sum take a row's whole blocks of 16 in 16 lanes (lane j: elements j mod 16)
+// folded pairwise, then its last elements one by one: the same arithmetic per element in every
+// version. y may be x.
 template <int N>
 GRAPHOPT_INLINE void SoftmaxRows(int64_t rows, int64_t cols, const float* x, float* y) {
-  using D = Dv<N>;
   constexpr int kVectors = 16 / N;
   const float ninf = -__builtin_inff();
+  const int64_t full = cols / 16 * 16;
   for (int64_t r = 0; r < rows; ++r) {
     const float* p = x + r * cols;
     float* q = y + r * cols;
-    const int64_t full = cols / 16 * 16;
-    float pad[16];
-    if (full < cols) {
-      std::fill(pad, pad + 16, ninf);
-      std::copy(p + full, p + cols, pad);
-    }
     // The max ignores NaN (a NaN entry makes the sum, so the whole row, NaN).
-    F<N> vmax[kVectors];
-    for (int k = 0; k < kVectors; ++k) vmax[k] = Splat<N>(ninf);
-    auto max_block = [&](const float* b) __attribute__((always_inline)) {
-      for (int k = 0; k < kVectors; ++k) {
-        const F<N> v = Load<N>(b + k * N);
-        vmax[k] = v > vmax[k] ? v : vmax[k];
+    float m = ninf;
+    if (full > 0) {
+      F<N> vmax[kVectors];
+      for (int k = 0; k < kVectors; ++k) vmax[k] = Splat<N>(ninf);
+      for (int64_t i = 0; i < full; i += 16) {
+        for (int k = 0; k < kVectors; ++k) {
+          const F<N> v = Load<N>(p + i + k * N);
+          vmax[k] = v > vmax[k] ? v : vmax[k];
+        }
       }
-    };
-    for (int64_t i = 0; i < full; i += 16) max_block(p + i);
-    if (full < cols) max_block(pad);
-    const float m = FoldMax16<N>(vmax);
-    D sum[kVectors] = {};
-    auto exp_block = [&](const float* in, float* out) __attribute__((always_inline)) {
-      for (int k = 0; k < kVectors; ++k) {
-        const F<N> e = ExpNonPositive<N>(Load<N>(in + k * N) - m);
-        Store<N>(out + k * N, e);
-        sum[k] += __builtin_convertvector(e, D);
-      }
-    };
-    for (int64_t i = 0; i < full; i += 16) exp_block(p + i, q + i);
-    float tail[16];
-    if (full < cols) {
-      exp_block(pad, tail);
-      std::copy(tail, tail + (cols - full), q + full);
+      m = FoldMax16<N>(vmax);
     }
-    const float inv = static_cast<float>(1.0 / FoldSum16<N>(sum));
+    for (int64_t i = full; i < cols; ++i) m = p[i] > m ? p[i] : m;
     int64_t i = 0;
-    for (; i + N <= cols; i += N) Store<N>(q + i, Load<N>(q + i) * inv);
-    for (; i < cols; ++i) q[i] *= inv;
+    for (; i + N <= cols; i += N) Store<N>(q + i, Load<N>(p + i) - m);
+    for (; i < cols; ++i) q[i] = p[i] - m;
+  }
+  const int64_t total = rows * cols;
+  int64_t i = 0;
+  for (; i + N <= total; i += N) Store<N>(y + i, ExpNonPositive<N>(Load<N>(y + i)));
+  if (i < total) {
+    float block[N];
+    std::fill(block, block + N, ninf);
+    std::copy(y + i, y + total, block);
+    Store<N>(block, ExpNonPositive<N>(Load<N>(block)));
+    std::copy(block, block + (total - i), y + i);
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    float* q = y + r * cols;
+    double sum = 0;
+    if (full > 0) {
+      Dv<N> acc[kVectors] = {};
+      for (int64_t j = 0; j < full; j += 16) {
+        for (int k = 0; k < kVectors; ++k) {
+          acc[k] += __builtin_convertvector(Load<N>(q + j + k * N), Dv<N>);
+        }
+      }
+      sum = FoldSum16<N>(acc);
+    }
+    for (int64_t j = full; j < cols; ++j) sum += static_cast<double>(q[j]);
+    const float inv = static_cast<float>(1.0 / sum);
+    int64_t j = 0;
+    for (; j + N <= cols; j += N) Store<N>(q + j, Load<N>(q + j) * inv);
+    for (; j < cols; ++j) q[j] *= inv;
   }
 }
 

@@ -3,13 +3,18 @@
 // kernel opens on the test's thread; it is a test of its own so that no other test runs under
 // the interposer.
 #include <dlfcn.h>
+#include <omp.h>
 
 #include <atomic>
+#include <cmath>
+#include <memory>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "runtime/executor.h"
 #include "runtime/kernels/kernel_test_util.h"
+#include "runtime/kernels/packed_matmul.h"
 
 namespace {
 std::atomic<int> g_regions{0};
@@ -63,6 +68,48 @@ TEST(MatMulOmpTest, LargerProductOnTwoThreadsOpensARegion) {
       0, /*num_threads=*/2);
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_GE(g_regions.load(), 1);
+}
+
+// A product with B packed by oneDNN: below PackedMatMul::kSerialMacs it runs on the calling
+// thread (oneDNN would open a team of all the threads on every call), above it oneDNN shares it
+// out; the caller's thread count is the same afterwards.
+TEST(MatMulOmpTest, SmallPackedProductsRunOnTheCallingThread) {
+  Node node;
+  node.op_type = "MatMul";
+  ExecutorOptions options;
+  KernelInfo info(node, "node 'm' (MatMul)", 17, {}, TestRegistry(), options, DeviceKind::kCpu);
+  KernelContext ctx(info, {}, {}, nullptr, 2);
+  constexpr int64_t kK = 256, kN = 256;
+  const std::vector<float> bv = Random(kK * kN, 15);
+  const Tensor b = F32(bv, {kK, kN});
+  std::unique_ptr<PackedMatMul> p = PackedMatMul::Create(info, b, false);
+  ASSERT_NE(p, nullptr);
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(2);
+  for (int64_t m : {10, 512}) {
+    SCOPED_TRACE(testing::Message() << "M " << m);
+    const bool small = m * kK * kN < PackedMatMul::kSerialMacs;
+    const std::vector<float> a = Random(m * kK, 16);
+    std::vector<float> y(m * kN);
+    g_regions = 0;
+    absl::StatusOr<bool> ran = p->Run(ctx, m, a.data(), 1.0f, false, y.data());
+    ASSERT_TRUE(ran.ok()) << ran.status();
+    ASSERT_TRUE(*ran) << "oneDNN offered only its reference kernel";
+    if (small) {
+      EXPECT_EQ(g_regions.load(), 0);
+    } else {
+      EXPECT_GE(g_regions.load(), 1);
+    }
+    EXPECT_EQ(omp_get_max_threads(), 2);
+    for (int64_t i = 0; i < m; i += 97) {
+      for (int64_t j = 0; j < kN; j += 31) {
+        double want = 0;
+        for (int64_t q = 0; q < kK; ++q) want += double{a[i * kK + q]} * bv[q * kN + j];
+        EXPECT_NEAR(y[i * kN + j], want, 1e-4 * (1 + std::fabs(want)));
+      }
+    }
+  }
+  omp_set_num_threads(saved);
 }
 
 }  // namespace

@@ -30,6 +30,12 @@ template <int N>
 using F = typename Lanes<N>::F;
 template <int N>
 using I = typename Lanes<N>::I;
+template <int N>
+struct DoubleLanes {
+  typedef double D __attribute__((vector_size(N * sizeof(double))));
+};
+template <int N>
+using Dv = typename DoubleLanes<N>::D;
 
 template <int N>
 GRAPHOPT_INLINE F<N> Load(const float* p) {
@@ -592,6 +598,127 @@ void LayerNormBase(GRAPHOPT_LAYER_NORM_ARGS) {
 
 #pragma GCC pop_options
 
+// --- Softmax rows ----------------------------------------------------------------------------
+
+// exp(d) for d <= 0 (d - max of a softmax row); 0 where d < kExpLow, where expf's result is a
+// subnormal below 1.2e-38 or 0: such an entry is a masked one (-inf, -1e4, -100 added by an
+// attention mask), and computing the subnormal would cost a microcode assist per vector on x86
+// (as would multiplying it by the row's 1 / sum afterwards) for a difference of under 1.2e-38.
+template <int N>
+GRAPHOPT_INLINE F<N> ExpNonPositive(F<N> d) {
+  return KeepNan<N>(d, d < kExpLow ? Splat<N>(0.0f) : Exp<N>(d));
+}
+
+// The 16 lanes of a block held as one vector of 16 or two of 8 (lane j at j mod 16), folded
+// pairwise in registers (lanes j and j + 8, then j and j + 4, ...): the same operations on the
+// same lanes in both widths. A fold through memory stalls on store forwarding of the partial
+// reloads, which cost more than the row's arithmetic for rows of a few dozen.
+template <int N>
+GRAPHOPT_INLINE float FoldMax16(const F<N>* v) {
+  F<8> m8;
+  if constexpr (N == 16) {
+    const F<8> lo = __builtin_shufflevector(v[0], v[0], 0, 1, 2, 3, 4, 5, 6, 7);
+    const F<8> hi = __builtin_shufflevector(v[0], v[0], 8, 9, 10, 11, 12, 13, 14, 15);
+    m8 = hi > lo ? hi : lo;
+  } else {
+    m8 = v[1] > v[0] ? v[1] : v[0];
+  }
+  const F<4> lo4 = __builtin_shufflevector(m8, m8, 0, 1, 2, 3);
+  const F<4> hi4 = __builtin_shufflevector(m8, m8, 4, 5, 6, 7);
+  const F<4> m4 = hi4 > lo4 ? hi4 : lo4;
+  const F<2> lo2 = __builtin_shufflevector(m4, m4, 0, 1);
+  const F<2> hi2 = __builtin_shufflevector(m4, m4, 2, 3);
+  const F<2> m2 = hi2 > lo2 ? hi2 : lo2;
+  return m2[1] > m2[0] ? m2[1] : m2[0];
+}
+
+template <int N>
+GRAPHOPT_INLINE double FoldSum16(const Dv<N>* v) {
+  Dv<8> s8;
+  if constexpr (N == 16) {
+    s8 = __builtin_shufflevector(v[0], v[0], 0, 1, 2, 3, 4, 5, 6, 7) +
+         __builtin_shufflevector(v[0], v[0], 8, 9, 10, 11, 12, 13, 14, 15);
+  } else {
+    s8 = v[0] + v[1];
+  }
+  const Dv<4> s4 = __builtin_shufflevector(s8, s8, 0, 1, 2, 3) +
+                   __builtin_shufflevector(s8, s8, 4, 5, 6, 7);
+  const Dv<2> s2 = __builtin_shufflevector(s4, s4, 0, 1) + __builtin_shufflevector(s4, s4, 2, 3);
+  return s2[0] + s2[1];
+}
+
+// Each row of cols floats: y = exp(x - max) / sum, the sum of the exps in double. Three passes:
+// every row's max and x - max (into y); exp over all the rows at once (so that short rows,
+// attention's at batch 1, do not each pay for a padded vector); every row's sum and scaling.
+// The max and the sum take a row's whole blocks of 16 in 16 lanes (lane j: elements j mod 16)
+// folded pairwise, then its last elements one by one: the same arithmetic per element in every
+// version. y may be x.
+template <int N>
+GRAPHOPT_INLINE void SoftmaxRows(int64_t rows, int64_t cols, const float* x, float* y) {
+  constexpr int kVectors = 16 / N;
+  const float ninf = -__builtin_inff();
+  const int64_t full = cols / 16 * 16;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* p = x + r * cols;
+    float* q = y + r * cols;
+    // The max ignores NaN (a NaN entry makes the sum, so the whole row, NaN).
+    float m = ninf;
+    if (full > 0) {
+      F<N> vmax[kVectors];
+      for (int k = 0; k < kVectors; ++k) vmax[k] = Splat<N>(ninf);
+      for (int64_t i = 0; i < full; i += 16) {
+        for (int k = 0; k < kVectors; ++k) {
+          const F<N> v = Load<N>(p + i + k * N);
+          vmax[k] = v > vmax[k] ? v : vmax[k];
+        }
+      }
+      m = FoldMax16<N>(vmax);
+    }
+    for (int64_t i = full; i < cols; ++i) m = p[i] > m ? p[i] : m;
+    int64_t i = 0;
+    for (; i + N <= cols; i += N) Store<N>(q + i, Load<N>(p + i) - m);
+    for (; i < cols; ++i) q[i] = p[i] - m;
+  }
+  const int64_t total = rows * cols;
+  int64_t i = 0;
+  for (; i + N <= total; i += N) Store<N>(y + i, ExpNonPositive<N>(Load<N>(y + i)));
+  if (i < total) {
+    float block[N];
+    std::fill(block, block + N, ninf);
+    std::copy(y + i, y + total, block);
+    Store<N>(block, ExpNonPositive<N>(Load<N>(block)));
+    std::copy(block, block + (total - i), y + i);
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    float* q = y + r * cols;
+    double sum = 0;
+    if (full > 0) {
+      Dv<N> acc[kVectors] = {};
+      for (int64_t j = 0; j < full; j += 16) {
+        for (int k = 0; k < kVectors; ++k) {
+          acc[k] += __builtin_convertvector(Load<N>(q + j + k * N), Dv<N>);
+        }
+      }
+      sum = FoldSum16<N>(acc);
+    }
+    for (int64_t j = full; j < cols; ++j) sum += static_cast<double>(q[j]);
+    const float inv = static_cast<float>(1.0 / sum);
+    int64_t j = 0;
+    for (; j + N <= cols; j += N) Store<N>(q + j, Load<N>(q + j) * inv);
+    for (; j < cols; ++j) q[j] *= inv;
+  }
+}
+
+GRAPHOPT_V4 void SoftmaxRowsV4(int64_t rows, int64_t cols, const float* x, float* y) {
+  SoftmaxRows<16>(rows, cols, x, y);
+}
+GRAPHOPT_V3 void SoftmaxRowsV3(int64_t rows, int64_t cols, const float* x, float* y) {
+  SoftmaxRows<8>(rows, cols, x, y);
+}
+void SoftmaxRowsBase(int64_t rows, int64_t cols, const float* x, float* y) {
+  SoftmaxRows<8>(rows, cols, x, y);
+}
+
 // --- Interleaving three planes -------------------------------------------------------------
 
 void Interleave3Base(const uint32_t* p0, const uint32_t* p1, const uint32_t* p2, int64_t n,
@@ -846,6 +973,18 @@ void LayerNormRowsF32(GRAPHOPT_LAYER_NORM_ARGS) {
                    y, mean, inv_std);
 }
 #undef GRAPHOPT_LAYER_NORM_ARGS
+
+void SoftmaxRowsF32(FastMathIsa isa, int64_t rows, int64_t cols, const float* x, float* y) {
+  switch (isa) {
+    case FastMathIsa::kX86_64_V4: return SoftmaxRowsV4(rows, cols, x, y);
+    case FastMathIsa::kX86_64_V3: return SoftmaxRowsV3(rows, cols, x, y);
+    case FastMathIsa::kX86_64: return SoftmaxRowsBase(rows, cols, x, y);
+  }
+}
+
+void SoftmaxRowsF32(int64_t rows, int64_t cols, const float* x, float* y) {
+  SoftmaxRowsF32(DetectedFastMathIsa(), rows, cols, x, y);
+}
 
 void Interleave3x32(FastMathIsa isa, const uint32_t* p0, const uint32_t* p1, const uint32_t* p2,
                     int64_t n, uint32_t* out) {

@@ -98,6 +98,15 @@ void LayerNormRowsF32(FastMathIsa isa, int64_t rows, int64_t cols, const float* 
                       const float* scale, int64_t scale_step, const float* bias,
                       int64_t bias_step, float eps, float* y, float* mean, float* inv_std);
 
+// Softmax of `rows` rows of `cols` floats each (y may be x): y = exp(x - max) / sum, the max
+// and the sum (in double) over each row's blocks of 16 in 16 lanes folded pairwise, then its
+// last elements in order: the same in every version, so the AVX-512 and AVX2 versions agree to
+// the bit. exp within 2 ulp of expf, but entries more
+// than 87.3 below the row's max (masked ones) give exactly 0 where expf gives a subnormal under
+// 1.2e-38; a row holding NaN is NaN.
+void SoftmaxRowsF32(int64_t rows, int64_t cols, const float* x, float* y);
+void SoftmaxRowsF32(FastMathIsa isa, int64_t rows, int64_t cols, const float* x, float* y);
+
 // Data movement in the same versions: out[3 * i + k] = p_k[i] for i < n, three planes of 32-bit
 // elements interleaved (an image's channels going last: the input Transpose of a channels-last
 // CNN). Bit-exact in every version.

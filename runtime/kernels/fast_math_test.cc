@@ -464,5 +464,65 @@ TEST(FastMathTest, GemmRowsMatchGemv) {
   }
 }
 
+// Softmax rows in every version against double: every length class, masked entries (-inf,
+// 90 and 1e4 below the row's max, as attention masks add) giving exactly 0,
+// a row of one value, and a NaN making its row NaN; the AVX-512 and AVX2 versions agree to the
+// bit, and y may be x.
+TEST(FastMathTest, SoftmaxRowsMatchDoubleInEveryVersion) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> first;
+  for (FastMathIsa isa : Versions()) {
+    SCOPED_TRACE(FastMathIsaName(isa));
+    std::vector<float> all;
+    for (int64_t cols : {1, 3, 8, 16, 17, 49, 64, 100}) {
+      SCOPED_TRACE(testing::Message() << cols << " columns");
+      const int64_t rows = 5;
+      std::vector<float> x(rows * cols);
+      for (int64_t i = 0; i < rows * cols; ++i) x[i] = 3.0f * std::sin(0.37f * i);
+      if (cols > 2) {
+        x[cols] = -inf;             // row 1
+        x[cols + 2] = 3.0f;  // the row's max
+        x[cols + 1] = 3.0f - 90.0f;
+        x[2 * cols + 1] = -1e4f;    // row 2
+        for (int64_t i = 0; i < cols; ++i) x[3 * cols + i] = 0.5f;  // row 3: uniform
+      }
+      std::vector<float> y(rows * cols, -7.0f);
+      SoftmaxRowsF32(isa, rows, cols, x.data(), y.data());
+      for (int64_t r = 0; r < rows; ++r) {
+        double m = -inf, sum = 0;
+        for (int64_t i = 0; i < cols; ++i) m = std::max<double>(m, x[r * cols + i]);
+        for (int64_t i = 0; i < cols; ++i) sum += std::exp(static_cast<double>(x[r * cols + i]) - m);
+        for (int64_t i = 0; i < cols; ++i) {
+          const double want = std::exp(static_cast<double>(x[r * cols + i]) - m) / sum;
+          if (want < 1e-30) {
+            // Entries 87.3 and more below the max: 0 where expf gives a subnormal or 0.
+            EXPECT_NEAR(y[r * cols + i], want, 1.2e-38) << "row " << r << " col " << i;
+          } else {
+            EXPECT_LT(RelativeError(y[r * cols + i], want), 1e-6) << "row " << r << " col " << i;
+          }
+        }
+      }
+      if (cols > 2) {
+        EXPECT_EQ(y[cols], 0.0f);
+        EXPECT_EQ(y[cols + 1], 0.0f);  // not exp(-90), a subnormal, nor the clamp's 1.2e-38
+        EXPECT_EQ(y[2 * cols + 1], 0.0f);
+      }
+      // In place: the same bits.
+      std::vector<float> z = x;
+      SoftmaxRowsF32(isa, rows, cols, z.data(), z.data());
+      for (size_t i = 0; i < z.size(); ++i) ASSERT_EQ(z[i], y[i]) << "element " << i;
+      all.insert(all.end(), y.begin(), y.end());
+    }
+    std::vector<float> nan_row = {1.0f, std::nanf(""), 2.0f};
+    SoftmaxRowsF32(isa, 1, 3, nan_row.data(), nan_row.data());
+    for (float v : nan_row) EXPECT_TRUE(std::isnan(v));
+    if (isa == FastMathIsa::kX86_64_V4) first = all;
+    if (isa == FastMathIsa::kX86_64_V3 && !first.empty()) {
+      ASSERT_EQ(first.size(), all.size());
+      for (size_t i = 0; i < all.size(); ++i) ASSERT_EQ(first[i], all[i]) << "element " << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace graphopt::runtime

@@ -505,16 +505,25 @@ void SmallSgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* 
     ldb = n;
   }
   const int64_t blocks = (m + 3) / 4;
-  const bool parallel = static_cast<double>(m) * n * k >= kParallelGemmMacs && blocks > 1 &&
-                        !omp_in_parallel() && omp_get_max_threads() > 1;
-#pragma omp parallel for if (parallel) schedule(static)
-  for (int64_t blk = 0; blk < blocks; ++blk) {
+  auto block = [&](int64_t blk) {
     const int64_t i0 = blk * 4, rows = std::min<int64_t>(4, m - i0);
     if (beta == 0.0f) {
       for (int64_t i = i0; i < i0 + rows; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
     }
     GemmAccumulateF32(rows, k, n, a + i0 * lda, lda, b, ldb, c + i0 * ldc, ldc);
+  };
+  const bool parallel = static_cast<double>(m) * n * k >= kParallelGemmMacs && blocks > 1 &&
+                        !omp_in_parallel() && omp_get_max_threads() > 1;
+  if (!parallel) {
+    // Serial without entering OpenMP at all: `parallel for if (false)` still starts a team of
+    // one (libgomp allocates it and synchronises on a futex), which cost more than the product
+    // itself for attention's per-head products at batch 1 (a few thousand multiply-adds each,
+    // one call per head).
+    for (int64_t blk = 0; blk < blocks; ++blk) block(blk);
+    return;
   }
+#pragma omp parallel for schedule(static)
+  for (int64_t blk = 0; blk < blocks; ++blk) block(blk);
 }
 
 absl::Status SgemmCall(const KernelContext& ctx, bool ta, bool tb, int64_t m, int64_t n,

@@ -1,5 +1,7 @@
 #include "runtime/kernels/packed_matmul.h"
 
+#include <omp.h>
+
 #include <memory>
 #include <tuple>
 #include <unordered_map>
@@ -113,6 +115,24 @@ absl::StatusOr<std::shared_ptr<const PackedMatMul::Primitive>> PackedMatMul::Get
 
 absl::StatusOr<bool> PackedMatMul::Run(const KernelContext& ctx, int64_t m, const float* a,
                                        float alpha, bool accumulate, float* y) const {
+  // A product too small to share out is made and run on this thread alone: oneDNN sizes its
+  // team when the primitive is made and opens it on every call, and for attention's
+  // projections at batch 1 (a few hundred thousand multiply-adds) starting the team and
+  // waiting at its barrier took longer than the product. The same size always takes the same
+  // path, so a cached primitive is only ever run with the threads it was made for.
+  const int threads = omp_get_max_threads();
+  const bool serial = threads > 1 && !omp_in_parallel() &&
+                      static_cast<double>(m) * static_cast<double>(n_) * static_cast<double>(k_) <
+                          static_cast<double>(kSerialMacs);
+  if (serial) omp_set_num_threads(1);
+  absl::StatusOr<bool> ran = RunWithThreads(ctx, m, a, alpha, accumulate, y);
+  if (serial) omp_set_num_threads(threads);
+  return ran;
+}
+
+absl::StatusOr<bool> PackedMatMul::RunWithThreads(const KernelContext& ctx, int64_t m,
+                                                  const float* a, float alpha, bool accumulate,
+                                                  float* y) const {
   absl::StatusOr<std::shared_ptr<const Primitive>> prim = GetPrimitive(ctx, m, alpha, accumulate);
   if (!prim.ok()) return prim.status();
   if (*prim == nullptr) return false;

@@ -33,6 +33,8 @@ class PackedMatMul {
 
   // Columns below which sgemm stays faster (a classifier's 10 outputs, say).
   static constexpr int64_t kMinColumns = 32;
+  // Multiply-adds below which a product runs on the calling thread alone (Run).
+  static constexpr int64_t kSerialMacs = int64_t{1} << 20;
 
   // Whether `b` is the tensor this was made from (same buffer and shape).
   bool Matches(const Tensor& b) const;
@@ -41,7 +43,8 @@ class PackedMatMul {
 
   // y (M x N, row-major) = alpha * a (M x K, row-major) x B, plus what y holds when
   // `accumulate`. False when oneDNN has only a reference kernel for this M (the caller then
-  // uses sgemm); INTERNAL naming the node when oneDNN fails.
+  // uses sgemm); INTERNAL naming the node when oneDNN fails. A product of fewer than
+  // kSerialMacs multiply-adds runs on the calling thread alone.
   absl::StatusOr<bool> Run(const KernelContext& ctx, int64_t m, const float* a, float alpha,
                            bool accumulate, float* y) const;
 
@@ -49,6 +52,9 @@ class PackedMatMul {
   struct Primitive;
   struct Scratch;
   PackedMatMul() = default;
+  // Run with the OpenMP threads the caller has set.
+  absl::StatusOr<bool> RunWithThreads(const KernelContext& ctx, int64_t m, const float* a,
+                                      float alpha, bool accumulate, float* y) const;
   absl::StatusOr<std::shared_ptr<const Primitive>> GetPrimitive(const KernelContext& ctx,
                                                                 int64_t m, float alpha,
                                                                 bool accumulate) const;

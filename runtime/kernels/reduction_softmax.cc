@@ -39,35 +39,10 @@ void SoftmaxOverLayout(const T* x, Out* y, const AxisLayout& l, const KernelCont
   if constexpr (M == SoftmaxMode::kSoftmax && std::is_same_v<T, float> &&
                 std::is_same_v<Out, float>) {
     if (I == 1) {
-      // Contiguous rows of float32: x - max written to y for the whole share of rows, one call
-      // of fast_math's vector exp over it (within 2 ulp of expf), then each row scaled by its
-      // sum (in double). Where that exp clamps (results below the smallest normal float:
-      // masked entries, -inf), std::exp, so that they stay exactly 0.
+      // Contiguous rows of float32: fast_math's row softmax (vector max, exp and sum; the sum
+      // in double; within 2 ulp of expf, entries far below the max as expf gives them).
       ctx.ParallelFor(l.outer, grain, [&](int64_t b, int64_t e) {
-        for (int64_t o = b; o < e; ++o) {
-          const float* xr = x + o * R;
-          float* yr = y + o * R;
-          float m = xr[0];
-          for (int64_t r = 1; r < R; ++r) m = xr[r] > m ? xr[r] : m;
-          for (int64_t r = 0; r < R; ++r) yr[r] = xr[r] - m;
-        }
-        float* ys = y + b * R;
-        const int64_t n = (e - b) * R;
-        // A pass of its own: inside the subtraction loop above, the check keeps that loop from
-        // vectorising (the transformer encoder's Softmax nodes took twice as long).
-        std::vector<std::pair<int64_t, float>> tiny;  // (index, x - max), rarely any
-        for (int64_t i = 0; i < n; ++i) {
-          if (ys[i] < -87.0f) tiny.emplace_back(i, ys[i]);
-        }
-        ExpF32(ys, n);
-        for (const auto& [i, v] : tiny) ys[i] = std::exp(v);
-        for (int64_t o = b; o < e; ++o) {
-          float* yr = y + o * R;
-          double sum = 0;
-          for (int64_t r = 0; r < R; ++r) sum += static_cast<double>(yr[r]);
-          const float inv = static_cast<float>(1.0 / sum);
-          for (int64_t r = 0; r < R; ++r) yr[r] *= inv;
-        }
+        SoftmaxRowsF32(e - b, R, x + b * R, y + b * R);
       });
       return;
     }

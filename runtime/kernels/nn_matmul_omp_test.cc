@@ -60,8 +60,10 @@ TEST(MatMulOmpTest, SmallBatchedProductsOnOneThreadOpenNoRegion) {
 }
 
 // The interposer sees regions: a product large enough to share out on two threads opens one.
+// Its inputs hold at least the 2^15 elements below which the executor runs a step's OpenMP code
+// on one thread.
 TEST(MatMulOmpTest, LargerProductOnTwoThreadsOpensARegion) {
-  constexpr int kM = 64, kK = 64, kN = 96;  // 2^18 + 2^17 multiply-adds
+  constexpr int kM = 256, kK = 128, kN = 128;  // 2^22 multiply-adds, 48 Ki input elements
   g_regions = 0;
   absl::StatusOr<std::vector<Tensor>> out = RunNode(
       "MatMul", {}, {F32(Random(kM * kK, 13), {kM, kK}), F32(Random(kK * kN, 14), {kK, kN})}, 1,

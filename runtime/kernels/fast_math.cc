@@ -53,7 +53,12 @@ GRAPHOPT_INLINE F<N> Splat(float x) {
 }
 
 // exp(x) for x = n*ln2 + r, |r| <= ln2/2: exp(r) by a degree-6 polynomial (Cephes expf), 2^n by
-// building the exponent bits. Inputs are clamped to [kExpLow, kExpHigh] first.
+// building the exponent bits. Inputs are clamped to [kExpLow, kExpHigh] first. n is x/ln2
+// rounded to nearest by adding and subtracting 1.5 * 2^23 (the sum's low mantissa bits are n,
+// which gives the exponent bits with one integer add): four vector operations fewer than a
+// floor through two conversions, which made SiLU (exp, a division and a product) a quarter
+// slower on AVX-512. Only a tie of x/ln2 between two integers picks the other n, with an r
+// still inside the polynomial's range.
 constexpr float kExpLow = -87.3365447506f;  // exp(kExpLow) is the smallest normal float
 constexpr float kExpHigh = 88.3762626647f;
 
@@ -61,10 +66,8 @@ template <int N>
 GRAPHOPT_INLINE F<N> Exp(F<N> x) {
   x = x < kExpLow ? Splat<N>(kExpLow) : x;
   x = x > kExpHigh ? Splat<N>(kExpHigh) : x;
-  const F<N> fx = x * 1.44269504088896341f + 0.5f;
-  // floor(fx): truncate toward zero, then step down where that rounded up.
-  F<N> t = __builtin_convertvector(__builtin_convertvector(fx, I<N>), F<N>);
-  t = t > fx ? t - 1.0f : t;
+  const F<N> sum = x * 1.44269504088896341f + 12582912.0f;
+  const F<N> t = sum - 12582912.0f;
   const F<N> r = x - t * 0.693359375f - t * -2.12194440e-4f;
   const F<N> z = r * r;
   F<N> y = Splat<N>(1.9875691500e-4f);
@@ -74,7 +77,8 @@ GRAPHOPT_INLINE F<N> Exp(F<N> x) {
   y = y * r + 1.6666665459e-1f;
   y = y * r + 5.0000001201e-1f;
   y = y * z + r + 1.0f;
-  const I<N> bits = (__builtin_convertvector(t, I<N>) + 127) << 23;
+  // sum's bits are those of 1.5 * 2^23 (0x4B400000) plus n; 0x4B400000 << 23 wraps to 0.
+  const I<N> bits = ((I<N>)sum + 127) << 23;
   return y * (F<N>)bits;  // the same bytes seen as floats
 }
 

@@ -308,6 +308,59 @@ TEST_F(FusedKernelTest, ConvWithEveryFusableActivation) {
   }
 }
 
+// SiLU after a convolution that oneDNN computes (a 1x1 of a 6x6 image, channels-first; a 3x3 and
+// a depthwise 5x5 stride 2, channels-last), then a per-channel shift and a residual: the fused
+// group gives the unfused nodes' bits (Sigmoid, then Mul, then Add), because the SiLU and what
+// follows it run on the same vector functions as the nodes. oneDNN's own swish post-op rounds
+// differently.
+TEST_F(FusedKernelTest, ConvSiluGivesTheUnfusedBits) {
+  const std::string tail = Node("Sigmoid", {"c"}, "s") + Node("Mul", {"c", "s"}, "m") +
+                           Node("Add", {"m", "cb"}, "a") + Node("Add", {"a", "r"}, "y") +
+                           Output("y");
+  const std::string pads2 = "attributes { name: \"pads\" ints { values: [2, 2, 2, 2] } } "
+                            "attributes { name: \"strides\" ints { values: [2, 2] } } "
+                            "attributes { name: \"group\" i: 16 }";
+  struct Case {
+    std::string graph;
+    std::vector<std::string> passes;
+  };
+  const std::vector<Case> cases = {
+      {Input("x", {1, 4, 6, 6}) + Input("r", {1, 4, 6, 6}) +
+           Const("w", {4, 4, 1, 1}, {0.5f, -0.25f, 0.125f}) + Const("b", {4}, {0.1f, -0.2f}) +
+           Const("cb", {4, 1, 1}, {0.3f, -0.1f, 0.2f}) + Node("Conv", {"x", "w", "b"}, "c") +
+           tail,
+       {"fuse_ops"}},
+      {Input("x", {1, 16, 12, 12}) + Input("r", {1, 16, 12, 12}) +
+           Const("w", {16, 16, 3, 3}, {0.05f, -0.03f, 0.02f, 0.01f}) +
+           Const("b", {16}, {0.1f, -0.2f}) + Const("cb", {16, 1, 1}, {0.3f, -0.1f, 0.2f}) +
+           Node("Conv", {"x", "w", "b"}, "c", kPads) + tail,
+       {"channels_last", "fuse_ops"}},
+      {Input("x", {1, 16, 13, 13}) + Input("r", {1, 16, 7, 7}) +
+           Const("w", {16, 1, 5, 5}, {0.05f, -0.03f, 0.02f, 0.04f}) +
+           Const("b", {16}, {0.1f, -0.2f}) + Const("cb", {16, 1, 1}, {0.3f, -0.1f, 0.2f}) +
+           Node("Conv", {"x", "w", "b"}, "c", pads2) + tail,
+       {"channels_last", "fuse_ops"}},
+  };
+  for (const Case& c : cases) {
+    const v1::Graph graph = Parse(c.graph);
+    const v1::Graph fused = Optimized(graph, c.passes);
+    int groups = 0;
+    for (const v1::Node& n : fused.nodes()) groups += n.op_type() == kFusedGroupOp;
+    ASSERT_GE(groups, 1) << fused.DebugString();
+    const std::vector<Tensor> inputs = Inputs(graph);
+    const std::vector<Tensor> want = Run(graph, inputs);
+    for (int threads : {1, 2}) {
+      const std::vector<Tensor> got = Run(fused, inputs, threads);
+      ASSERT_EQ(got.size(), 1u);
+      ASSERT_EQ(got[0].shape(), want[0].shape());
+      for (int64_t i = 0; i < got[0].num_elements(); ++i) {
+        ASSERT_EQ(got[0].data<float>()[i], want[0].data<float>()[i])
+            << "element " << i << " on " << threads << " thread(s) of\n" << c.graph;
+      }
+    }
+  }
+}
+
 // Every elementwise op a group's program runs (fused_elementwise.cc), chained, against the
 // unfused nodes.
 TEST_F(FusedKernelTest, ProgramRunsEveryActivation) {

@@ -888,6 +888,35 @@ absl::Status FloatConvolution::Run(const KernelContext& ctx, const ConvShape& s,
     NarrowPointwiseConv(ctx, s, x, PointwiseWeights(ctx, s, w)->w.data(), b, post_ops, y);
     return absl::OkStatus();
   }
+  // A swish (SiLU) post-op and what follows it run on the direct loops after oneDNN's
+  // convolution, in a second pass over y: oneDNN 2.6's swish (its own exp and a division in
+  // the JIT code) took longer than that pass with fast_math's SiLU on EfficientNet's layers, and
+  // fast_math's SiLU gives the bits of the unfused x * Sigmoid(x) nodes. Not when a residual
+  // follows that is summed into y in place (y holds the convolution by then).
+  for (size_t i = 0; i < post_ops.size(); ++i) {
+    if (post_ops[i].kind != ConvPostOp::Kind::kEltwise ||
+        post_ops[i].alg != dnnl::algorithm::eltwise_swish) {
+      continue;
+    }
+    const absl::Span<const ConvPostOp> rest = post_ops.subspan(i);
+    if (!PostOpsSupported(rest) || sums_in_place) break;
+    if (absl::Status st = Run(ctx, s, x, w, b, post_ops.subspan(0, i), y); !st.ok()) return st;
+    float* yp = y.data<float>();
+    if (s.channels_last) {
+      constexpr int64_t kPixels = 64;  // per unit of work
+      const int64_t pixels = y.num_elements() / s.m;
+      ctx.ParallelFor((pixels + kPixels - 1) / kPixels, 1, [&](int64_t u0, int64_t u1) {
+        const int64_t p0 = u0 * kPixels, p1 = std::min(pixels, u1 * kPixels);
+        ApplyPostOpsChannelsLast(rest, s.m, p0 * s.m, yp + p0 * s.m, (p1 - p0) * s.m);
+      });
+    } else {
+      const int64_t plane = s.window.out_size();
+      ctx.ParallelFor(s.n * s.m, 1, [&](int64_t c0, int64_t c1) {
+        for (int64_t c = c0; c < c1; ++c) ApplyPostOps(rest, c % s.m, c * plane, yp + c * plane, plane);
+      });
+    }
+    return absl::OkStatus();
+  }
   // oneDNN 2.6 applies an eltwise algorithm that appears twice among the post-ops with the
   // first one's parameters both times (conv -> Add 0.25 -> Mul 0.5 computed x + 0.5): such
   // lists are left to the caller's loop.

@@ -16,8 +16,11 @@ import time
 
 
 def _wait(proc, cmd, err):
-    """Waits for proc (started from cmd, its stderr in the file err); returns its peak RSS in MiB.
-    Raises with the end of its stderr when it failed."""
+    """Waits for proc (started from cmd, its stderr in the file err); returns its peak RSS in MiB
+    as wait4 reports it. Linux carries the forking process's peak into the child across exec,
+    so a child smaller than this (Python) process reads as this one's size: the contenders also
+    print their own VmHWM as "peak_rss_mib", which the callers prefer. Raises with the end of
+    its stderr when it failed."""
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
@@ -32,7 +35,8 @@ def run(cmd):
         proc = subprocess.Popen(cmd, stdout=out, stderr=err)
         rss = _wait(proc, cmd, err)
         out.seek(0)
-        return json.loads(out.read().decode().strip().splitlines()[-1]), rss
+        result = json.loads(out.read().decode().strip().splitlines()[-1])
+        return result, result.get("peak_rss_mib", rss)
 
 
 class Contender:
@@ -65,7 +69,7 @@ class Contender:
         total = self._read()
         rss = _wait(self.proc, self.cmd, self.err)
         self.err.close()
-        return total, rss
+        return total, total.get("peak_rss_mib", rss)
 
 
 def interleaved_trial(contenders, runs, burst, gap_s, order):

@@ -22,6 +22,16 @@ import onnx.numpy_helper
 import onnxruntime as ort
 
 
+def peak_rss_mib() -> float:
+    """This process's own peak resident set (VmHWM) in MiB: the parent's wait4 figure carries
+    the forking process's peak across exec (see bench/bursts.py)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    return -1.0
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("model_dir", nargs="?")
@@ -35,7 +45,7 @@ def main() -> None:
                    help="after the warm-up, run the number of times each stdin line says")
     args = p.parse_args()
     if args.baseline:
-        print(json.dumps({"median_ms": 0, "min_ms": 0, "runs": 0}))
+        print(json.dumps({"median_ms": 0, "min_ms": 0, "runs": 0, "peak_rss_mib": peak_rss_mib()}))
         return
 
     so = ort.SessionOptions()
@@ -73,7 +83,7 @@ def main() -> None:
 
     def line(t: list) -> str:
         return json.dumps({"median_ms": statistics.median(t), "min_ms": min(t), "runs": len(t),
-                           "session_ms": session_ms})
+                           "session_ms": session_ms, "peak_rss_mib": peak_rss_mib()})
 
     if args.bursts:
         print(json.dumps({"ready": True}), flush=True)

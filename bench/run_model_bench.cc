@@ -57,6 +57,21 @@ int Fail(const absl::Status& s) {
   return 1;
 }
 
+// This process's own peak resident set (VmHWM), in MiB; -1 when unknown. The parent's
+// wait4 figure would not do: Linux carries the peak of the forking process's memory into the
+// child across exec, so a child smaller than its parent reports the parent's size.
+double PeakRssMib() {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (f == nullptr) return -1;
+  char line[256];
+  double kib = -1;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    if (std::sscanf(line, "VmHWM: %lf kB", &kib) == 1) break;
+  }
+  std::fclose(f);
+  return kib < 0 ? -1 : kib / 1024.0;
+}
+
 int Main(const std::string& dir) {
   absl::StatusOr<CorpusModel> model = LoadCorpusModel(dir);
   if (!model.ok()) return Fail(model.status());
@@ -165,9 +180,9 @@ int Main(const std::string& dir) {
                           (*ex)->uses_memory_plan() ? "true" : "false");
   }
   std::printf("{\"median_ms\": %.4f, \"min_ms\": %.4f, \"runs\": %zu, \"plan_ms\": %.3f, "
-              "\"optimize_ms\": %.3f%s}\n",
+              "\"optimize_ms\": %.3f, \"peak_rss_mib\": %.1f%s}\n",
               times[times.size() / 2], times.front(), times.size(), plan_ms, optimize_ms,
-              memory.c_str());
+              PeakRssMib(), memory.c_str());
   return 0;
 }
 
@@ -175,7 +190,7 @@ int Main(const std::string& dir) {
 }  // namespace graphopt
 
 int main(int argc, char** argv) {
-  graphopt::ReexecWithPassiveOpenMpWait(argv);  // as the CLI and workers do
+  graphopt::ReexecWithShortOpenMpSpin(argv);  // as the CLI and workers do
   graphopt::DisableMutexDeadlockDetection();  // as the server and workers do
   std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
   if (rest.size() != 2) {

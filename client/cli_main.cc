@@ -1023,7 +1023,7 @@ int Main(int argc, char** argv) {
     if (run_args.threads > 1 && run_args.backend.server.empty()) {
       // Before any OpenMP region (util/openmp_wait.h); returns only when nothing was to do.
       std::string note;
-      ReexecWithPassiveOpenMpWait(argv, &note);
+      ReexecWithShortOpenMpSpin(argv, &note);
       if (!note.empty()) std::fprintf(stderr, "note: %s\n", note.c_str());
     }
     run_args.has_opt_level = run_level_option->count() > 0;

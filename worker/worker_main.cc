@@ -131,7 +131,7 @@ CallAuthenticator WorkerCallAuthenticator(std::shared_ptr<Authenticator> auth,
 int Main(int argc, char** argv) {
   // First, before any thread starts or signal is blocked (the exec keeps the mask).
   std::string openmp_note;
-  ReexecWithPassiveOpenMpWait(argv, &openmp_note);
+  ReexecWithShortOpenMpSpin(argv, &openmp_note);
   DisableMutexDeadlockDetection();  // before any thread starts (see util/mutex_mode.h)
   sigset_t shutdown_signals;
   if (absl::Status blocked = BlockShutdownSignals(&shutdown_signals); !blocked.ok()) {

@@ -179,6 +179,20 @@ absl::StatusOr<v1::Graph> ReadAnyModel(const std::string& path) {
   return GraphFromOnnxFile(path);
 }
 
+// Moves `model`'s weights to OUTPUT.data beside the output `path` (ONNX external data),
+// saying so unless quiet.
+absl::Status MoveWeightsBeside(onnx::ModelProto& model, const std::string& path, bool quiet) {
+  const std::filesystem::path out(path);
+  const std::string data_file = absl::StrCat(out.filename().string(), ".data");
+  if (absl::Status s = SaveExternalData(model, out.parent_path().string(), data_file,
+                                        kExternalDataThresholdBytes);
+      !s.ok()) {
+    return s;
+  }
+  if (!quiet) std::printf("weights in %s beside it\n", data_file.c_str());
+  return absl::OkStatus();
+}
+
 // Sends the weights in `stash` ahead of the request, reporting what was sent.
 absl::Status UploadWeights(OptimizerBackend& backend, const WeightStash& stash, bool quiet) {
   UploadOptions options;
@@ -329,14 +343,9 @@ int RunOptimize(const OptimizeArgs& args) {
     absl::StatusOr<onnx::ModelProto> model =
         GraphToOnnx(std::move(*response->mutable_graph()), *export_here);
     if (!model.ok()) return ReportError(model.status());
-    const std::filesystem::path out(args.output);
-    const std::string data_file = absl::StrCat(out.filename().string(), ".data");
-    if (absl::Status s = SaveExternalData(*model, out.parent_path().string(), data_file,
-                                          kExternalDataThresholdBytes);
-        !s.ok()) {
+    if (absl::Status s = MoveWeightsBeside(*model, args.output, args.quiet); !s.ok()) {
       return ReportError(s);
     }
-    if (!args.quiet) std::printf("weights in %s beside it\n", data_file.c_str());
     nodes = model->graph().node_size();
     if (absl::Status s = WriteFileAtomically(args.output, SerializeDeterministic(*model));
         !s.ok()) {
@@ -351,14 +360,9 @@ int RunOptimize(const OptimizeArgs& args) {
       // Weights that would not fit one file go to a data file beside it, as ONNX does.
       if (args.external_data ||
           static_cast<int64_t>(model->ByteSizeLong()) > kMaxRequestModelBytes) {
-        const std::filesystem::path out(args.output);
-        const std::string data_file = absl::StrCat(out.filename().string(), ".data");
-        if (absl::Status s = SaveExternalData(*model, out.parent_path().string(), data_file,
-                                              kExternalDataThresholdBytes);
-            !s.ok()) {
+        if (absl::Status s = MoveWeightsBeside(*model, args.output, args.quiet); !s.ok()) {
           return ReportError(s);
         }
-        if (!args.quiet) std::printf("weights in %s beside it\n", data_file.c_str());
       }
       bytes = SerializeDeterministic(*model);
       nodes = model->graph().node_size();

@@ -22,9 +22,11 @@ readonly PIP_PACKAGES=(onnxruntime==1.30.0 flatbuffers==25.2.10 packaging==25.0
   referencing==0.37.0 rpds-py==2026.9.1 importlib-resources==7.1.0)
 
 # The wheels client/python:pip_install_test installs into a fresh venv (graphopt_client's PyPI
-# dependencies, and setuptools for building its wheel), kept here so that the test needs no network.
+# dependencies with its onnx extra, and setuptools for building its wheel), kept here so that
+# the test needs no network.
 readonly WHEELHOUSE="${VENV}/wheelhouse"
-readonly WHEELHOUSE_PACKAGES=(grpcio==1.68.1 protobuf==5.29.5 setuptools==75.8.0)
+readonly WHEELHOUSE_PACKAGES=(grpcio==1.68.1 protobuf==5.29.5 setuptools==75.8.0 onnx==1.17.0
+  numpy==1.26.4)
 
 wheelhouse_complete() {
   local spec

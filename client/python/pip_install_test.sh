@@ -4,7 +4,8 @@
 # setup.py), and `pip install` puts it into a fresh venv (no system site packages) with grpcio
 # and protobuf from PyPI's wheels. A script run isolated (-I: no PYTHONPATH, no script folder)
 # imports it from the venv and optimizes the corpus MLP through a real graphopt-server, checks
-# the reports and an INVALID_ARGUMENT error. The wheel is kept in the test's outputs.
+# the reports and an INVALID_ARGUMENT error, then optimizes the MLP saved with external data
+# from its path (optimize_file: weights as blobs). The wheel is kept in the test's outputs.
 #
 # PyPI's wheels come from the wheelhouse scripts/install_python_deps.sh fills (.venv/wheelhouse,
 # found beside $GRAPHOPT_PYTHON, or $GRAPHOPT_WHEELHOUSE): the test itself needs no network.
@@ -57,8 +58,9 @@ expect_grep "Requires-Dist: grpcio" <("${PY}" -m zipfile -e "${wheels[0]}" "${TM
   cat "${TMP}"/unz/graphopt_client-*.dist-info/METADATA) "no grpcio requirement"
 cp "${wheels[0]}" "${TEST_UNDECLARED_OUTPUTS_DIR:-${TMP}}/" || true
 
+# With the onnx extra (onnx, numpy), which optimize_file needs for external data.
 run_expect 0 "${TMP}/install.out" "${TMP}/install.err" \
-  "${PIP[@]}" install --no-index --find-links "${GRAPHOPT_WHEELHOUSE}" "${wheels[0]}"
+  "${PIP[@]}" install --no-index --find-links "${GRAPHOPT_WHEELHOUSE}" "${wheels[0]}[onnx]"
 
 [[ -x "${SERVER}" ]] || fail "missing binary ${SERVER}"
 start_server --threads 2
@@ -86,9 +88,26 @@ with graphopt_client.Client(address) as client:
         print(f"error: {e.code}")
     else:
         raise AssertionError("a garbage model did not raise")
+    # The model saved with its weights in a data file beside it, optimized from its path: the
+    # weights go ahead as blobs, the result keeps a data file of its own.
+    import os
+    import tempfile
+    import onnx
+    folder = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+    path = os.path.join(folder, "mlp.onnx")
+    onnx.save_model(onnx.load_model_from_string(model), path, save_as_external_data=True,
+                    all_tensors_to_one_file=True, location="mlp.data", size_threshold=1024)
+    assert os.path.getsize(path) < 65536, "the weights stayed inline"
+    out = os.path.join(folder, "out.onnx")
+    external = client.optimize_file(path, out, opt_level=2, progress=False)
+    assert external.model == result.model, "external data gave another result"
+    assert external.upload.blobs > 0, external.upload
+    assert os.path.getsize(out + ".data") > 0
+    print(f"external data: {external.upload.blobs} blobs, wrote {out} and its data file")
 print(f"graphopt_client from {graphopt_client.__file__}, protobuf {google.protobuf.__version__}")
 print(f"optimized {len(model)} -> {len(result.model)} bytes, {len(names)} passes")
 PY
+expect_grep "^external data: [1-9][0-9]* blobs" "${TMP}/client.out"
 expect_grep "^error: INVALID_ARGUMENT$" "${TMP}/client.out"
 expect_grep "^optimized [0-9]+ -> [0-9]+ bytes" "${TMP}/client.out"
 cat "${TMP}/client.out"

@@ -74,6 +74,7 @@
 #include "spdlog/logger.h"
 #include "spdlog/sinks/stdout_sinks.h"
 #include "spdlog/spdlog.h"
+#include "util/cpu_quota.h"
 #include "util/file_util.h"
 #include "util/file_version.h"
 #include "util/http_endpoint.h"
@@ -93,7 +94,7 @@ ABSL_FLAG(int, max_message_mb, 512,
           "Largest request or response message in MiB, 1..2047.");
 ABSL_FLAG(int, threads, 0,
           "Threads that run Optimize calls at once (the optimize queue), 1..1024; 0: one per "
-          "CPU core.");
+          "CPU this process may use (its affinity mask and cgroup CPU quota).");
 ABSL_FLAG(int, optimize_queue, 64,
           "Optimize calls that may wait for a thread, 0..100000; more are refused with "
           "RESOURCE_EXHAUSTED and a retry hint.");
@@ -266,7 +267,9 @@ absl::StatusOr<ServerConfig> ConfigFromFlags() {
   config.max_message_mb = absl::GetFlag(FLAGS_max_message_mb);
   config.threads = absl::GetFlag(FLAGS_threads);
   if (config.threads == 0) {
-    config.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    // The CPUs this process may use (affinity, cgroup CPU quota), not the host's: a server in
+    // a container limited to 2 CPUs on a 64-core node runs 2 optimizations at once.
+    config.threads = ReadCpuLimits().cpus;
   }
   config.optimize_queue = absl::GetFlag(FLAGS_optimize_queue);
   config.run_threads = absl::GetFlag(FLAGS_run_threads);

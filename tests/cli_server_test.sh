@@ -201,4 +201,18 @@ run_expect 1 "${TMP}/o" "${TMP}/unreachable.err" \
   "${CLI}" optimize "${MLP}" -o "${TMP}/x.pb" --server "${ADDR}" --timeout 10
 expect_grep "^error: (UNAVAILABLE|DEADLINE_EXCEEDED): server ${ADDR}: " "${TMP}/unreachable.err"
 
+# Without --threads, the optimize threads are the CPUs the process may use: one under taskset.
+rm -f "${PORT_FILE}"
+taskset -c 0 "${SERVER}" --insecure --listen 127.0.0.1:0 --port_file "${PORT_FILE}" \
+  >"${SERVER_LOG}" 2>&1 &
+server_pid=$!
+for _ in $(seq 1 300); do
+  [[ -s "${PORT_FILE}" ]] && break
+  kill -0 "${server_pid}" 2>/dev/null || fail "the pinned server exited during start-up"
+  sleep 0.1
+done
+expect_grep "listening on .*threads=1," "${SERVER_LOG}" \
+  "a server pinned to one CPU runs more than one optimize thread"
+stop_server
+
 echo "PASS"

@@ -298,17 +298,7 @@ class ChannelsLastPass : public Pass {
                         std::move(attrs));
     if (!node.ok()) return node.status();
     graph_->mutable_node(*node).device = device;
-    AttributeMap perm;
-    perm["perm"] = PermAttribute(kToChannelsFirst);
-    absl::StatusOr<NodeId> back = graph_->AddNode(absl::StrCat(name, "_to_nchw"), "Transpose", "",
-                                                  {y_last}, {y}, std::move(perm));
-    if (!back.ok()) return back.status();
-    graph_->mutable_node(*back).device = device;
-    to_first_.push_back(*back);
-    if (y.value() < static_cast<int>(twin_.size())) {
-      twin_[y.value()] = y_last;
-      computed_[y.value()] = 1;
-    }
+    if (absl::Status s = TransposeBack(y_last, y, name, device); !s.ok()) return s;
     if (!layout_op) {
       ++others_;
     } else if (target == kNhwcConvOp) {

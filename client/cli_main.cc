@@ -273,7 +273,7 @@ int RunOptimize(const OptimizeArgs& args) {
     std::optional<onnx::ModelProto> model;
     if (want_upload(static_cast<int64_t>(bytes->size())) ||
         MayHaveExternalData(*bytes)) {
-      absl::StatusOr<onnx::ModelProto> read = ReadOnnxFile(args.input);
+      absl::StatusOr<onnx::ModelProto> read = OnnxFromFileBytes(args.input, *std::move(bytes));
       if (!read.ok()) return ReportError(read.status());
       model = *std::move(read);
     }

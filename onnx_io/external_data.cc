@@ -258,10 +258,13 @@ bool HasExternalFileData(const onnx::ModelProto& model) {
 absl::StatusOr<onnx::ModelProto> ReadOnnxFile(const std::string& path) {
   absl::StatusOr<std::string> bytes = ReadFileBytes(path);
   if (!bytes.ok()) return bytes.status();
+  return OnnxFromFileBytes(path, *std::move(bytes));
+}
+
+absl::StatusOr<onnx::ModelProto> OnnxFromFileBytes(const std::string& path, std::string bytes) {
   onnx::ModelProto model;
-  const bool parsed = model.ParseFromString(*bytes);
-  bytes->clear();
-  bytes->shrink_to_fit();
+  const bool parsed = model.ParseFromString(bytes);
+  std::string().swap(bytes);
   if (!parsed) {
     return absl::InvalidArgumentError(
         absl::StrCat("'", path, "' does not parse as an ONNX model (onnx.ModelProto)"));

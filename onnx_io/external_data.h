@@ -48,6 +48,9 @@ bool HasExternalFileData(const onnx::ModelProto& model);
 // the file, symlinks resolved: a link to a model reads the data beside the model). INVALID_ARGUMENT when it does not parse; errors name the file.
 absl::StatusOr<onnx::ModelProto> ReadOnnxFile(const std::string& path);
 
+// ReadOnnxFile for a file whose bytes the caller has read already (released once parsed).
+absl::StatusOr<onnx::ModelProto> OnnxFromFileBytes(const std::string& path, std::string bytes);
+
 // ReadOnnxFile, then GraphFromOnnx; errors name the file.
 absl::StatusOr<v1::Graph> GraphFromOnnxFile(const std::string& path);
 
